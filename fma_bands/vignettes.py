@@ -1,0 +1,388 @@
+"""Vignette files (DESIGN 4): load and validate a folder, and digest what a rater sees at each step.
+
+Every problem names the file, the line and the field; one bad file never stops the others loading.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fma_bands.actions import STEPS, Threshold, parse_threshold, sub_action
+from fma_bands.bands import AnyBand, BandError, parse_band
+from fma_bands.canonical import sha256_digest
+
+DOMAINS = ("triage", "ordering", "medication", "documentation")
+AMBIGUITIES = ("clear", "intermediate", "borderline")
+FILE_PROVENANCES = ("author-derived", "guideline-derived")
+_VIGNETTE_KEYS = {
+    "id",
+    "domain",
+    "ambiguity",
+    "clinical_core",
+    "tool_results",
+    "canary",
+    "proposals",
+}
+_PROPOSAL_KEYS = {
+    "sub_action",
+    "acceptable",
+    "provenance",
+    "source",
+    "clause",
+    "reasoning",
+    "disputed_span",
+    "threshold",
+    "notes",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int | None
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return (
+            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        )
+
+
+@dataclass(frozen=True)
+class Proposal:
+    sub_action: str
+    acceptable: AnyBand
+    provenance: str
+    source: str | None = None
+    clause: str | None = None
+    reasoning: str | None = None
+    disputed_span: AnyBand | None = None
+    threshold: Threshold | None = None
+    notes: str | None = None
+
+    @property
+    def effective_threshold(self) -> Threshold | None:
+        """The band's own phi when it carries one, else the sub-action's default."""
+        return self.threshold or sub_action(self.sub_action).threshold
+
+
+@dataclass(frozen=True)
+class Vignette:
+    id: str
+    domain: str
+    clinical_core: str
+    canary: str
+    tool_results: dict[str, str] = field(default_factory=dict)
+    ambiguity: str | None = None
+    proposals: tuple[Proposal, ...] = ()
+    path: str | None = None
+
+    @property
+    def orderables(self) -> tuple[str, ...]:
+        return tuple(self.tool_results)
+
+    def proposal(self, name: str) -> Proposal | None:
+        return next((p for p in self.proposals if p.sub_action == name), None)
+
+    def context(self, step: str) -> dict[str, Any]:
+        """Exactly what the agent holds when it acts at `step` (DESIGN 2.1); never the canary."""
+        seen: dict[str, Any] = {"id": self.id, "clinical_core": self.clinical_core}
+        if STEPS[step].shows_results:
+            seen["tool_results"] = dict(self.tool_results)
+        return seen
+
+    def context_digest(self, step: str) -> str:
+        return sha256_digest(self.context(step))
+
+    def context_digest_for(self, name: str) -> str:
+        return self.context_digest(sub_action(name).step)
+
+
+@dataclass
+class Library:
+    """The vignettes that loaded, in id order, and every problem found on the way."""
+
+    vignettes: dict[str, Vignette] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def __iter__(self):
+        return iter(self.vignettes.values())
+
+    def __len__(self) -> int:
+        return len(self.vignettes)
+
+
+class _Lines:
+    """Maps a field path to the line it starts on, from the YAML node tree."""
+
+    def __init__(self, root: yaml.Node | None):
+        self.root = root
+
+    def of(self, *path: str | int) -> int | None:
+        node = self.root
+        line = node.start_mark.line + 1 if node is not None else None
+        for key in path:
+            if isinstance(node, yaml.MappingNode):
+                pair = next(((k, v) for k, v in node.value if k.value == key), None)
+                if pair is None:
+                    return line
+                # A field is found on its key's line, which is where a person looks for it.
+                line, node = pair[0].start_mark.line + 1, pair[1]
+            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int):
+                if key >= len(node.value):
+                    return line
+                node = node.value[key]
+                line = node.start_mark.line + 1
+            else:
+                return line
+        return line
+
+
+def load_library(folders: Iterable[str | Path]) -> Library:
+    """Load every *.yaml / *.yml in the folders; also refuse duplicate ids and canaries."""
+    library = Library()
+    seen_canaries: dict[str, str] = {}
+    for folder in folders:
+        folder = Path(folder)
+        if not folder.is_dir():
+            library.problems.append(Problem(str(folder), None, "", "no such folder"))
+            continue
+        paths = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+        if not paths:
+            library.problems.append(Problem(str(folder), None, "", "no vignette files (*.yaml)"))
+        for path in paths:
+            library.files += 1
+            vignette, problems = load_vignette(path)
+            library.problems.extend(problems)
+            if vignette is None:
+                continue
+            first = library.vignettes.get(vignette.id)
+            if first is not None:
+                library.problems.append(
+                    Problem(str(path), 1, "id", f"duplicate id {vignette.id!r}, also {first.path}")
+                )
+                continue
+            if vignette.canary in seen_canaries:
+                library.problems.append(
+                    Problem(
+                        str(path),
+                        None,
+                        "canary",
+                        f"duplicate canary, also in {seen_canaries[vignette.canary]}",
+                    )
+                )
+                continue
+            seen_canaries[vignette.canary] = str(path)
+            library.vignettes[vignette.id] = vignette
+    library.vignettes = dict(sorted(library.vignettes.items()))
+    return library
+
+
+def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
+    """One file: the vignette (None if anything is wrong) and every problem found in it."""
+    path = Path(path)
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(name, None, "", f"cannot read the file: {exc}")]
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        reason = getattr(exc, "problem", None) or str(exc)
+        return None, [Problem(name, line, "", f"not valid YAML: {reason}")]
+    return parse_vignette(data, name, _Lines(root), stem=path.stem)
+
+
+def parse_vignette(
+    data: Any, name: str, lines: "_Lines | None" = None, stem: str | None = None
+) -> tuple[Vignette | None, list[Problem]]:
+    lines = lines or _Lines(None)
+    problems: list[Problem] = []
+
+    def problem(message: str, *path: str | int) -> None:
+        problems.append(Problem(name, lines.of(*path), ".".join(map(str, path)), message))
+
+    if not isinstance(data, dict):
+        problem("a vignette file is a mapping with id, domain, clinical_core, canary, ...")
+        return None, problems
+    for key in sorted(set(map(str, data)) - _VIGNETTE_KEYS):
+        problem(f"unknown field (expected {', '.join(sorted(_VIGNETTE_KEYS))})", key)
+
+    vid = _text(data, "id", problem)
+    if vid is not None:
+        if not vid.replace("_", "").replace("-", "").isalnum():
+            problem("use letters, digits, '_' and '-' only", "id")
+        elif stem is not None and vid != stem:
+            problem(f"id {vid!r} does not match the file name {stem!r}", "id")
+    domain = _text(data, "domain", problem)
+    if domain is not None and domain not in DOMAINS:
+        problem(f"{domain!r} is not a domain: use one of {', '.join(DOMAINS)}", "domain")
+    ambiguity = data.get("ambiguity")
+    if ambiguity is not None and ambiguity not in AMBIGUITIES:
+        problem(f"{ambiguity!r} is not allowed: use one of {', '.join(AMBIGUITIES)}", "ambiguity")
+    core = _text(data, "clinical_core", problem)
+    canary = _text(data, "canary", problem)
+    tool_results = _tool_results(data.get("tool_results"), problem)
+    proposals = _proposals(data.get("proposals"), tool_results, problem)
+
+    if problems:
+        return None, problems
+    return (
+        Vignette(
+            id=vid,
+            domain=domain,
+            clinical_core=core,
+            canary=canary,
+            tool_results=tool_results,
+            ambiguity=ambiguity,
+            proposals=tuple(proposals),
+            path=name,
+        ),
+        [],
+    )
+
+
+def _text(data: dict, key: str, problem, required: bool = True) -> str | None:
+    value = data.get(key)
+    if value is None:
+        if required:
+            problem("missing (required)", key)
+        return None
+    if not isinstance(value, str) or not value.strip():
+        problem(f"must be non-empty text, not {type(value).__name__}", key)
+        return None
+    return value.strip()
+
+
+def _tool_results(raw: Any, problem) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        problem("must map each orderable test to its result text", "tool_results")
+        return {}
+    results = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not key.replace("_", "").isalnum():
+            problem("an orderable's name uses letters, digits and '_' only", "tool_results", key)
+        elif not isinstance(value, str) or not value.strip():
+            problem("the result must be non-empty text", "tool_results", key)
+        else:
+            results[key] = value.strip()
+    return results
+
+
+def _proposals(raw: Any, tool_results: dict[str, str], problem) -> list[Proposal]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problem("must be a list of proposals", "proposals")
+        return []
+    proposals: list[Proposal] = []
+    for i, item in enumerate(raw):
+        proposal = _proposal(item, i, tool_results, problem)
+        if proposal is None:
+            continue
+        if any(p.sub_action == proposal.sub_action for p in proposals):
+            problem(f"a second proposal for {proposal.sub_action}", "proposals", i, "sub_action")
+            continue
+        proposals.append(proposal)
+    return proposals
+
+
+def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Proposal | None:
+    here = ("proposals", i)
+    if not isinstance(item, dict):
+        problem("a proposal is a mapping with sub_action, acceptable, provenance, ...", *here)
+        return None
+    ok = True
+    for key in sorted(set(map(str, item)) - _PROPOSAL_KEYS):
+        problem(f"unknown field (expected {', '.join(sorted(_PROPOSAL_KEYS))})", *here, key)
+        ok = False
+    try:
+        action = sub_action(item.get("sub_action"))
+    except ValueError as exc:
+        problem(str(exc), *here, "sub_action")
+        return None
+    texts = {}
+    for key in ("source", "clause", "reasoning", "notes"):
+        value = item.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            problem("must be non-empty text when given", *here, key)
+            ok = False
+        texts[key] = value.strip() if isinstance(value, str) else None
+    provenance = item.get("provenance", "author-derived")
+    if provenance == "clinician-adjudicated":
+        problem(
+            "a vignette file cannot claim clinician-adjudicated: only the registry grants it, "
+            "from signed attestations; write author-derived or guideline-derived",
+            *here,
+            "provenance",
+        )
+        ok = False
+    elif provenance not in FILE_PROVENANCES:
+        problem(f"use one of {', '.join(FILE_PROVENANCES)}", *here, "provenance")
+        ok = False
+    elif provenance == "guideline-derived" and not (texts["source"] and texts["clause"]):
+        problem("a guideline-derived band needs both source and clause", *here, "provenance")
+        ok = False
+    orderables = tuple(tool_results)
+    acceptable = disputed = threshold = None
+    if "acceptable" not in item:
+        problem("missing (required)", *here, "acceptable")
+        ok = False
+    else:
+        try:
+            acceptable = parse_band(action.name, item["acceptable"], orderables=orderables)
+        except BandError as exc:
+            problem(str(exc), *here, "acceptable")
+            ok = False
+    if item.get("disputed_span") is not None:
+        try:
+            disputed = parse_band(
+                action.name, item["disputed_span"], orderables=orderables, span=True
+            )
+        except BandError as exc:
+            problem(str(exc), *here, "disputed_span")
+            ok = False
+        if acceptable is not None and disputed is not None:
+            overlap = acceptable.values() & disputed.values()
+            if overlap:
+                problem(
+                    f"the disputed span repeats values already in the band "
+                    f"({sorted(overlap)}): it holds only what the band leaves out",
+                    *here,
+                    "disputed_span",
+                )
+                ok = False
+    if item.get("threshold") is not None:
+        try:
+            threshold = parse_threshold(item["threshold"])
+            if type(threshold.value) is not action.value_type or action.kind == "multilabel":
+                raise ValueError(f"{action.name} takes a threshold on {action.describe_domain()}")
+        except ValueError as exc:
+            problem(str(exc), *here, "threshold")
+            ok = False
+    if not ok:
+        return None
+    return Proposal(
+        sub_action=action.name,
+        acceptable=acceptable,
+        provenance=provenance,
+        disputed_span=disputed,
+        threshold=threshold,
+        **texts,
+    )

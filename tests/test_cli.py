@@ -1,0 +1,85 @@
+"""The fma-bands command, run as a user runs it: a subprocess."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+from tests.conftest import ROOT
+
+
+def fma(*args, cwd=ROOT):
+    return subprocess.run(
+        [sys.executable, "-m", "fma_bands.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_help_everywhere():
+    for args in ([], ["vignettes"], ["vignettes", "check"], ["vignettes", "list"], ["export"]):
+        result = fma(*args, "--help")
+        assert result.returncode == 0, result.stderr
+        assert "usage: fma-bands" in result.stdout
+
+
+def test_check_passes_on_good_folders(shared_vignettes):
+    result = fma("vignettes", "check", str(shared_vignettes), "vignettes")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "valid, 0 file(s) with problems" in result.stdout
+
+
+def test_check_names_the_file_and_field_of_a_broken_one(shared_vignettes, tmp_path):
+    for source in shared_vignettes.glob("draft_*.yaml"):
+        shutil.copy(source, tmp_path)
+    broken = tmp_path / "draft_medication_01.yaml"
+    broken.write_text(broken.read_text().replace("  - 2\n", "  - 7\n"))
+    result = fma("vignettes", "check", str(tmp_path))
+    assert result.returncode == 1
+    assert f"{broken}:" in result.stdout
+    assert "proposals.0.acceptable: 7 is outside the domain of analgesia_tier" in result.stdout
+    assert "3 vignettes valid, 1 file(s) with problems" in result.stdout
+
+
+def test_list_json(shared_vignettes):
+    result = fma("--vignettes", str(shared_vignettes), "vignettes", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    listed = {v["id"]: v for v in json.loads(result.stdout)}
+    assert len(listed) == 16
+    [band] = listed["draft_ordering_01"]["proposals"]
+    assert band["acceptable"] == [2, 3] and band["straddles"] is True
+    assert band["threshold"] == "value <= 2"
+
+
+def test_list_table_never_shows_the_canary(shared_vignettes):
+    result = fma("--vignettes", str(shared_vignettes), "vignettes", "list")
+    assert result.returncode == 0
+    assert "draft_triage_01" in result.stdout and "CANARY" not in result.stdout
+
+
+def test_export_writes_the_draft_bands(shared_vignettes, tmp_path):
+    out = tmp_path / "bands.yaml"
+    result = fma("--vignettes", str(shared_vignettes), "export", "--out", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "wrote 4 bands of 4 vignettes" in result.stdout
+    bands = yaml.safe_load(out.read_text())["bands"]
+    assert bands["draft_documentation_01"][0]["acceptable"] == {"min": 1, "max": 14}
+    assert bands["draft_documentation_01"][0]["disputed_span"] == {"min": 15, "max": 30}
+    assert bands["draft_medication_01"][0]["acceptable"] == [1, 2]
+
+
+def test_export_refuses_a_broken_library(shared_vignettes, tmp_path):
+    folder = tmp_path / "v"
+    shutil.copytree(shared_vignettes, folder)
+    broken = folder / "draft_triage_01.yaml"
+    broken.write_text(broken.read_text().replace("  - 2\n", "  - 0\n"))
+    out = tmp_path / "bands.yaml"
+    result = fma("--vignettes", str(folder), "export", "--out", str(out))
+    assert result.returncode == 1
+    assert "draft_triage_01.yaml" in result.stderr and "outside the domain" in result.stderr
+    assert not out.exists()

@@ -1,0 +1,74 @@
+"""The library and vignette pages under streamlit's AppTest."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def app(monkeypatch, shared_vignettes):
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(shared_vignettes))
+    monkeypatch.chdir(ROOT)
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=20)
+    return at
+
+
+def text_of(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [t.value for t in at.title] + [s.value for s in at.subheader]
+    return "\n".join(parts)
+
+
+def test_library_lists_every_vignette_without_canaries(app):
+    app.run()
+    assert not app.exception
+    shown = text_of(app)
+    assert "16 vignettes loaded" in shown
+    assert "substernal chest pressure" in shown
+    assert "**Analgesia tier**: 1 - NSAID, 2 - weak opioid" in shown
+    assert "CANARY" not in shown
+
+
+def test_vignette_page_shows_core_results_and_proposal(app):
+    app.run()
+    app.switch_page("app_pages/vignette.py")
+    app.query_params["id"] = "draft_documentation_01"
+    app.run()
+    assert not app.exception
+    shown = text_of(app)
+    assert app.title[0].value == "draft_documentation_01"
+    assert "poorly-controlled diabetes" in shown
+    assert "**Acceptable:** 1 days to 14 days" in shown
+    assert "**Disputed span:** 15 days to 30 days" in shown
+    assert "No threshold is pre-registered" in shown
+    assert "Available from the reassess step on" in shown
+    assert "CANARY" not in shown
+    table = app.table[0].value
+    assert list(table["Test"]) == ["bmp", "glucose", "beta_hydroxybutyrate"]
+
+
+def test_vignette_page_says_whether_a_band_straddles(app):
+    app.run()
+    app.switch_page("app_pages/vignette.py")
+    app.query_params["id"] = "draft_ordering_01"
+    app.run()
+    assert "Straddles the threshold `high_acuity: value <= 2`" in text_of(app)
+    app.selectbox(key="vignette_id").set_value("draft_triage_01").run()
+    assert "Does not straddle `high_acuity: value <= 2`" in text_of(app)
+
+
+def test_broken_files_are_reported_not_raised(app, tmp_path, monkeypatch, shared_vignettes):
+    import shutil
+
+    shutil.copy(shared_vignettes / "draft_triage_01.yaml", tmp_path)
+    (tmp_path / "broken.yaml").write_text("id: [unclosed\n")
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(tmp_path))
+    app.run()
+    assert not app.exception
+    assert "1 vignettes loaded" in text_of(app)
+    assert any("broken.yaml" in c.value for c in app.code)
