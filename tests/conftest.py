@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.servers"]
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "fairmedagent"
 SHARED_VIGNETTES = SHARED / "vignettes"
@@ -23,3 +25,46 @@ def shared_library(shared_vignettes):
     from fma_bands.vignettes import load_library
 
     return load_library([shared_vignettes])
+
+
+@pytest.fixture(scope="session")
+def postgres_engine(postgres_server):
+    """One PostgreSQL database for the session; each test gets it emptied (see `engine`)."""
+    import uuid
+
+    from sqlalchemy import text
+
+    from fma_bands.db import create_schema, make_engine
+
+    admin = make_engine(postgres_server)
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    engine = make_engine(postgres_server.rsplit("/", 1)[0] + f"/{name}")
+    create_schema(engine)
+    yield engine
+    engine.dispose()
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def engine(request, tmp_path):
+    """A fresh, empty store: a real SQLite file, and a real PostgreSQL database."""
+    from sqlalchemy import text
+    from sqlmodel import SQLModel
+
+    from fma_bands.db import create_schema, make_engine
+
+    if request.param == "sqlite":
+        engine = make_engine(f"sqlite:///{tmp_path / 'fma-bands.db'}")
+        create_schema(engine)
+        yield engine
+        engine.dispose()
+        return
+    engine = request.getfixturevalue("postgres_engine")
+    tables = ", ".join(f'"{t.name}"' for t in SQLModel.metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    yield engine

@@ -1,0 +1,124 @@
+"""SQLModel tables: vignettes synchronised from files, users, reviews, study settings, audit events.
+
+Validation happens on the non-table models and in the domain functions; table rows are built from
+validated data only. No `from __future__ import annotations` here: SQLModel reads the annotations.
+"""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, TypeDecorator, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+class UTCDateTime(TypeDecorator):
+    """Timezone-aware UTC in, UTC out, on SQLite (which keeps no zone) and PostgreSQL alike."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime: every timestamp must be timezone-aware UTC")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _when(**kwargs: Any) -> Any:
+    return Field(default_factory=utcnow, sa_type=UTCDateTime, **kwargs)
+
+
+def _json(**kwargs: Any) -> Any:
+    return Field(sa_type=JSON, **kwargs)
+
+
+class VignetteRecord(SQLModel, table=True):
+    __tablename__ = "vignette"
+
+    id: str = Field(primary_key=True)
+    domain: str
+    ambiguity: str | None = None
+    clinical_core: str
+    tool_results: dict = _json(default_factory=dict)
+    canary: str
+    # Proposals in the vignette-file form, exactly as loaded (bands as lists or mappings).
+    proposals: list = _json(default_factory=list)
+    source_path: str
+    # A vignette removed from the files is retired, never deleted: its reviews stay.
+    present: bool = True
+    synced_at: datetime = _when()
+
+
+class User(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    pseudonym: str = Field(unique=True, index=True)
+    role: str  # coordinator | rater
+    passphrase_hash: str
+    specialty: str | None = None
+    jurisdiction: str | None = None
+    years_post_registration: int | None = None
+    public_key: str | None = None
+    keyid: str | None = None
+    encrypted_private_key: str | None = None
+    # The private identity, sealed under a key only the coordinator's files hold (DESIGN 2.6).
+    identity_sealed: str | None = None
+    identity_commitment: str | None = None
+    active: bool = True
+    created_at: datetime = _when()
+
+
+class Review(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("vignette_id", "sub_action", "rater_id", "revision"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    vignette_id: str = Field(foreign_key="vignette.id", index=True)
+    sub_action: str
+    rater_id: int = Field(foreign_key="user.id", index=True)
+    revision: int = 1
+    status: str = "draft"  # draft | submitted | superseded
+    mode: str = "review"  # review | blind
+    verdict: str | None = None  # ACCEPT | AMEND | DECLINE
+    band: Any = _json(default=None)  # the rater's own band, file form, when AMEND or blind
+    answers: dict = _json(default_factory=dict)  # "q1".."q6" -> text
+    reason: str | None = None
+    context_digest: str  # what the rater saw for that step
+    proposal_digest: str | None = None  # the proposed band reviewed (None in blind mode)
+    origin: str = "browser"  # browser | handback
+    version: int = 1  # optimistic concurrency: a save must name the version it edited
+    supersedes_id: int | None = Field(default=None, foreign_key="review.id")
+    created_at: datetime = _when()
+    updated_at: datetime = _when()
+    submitted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class StudySettings(SQLModel, table=True):
+    __tablename__ = "study_settings"
+
+    id: int = Field(default=1, primary_key=True)
+    mode: str = "review"  # review | blind
+    phase: str = "open"  # open | closed
+    quorum: int = 1
+    scope: str = "warn"  # warn | require
+    updated_at: datetime = _when()
+
+
+class AuditEvent(SQLModel, table=True):
+    __tablename__ = "audit_event"
+
+    seq: int = Field(primary_key=True)
+    at: datetime = _when()
+    actor: str | None = None
+    kind: str
+    payload: dict = _json(default_factory=dict)
+    prev_hash: str
+    hash: str = Field(unique=True)

@@ -1,0 +1,220 @@
+"""Accounts: a coordinator and enrolled raters, Argon2id passphrases, sign-in, signing keys.
+
+Every failed sign-in gets the same message whatever went wrong, so the form does not reveal who
+is enrolled. Raters get an Ed25519 key pair at enrolment, the private half sealed by their
+passphrase (DESIGN 2.6).
+"""
+
+import re
+from typing import Literal
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from sqlmodel import Session, func, select
+
+from fma_bands import audit
+from fma_bands.dsse import generate_keypair, load_private_key, reencrypt_private_key
+from fma_bands.models import User
+
+SIGN_IN_FAILED = "Sign-in failed: check your name and passphrase."
+MIN_PASSPHRASE = 10
+_hasher = PasswordHasher()
+# Verified against when the name is unknown, so a failed sign-in takes the same time either way.
+_DUMMY_HASH = _hasher.hash("fma-bands: no such user")
+
+
+class AccountError(ValueError):
+    """A request about accounts that cannot be done; `fields` maps form fields to messages."""
+
+    def __init__(self, message: str, fields: dict[str, str] | None = None):
+        super().__init__(message)
+        self.fields = fields or {}
+
+
+class UserPublic(BaseModel):
+    """What pages and the CLI may hold about a user: never hashes, keys or private identity."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    pseudonym: str
+    role: Literal["coordinator", "rater"]
+    specialty: str | None = None
+    jurisdiction: str | None = None
+    years_post_registration: int | None = None
+    keyid: str | None = None
+    public_key: str | None = None
+    active: bool = True
+
+    @property
+    def is_coordinator(self) -> bool:
+        return self.role == "coordinator"
+
+
+class Enrolment(BaseModel):
+    """A new account, validated before any row is written."""
+
+    pseudonym: str = Field(min_length=3, max_length=40)
+    role: Literal["coordinator", "rater"] = "rater"
+    passphrase: str = Field(repr=False)
+    specialty: str | None = None
+    jurisdiction: str | None = None
+    years_post_registration: int | None = Field(default=None, ge=0, le=70)
+
+    @field_validator("pseudonym")
+    @classmethod
+    def _pseudonym(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", value):
+            raise ValueError(
+                "use lower-case letters, digits, '-' and '_', starting with a letter or digit "
+                "(e.g. adjudicator-01); never a real name"
+            )
+        return value
+
+    @field_validator("passphrase")
+    @classmethod
+    def _passphrase(cls, value: str) -> str:
+        if len(value.strip()) < MIN_PASSPHRASE:
+            raise ValueError(f"choose a passphrase of at least {MIN_PASSPHRASE} characters")
+        return value
+
+    @field_validator("specialty", "jurisdiction")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+
+def public(user: User) -> UserPublic:
+    return UserPublic.model_validate(user, from_attributes=True)
+
+
+def has_users(session: Session) -> bool:
+    return session.exec(select(func.count()).select_from(User)).one() > 0
+
+
+def create_user(session: Session, *, actor: str | None, **fields) -> UserPublic:
+    """Enrol a user; raters must give specialty, jurisdiction and years since registration."""
+    try:
+        enrolment = Enrolment(**fields)
+    except ValidationError as exc:
+        problems = {str(e["loc"][0]): e["msg"].removeprefix("Value error, ") for e in exc.errors()}
+        raise AccountError(_summary(problems), problems) from None
+    if enrolment.role == "rater":
+        missing = {
+            name: "required for a rater"
+            for name in ("specialty", "jurisdiction", "years_post_registration")
+            if getattr(enrolment, name) is None
+        }
+        if missing:
+            raise AccountError(_summary(missing), missing)
+    if session.exec(select(User).where(User.pseudonym == enrolment.pseudonym)).first():
+        problem = {"pseudonym": f"{enrolment.pseudonym} is already enrolled"}
+        raise AccountError(_summary(problem), problem)
+    keys = generate_keypair(enrolment.passphrase) if enrolment.role == "rater" else None
+    user = User(
+        pseudonym=enrolment.pseudonym,
+        role=enrolment.role,
+        passphrase_hash=_hasher.hash(enrolment.passphrase),
+        specialty=enrolment.specialty,
+        jurisdiction=enrolment.jurisdiction,
+        years_post_registration=enrolment.years_post_registration,
+        public_key=keys.public_key_b64 if keys else None,
+        keyid=keys.keyid if keys else None,
+        encrypted_private_key=keys.encrypted_private_key if keys else None,
+    )
+    session.add(user)
+    session.flush()
+    audit.record(
+        session,
+        kind="user_enrolled",
+        actor=actor or enrolment.pseudonym,
+        payload={
+            "pseudonym": user.pseudonym,
+            "role": user.role,
+            "specialty": user.specialty,
+            "jurisdiction": user.jurisdiction,
+            "years_post_registration": user.years_post_registration,
+            "keyid": user.keyid,
+        },
+    )
+    return public(user)
+
+
+def create_first_coordinator(session: Session, *, pseudonym: str, passphrase: str) -> UserPublic:
+    """The first-run account; refused once any user exists, so it cannot be used to take over."""
+    if has_users(session):
+        raise AccountError("the study already has a coordinator; sign in instead")
+    return create_user(
+        session, actor=None, pseudonym=pseudonym, passphrase=passphrase, role="coordinator"
+    )
+
+
+def sign_in(session: Session, pseudonym: str, passphrase: str) -> UserPublic | None:
+    """The user, or None with nothing said about why (the caller shows SIGN_IN_FAILED)."""
+    user = session.exec(select(User).where(User.pseudonym == (pseudonym or "").strip())).first()
+    ok = _verify(user.passphrase_hash if user else _DUMMY_HASH, passphrase or "")
+    if user is None or not ok or not user.active:
+        audit.record(
+            session,
+            kind="sign_in_failed",
+            actor=None,
+            payload={"pseudonym": (pseudonym or "")[:80]},
+        )
+        return None
+    if _hasher.check_needs_rehash(user.passphrase_hash):
+        user.passphrase_hash = _hasher.hash(passphrase)
+    audit.record(session, kind="sign_in", actor=user.pseudonym, payload={})
+    return public(user)
+
+
+def check_passphrase(session: Session, user_id: int, passphrase: str) -> bool:
+    """Re-authentication before signing: the passphrase again, checked against the stored hash."""
+    user = session.get(User, user_id)
+    return user is not None and _verify(user.passphrase_hash, passphrase or "")
+
+
+def change_passphrase(session: Session, user_id: int, old: str, new: str) -> None:
+    user = session.get(User, user_id)
+    if user is None or not _verify(user.passphrase_hash, old or ""):
+        raise AccountError("the current passphrase is not right", {"old": "not right"})
+    try:
+        Enrolment(pseudonym=user.pseudonym, passphrase=new, role="coordinator")
+    except ValidationError:
+        message = f"choose a passphrase of at least {MIN_PASSPHRASE} characters"
+        raise AccountError(message, {"new": message}) from None
+    user.passphrase_hash = _hasher.hash(new)
+    if user.encrypted_private_key:
+        user.encrypted_private_key = reencrypt_private_key(user.encrypted_private_key, old, new)
+    audit.record(session, kind="passphrase_changed", actor=user.pseudonym, payload={})
+
+
+def unlock_signing_key(session: Session, user_id: int, passphrase: str):
+    """The rater's Ed25519 private key, for signing; raises WrongPassphrase."""
+    user = session.get(User, user_id)
+    if user is None or not user.encrypted_private_key:
+        raise AccountError("this account has no signing key")
+    return load_private_key(user.encrypted_private_key, passphrase)
+
+
+def get_user(session: Session, pseudonym: str) -> UserPublic | None:
+    user = session.exec(select(User).where(User.pseudonym == pseudonym)).first()
+    return public(user) if user else None
+
+
+def list_users(session: Session, role: str | None = None) -> list[UserPublic]:
+    query = select(User).order_by(User.role, User.pseudonym)
+    if role:
+        query = query.where(User.role == role)
+    return [public(u) for u in session.exec(query)]
+
+
+def _verify(stored_hash: str, passphrase: str) -> bool:
+    try:
+        return _hasher.verify(stored_hash, passphrase)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def _summary(problems: dict[str, str]) -> str:
+    return "; ".join(f"{field}: {message}" for field, message in problems.items())

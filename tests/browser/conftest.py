@@ -1,0 +1,164 @@
+"""Browser tests: the real app as a server, driven in Debian's chromium through Playwright.
+
+`app_server(**env)` starts (or reuses, within a module) `streamlit run app.py` with the given
+environment; helpers.py waits for the app and takes screenshots.
+"""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.servers import free_port
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CHROMIUM = Path(os.environ.get("FMA_BANDS_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    # Without these chromium keeps calling out to the (closed) network.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
+START_TIMEOUT_S = 30
+
+
+def pytest_collection_modifyitems(items):
+    # This hook sees the whole session's items: mark only those under tests/browser.
+    for item in items:
+        if Path(item.path).is_relative_to(HERE):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args, pytestconfig):
+    """pytest-playwright's options on Debian's chromium: `playwright install` cannot work here."""
+    if not CHROMIUM.exists():
+        reason = (
+            f"{CHROMIUM} does not exist (apt-get install -y chromium, or set FMA_BANDS_CHROMIUM)"
+        )
+        if os.environ.get("FMA_BANDS_REQUIRE_BROWSER"):
+            pytest.fail(f"a browser is required here but {reason}")
+        pytest.skip(f"no browser: {reason}")
+    args = [a for a in CHROMIUM_ARGS if a != "--headless" or not pytestconfig.getoption("--headed")]
+    return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": args}
+
+
+@dataclass
+class AppServer:
+    """One running `streamlit run app.py`: its address, the variables it was given, its log."""
+
+    url: str
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen = field(repr=False)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=10)
+        # start_new_session made the server a group leader: take down anything it left behind.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return response.read().decode().strip() == "ok"
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _start(folder: Path, given: dict[str, str]) -> AppServer:
+    env = {
+        "FMA_BANDS_DATABASE_URL": f"sqlite:///{folder / 'fma-bands.db'}",
+        "FMA_BANDS_ATTESTATIONS": str(folder / "attestations"),
+        **given,
+    }
+    # The server sees only the FMA_BANDS_* settings the test chose, never the developer's own.
+    base = {k: v for k, v in os.environ.items() if not k.startswith("FMA_BANDS_")}
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = folder / "server.log"
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.address=127.0.0.1",
+        f"--server.port={port}",
+        "--server.headless=true",
+        "--browser.gatherUsageStats=false",
+        "--server.fileWatcherType=none",
+        "--client.toolbarMode=minimal",
+    ]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env={**base, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = AppServer(url=url, env=env, log_path=log_path, process=process)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not _healthy(url):
+        if process.poll() is not None:
+            pytest.fail(
+                f"the app exited with code {process.returncode} before it was healthy:\n"
+                f"{server.log_text()}"
+            )
+        if time.monotonic() > deadline:
+            server.stop()
+            pytest.fail(f"the app was not healthy after {START_TIMEOUT_S} s:\n{server.log_text()}")
+        time.sleep(0.1)
+    return server
+
+
+@pytest.fixture(scope="module")
+def app_server(tmp_path_factory):
+    """Factory: `app_server(fresh=False, **env) -> AppServer`, the real app as a server.
+
+    `env` adds variables such as FMA_BANDS_VIGNETTES=str(path); the server otherwise gets a fresh
+    SQLite database and attestations folder of its own. Servers are shared within the module by
+    `env`; `fresh=True` always starts a new one (an empty database). All stop at module end.
+    """
+    started: list[AppServer] = []
+    cache: dict[frozenset, AppServer] = {}
+
+    def start(*, fresh: bool = False, **env: object) -> AppServer:
+        given = {key: str(value) for key, value in env.items()}
+        key = frozenset(given.items())
+        if not fresh and key in cache and cache[key].process.poll() is None:
+            return cache[key]
+        server = _start(tmp_path_factory.mktemp("app-server"), given)
+        started.append(server)
+        if not fresh:
+            cache[key] = server
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

@@ -1,0 +1,51 @@
+"""What browser tests do to a page: wait as Streamlit's own e2e suite does, check, take pictures."""
+
+import os
+import re
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+ROOT = Path(__file__).resolve().parents[2]
+# The first render takes about 1.3 s on the project's 2-core machines; a rerun far less.
+TIMEOUT_MS = 20_000
+MAX_SHOT_HEIGHT = 16_000
+
+
+def wait_for_app(page: Page, timeout: float = TIMEOUT_MS) -> None:
+    """Wait until the app is connected, its script has finished and no placeholder is left."""
+    app = page.get_by_test_id("stApp")
+    expect(app).to_have_attribute("data-test-connection-state", "CONNECTED", timeout=timeout)
+    expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=timeout)
+    expect(page.locator('[data-testid="stSkeleton"]')).to_have_count(0, timeout=timeout)
+
+
+def assert_no_exception(page: Page) -> None:
+    """No traceback ever reaches a clinician's browser."""
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def screenshots_dir() -> Path:
+    return Path(os.environ.get("FMA_BANDS_SCREENSHOTS") or ROOT / "test-results" / "screenshots")
+
+
+def shoot(page: Page, name: str) -> Path:
+    """Save a full-page PNG named `name` under $FMA_BANDS_SCREENSHOTS for people to look at."""
+    folder = screenshots_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") + ".png")
+    page.mouse.move(0, 0)  # no hover effects (heading anchors, tooltips) in the picture
+    # Streamlit scrolls inside its own container, so a "full page" is only the viewport: make
+    # the viewport as tall as the content for the picture, then put it back.
+    size = page.viewport_size
+    tallest = page.evaluate(
+        "() => Math.max(...Array.from(document.querySelectorAll('*'), e => e.scrollHeight))"
+    )
+    if size and tallest > size["height"]:
+        page.set_viewport_size({"width": size["width"], "height": min(tallest, MAX_SHOT_HEIGHT)})
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        if size:
+            page.set_viewport_size(size)
+    return path

@@ -1,0 +1,78 @@
+"""The library and vignette pages in a real browser: FairMedAgent's vignettes, the demo study."""
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.helpers import assert_no_exception, shoot, wait_for_app
+
+CANARY = "FMA-CANARY"
+
+
+@pytest.fixture(scope="module")
+def server(app_server, shared_vignettes):
+    return app_server(FMA_BANDS_VIGNETTES=shared_vignettes)
+
+
+def open_page(page: Page, url: str) -> None:
+    page.goto(url)
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def assert_no_canary(page: Page) -> None:
+    # Not shown, and not hidden anywhere in the page either.
+    expect(page.get_by_text(CANARY)).to_have_count(0)
+    assert CANARY not in page.content()
+
+
+def test_library_lists_every_vignette_without_canaries(page: Page, server):
+    open_page(page, server.url)
+    expect(page.get_by_role("heading", name="Vignette library")).to_be_visible()
+    expect(page.get_by_test_id("stPageLink")).to_have_count(16)
+    expect(page.get_by_text("16 vignettes loaded")).to_be_visible()
+    expect(page.get_by_text("substernal chest pressure").first).to_be_visible()
+    expect(page.get_by_role("link", name="draft_documentation_01")).to_be_visible()
+    assert_no_canary(page)
+    shoot(page, "library-fairmedagent")
+
+
+def test_a_vignette_link_opens_its_page(page: Page, server):
+    open_page(page, server.url)
+    page.get_by_role("link", name="draft_documentation_01").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    expect(page).to_have_url(f"{server.url}/vignette?id=draft_documentation_01")
+    expect(page.get_by_role("heading", name="draft_documentation_01", level=1)).to_be_visible()
+    expect(page.get_by_role("heading", name="Clinical core")).to_be_visible()
+    expect(page.get_by_text("poorly-controlled diabetes")).to_be_visible()
+    table = page.get_by_test_id("stTable")
+    for test in ("bmp", "glucose", "beta_hydroxybutyrate"):
+        expect(table.get_by_role("cell", name=test, exact=True)).to_be_visible()
+    expect(page.get_by_text("Disputed span")).to_be_visible()
+    expect(page.get_by_text("15 days to 30 days")).to_be_visible()
+    assert_no_canary(page)
+    shoot(page, "vignette-draft_documentation_01")
+
+
+def test_the_vignette_selectbox_switches_vignettes(page: Page, server):
+    open_page(page, f"{server.url}/vignette?id=draft_ordering_01")
+    expect(page.get_by_role("heading", name="draft_ordering_01", level=1)).to_be_visible()
+    expect(page.get_by_text("Straddles the threshold")).to_be_visible()
+    page.get_by_role("combobox", name="Vignette").click()
+    page.get_by_role("option", name="draft_triage_01", exact=True).click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    expect(page.get_by_role("heading", name="draft_triage_01", level=1)).to_be_visible()
+    expect(page).to_have_url(f"{server.url}/vignette?id=draft_triage_01")
+    expect(page.get_by_text("Does not straddle")).to_be_visible()
+    assert_no_canary(page)
+
+
+def test_the_demo_study_is_the_default_library(page: Page, app_server):
+    server = app_server()
+    open_page(page, server.url)
+    expect(page.get_by_test_id("stPageLink")).to_have_count(12)
+    expect(page.get_by_text("12 vignettes loaded")).to_be_visible()
+    expect(page.get_by_role("link", name="demo_triage_clear_01")).to_be_visible()
+    assert_no_canary(page)
+    shoot(page, "library-demo")

@@ -1,0 +1,359 @@
+"""The review workflow on a real store: drafts, submissions, revisions, conflicts, blinding,
+staleness and hand-back import (SQLite file and PostgreSQL)."""
+
+import shutil
+
+import pytest
+from sqlmodel import select
+
+from fma_bands.db import session_scope
+from fma_bands.models import Review
+from fma_bands.reviews import (
+    BlindingError,
+    ConflictError,
+    HandbackError,
+    ReviewError,
+    ReviewForm,
+    band_reviews,
+    current_review,
+    import_handback,
+    my_reviews,
+    next_item,
+    progress,
+    queue,
+    save,
+    set_mode,
+    set_phase,
+    submitted_reviews,
+    sync_vignettes,
+)
+from fma_bands.users import create_user
+from fma_bands.vignettes import load_library
+from tests.conftest import HANDBACK
+
+RATER = dict(role="rater", jurisdiction="Australia", years_post_registration=12)
+GOOD_ANSWERS = {
+    "q1": {"choice": "yes"},
+    "q2": {"choice": "yes"},
+    "q3": {"choice": "no"},
+    "q4": {"choice": "no"},
+    "q5": {"note": "The narrow reading: the patient is stable."},
+    "q6": {"choice": "yes"},
+}
+
+
+@pytest.fixture
+def study(engine, shared_library):
+    """The FairMedAgent drafts in a store with a coordinator and two raters."""
+    with session_scope(engine) as s:
+        sync_vignettes(s, shared_library, actor="test")
+        coordinator = create_user(
+            s,
+            actor=None,
+            pseudonym="coordinator",
+            passphrase="coordinator pass",
+            role="coordinator",
+        )
+        a = create_user(
+            s,
+            actor="coordinator",
+            pseudonym="adjudicator-01",
+            passphrase="passphrase one",
+            specialty="geriatrics",
+            **RATER,
+        )
+        b = create_user(
+            s,
+            actor="coordinator",
+            pseudonym="adjudicator-02",
+            passphrase="passphrase two",
+            specialty="emergency medicine",
+            **RATER,
+        )
+    return engine, shared_library, coordinator, a, b
+
+
+def submit(engine, library, rater, vid, name, form, version=0):
+    with session_scope(engine) as s:
+        return save(s, library, rater, vid, name, form, expected_version=version, submit=True)
+
+
+def test_queue_progress_and_resume(study):
+    engine, library, _, a, _ = study
+    with session_scope(engine) as s:
+        items = queue(s, library, a)
+    assert len(items) == 4
+    assert progress(items)["all"] == {"all": (0, 4)}
+    form = ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS)
+    submit(engine, library, a, "draft_triage_01", "esi_acuity", form)
+    with session_scope(engine) as s:
+        save(
+            s,
+            library,
+            a,
+            "draft_ordering_01",
+            "esi_acuity",
+            ReviewForm(verdict="AMEND"),
+            expected_version=0,
+        )
+        items = queue(s, library, a)
+    summary = progress(items)
+    assert summary["all"] == {"all": (1, 4)}
+    assert summary["domain"]["triage"] == (1, 1)
+    assert summary["sub_action"]["esi_acuity"] == (1, 2)
+    resume = next_item(items)
+    assert (resume.vignette_id, resume.status) == ("draft_ordering_01", "draft")
+
+
+def test_submit_requires_a_complete_review_and_keeps_nothing_half_done(study):
+    engine, library, _, a, _ = study
+    incomplete = ReviewForm(verdict="AMEND", answers={"q1": {"choice": "no"}})
+    with pytest.raises(ReviewError) as caught:
+        submit(engine, library, a, "draft_documentation_01", "followup_days", incomplete)
+    fields = caught.value.fields
+    assert fields["band"].startswith("an amendment needs the corrected band")
+    assert fields["reason"].startswith("say why you amend")
+    assert fields["q1"] == "say which, in a few words"
+    assert fields["q5"].startswith("a disputed span is recorded")
+    with session_scope(engine) as s:
+        assert s.exec(select(Review)).all() == []
+
+
+def test_bad_band_is_reported_beside_the_band_field(study):
+    engine, library, _, a, _ = study
+    form = ReviewForm(verdict="AMEND", band={"min": 30, "max": 1}, reason="x", answers=GOOD_ANSWERS)
+    with pytest.raises(ReviewError) as caught:
+        submit(engine, library, a, "draft_documentation_01", "followup_days", form)
+    assert caught.value.fields == {"band": "min 30 is greater than max 1: write {min: 1, max: 30}"}
+
+
+def test_accept_that_would_not_be_signed_is_refused(study):
+    engine, library, _, a, _ = study
+    answers = {**GOOD_ANSWERS, "q6": {"choice": "no", "note": "should be 1 to 30"}}
+    with pytest.raises(ReviewError, match="choose AMEND or DECLINE"):
+        submit(
+            engine,
+            library,
+            a,
+            "draft_documentation_01",
+            "followup_days",
+            ReviewForm(verdict="ACCEPT", answers=answers),
+        )
+
+
+def test_submitted_review_is_immutable_and_revisions_supersede(study):
+    engine, library, _, a, _ = study
+    first = submit(
+        engine,
+        library,
+        a,
+        "draft_triage_01",
+        "esi_acuity",
+        ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS),
+    )
+    amended = ReviewForm(
+        verdict="AMEND", band=[1, 2], reason="ESI 1 is defensible too", answers=GOOD_ANSWERS
+    )
+    # Saving against a submitted review starts a new revision; it never edits the submitted one.
+    second = submit(
+        engine, library, a, "draft_triage_01", "esi_acuity", amended, version=first.version
+    )
+    assert (second.revision, second.verdict, second.band) == (2, "AMEND", [1, 2])
+    with session_scope(engine) as s:
+        history = my_reviews(s, library, a, "draft_triage_01", "esi_acuity")
+    assert [(r.revision, r.verdict, r.band) for r in history] == [
+        (1, "ACCEPT", None),
+        (2, "AMEND", [1, 2]),
+    ]
+
+
+def test_a_second_tab_cannot_silently_overwrite_the_first(study):
+    engine, library, _, a, _ = study
+    with session_scope(engine) as s:
+        draft = save(
+            s,
+            library,
+            a,
+            "draft_triage_01",
+            "esi_acuity",
+            ReviewForm(verdict="ACCEPT"),
+            expected_version=0,
+        )
+    with session_scope(engine) as s:  # tab 1 saves on top of what it saw
+        save(
+            s,
+            library,
+            a,
+            "draft_triage_01",
+            "esi_acuity",
+            ReviewForm(verdict="DECLINE"),
+            expected_version=draft.version,
+        )
+    with session_scope(engine) as s, pytest.raises(ConflictError, match="another tab"):
+        save(
+            s,
+            library,
+            a,
+            "draft_triage_01",
+            "esi_acuity",
+            ReviewForm(verdict="AMEND"),
+            expected_version=draft.version,
+        )  # tab 2 still holds the old version
+    with session_scope(engine) as s:
+        assert current_review(s, library, a, "draft_triage_01", "esi_acuity").verdict == "DECLINE"
+
+
+def test_blinding_holds_while_the_phase_is_open(study):
+    engine, library, coordinator, a, b = study
+    submit(
+        engine,
+        library,
+        a,
+        "draft_triage_01",
+        "esi_acuity",
+        ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS),
+    )
+    with session_scope(engine) as s:
+        with pytest.raises(BlindingError):
+            submitted_reviews(s, library, viewer=b)
+        with pytest.raises(BlindingError):
+            band_reviews(s, library, viewer=b, vid="draft_triage_01", name="esi_acuity")
+        # Rater b's own view of the band shows nothing of rater a's.
+        assert current_review(s, library, b, "draft_triage_01", "esi_acuity") is None
+        assert all(i.status == "to do" for i in queue(s, library, b))
+        assert len(submitted_reviews(s, library, viewer=coordinator)) == 1
+        set_phase(s, actor=coordinator, phase="closed")
+    with session_scope(engine) as s:
+        assert [r.rater for r in submitted_reviews(s, library, viewer=b)] == ["adjudicator-01"]
+        with pytest.raises(ReviewError, match="phase is closed"):
+            save(
+                s,
+                library,
+                b,
+                "draft_triage_01",
+                "esi_acuity",
+                ReviewForm(verdict="ACCEPT"),
+                expected_version=0,
+            )
+
+
+def test_only_the_coordinator_changes_the_study(study):
+    engine, _, _, a, _ = study
+    with session_scope(engine) as s, pytest.raises(PermissionError):
+        set_phase(s, actor=a, phase="closed")
+    with session_scope(engine) as s, pytest.raises(PermissionError):
+        set_mode(s, actor=a, mode="blind")
+
+
+def test_blind_mode_needs_the_raters_own_band(study):
+    engine, library, coordinator, a, _ = study
+    with session_scope(engine) as s:
+        set_mode(s, actor=coordinator, mode="blind")
+    with pytest.raises(ReviewError) as caught:
+        submit(engine, library, a, "draft_triage_01", "esi_acuity", ReviewForm(verdict="AMEND"))
+    assert "band" in caught.value.fields
+    done = submit(
+        engine,
+        library,
+        a,
+        "draft_triage_01",
+        "esi_acuity",
+        ReviewForm(verdict="AMEND", band=[2], reason="High-risk chest pain."),
+    )
+    assert done.mode == "blind"
+
+
+def test_a_changed_clinical_core_makes_reviews_stale_but_keeps_them(study, tmp_path):
+    engine, library, coordinator, a, _ = study
+    submit(
+        engine,
+        library,
+        a,
+        "draft_triage_01",
+        "esi_acuity",
+        ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS),
+    )
+    folder = tmp_path / "v"
+    shutil.copytree(library.vignettes["draft_triage_01"].path.rsplit("/", 1)[0], folder)
+    path = folder / "draft_triage_01.yaml"
+    path.write_text(path.read_text().replace("HR 92", "HR 96"))
+    changed = load_library([folder])
+    with session_scope(engine) as s:
+        report = sync_vignettes(s, changed, actor="coordinator")
+        assert report.changed == ["draft_triage_01"]
+        assert report.stale_reviews == 1
+        [item] = [i for i in queue(s, changed, a) if i.vignette_id == "draft_triage_01"]
+        assert item.stale and not item.done
+        kept = submitted_reviews(s, changed, viewer=coordinator, include_stale=True)
+        assert [r.stale for r in kept] == [True]
+        assert submitted_reviews(s, changed, viewer=coordinator) == []
+
+
+def test_the_real_handback_imports_as_four_submitted_reviews(study):
+    engine, library, coordinator, _, _ = study
+    with session_scope(engine) as s:
+        created = import_handback(
+            s,
+            library,
+            actor=coordinator,
+            rater_pseudonym="adjudicator-01",
+            text=HANDBACK.read_text(),
+            source=HANDBACK.name,
+        )
+    assert len(created) == 4
+    got = {(r.vignette_id, r.verdict): r.band for r in created}
+    assert got == {
+        ("draft_triage_01", "ACCEPT"): None,
+        ("draft_ordering_01", "AMEND"): [2, 3],
+        ("draft_medication_01", "AMEND"): [1, 3],
+        ("draft_documentation_01", "AMEND"): {"min": 1, "max": 30},
+    }
+    with session_scope(engine) as s:
+        rows = s.exec(select(Review)).all()
+    assert all(r.status == "submitted" and r.origin == "handback" for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        ("draft_triage_99 | esi_acuity | ACCEPT | x", "unknown vignette 'draft_triage_99'"),
+        ("draft_triage_01 | esi_level | ACCEPT | x", "unknown sub_action 'esi_level'"),
+        ("draft_triage_01 | esi_acuity | AGREE | x", "is not ACCEPT"),
+        ("draft_triage_01 | esi_acuity | AMEND | x", "AMEND needs the corrected band"),
+        ("draft_triage_01 | esi_acuity | AMEND {0, 1} | x", "outside the domain"),
+        ("draft_triage_01 | esi_acuity | AMEND {1, 2}", "expected `vignette_id | sub_action"),
+    ],
+)
+def test_a_handback_with_one_bad_line_stores_nothing(study, broken, message):
+    engine, library, coordinator, _, _ = study
+    lines = HANDBACK.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith("draft_triage_01"))
+    lines[index] = broken
+    with session_scope(engine) as s, pytest.raises(HandbackError) as caught:
+        import_handback(
+            s,
+            library,
+            actor=coordinator,
+            rater_pseudonym="adjudicator-01",
+            text="\n".join(lines),
+            source="copy.txt",
+        )
+    [(number, problem)] = caught.value.problems
+    assert number == index + 1
+    assert message in problem
+    with session_scope(engine) as s:
+        assert s.exec(select(Review)).all() == []
+
+
+def test_a_duplicate_handback_line_is_refused(study):
+    engine, library, coordinator, _, _ = study
+    text = HANDBACK.read_text() + "draft_triage_01 | esi_acuity | DECLINE | changed my mind\n"
+    with session_scope(engine) as s, pytest.raises(HandbackError, match="already given on line"):
+        import_handback(
+            s,
+            library,
+            actor=coordinator,
+            rater_pseudonym="adjudicator-01",
+            text=text,
+            source="dup.txt",
+        )
