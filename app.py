@@ -2,12 +2,41 @@
 
 import streamlit as st
 
+from app_pages.common import current_user, session
+from fma_bands.users import has_users
+
 st.set_page_config(page_title="fma-bands", page_icon=":material/rule:", layout="wide")
 
-pages = [
-    st.Page(
-        "app_pages/library.py", title="Vignette library", icon=":material/menu_book:", default=True
-    ),
-    st.Page("app_pages/vignette.py", title="Vignette", icon=":material/description:"),
-]
+with session() as s:
+    first_run = not has_users(s)
+user = current_user()
+
+library = st.Page("app_pages/library.py", title="Vignette library", icon=":material/menu_book:")
+vignette = st.Page("app_pages/vignette.py", title="Vignette", icon=":material/description:")
+if first_run:
+    pages = [st.Page("app_pages/first_run.py", title="Set up", icon=":material/key:")]
+elif user is None:
+    pages = [st.Page("app_pages/sign_in.py", title="Sign in", icon=":material/login:")]
+elif user.role == "rater":
+    pages = [
+        st.Page("app_pages/queue.py", title="My queue", icon=":material/checklist:", default=True),
+        st.Page("app_pages/review.py", title="Review a band", icon=":material/rate_review:"),
+        library,
+        vignette,
+    ]
+else:
+    pages = [
+        st.Page("app_pages/admin.py", title="Study admin", icon=":material/tune:", default=True),
+        library,
+        vignette,
+        st.Page("app_pages/audit_log.py", title="Audit log", icon=":material/receipt_long:"),
+    ]
+
+if user is not None:
+    with st.sidebar:
+        st.caption(f"Signed in as **{user.pseudonym}** ({user.role})")
+        if st.button("Sign out", icon=":material/logout:"):
+            st.session_state.clear()
+            st.rerun()
+
 st.navigation(pages).run()

@@ -1,15 +1,39 @@
-"""What every page shares: settings, the vignette library (cached by file state), plain labels."""
+"""What every page shares: settings, the engine, the vignette library, the signed-in user."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
+from fma_bands.db import create_schema, make_engine, session_scope
+from fma_bands.reviews import sync_vignettes
 from fma_bands.settings import Settings
+from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library, load_library
 
 
 def settings() -> Settings:
     return Settings.from_env()
+
+
+@st.cache_resource(show_spinner=False)
+def _engine(url: str) -> Engine:
+    engine = make_engine(url)
+    create_schema(engine)
+    return engine
+
+
+def engine() -> Engine:
+    return _engine(settings().database_url)
+
+
+@contextmanager
+def session() -> Iterator[Session]:
+    with session_scope(engine()) as s:
+        yield s
 
 
 def _folder_state(folder: Path) -> tuple:
@@ -22,10 +46,33 @@ def _folder_state(folder: Path) -> tuple:
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
-def _load(folder: str, state: tuple) -> Library:
-    return load_library([folder])
+def _load(folder: str, state: tuple, url: str) -> Library:
+    library = load_library([folder])
+    # The store follows the files; reviews of a changed vignette are kept and shown as stale.
+    with session_scope(_engine(url)) as s:
+        sync_vignettes(s, library, actor=None)
+    return library
 
 
 def library() -> Library:
     folder = settings().vignettes
-    return _load(str(folder), _folder_state(folder))
+    return _load(str(folder), _folder_state(folder), settings().database_url)
+
+
+def current_user() -> UserPublic | None:
+    data = st.session_state.get("user")
+    return UserPublic(**data) if data else None
+
+
+def require_user(role: str | None = None) -> UserPublic:
+    user = current_user()
+    if user is None or (role and user.role != role):
+        st.error("This page is not available to you.")
+        st.stop()
+    return user
+
+
+def show_errors(errors: dict[str, str], field: str) -> None:
+    """A validation message beside its field, in plain words."""
+    if field in errors:
+        st.error(errors[field], icon=":material/error:")

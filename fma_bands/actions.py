@@ -137,7 +137,9 @@ class SubAction:
             return "yes" if value else "no"
         if value in self.value_labels:
             return self.value_labels[value]
-        return f"{value} {self.unit}" if self.unit else str(value)
+        if not self.unit:
+            return str(value)
+        return f"{value} {self.unit.removesuffix('s') if value == 1 else self.unit}"
 
     def in_scope(self, specialty: str) -> bool | None:
         """None when the harness has no scope rule for this sub-action."""

@@ -3,12 +3,28 @@
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session
+
+from fma_bands import audit
 from fma_bands.bands import describe, to_harness
+from fma_bands.db import create_schema, make_engine, session_scope
 from fma_bands.export import bands_document, write_bands
+from fma_bands.reviews import (
+    HandbackError,
+    SyncReport,
+    import_handback,
+    set_mode,
+    set_phase,
+    study,
+    sync_vignettes,
+)
 from fma_bands.settings import Settings
+from fma_bands.users import AccountError, UserPublic, create_user, get_user, list_users
 from fma_bands.vignettes import Library, load_library
 
 
@@ -65,6 +81,57 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     _runs(listing, _vignettes_list)
     vignettes.set_defaults(run=lambda a, s: vignettes.print_help() or 2)
+
+    init = commands.add_parser("init", help="create the database and load the vignettes")
+    _runs(init, _init)
+    demo = commands.add_parser(
+        "demo", help="set up a ready demo study (coordinator and two raters) and say how to sign in"
+    )
+    _runs(demo, _demo)
+
+    user = commands.add_parser("user", help="enrol and list users")
+    user_commands = user.add_subparsers(title="commands", metavar="COMMAND")
+    add = user_commands.add_parser("add", help="enrol a user (a rater unless --role coordinator)")
+    add.add_argument("name", help="public pseudonym, e.g. adjudicator-01")
+    add.add_argument("--role", choices=["rater", "coordinator"], default="rater")
+    add.add_argument("--specialty")
+    add.add_argument("--jurisdiction")
+    add.add_argument("--years", type=int, help="years since registration")
+    add.add_argument(
+        "--passphrase-file",
+        required=True,
+        metavar="F",
+        help="file whose first line is the passphrase (keeps it out of shell history)",
+    )
+    _runs(add, _user_add)
+    users = user_commands.add_parser("list", help="list enrolled users")
+    _runs(users, _user_list)
+    user.set_defaults(run=lambda a, s: user.print_help() or 2)
+
+    phase = commands.add_parser("phase", help="show, open or close the review phase")
+    phase.add_argument("state", nargs="?", choices=["open", "closed"])
+    _runs(phase, _phase)
+    mode = commands.add_parser("mode", help="show or set the review mode")
+    mode.add_argument("state", nargs="?", choices=["review", "blind"])
+    _runs(mode, _mode)
+
+    handback = commands.add_parser("handback", help="import a paper hand-back")
+    handback_commands = handback.add_subparsers(title="commands", metavar="COMMAND")
+    imported = handback_commands.add_parser(
+        "import", help="turn a hand-back file into submitted reviews (all or nothing)"
+    )
+    imported.add_argument("file", metavar="FILE")
+    imported.add_argument("--rater", required=True, metavar="NAME")
+    _runs(imported, _handback_import)
+    handback.set_defaults(run=lambda a, s: handback.print_help() or 2)
+
+    audit_parser = commands.add_parser("audit", help="check the audit log")
+    audit_commands = audit_parser.add_subparsers(title="commands", metavar="COMMAND")
+    verify = audit_commands.add_parser(
+        "verify", help="check the hash chain; exit 1 naming each edited, deleted or moved event"
+    )
+    _runs(verify, _audit_verify)
+    audit_parser.set_defaults(run=lambda a, s: audit_parser.print_help() or 2)
 
     export = commands.add_parser("export", help="write bands.yaml for the harness")
     export.add_argument("--out", required=True, metavar="FILE", help="where to write bands.yaml")
@@ -134,6 +201,175 @@ def _vignette_json(v) -> dict:
             for p in v.proposals
         ],
     }
+
+
+@contextmanager
+def _store(settings: Settings) -> Iterator[Session]:
+    engine = make_engine(settings.database_url)
+    try:
+        create_schema(engine)
+        with session_scope(engine) as session:
+            yield session
+    except OperationalError as exc:
+        raise CommandError(f"cannot use the database {settings.database_url}: {exc.orig}") from None
+    finally:
+        engine.dispose()
+
+
+def _synced(settings: Settings, session: Session) -> tuple[Library, SyncReport]:
+    library = _library(settings)
+    if not len(library):
+        # Syncing an empty or missing folder would retire every vignette in the store.
+        raise CommandError(f"no vignettes loaded from {settings.vignettes}; check --vignettes")
+    for problem in library.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    return library, sync_vignettes(session, library, actor="cli")
+
+
+def _coordinator(session: Session) -> UserPublic:
+    coordinators = list_users(session, role="coordinator")
+    if not coordinators:
+        raise CommandError("no coordinator is enrolled: run `fma-bands demo` or `user add`")
+    return coordinators[0]
+
+
+def _init(args, settings: Settings) -> int:
+    with _store(settings) as session:
+        library, report = _synced(settings, session)
+        current = study(session)
+    print(f"database {settings.database_url}: {len(library)} vignettes loaded ({report})")
+    print(f"review phase {current.phase}, {current.mode} mode")
+    return 0 if library.ok else 1
+
+
+DEMO_USERS = (
+    {"pseudonym": "coordinator", "role": "coordinator", "passphrase": "coordinator-demo"},
+    {
+        "pseudonym": "rater-01",
+        "role": "rater",
+        "passphrase": "rater-01-demo",
+        "specialty": "emergency medicine",
+        "jurisdiction": "Australia",
+        "years_post_registration": 9,
+    },
+    {
+        "pseudonym": "rater-02",
+        "role": "rater",
+        "passphrase": "rater-02-demo",
+        "specialty": "general medicine",
+        "jurisdiction": "United Kingdom",
+        "years_post_registration": 15,
+    },
+)
+
+
+def _demo(args, settings: Settings) -> int:
+    with _store(settings) as session:
+        library, _ = _synced(settings, session)
+        for fields in DEMO_USERS:
+            if get_user(session, fields["pseudonym"]) is None:
+                create_user(session, actor="demo", **fields)
+            elif fields["role"] == "coordinator":
+                print("the demo study already exists; its accounts are unchanged")
+    print(f"Demo study ready in {settings.database_url}: {len(library)} vignettes.")
+    print("Run `streamlit run app.py` and sign in with one of these (demo only, not secret):")
+    for fields in DEMO_USERS:
+        print(
+            f"  {fields['pseudonym']:<12} passphrase {fields['passphrase']:<17} ({fields['role']})"
+        )
+    return 0
+
+
+def _user_add(args, settings: Settings) -> int:
+    passphrase = _read_secret(args.passphrase_file)
+    with _store(settings) as session:
+        try:
+            made = create_user(
+                session,
+                actor="cli",
+                pseudonym=args.name,
+                role=args.role,
+                passphrase=passphrase,
+                specialty=args.specialty,
+                jurisdiction=args.jurisdiction,
+                years_post_registration=args.years,
+            )
+        except AccountError as exc:
+            raise CommandError(str(exc)) from None
+    key = f", signing key {made.keyid}" if made.keyid else ""
+    print(f"enrolled {made.pseudonym} ({made.role}){key}")
+    return 0
+
+
+def _read_secret(path: str) -> str:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"cannot read the passphrase file {path}: {exc}") from None
+    if not lines or not lines[0].strip():
+        raise CommandError(f"the passphrase file {path} is empty")
+    return lines[0]
+
+
+def _user_list(args, settings: Settings) -> int:
+    with _store(settings) as session:
+        users = list_users(session)
+    for u in users:
+        detail = (
+            f"{u.specialty}, {u.jurisdiction}, {u.years_post_registration} y" if u.specialty else ""
+        )
+        print(f"{u.pseudonym:<20} {u.role:<12} {detail}")
+    return 0
+
+
+def _phase(args, settings: Settings) -> int:
+    with _store(settings) as session:
+        current = study(session)
+        if args.state:
+            current = set_phase(session, actor=_coordinator(session), phase=args.state)
+    print(f"review phase {current.phase}")
+    return 0
+
+
+def _mode(args, settings: Settings) -> int:
+    with _store(settings) as session:
+        current = study(session)
+        if args.state:
+            current = set_mode(session, actor=_coordinator(session), mode=args.state)
+    print(f"{current.mode} mode")
+    return 0
+
+
+def _handback_import(args, settings: Settings) -> int:
+    path = Path(args.file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"cannot read {path}: {exc}") from None
+    with _store(settings) as session:
+        library, _ = _synced(settings, session)
+        try:
+            created = import_handback(
+                session,
+                library,
+                actor=_coordinator(session),
+                rater_pseudonym=args.rater,
+                text=text,
+                source=str(path),
+            )
+        except HandbackError as exc:
+            raise CommandError(str(exc)) from None
+    print(f"imported {len(created)} submitted reviews for {args.rater} from {path}")
+    for review in created:
+        print(f"  {review.vignette_id} {review.sub_action}: {review.verdict}")
+    return 0
+
+
+def _audit_verify(args, settings: Settings) -> int:
+    with _store(settings) as session:
+        report = audit.verify(session)
+    print(report)
+    return 0 if report.ok else 1
 
 
 def _export(args, settings: Settings) -> int:

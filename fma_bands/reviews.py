@@ -751,3 +751,27 @@ def import_handback(
 
 def _summary(errors: dict[str, str]) -> str:
     return "; ".join(f"{field}: {message}" for field, message in errors.items())
+
+
+def rater_progress(
+    session: Session, library: Library, *, viewer: UserPublic
+) -> list[dict[str, Any]]:
+    """Per rater: bands submitted (current, not stale), drafts open, and bands assigned.
+
+    Counts only, never contents; still the coordinator's alone, since even how far another rater
+    has got is none of a rater's business during the phase."""
+    _require_coordinator(viewer)
+    raters = session.exec(select(User).where(User.role == "rater").order_by(User.pseudonym))
+    rows = []
+    for rater in raters:
+        items = queue(session, library, UserPublic.model_validate(rater, from_attributes=True))
+        rows.append(
+            {
+                "rater": rater.pseudonym,
+                "submitted": sum(i.done for i in items),
+                "drafts": sum(i.status == "draft" for i in items),
+                "stale": sum(i.stale for i in items),
+                "assigned": len(items),
+            }
+        )
+    return rows

@@ -154,7 +154,7 @@ def test_threshold_text():
 
 def test_describe_reads_like_a_clinician_would_say_it():
     assert describe(parse_band("analgesia_tier", [1, 3])) == "1 - NSAID, 3 - strong opioid"
-    assert describe(parse_band("followup_days", {"min": 1, "max": 30})) == "1 days to 30 days"
+    assert describe(parse_band("followup_days", {"min": 1, "max": 30})) == "1 day to 30 days"
     assert describe(parse_band("admit", [False, True])) == "either (yes or no)"
 
 

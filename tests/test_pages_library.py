@@ -7,14 +7,44 @@ from tests.conftest import ROOT
 
 
 @pytest.fixture
-def app(monkeypatch, shared_vignettes):
+def app(monkeypatch, shared_vignettes, tmp_path):
+    """The app on the FairMedAgent vignettes with a signed-in rater."""
+    from fma_bands.db import create_schema, make_engine, session_scope
+    from fma_bands.users import create_user
+
+    url = f"sqlite:///{tmp_path / 'fma-bands.db'}"
     monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(shared_vignettes))
+    monkeypatch.setenv("FMA_BANDS_DATABASE_URL", url)
     monkeypatch.chdir(ROOT)
+    engine = make_engine(url)
+    create_schema(engine)
+    with session_scope(engine) as s:
+        create_user(
+            s,
+            actor=None,
+            pseudonym="coordinator",
+            passphrase="coordinator pass",
+            role="coordinator",
+        )
+        rater = create_user(
+            s,
+            actor=None,
+            pseudonym="rater-01",
+            passphrase="rater passphrase",
+            role="rater",
+            specialty="emergency medicine",
+            jurisdiction="Australia",
+            years_post_registration=5,
+        )
+    engine.dispose()
     import streamlit as st
 
     st.cache_data.clear()
     st.cache_resource.clear()
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=20)
+    at.session_state["user"] = rater.model_dump()
+    at.run()
+    at.switch_page("app_pages/library.py")
     return at
 
 
@@ -43,7 +73,7 @@ def test_vignette_page_shows_core_results_and_proposal(app):
     shown = text_of(app)
     assert app.title[0].value == "draft_documentation_01"
     assert "poorly-controlled diabetes" in shown
-    assert "**Acceptable:** 1 days to 14 days" in shown
+    assert "**Acceptable:** 1 day to 14 days" in shown
     assert "**Disputed span:** 15 days to 30 days" in shown
     assert "No threshold is pre-registered" in shown
     assert "Available from the reassess step on" in shown

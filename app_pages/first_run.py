@@ -1,0 +1,33 @@
+"""First run: the database has no user yet, so the first person here becomes the coordinator."""
+
+import streamlit as st
+
+from app_pages.common import session
+from fma_bands.users import AccountError, create_first_coordinator
+
+st.title("Set up fma-bands")
+st.write(
+    "No account exists yet. Create the study coordinator's account: the coordinator loads "
+    "vignettes, enrols raters, opens and closes the review phase and exports the bands."
+)
+with st.form("first_run"):
+    pseudonym = st.text_input(
+        "Coordinator name", value="coordinator", help="Shown in the audit log."
+    )
+    passphrase = st.text_input("Passphrase", type="password", help="At least 10 characters.")
+    repeat = st.text_input("Repeat the passphrase", type="password")
+    create = st.form_submit_button("Create coordinator account", type="primary")
+
+if create:
+    if passphrase != repeat:
+        st.error("The two passphrases differ.")
+        st.stop()
+    try:
+        with session() as s:
+            user = create_first_coordinator(s, pseudonym=pseudonym.strip(), passphrase=passphrase)
+    except AccountError as exc:
+        for message in exc.fields.values() or [str(exc)]:
+            st.error(message)
+        st.stop()
+    st.session_state.user = user.model_dump()
+    st.rerun()

@@ -1,0 +1,235 @@
+"""Review one band: what the agent knew at that step, the proposal (review mode), the rater's own
+band, the six protocol questions, and the verdict."""
+
+import streamlit as st
+
+from app_pages import band_editor
+from app_pages.common import library, require_user, session, show_errors
+from fma_bands.actions import STEPS, sub_action
+from fma_bands.bands import BandError, describe, parse_band
+from fma_bands.picture import Row, band_chart, straddle_sentence
+from fma_bands.reviews import (
+    CHOICES,
+    QUESTIONS,
+    ConflictError,
+    ReviewError,
+    ReviewForm,
+    current_review,
+    next_item,
+    queue,
+    save,
+    study,
+)
+
+user = require_user("rater")
+lib = library()
+with session() as s:
+    items = queue(s, lib, user)
+    settings = study(s)
+params = st.query_params
+vid, name = params.get("vignette"), params.get("sub_action")
+if (vid, name) not in {(i.vignette_id, i.sub_action) for i in items}:
+    resume = next_item(items) or (items[0] if items else None)
+    if resume is None:
+        st.info("No band is waiting for review.")
+        st.stop()
+    vid, name = resume.vignette_id, resume.sub_action
+    st.query_params.update({"vignette": vid, "sub_action": name})
+vignette = lib.vignettes[vid]
+proposal = vignette.proposal(name)
+action = sub_action(name)
+step = STEPS[action.step]
+key = f"{vid}:{name}"
+with session() as s:
+    current = current_review(s, lib, user, vid, name)
+
+st.title(f"{action.label}")
+st.caption(f"Vignette **{vid}** · {vignette.domain} · step: {step.name} · {settings.mode} mode")
+position = [(i.vignette_id, i.sub_action) for i in items].index((vid, name))
+back, forward = st.columns(2)
+for column, offset, label in ((back, -1, "Previous band"), (forward, 1, "Next band")):
+    if 0 <= position + offset < len(items):
+        other = items[position + offset]
+        column.page_link(
+            "app_pages/review.py",
+            label=f"{label}: {other.vignette_id} · {sub_action(other.sub_action).label}",
+            query_params={"vignette": other.vignette_id, "sub_action": other.sub_action},
+        )
+
+st.subheader("What the agent knows at this step")
+st.caption(step.description)
+with st.container(border=True):
+    st.markdown("**Clinical core** (frozen, verbatim)")
+    st.write(vignette.clinical_core)
+    if step.shows_results and vignette.tool_results:
+        st.markdown("**Results** (available at this step only for the tests the agent ordered)")
+        st.table(
+            {"Test": list(vignette.tool_results), "Result": list(vignette.tool_results.values())}
+        )
+    elif vignette.tool_results:
+        st.caption("No test results exist yet at this step: they come back after ordering.")
+
+threshold = proposal.effective_threshold
+if settings.mode == "review":
+    st.subheader("Proposed band")
+    with st.container(border=True):
+        st.markdown(f"**Acceptable:** {describe(proposal.acceptable)}")
+        if proposal.disputed_span is not None:
+            st.markdown(f"**Disputed span:** {describe(proposal.disputed_span)}")
+        for label, text in (
+            ("Source", proposal.source),
+            ("Clause", proposal.clause),
+            ("Reasoning", proposal.reasoning),
+            ("Notes", proposal.notes),
+        ):
+            if text:
+                st.markdown(f"**{label}.** {text}")
+        st.caption(f"Provenance: {proposal.provenance}.")
+
+flash = st.session_state.pop(f"{key}:flash", None)
+if flash:
+    st.success(flash, icon=":material/check_circle:")
+if st.session_state.get(f"{key}:conflict"):
+    st.error(st.session_state[f"{key}:conflict"])
+    if st.button("Load the saved version (discards what is on this screen)"):
+        band_editor.forget(key)
+        st.rerun()
+
+editing = current is None or current.status == "draft" or st.session_state.get(f"{key}:revise")
+if current is not None and current.status == "submitted" and not editing:
+    st.subheader("Your submitted review")
+    if current.stale:
+        st.warning("The vignette or its proposal changed after you submitted: please revise.")
+    st.markdown(f"**Verdict:** {current.verdict} · revision {current.revision}")
+    if current.band is not None:
+        mine = parse_band(name, current.band, orderables=vignette.orderables)
+        st.markdown(f"**Your band:** {describe(mine)}")
+    st.markdown(f"**Reason:** {current.reason or '(none given)'}")
+    if settings.phase == "open" and st.button("Revise this review", icon=":material/edit:"):
+        st.session_state[f"{key}:revise"] = True
+        band_editor.load(key, current, proposal, settings.mode)
+        st.rerun()
+    st.stop()
+
+if settings.phase != "open":
+    st.info("The review phase is closed: reviews can no longer change.")
+    st.stop()
+
+band_editor.load(key, current, proposal, settings.mode)
+errors = st.session_state.get(f"{key}:errors", {})
+
+st.subheader("Your verdict")
+verdicts = ["ACCEPT", "AMEND", "DECLINE"] if settings.mode == "review" else ["AMEND", "DECLINE"]
+labels = {
+    "ACCEPT": "ACCEPT: the band stands as written",
+    "AMEND": "AMEND: correct the band or its clause"
+    if settings.mode == "review"
+    else "Submit my band",
+    "DECLINE": "DECLINE: I cannot adjudicate this band",
+}
+verdict = st.radio("Verdict", verdicts, format_func=labels.get, key=f"{key}:verdict", index=None)
+show_errors(errors, "verdict")
+
+own_band = None
+if verdict == "AMEND":
+    st.markdown(
+        "**Your band**" + (" (starts from the proposal)" if settings.mode == "review" else "")
+    )
+    raw = band_editor.edit(key, action, vignette.orderables)
+    try:
+        own_band = (
+            parse_band(name, raw, orderables=vignette.orderables) if raw is not None else None
+        )
+    except BandError as exc:
+        st.error(str(exc), icon=":material/error:")
+    show_errors(errors, "band")
+
+rows = []
+if settings.mode == "review":
+    rows.append(Row("proposal", proposal.acceptable, proposal.disputed_span))
+if own_band is not None:
+    rows.append(Row("your band", own_band))
+if rows:
+    st.altair_chart(band_chart(name, rows, threshold=threshold, orderables=vignette.orderables))
+    shown = own_band or proposal.acceptable
+    who = "Your band" if own_band else "The proposed band"
+    st.markdown(f"**{who}:** {straddle_sentence(shown, threshold)}")
+
+if settings.mode == "review":
+    st.subheader("The six protocol questions")
+    for number, question in enumerate(QUESTIONS, start=1):
+        q = question["key"]
+        st.markdown(f"**{number}. {question['text']}**")
+        if q == "q5" and proposal.disputed_span is None:
+            st.caption("No disputed span is recorded for this band.")
+            continue
+        if q != "q5":
+            st.radio(
+                f"Answer to question {number}",
+                CHOICES,
+                key=f"{key}:{q}:choice",
+                index=None,
+                horizontal=True,
+                label_visibility="collapsed",
+            )
+        st.text_input(
+            f"Note for question {number}",
+            key=f"{key}:{q}:note",
+            placeholder="Which, and why (needed when you flag a problem)",
+        )
+        show_errors(errors, q)
+
+st.text_area("Reason", key=f"{key}:reason", help="One sentence: why you accept, amend or decline.")
+show_errors(errors, "reason")
+
+
+def _save(submit: bool) -> None:
+    state = st.session_state
+    form = ReviewForm(
+        verdict=state.get(f"{key}:verdict"),
+        band=band_editor.read(key, action) if state.get(f"{key}:verdict") == "AMEND" else None,
+        answers={
+            q["key"]: {
+                k: v
+                for k in ("choice", "note")
+                if (v := state.get(f"{key}:{q['key']}:{k}")) not in (None, "")
+            }
+            for q in QUESTIONS
+        },
+        reason=state.get(f"{key}:reason"),
+    )
+    form.answers = {k: v for k, v in form.answers.items() if v}
+    try:
+        with session() as s:
+            saved = save(
+                s,
+                lib,
+                user,
+                vid,
+                name,
+                form,
+                expected_version=state.get(f"{key}:version", 0),
+                submit=submit,
+            )
+    except ConflictError as exc:
+        state[f"{key}:conflict"] = str(exc)
+        return
+    except ReviewError as exc:
+        state[f"{key}:errors"] = exc.fields or {"verdict": str(exc)}
+        state[f"{key}:flash"] = None
+        return
+    state[f"{key}:errors"] = {}
+    state[f"{key}:conflict"] = None
+    state[f"{key}:version"] = saved.version
+    if submit:
+        band_editor.forget(key)
+        state[f"{key}:flash"] = f"Review submitted (revision {saved.revision})."
+    else:
+        state[f"{key}:flash"] = "Draft saved."
+
+
+if errors:
+    st.error("Some answers need attention: see the messages beside them.")
+left, right = st.columns(2)
+left.button("Save draft", on_click=_save, args=(False,), icon=":material/save:")
+right.button("Submit review", on_click=_save, args=(True,), type="primary", icon=":material/send:")

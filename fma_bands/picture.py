@@ -1,0 +1,169 @@
+"""Pictures of bands over their sub-action's domain (Altair specs; no Streamlit here).
+
+One row per band, one cell per value for small domains and one bar per run of values for large
+ones, with the threshold marked, so a rater sees at a glance what a band admits and whether it
+straddles phi.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import altair as alt
+
+from fma_bands.actions import Threshold, Value, sub_action
+from fma_bands.bands import AnyBand, MultilabelBand
+
+COLOURS = {
+    "required": "#1b5e20",
+    "in band": "#2e7d32",
+    "disputed": "#f9a825",
+    "out of band": "#e0e0e0",
+    "threshold holds": "#5c6bc0",
+    "threshold fails": "#e8eaf6",
+}
+SMALL_DOMAIN = 12
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    band: AnyBand | None
+    disputed: AnyBand | None = None
+
+
+def straddle_sentence(band: AnyBand, threshold: Threshold | None) -> str:
+    """One plain sentence on whether the band straddles phi, and what that means."""
+    action = band.action
+    if action.kind == "multilabel":
+        return "Orders are multi-label: no threshold applies, so straddling does not arise."
+    if threshold is None:
+        return (
+            f"No threshold is pre-registered for {action.name}, so this band cannot be "
+            "checked for straddling."
+        )
+    holds = sorted(v for v in band.values() if threshold.holds(v))
+    fails = sorted(v for v in band.values() if not threshold.holds(v))
+    shown = threshold.expression()
+    if holds and fails:
+        return (
+            f"Straddles the threshold ({shown}): it admits {_labels(action, holds)} where the "
+            f"threshold holds and {_labels(action, fails)} where it does not, so a demographic "
+            "difference inside this band can count as a within-range flip."
+        )
+    side = "holds" if holds else "does not hold"
+    return (
+        f"Does not straddle the threshold ({shown}): it {side} for every admitted value, so "
+        "this band can never produce a within-range flip."
+    )
+
+
+def _labels(action, values: Sequence[Value]) -> str:
+    if len(values) > 4 and action.kind in ("score", "count"):
+        return f"{action.label_for(values[0])} to {action.label_for(values[-1])}"
+    return ", ".join(action.label_for(v) for v in values)
+
+
+def band_chart(
+    name: str,
+    rows: Sequence[Row],
+    *,
+    threshold: Threshold | None = None,
+    orderables: Sequence[str] = (),
+    width: int | str = "container",
+) -> alt.Chart:
+    """Rows of bands over the domain of sub-action `name`, and a threshold row if there is one."""
+    action = sub_action(name)
+    domain = list(action.domain(tuple(orderables)))
+    records = []
+    for row in rows:
+        for value in domain:
+            records.append(
+                {"row": row.label, "value": value, "state": _state(row, value), "order": 0}
+            )
+    if threshold is not None and action.kind != "multilabel":
+        label = f"threshold: {threshold.expression()}"
+        for value in domain:
+            state = "threshold holds" if threshold.holds(value) else "threshold fails"
+            records.append({"row": label, "value": value, "state": state, "order": 1})
+    row_order = [r.label for r in rows] + (
+        [f"threshold: {threshold.expression()}"]
+        if threshold is not None and action.kind != "multilabel"
+        else []
+    )
+    colour = alt.Color(
+        "state:N",
+        title=None,
+        scale=alt.Scale(domain=list(COLOURS), range=list(COLOURS.values())),
+        legend=alt.Legend(orient="bottom"),
+    )
+    y = alt.Y("row:N", title=None, sort=row_order, axis=alt.Axis(labelLimit=260))
+    height = 34 * len(row_order) + 20
+    if len(domain) <= SMALL_DOMAIN:
+        for record in records:
+            record["label"] = action.label_for(record["value"])
+        labels = [action.label_for(v) for v in domain]
+        return (
+            alt.Chart(alt.Data(values=records))
+            .mark_rect(stroke="white", strokeWidth=2)
+            .encode(
+                x=alt.X("label:N", title=None, sort=labels, axis=alt.Axis(labelAngle=0)),
+                y=y,
+                color=colour,
+                tooltip=["row:N", "label:N", "state:N"],
+            )
+            .properties(width=width, height=height)
+        )
+    runs = _runs(records)
+    return (
+        alt.Chart(alt.Data(values=runs))
+        .mark_bar(height=24)
+        .encode(
+            x=alt.X(
+                "start:Q",
+                title=action.label,
+                scale=alt.Scale(domain=[domain[0] - 0.5, domain[-1] + 0.5], nice=False),
+            ),
+            x2="end:Q",
+            y=y,
+            color=colour,
+            tooltip=["row:N", "from:Q", "to:Q", "state:N"],
+        )
+        .properties(width=width, height=height)
+    )
+
+
+def _state(row: Row, value: Value) -> str:
+    if row.band is not None and row.band.contains(value):
+        if isinstance(row.band, MultilabelBand) and value in row.band.required:
+            return "required"
+        return "in band"
+    if row.disputed is not None and row.disputed.contains(value):
+        return "disputed"
+    return "out of band"
+
+
+def _runs(records: list[dict]) -> list[dict]:
+    """Contiguous values of the same state merged into one bar: 366 days draw as a few bars."""
+    runs: list[dict] = []
+    for record in records:
+        last = runs[-1] if runs else None
+        if (
+            last
+            and last["row"] == record["row"]
+            and last["state"] == record["state"]
+            and last["to"] == record["value"] - 1
+        ):
+            last["to"] = record["value"]
+            last["end"] = record["value"] + 0.5
+            continue
+        runs.append(
+            {
+                "row": record["row"],
+                "state": record["state"],
+                "from": record["value"],
+                "to": record["value"],
+                "start": record["value"] - 0.5,
+                "end": record["value"] + 0.5,
+            }
+        )
+    return runs
