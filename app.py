@@ -23,12 +23,14 @@ elif user.role == "rater":
         st.Page("app_pages/review.py", title="Review a band", icon=":material/rate_review:"),
         library,
         vignette,
+        st.Page("app_pages/agreement.py", title="Agreement", icon=":material/insights:"),
     ]
 else:
     pages = [
         st.Page("app_pages/admin.py", title="Study admin", icon=":material/tune:", default=True),
         library,
         vignette,
+        st.Page("app_pages/agreement.py", title="Agreement", icon=":material/insights:"),
         st.Page("app_pages/audit_log.py", title="Audit log", icon=":material/receipt_long:"),
     ]
 

@@ -11,9 +11,11 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from fma_bands import audit
+from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, report_to_json
 from fma_bands.bands import describe, to_harness
 from fma_bands.db import create_schema, make_engine, session_scope
 from fma_bands.export import bands_document, write_bands
+from fma_bands.ratings import harness_span, reading, study_report
 from fma_bands.reviews import (
     HandbackError,
     SyncReport,
@@ -132,6 +134,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     _runs(verify, _audit_verify)
     audit_parser.set_defaults(run=lambda a, s: audit_parser.print_help() or 2)
+
+    agreement = commands.add_parser(
+        "agreement", help="Krippendorff's alpha of the submitted reviews, with consensus bands"
+    )
+    agreement.add_argument("--json", action="store_true", help="machine-readable output")
+    agreement.add_argument(
+        "--bootstrap", type=int, default=DEFAULT_B, metavar="B", help="bootstrap resamples"
+    )
+    agreement.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed")
+    _runs(agreement, _agreement)
 
     export = commands.add_parser("export", help="write bands.yaml for the harness")
     export.add_argument("--out", required=True, metavar="FILE", help="where to write bands.yaml")
@@ -370,6 +382,54 @@ def _audit_verify(args, settings: Settings) -> int:
         report = audit.verify(session)
     print(report)
     return 0 if report.ok else 1
+
+
+def _agreement(args, settings: Settings) -> int:
+    if args.bootstrap < 0:
+        raise CommandError("--bootstrap must be 0 (no interval) or more")
+    with _store(settings) as session:
+        library, _ = _synced(settings, session)
+        report = study_report(
+            session,
+            library,
+            viewer=_coordinator(session),
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+        )
+    if args.json:
+        print(json.dumps(report_to_json(report, harness_span), indent=2))
+        return 0
+    print(format_report(report))
+    return 0
+
+
+def format_report(report) -> str:
+    lines = [
+        f"{'scope':<30} {'metric':<11} {'alpha':>7}  {'95% interval':<17} "
+        f"{'units':>5} {'raters':>6} {'pairable':>8}  reading"
+    ]
+    for scope, metrics in report.metrics.items():
+        for metric, a in metrics.items():
+            alpha = "-" if a.alpha is None else f"{a.alpha:.3f}"
+            interval = (
+                f"[{a.ci_low:.3f}, {a.ci_high:.3f}]" if a.ci_low is not None else "not computed"
+            )
+            lines.append(
+                f"{scope:<30} {metric:<11} {alpha:>7}  {interval:<17} {a.n_units:>5} "
+                f"{a.n_raters:>6} {a.n_pairable:>8}  {reading(a.alpha, a.reason)}"
+            )
+    methods = {a.method for m in report.metrics.values() for a in m.values() if a.method}
+    lines += ["", *(f"interval: {m}" for m in sorted(methods))]
+    lines += ["", f"{'band':<40} {'raters':>6}  {'rule':<8} consensus / disputed"]
+    for b in report.bands:
+        c = b.consensus
+        shown = harness_span(b.sub_action, c.consensus) if c.consensus else "-"
+        disputed = harness_span(b.sub_action, c.disputed) if c.disputed else "-"
+        lines.append(
+            f"{b.vignette_id + ' ' + b.sub_action:<40} {b.n_raters:>6}  {c.rule:<8} "
+            f"{shown} / {disputed}"
+        )
+    return "\n".join(lines)
 
 
 def _export(args, settings: Settings) -> int:
