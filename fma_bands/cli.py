@@ -7,15 +7,33 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import yaml
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from fma_bands import audit
 from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, report_to_json
+from fma_bands.attestations import (
+    DECLARATIONS,
+    IDENTITY_FIELDS,
+    MEANINGS,
+    AttestationError,
+    attest,
+    check_revealed,
+    publish_adjudicators,
+    read_adjudicators,
+    read_folder,
+    read_policy,
+    reveal_identity,
+    revoke,
+    set_identity,
+    write_policy,
+)
 from fma_bands.bands import describe, to_harness
 from fma_bands.db import create_schema, make_engine, session_scope
-from fma_bands.export import bands_document, write_bands
+from fma_bands.export import write_bands
 from fma_bands.ratings import harness_span, reading, study_report
+from fma_bands.registry import Registry, decide, export_document
 from fma_bands.reviews import (
     HandbackError,
     SyncReport,
@@ -41,7 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     settings = Settings.from_env(
-        vignettes=args.vignettes, database_url=args.db, attestations=args.attestations
+        vignettes=args.vignettes,
+        database_url=args.db,
+        attestations=args.attestations,
+        identity_key=args.identity_key,
     )
     try:
         return args.run(args, settings) or 0
@@ -69,6 +90,12 @@ def _parser() -> argparse.ArgumentParser:
         "--attestations",
         metavar="DIR",
         help="attestations folder (default ./attestations, or $FMA_BANDS_ATTESTATIONS)",
+    )
+    parser.add_argument(
+        "--identity-key",
+        metavar="FILE",
+        help="key sealing private identities (default ./fma-bands-identity.key, or "
+        "$FMA_BANDS_IDENTITY_KEY); keep it out of attestations/ and out of version control",
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
@@ -145,10 +172,89 @@ def _parser() -> argparse.ArgumentParser:
     agreement.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed")
     _runs(agreement, _agreement)
 
+    identity = commands.add_parser("identity", help="a rater's private identity and commitment")
+    identity_commands = identity.add_subparsers(title="commands", metavar="COMMAND")
+    id_set = identity_commands.add_parser(
+        "set", help="record a rater's private identity from a YAML file (sealed at rest)"
+    )
+    id_set.add_argument("name", help="the rater's pseudonym")
+    id_set.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="FILE",
+        help=f"YAML with exactly the keys {', '.join(IDENTITY_FIELDS)}",
+    )
+    _runs(id_set, _identity_set)
+    reveal = identity_commands.add_parser(
+        "reveal", help="print the private record with its salt, for an editor (audited)"
+    )
+    reveal.add_argument("name")
+    _runs(reveal, _identity_reveal)
+    id_check = identity_commands.add_parser(
+        "check", help="check a revealed record against the published commitment"
+    )
+    id_check.add_argument("file", metavar="FILE")
+    _runs(id_check, _identity_check)
+    identity.set_defaults(run=lambda a, s: identity.print_help() or 2)
+
+    attest_parser = commands.add_parser(
+        "attest", help="sign a rater's submitted reviews into a DSSE attestation"
+    )
+    attest_parser.add_argument("--rater", required=True, metavar="NAME")
+    attest_parser.add_argument("--passphrase-file", required=True, metavar="F")
+    attest_parser.add_argument("--meaning", choices=MEANINGS, default="adjudication")
+    attest_parser.add_argument(
+        "--declare",
+        action="append",
+        default=[],
+        choices=list(DECLARATIONS),
+        help="repeat for each declaration; all three are required",
+    )
+    _runs(attest_parser, _attest)
+    revoke_parser = commands.add_parser("revoke", help="revoke one of a rater's attestations")
+    revoke_parser.add_argument("file", metavar="ATTESTATION")
+    revoke_parser.add_argument("--rater", required=True, metavar="NAME")
+    revoke_parser.add_argument("--passphrase-file", required=True, metavar="F")
+    revoke_parser.add_argument("--reason", required=True)
+    _runs(revoke_parser, _revoke)
+    verify_parser = commands.add_parser(
+        "verify", help="check attestation envelopes offline against adjudicators.yaml"
+    )
+    verify_parser.add_argument("paths", nargs="*", metavar="PATH")
+    _runs(verify_parser, _verify)
+
+    policy = commands.add_parser("policy", help="the registry policy in attestations/policy.yaml")
+    policy_commands = policy.add_subparsers(title="commands", metavar="COMMAND")
+    policy_set = policy_commands.add_parser("set", help="set quorum and scope (audited)")
+    policy_set.add_argument("--quorum", type=int, required=True)
+    policy_set.add_argument("--scope", choices=["warn", "require"], required=True)
+    _runs(policy_set, _policy_set)
+    policy_show = policy_commands.add_parser("show", help="print the policy in force")
+    _runs(policy_show, _policy_show)
+    policy.set_defaults(run=lambda a, s: policy.print_help() or 2)
+
+    registry_parser = commands.add_parser(
+        "registry", help="each band's provenance as decided from the files, with reasons"
+    )
+    registry_parser.add_argument("--json", action="store_true")
+    _sensitivity(registry_parser)
+    _runs(registry_parser, _registry)
+
     export = commands.add_parser("export", help="write bands.yaml for the harness")
     export.add_argument("--out", required=True, metavar="FILE", help="where to write bands.yaml")
+    _sensitivity(export)
     _runs(export, _export)
     return parser
+
+
+def _sensitivity(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quorum", type=int, help="override policy.yaml's quorum (a sensitivity run)"
+    )
+    parser.add_argument(
+        "--scope", choices=["warn", "require"], help="override policy.yaml's scope rule"
+    )
 
 
 def _runs(parser: argparse.ArgumentParser, run: Callable) -> None:
@@ -283,6 +389,7 @@ def _demo(args, settings: Settings) -> int:
                 create_user(session, actor="demo", **fields)
             elif fields["role"] == "coordinator":
                 print("the demo study already exists; its accounts are unchanged")
+        publish_adjudicators(session, settings.attestations)
     print(f"Demo study ready in {settings.database_url}: {len(library)} vignettes.")
     print("Run `streamlit run app.py` and sign in with one of these (demo only, not secret):")
     for fields in DEMO_USERS:
@@ -308,6 +415,7 @@ def _user_add(args, settings: Settings) -> int:
             )
         except AccountError as exc:
             raise CommandError(str(exc)) from None
+        publish_adjudicators(session, settings.attestations)
     key = f", signing key {made.keyid}" if made.keyid else ""
     print(f"enrolled {made.pseudonym} ({made.role}){key}")
     return 0
@@ -432,12 +540,205 @@ def format_report(report) -> str:
     return "\n".join(lines)
 
 
+def _user(session: Session, name: str) -> UserPublic:
+    found = get_user(session, name)
+    if found is None:
+        raise CommandError(f"no user named {name!r} is enrolled")
+    return found
+
+
+def _identity_set(args, settings: Settings) -> int:
+    path = Path(args.source)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise CommandError(f"cannot read {path}: {exc}") from None
+    with _store(settings) as session:
+        try:
+            commitment = set_identity(
+                session,
+                actor=_coordinator(session),
+                pseudonym=args.name,
+                record=data,
+                key_path=settings.identity_key,
+                source=str(path),
+            )
+        except AttestationError as exc:
+            raise CommandError(str(exc)) from None
+        publish_adjudicators(session, settings.attestations)
+    print(f"identity of {args.name} recorded; commitment {commitment} published")
+    return 0
+
+
+def _identity_reveal(args, settings: Settings) -> int:
+    with _store(settings) as session:
+        try:
+            revealed = reveal_identity(
+                session,
+                actor=_coordinator(session),
+                pseudonym=args.name,
+                key_path=settings.identity_key,
+            )
+        except AttestationError as exc:
+            raise CommandError(str(exc)) from None
+    print("# Private identity record: for the editor only; check with `fma-bands identity check`.")
+    print(yaml.safe_dump(revealed, sort_keys=False, allow_unicode=True), end="")
+    return 0
+
+
+def _identity_check(args, settings: Settings) -> int:
+    path = Path(args.file)
+    try:
+        revealed = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise CommandError(f"cannot read {path}: {exc}") from None
+    ok, message = check_revealed(revealed, read_adjudicators(settings.attestations))
+    print(f"{path}: {message}")
+    return 0 if ok else 1
+
+
+def _attest(args, settings: Settings) -> int:
+    passphrase = _read_secret(args.passphrase_file)
+    with _store(settings) as session:
+        library, _ = _synced(settings, session)
+        try:
+            path = attest(
+                session,
+                library,
+                rater=_user(session, args.rater),
+                passphrase=passphrase,
+                meaning=args.meaning,
+                declarations=args.declare,
+                folder=settings.attestations,
+            )
+        except AttestationError as exc:
+            raise CommandError(str(exc)) from None
+    print(f"signed {path}")
+    return 0
+
+
+def _revoke(args, settings: Settings) -> int:
+    passphrase = _read_secret(args.passphrase_file)
+    with _store(settings) as session:
+        try:
+            path = revoke(
+                session,
+                rater=_user(session, args.rater),
+                passphrase=passphrase,
+                attestation=Path(args.file),
+                reason=args.reason,
+                folder=settings.attestations,
+            )
+        except AttestationError as exc:
+            raise CommandError(str(exc)) from None
+    print(f"revoked {args.file}: {path}")
+    return 0
+
+
+def _verify(args, settings: Settings) -> int:
+    paths = [Path(p) for p in args.paths]
+    try:
+        _, checked = read_folder(settings.attestations, paths or None)
+    except AttestationError as exc:
+        raise CommandError(str(exc)) from None
+    if not checked:
+        raise CommandError(f"no attestation envelopes (*.dsse.json) in {settings.attestations}")
+    failed = 0
+    for env in checked:
+        if env.error:
+            failed += 1
+            print(f"FAIL {env.path}: {env.error[0]}: {env.error[1]}")
+        else:
+            print(f"ok   {env.path}: {env.kind} by {env.pseudonym} ({env.keyid})")
+    print(f"{len(checked) - failed} of {len(checked)} envelope(s) verified")
+    return 1 if failed else 0
+
+
+def _policy_set(args, settings: Settings) -> int:
+    with _store(settings) as session:
+        try:
+            policy = write_policy(
+                session,
+                settings.attestations,
+                actor=_coordinator(session),
+                quorum=args.quorum,
+                scope=args.scope,
+            )
+        except AttestationError as exc:
+            raise CommandError(str(exc)) from None
+    print(f"policy: quorum {policy.quorum}, scope {policy.scope}")
+    return 0
+
+
+def _policy_show(args, settings: Settings) -> int:
+    policy = _policy(settings)
+    print(f"policy: quorum {policy.quorum}, scope {policy.scope}")
+    return 0
+
+
+def _policy(settings: Settings):
+    try:
+        return read_policy(settings.attestations)
+    except AttestationError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _decided(args, settings: Settings) -> Registry:
+    library = _complete_library(settings)
+    try:
+        return decide(library, settings.attestations, quorum=args.quorum, scope=args.scope)
+    except AttestationError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _registry(args, settings: Settings) -> int:
+    registry = _decided(args, settings)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "policy": registry.policy.as_dict(),
+                    "bands": [d.as_dict() for d in registry.decisions],
+                    "file_problems": registry.file_problems,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(f"policy: quorum {registry.policy.quorum}, scope {registry.policy.scope}")
+    for d in registry.decisions:
+        print(f"{d.vignette_id} {d.sub_action}: {d.provenance} {to_harness(d.band)}")
+        if d.adjudicated_by:
+            print(f"    adjudicated by {', '.join(d.adjudicated_by)}")
+        for r in d.reasons:
+            print(f"    not granted: {r.code}: {r.message}")
+        for w in d.warnings:
+            print(f"    warning: {w.code}: {w.message}")
+    for problem in registry.file_problems:
+        print(f"file problem: {problem}")
+    return 0
+
+
 def _export(args, settings: Settings) -> int:
     library = _complete_library(settings)
-    document = bands_document(library)
+    try:
+        document = export_document(
+            library, settings.attestations, quorum=args.quorum, scope=args.scope
+        )
+    except AttestationError as exc:
+        raise CommandError(str(exc)) from None
     path = write_bands(Path(args.out), document)
     n = sum(len(b) for b in document["bands"].values())
-    print(f"wrote {n} bands of {len(document['bands'])} vignettes to {path}")
+    adjudicated = sum(
+        1
+        for entries in document["bands"].values()
+        for e in entries
+        if e["provenance"] == "clinician-adjudicated"
+    )
+    print(
+        f"wrote {n} bands of {len(document['bands'])} vignettes to {path} "
+        f"({adjudicated} clinician-adjudicated)"
+    )
     return 0
 
 

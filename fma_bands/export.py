@@ -61,8 +61,14 @@ class Grant:
 
 @dataclass(frozen=True)
 class Policy:
+    """The registry's rule: how many attesting adjudicators a band needs, and whether the
+    specialty scope rule is required or only warned about."""
+
     quorum: int = 1
-    scope: str = "warn"
+    scope: str = "warn"  # warn | require
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"quorum": self.quorum, "scope": self.scope}
 
 
 def bands_document(
@@ -88,7 +94,7 @@ def bands_document(
     return {
         "format": FORMAT,
         "generated_at": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "policy": {"quorum": policy.quorum, "scope": policy.scope},
+        "policy": policy.as_dict(),
         "adjudicators": [_adjudicator_entry(a) for a in adjudicators],
         "bands": bands,
     }

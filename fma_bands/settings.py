@@ -12,6 +12,8 @@ class Settings:
     vignettes: Path = Path("vignettes")
     database_url: str = DEFAULT_DATABASE_URL
     attestations: Path = Path("attestations")
+    # Seals raters' private identities at rest; never inside attestations/ or the repository.
+    identity_key: Path = Path("fma-bands-identity.key")
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -21,10 +23,12 @@ class Settings:
             vignettes=Path(env.get("FMA_BANDS_VIGNETTES", "vignettes")),
             database_url=env.get("FMA_BANDS_DATABASE_URL", DEFAULT_DATABASE_URL),
             attestations=Path(env.get("FMA_BANDS_ATTESTATIONS", "attestations")),
+            identity_key=Path(env.get("FMA_BANDS_IDENTITY_KEY", "fma-bands-identity.key")),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         if "vignettes" in given:
             given["vignettes"] = Path(given["vignettes"])
-        if "attestations" in given:
-            given["attestations"] = Path(given["attestations"])
+        for name in ("attestations", "identity_key"):
+            if name in given:
+                given[name] = Path(given[name])
         return replace(settings, **given)
