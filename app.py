@@ -24,6 +24,7 @@ elif user.role == "rater":
         library,
         vignette,
         st.Page("app_pages/agreement.py", title="Agreement", icon=":material/insights:"),
+        st.Page("app_pages/attest.py", title="Sign attestation", icon=":material/signature:"),
     ]
 else:
     pages = [
@@ -31,6 +32,8 @@ else:
         library,
         vignette,
         st.Page("app_pages/agreement.py", title="Agreement", icon=":material/insights:"),
+        st.Page("app_pages/registry_page.py", title="Band registry", icon=":material/verified:"),
+        st.Page("app_pages/identity.py", title="Rater identities", icon=":material/badge:"),
         st.Page("app_pages/audit_log.py", title="Audit log", icon=":material/receipt_long:"),
     ]
 

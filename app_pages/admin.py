@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app_pages.common import library, require_user, session, settings
+from fma_bands.attestations import AttestationError, publish_adjudicators, read_policy, write_policy
 from fma_bands.reviews import (
     HandbackError,
     import_handback,
@@ -54,6 +55,30 @@ with mode_col:
             set_mode(s, actor=user, mode=mode)
         st.rerun()
 
+st.subheader("Registry policy")
+try:
+    policy = read_policy(settings().attestations)
+except AttestationError as exc:
+    st.error(str(exc))
+    st.stop()
+with st.form("policy"):
+    left, right = st.columns(2)
+    quorum = left.number_input(
+        "Quorum: attesting adjudicators a band needs", min_value=1, value=policy.quorum, step=1
+    )
+    scope = right.radio(
+        "Specialty scope rule",
+        ["warn", "require"],
+        index=["warn", "require"].index(policy.scope),
+        horizontal=True,
+    )
+    if st.form_submit_button("Save policy"):
+        with session() as s:
+            write_policy(s, settings().attestations, actor=user, quorum=int(quorum), scope=scope)
+        st.success(
+            f"Policy saved to attestations/policy.yaml: quorum {int(quorum)}, scope {scope}."
+        )
+
 st.subheader("Progress by rater")
 if progress:
     st.dataframe(progress, hide_index=True)
@@ -92,6 +117,7 @@ if enrol:
                 jurisdiction=jurisdiction,
                 years_post_registration=int(years),
             )
+            publish_adjudicators(s, settings().attestations)
         st.success(f"Enrolled {made.pseudonym}; signing key {made.keyid[:19]}…")
     except AccountError as exc:
         for field, message in exc.fields.items():

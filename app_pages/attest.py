@@ -1,0 +1,112 @@
+"""Sign an attestation: the statement, the declarations, every review it covers, the passphrase
+again, and the signature manifestation once signed."""
+
+import streamlit as st
+
+from app_pages.common import library, require_user, session, settings
+from fma_bands.actions import sub_action
+from fma_bands.attestations import (
+    DECLARATIONS,
+    STATEMENT_TEXT,
+    AttestationError,
+    attest,
+    plan,
+    read_folder,
+)
+from fma_bands.models import User
+
+user = require_user("rater")
+lib = library()
+folder = settings().attestations
+with session() as s:
+    signing = plan(s, lib, user)
+    identity_recorded = bool(s.get(User, user.id).identity_commitment)
+
+st.title("Sign your attestation")
+st.caption(
+    "Your signature makes your reviews count as clinician adjudication. It is checked by anyone "
+    "with the attestations folder, with no database and no trust in the coordinator."
+)
+signed = st.session_state.pop("signed", None)
+if signed:
+    st.success("Signed. Signature manifestation:", icon=":material/verified:")
+    st.table(
+        {
+            "Printed name": [signed["name"]],
+            "Signed at (UTC)": [signed["at"]],
+            "Meaning": [signed["meaning"]],
+            "File": [signed["file"]],
+        }
+    )
+
+if not identity_recorded:
+    st.warning(
+        "Your private identity (name, qualifications, registration) is not recorded yet. The "
+        "coordinator records it; you can sign once it is."
+    )
+
+st.subheader("Statement")
+st.write(STATEMENT_TEXT)
+st.subheader(f"The {len(signing.reviews)} reviews this signature covers")
+if signing.reviews:
+    st.dataframe(
+        [
+            {
+                "vignette": r["vignette_id"],
+                "sub-action": sub_action(r["sub_action"]).label,
+                "verdict": r["verdict"],
+                "band attested": "-" if r["attested_band"] is None else str(r["attested_band"]),
+                "revision": r["revision"],
+            }
+            for r in signing.reviews
+        ],
+        hide_index=True,
+    )
+else:
+    st.info("You have no current submitted review to sign.")
+for skipped in signing.skipped:
+    st.caption(f"Not covered: {skipped}")
+
+with st.form("attest"):
+    st.markdown("**Declarations** (all are required)")
+    ticks = {key: st.checkbox(text, key=f"declare:{key}") for key, text in DECLARATIONS.items()}
+    meaning = st.selectbox("Meaning of this signature", ["adjudication"], help="As recorded.")
+    passphrase = st.text_input("Your passphrase, again", type="password")
+    sign = st.form_submit_button(
+        "Sign attestation", type="primary", disabled=not (signing.reviews and identity_recorded)
+    )
+if sign:
+    try:
+        with session() as s:
+            path = attest(
+                s,
+                lib,
+                rater=user,
+                passphrase=passphrase,
+                meaning=meaning,
+                declarations=[k for k, ticked in ticks.items() if ticked],
+                folder=folder,
+            )
+        _, checked = read_folder(folder, [path])
+        manifest = checked[0].statement["predicate"]["signature_manifestation"]
+        st.session_state.signed = {
+            "name": manifest["printed_name"],
+            "at": manifest["signed_at"],
+            "meaning": manifest["meaning"],
+            "file": str(path),
+        }
+        st.rerun()
+    except AttestationError as exc:
+        st.error(str(exc))
+
+mine = [
+    c for c in read_folder(folder)[1] if c.pseudonym == user.pseudonym and c.kind == "adjudication"
+]
+if mine:
+    st.subheader("Your attestations on file")
+    for c in mine:
+        m = c.statement["predicate"]["signature_manifestation"]
+        st.caption(
+            f"{c.path.name}: signed {m['signed_at']} ({m['meaning']}), "
+            f"{len(c.statement['subject'])} bands"
+        )

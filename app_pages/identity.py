@@ -1,0 +1,55 @@
+"""Private identities: the coordinator records them (sealed at rest) and can reveal one for an
+editor; only a salted commitment is ever published."""
+
+import streamlit as st
+
+from app_pages.common import require_user, session, settings
+from fma_bands.attestations import (
+    IDENTITY_FIELDS,
+    AttestationError,
+    publish_adjudicators,
+    reveal_identity,
+    set_identity,
+)
+from fma_bands.models import User
+from fma_bands.users import list_users
+
+user = require_user("coordinator")
+with session() as s:
+    raters = list_users(s, role="rater")
+    recorded = {r.pseudonym: bool(s.get(User, r.id).identity_commitment) for r in raters}
+
+st.title("Rater identities")
+st.caption(
+    "Full name, qualifications, registration and institution stay private: never in "
+    "attestations, exports or logs. The public record carries a salted SHA-256 commitment."
+)
+if not raters:
+    st.info("No rater is enrolled yet.")
+    st.stop()
+st.dataframe([{"rater": p, "identity recorded": ok} for p, ok in recorded.items()], hide_index=True)
+
+who = st.selectbox("Rater", list(recorded))
+with st.form("identity", clear_on_submit=True):
+    values = {f: st.text_input(f.replace("_", " ").capitalize()) for f in IDENTITY_FIELDS}
+    save = st.form_submit_button("Record identity")
+if save:
+    try:
+        with session() as s:
+            set_identity(
+                s,
+                actor=user,
+                pseudonym=who,
+                record=values,
+                key_path=settings().identity_key,
+                source="form",
+            )
+            publish_adjudicators(s, settings().attestations)
+        st.success(f"Identity of {who} recorded; its commitment is published.")
+    except AttestationError as exc:
+        st.error(str(exc).removeprefix("form: "))
+
+if recorded.get(who) and st.button(f"Reveal {who}'s identity (audited)"):
+    with session() as s:
+        revealed = reveal_identity(s, actor=user, pseudonym=who, key_path=settings().identity_key)
+    st.json(revealed)
