@@ -22,6 +22,8 @@ with session() as s:
     raters = list_users(s, role="rater")
 
 st.title("Study admin")
+if flash := st.session_state.pop("admin_flash", None):
+    st.success(flash)
 st.caption(f"{len(lib)} vignettes from `{settings().vignettes}`; {len(raters)} raters enrolled.")
 if lib.problems:
     with st.expander(f"{len(lib.problems)} problem(s) in the vignette files", icon="⚠️"):
@@ -118,7 +120,8 @@ if enrol:
                 years_post_registration=int(years),
             )
             publish_adjudicators(s, settings().attestations)
-        st.success(f"Enrolled {made.pseudonym}; signing key {made.keyid[:19]}…")
+        st.session_state.admin_flash = f"Enrolled {made.pseudonym}; signing key {made.keyid[:19]}…"
+        st.rerun()
     except AccountError as exc:
         for field, message in exc.fields.items():
             st.error(f"{field.replace('_', ' ').capitalize()}: {message}")

@@ -1,5 +1,7 @@
 """The typed band editor: widgets for each kind of sub-action, kept in session state by key."""
 
+import contextlib
+
 import streamlit as st
 
 from fma_bands.actions import SubAction
@@ -19,16 +21,17 @@ def forget(key: str) -> None:
 
 
 def load(key: str, current: ReviewData | None, proposal: Proposal, mode: str) -> None:
-    """Fill the widgets once per band: from the draft, the review being revised, or the proposal."""
+    """Fill the widgets from the draft, the review being revised, or the proposal, whenever the
+    screen holds none: Streamlit drops widget values once the page is left, and an empty form
+    saved over a draft would lose the rater's work."""
     state = st.session_state
-    if state.get(f"{key}:loaded"):
+    if f"{key}:verdict" in state:
         return
-    state[f"{key}:loaded"] = True
     state[f"{key}:version"] = current.version if current else 0
+    state[f"{key}:verdict"] = current.verdict if current else None
+    state[f"{key}:reason"] = (current.reason or "") if current else ""
     band = None
     if current is not None:
-        state[f"{key}:verdict"] = current.verdict
-        state[f"{key}:reason"] = current.reason or ""
         for question in QUESTIONS:
             answer = current.answers.get(question["key"], {})
             state[f"{key}:{question['key']}:choice"] = answer.get("choice")
@@ -37,6 +40,7 @@ def load(key: str, current: ReviewData | None, proposal: Proposal, mode: str) ->
             band = parse_band(proposal.sub_action, current.band)
     if band is None and mode == "review":
         band = proposal.acceptable
+    state[f"{key}:band:kept"] = band
     _set_band(key, proposal.acceptable.action, band)
 
 
@@ -75,6 +79,10 @@ def read(key: str, action: SubAction):
 
 def edit(key: str, action: SubAction, orderables: tuple[str, ...]):
     """Draw the editor for this sub-action's kind and return the band on screen."""
+    state = st.session_state
+    if not any(k.startswith(f"{key}:band:") and k != f"{key}:band:kept" for k in state):
+        # The editor was hidden (another verdict chosen): bring back the band last on screen.
+        _set_band(key, action, state.get(f"{key}:band:kept"))
     if action.kind == "multilabel":
         st.multiselect(
             "Defensible orders",
@@ -98,7 +106,7 @@ def edit(key: str, action: SubAction, orderables: tuple[str, ...]):
                 key=f"{key}:band:form",
                 horizontal=True,
             )
-        if st.session_state.get(f"{key}:band:form") == "a range":
+        if state.get(f"{key}:band:form") == "a range":
             _bounds(key, action)
         else:
             st.pills(
@@ -111,6 +119,10 @@ def edit(key: str, action: SubAction, orderables: tuple[str, ...]):
     band = read(key, action)
     if band is None:
         st.caption("The band is incomplete: give every part of it.")
+    else:
+        # An invalid band is shown beside the editor by the page; keep the last valid one.
+        with contextlib.suppress(ValueError):
+            state[f"{key}:band:kept"] = parse_band(action.name, band, orderables=orderables)
     return band
 
 

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from fma_bands.db import create_schema, make_engine, session_scope
-from fma_bands.reviews import sync_vignettes
+from fma_bands.reviews import study, sync_vignettes
 from fma_bands.settings import Settings
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library, load_library
@@ -76,3 +76,11 @@ def show_errors(errors: dict[str, str], field: str) -> None:
     """A validation message beside its field, in plain words."""
     if field in errors:
         st.error(errors[field], icon=":material/error:")
+
+
+def proposals_visible(user: UserPublic) -> bool:
+    """Blind mode hides every proposal from raters, on every page, not only the review screen."""
+    if user.is_coordinator:
+        return True
+    with session() as s:
+        return study(s).mode == "review"

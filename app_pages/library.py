@@ -2,12 +2,13 @@
 
 import streamlit as st
 
-from app_pages.common import library, settings
+from app_pages.common import library, proposals_visible, require_user, settings
 from fma_bands.actions import sub_action
 from fma_bands.bands import describe
 
 st.title("Vignette library")
 lib = library()
+show_proposals = proposals_visible(require_user())
 st.caption(
     f"{len(lib)} vignettes loaded from `{settings().vignettes}`. Each holds a frozen clinical "
     "core; the bands proposed by the study authors are listed beside it."
@@ -34,8 +35,10 @@ for domain in sorted({v.domain for v in lib}):
             left.caption(f"Stratum: {vignette.ambiguity or 'not given'}")
             left.write(vignette.clinical_core)
             for proposal in vignette.proposals:
-                right.markdown(
-                    f"**{sub_action(proposal.sub_action).label}**: {describe(proposal.acceptable)}"
-                )
+                label = sub_action(proposal.sub_action).label
+                if show_proposals:
+                    right.markdown(f"**{label}**: {describe(proposal.acceptable)}")
+                else:
+                    right.markdown(f"**{label}**: to be written by each rater (blind mode)")
             if not vignette.proposals:
-                right.caption("No proposed band.")
+                right.caption("No band to review.")

@@ -95,6 +95,7 @@ if st.session_state.get(f"{key}:conflict"):
         band_editor.forget(key)
         st.rerun()
 
+
 editing = current is None or current.status == "draft" or st.session_state.get(f"{key}:revise")
 if current is not None and current.status == "submitted" and not editing:
     st.subheader("Your submitted review")

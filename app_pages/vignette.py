@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.common import library
+from app_pages.common import library, proposals_visible, require_user
 from fma_bands.actions import sub_action
 from fma_bands.bands import describe, to_harness
 
@@ -37,6 +37,9 @@ else:
     st.write("This vignette has no orderable tests.")
 
 st.subheader("Proposed bands")
+if not proposals_visible(require_user()):
+    st.info("Blind mode: the proposed bands are not shown to raters; each rater writes their own.")
+    st.stop()
 if not vignette.proposals:
     st.write("No band is proposed for this vignette.")
 for proposal in vignette.proposals:

@@ -1,0 +1,368 @@
+"""The store-backed fma-bands commands, run as a coordinator runs them: a subprocess each."""
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from fma_bands.db import create_schema, make_engine, session_scope
+from fma_bands.reviews import study, sync_vignettes
+from fma_bands.users import create_user, get_user, list_users, sign_in
+from fma_bands.vignettes import load_library
+from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
+
+
+class Store:
+    """One SQLite file and the commands that use it."""
+
+    def __init__(self, folder: Path):
+        self.path = folder / "x.db"
+        self.url = f"sqlite:///{self.path}"
+        self.folder = folder
+
+    def fma(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fma_bands.cli",
+                "--db",
+                self.url,
+                "--vignettes",
+                str(SHARED_VIGNETTES),
+                *args,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    def ok(self, *args: str) -> str:
+        result = self.fma(*args)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "Traceback" not in result.stderr
+        return result.stdout
+
+    def fails(self, *args: str) -> str:
+        """The command exits 1 with a one-line error and no traceback; returns that line."""
+        result = self.fma(*args)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "Traceback" not in result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert lines[0].startswith("fma-bands: error: "), result.stderr
+        return result.stderr.strip()
+
+    def passphrase_file(self, passphrase: str, name: str = "pass.txt") -> str:
+        path = self.folder / name
+        path.write_text(passphrase + "\n", encoding="utf-8")
+        return str(path)
+
+    @contextmanager
+    def session(self) -> Iterator:
+        engine = make_engine(self.url)
+        try:
+            with session_scope(engine) as s:
+                yield s
+        finally:
+            engine.dispose()
+
+    def sql(self, statement: str, *params) -> list:
+        """Raw SQL on the file, as someone with the file and no app would edit it."""
+        with sqlite3.connect(self.path) as connection:
+            rows = connection.execute(statement, params).fetchall()
+        connection.close()
+        return rows
+
+    def reviews(self) -> list[tuple]:
+        return self.sql(
+            "SELECT vignette_id, sub_action, revision, status, verdict, band, origin "
+            "FROM review ORDER BY vignette_id, revision"
+        )
+
+
+@pytest.fixture
+def store(tmp_path) -> Store:
+    return Store(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory, shared_library) -> Path:
+    """Made once, in-process (Argon2 is slow): the vignettes synced, a coordinator and
+    adjudicator-01, whose hand-back is in ../shared. Three audit events."""
+    path = tmp_path_factory.mktemp("template") / "x.db"
+    engine = make_engine(f"sqlite:///{path}")
+    create_schema(engine)
+    with session_scope(engine) as s:
+        sync_vignettes(s, shared_library, actor="cli")
+        create_user(
+            s,
+            actor="cli",
+            pseudonym="coordinator",
+            passphrase="coordinator passphrase",
+            role="coordinator",
+        )
+        create_user(
+            s,
+            actor="cli",
+            pseudonym="adjudicator-01",
+            passphrase="adjudicator passphrase",
+            role="rater",
+            specialty="geriatrics",
+            jurisdiction="Australia",
+            years_post_registration=12,
+        )
+    engine.dispose()
+    return path
+
+
+@pytest.fixture
+def enrolled(store, template) -> Store:
+    shutil.copy(template, store.path)
+    assert store.sql("SELECT seq, kind FROM audit_event ORDER BY seq") == [
+        (1, "vignettes_synced"),
+        (2, "user_enrolled"),
+        (3, "user_enrolled"),
+    ]
+    return store
+
+
+ADD_ADJUDICATOR = (
+    "user",
+    "add",
+    "adjudicator-01",
+    "--role",
+    "rater",
+    "--specialty",
+    "geriatrics",
+    "--jurisdiction",
+    "Australia",
+    "--years",
+    "12",
+    "--passphrase-file",
+)
+
+
+# init and demo -----------------------------------------------------------------------------
+
+
+def test_init_is_idempotent(store):
+    first = store.ok("init")
+    assert "16 vignettes loaded (16 added, 0 changed, 0 retired" in first
+    assert "review phase open, review mode" in first
+    second = store.ok("init")
+    assert "16 vignettes loaded (0 added, 0 changed, 0 retired" in second
+    assert store.sql("SELECT count(*) FROM vignette") == [(16,)]
+    # The second init changed nothing, so it recorded nothing.
+    assert store.sql("SELECT kind FROM audit_event") == [("vignettes_synced",)]
+
+
+def test_demo_creates_three_accounts_once(store):
+    out = store.ok("demo")
+    passphrases = {}
+    for line in out.splitlines():
+        words = line.split()
+        if len(words) >= 3 and words[1] == "passphrase":
+            passphrases[words[0]] = words[2]
+    assert set(passphrases) == {"coordinator", "rater-01", "rater-02"}
+    with store.session() as s:
+        users = {u.pseudonym: u for u in list_users(s)}
+        assert {name: u.role for name, u in users.items()} == {
+            "coordinator": "coordinator",
+            "rater-01": "rater",
+            "rater-02": "rater",
+        }
+        for name, passphrase in passphrases.items():
+            assert sign_in(s, name, passphrase) is not None, name
+    events = store.sql("SELECT count(*) FROM audit_event")
+
+    again = store.ok("demo")
+    assert "already exists" in again
+    with store.session() as s:
+        assert {u.pseudonym: u for u in list_users(s)} == users  # same keys, same everything
+    assert store.sql("SELECT count(*) FROM audit_event") == events
+
+
+# user add ----------------------------------------------------------------------------------
+
+
+def test_user_add_enrols_a_rater(store):
+    out = store.ok(*ADD_ADJUDICATOR, store.passphrase_file("a long passphrase"))
+    assert out.startswith("enrolled adjudicator-01 (rater), signing key ")
+    with store.session() as s:
+        rater = get_user(s, "adjudicator-01")
+        assert (rater.role, rater.specialty, rater.jurisdiction) == (
+            "rater",
+            "geriatrics",
+            "Australia",
+        )
+        assert rater.years_post_registration == 12 and rater.keyid in out
+        assert sign_in(s, "adjudicator-01", "a long passphrase") is not None
+    listed = store.ok("user", "list")
+    assert "adjudicator-01" in listed and "geriatrics, Australia, 12 y" in listed
+
+
+def test_user_add_without_a_passphrase_file(store):
+    error = store.fails(*ADD_ADJUDICATOR, str(store.folder / "missing.txt"))
+    assert len(error.splitlines()) == 1
+    assert "passphrase file" in error and "missing.txt" in error
+    assert not store.path.exists() or store.sql("SELECT count(*) FROM user") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    ("change", "passphrase", "field"),
+    [
+        ({"adjudicator-01": "Jane.Smith"}, "a long passphrase", "pseudonym"),
+        ({"12": "99"}, "a long passphrase", "years_post_registration"),
+        ({"geriatrics": ""}, "a long passphrase", "specialty"),
+        ({}, "too short", "passphrase"),
+    ],
+)
+def test_user_add_names_the_bad_field(store, change, passphrase, field):
+    args = [change.get(a, a) for a in ADD_ADJUDICATOR]
+    error = store.fails(*args, store.passphrase_file(passphrase))
+    assert len(error.splitlines()) == 1
+    assert error.startswith(f"fma-bands: error: {field}: ")
+    assert store.sql("SELECT count(*) FROM user") == [(0,)]
+
+
+# hand-back import --------------------------------------------------------------------------
+
+
+def test_handback_import_creates_four_submitted_reviews(enrolled):
+    out = enrolled.ok("handback", "import", str(HANDBACK), "--rater", "adjudicator-01")
+    assert "imported 4 submitted reviews for adjudicator-01" in out
+    rows = enrolled.reviews()
+    assert [(r[0], r[2], r[3], r[4], r[6]) for r in rows] == [
+        ("draft_documentation_01", 1, "submitted", "AMEND", "handback"),
+        ("draft_medication_01", 1, "submitted", "AMEND", "handback"),
+        ("draft_ordering_01", 1, "submitted", "AMEND", "handback"),
+        ("draft_triage_01", 1, "submitted", "ACCEPT", "handback"),
+    ]
+    bands = {r[0]: json.loads(r[5]) for r in rows}
+    assert bands["draft_documentation_01"] == {"min": 1, "max": 30}
+    assert bands["draft_medication_01"] == [1, 3]
+    assert bands["draft_ordering_01"] == [2, 3]
+    assert bands["draft_triage_01"] is None
+
+
+def test_a_broken_handback_stores_nothing(enrolled):
+    lines = HANDBACK.read_text(encoding="utf-8").splitlines(keepends=True)
+    [number] = [n for n, line in enumerate(lines, start=1) if "AMEND {1, 3}" in line]
+    lines[number - 1] = lines[number - 1].replace("AMEND {1, 3}", "AMEND {1, 9}")
+    broken = enrolled.folder / "handback-broken.txt"
+    broken.write_text("".join(lines), encoding="utf-8")
+
+    error = enrolled.fails("handback", "import", str(broken), "--rater", "adjudicator-01")
+    assert f"{broken}:{number}:" in error and "nothing was imported" in error
+    assert enrolled.reviews() == []
+    assert enrolled.sql("SELECT count(*) FROM audit_event WHERE kind = 'handback_imported'") == [
+        (0,)
+    ]
+
+    enrolled.ok("handback", "import", str(HANDBACK), "--rater", "adjudicator-01")
+    assert [(r[0], r[2]) for r in enrolled.reviews()] == [
+        ("draft_documentation_01", 1),
+        ("draft_medication_01", 1),
+        ("draft_ordering_01", 1),
+        ("draft_triage_01", 1),
+    ]
+
+
+def test_handback_for_someone_not_enrolled(enrolled):
+    error = enrolled.fails("handback", "import", str(HANDBACK), "--rater", "adjudicator-99")
+    assert "'adjudicator-99' is not an enrolled rater" in error
+    assert enrolled.reviews() == []
+
+
+# phase and mode ----------------------------------------------------------------------------
+
+
+def test_phase_and_mode(enrolled):
+    assert enrolled.ok("phase").strip() == "review phase open"
+    assert enrolled.ok("phase", "closed").strip() == "review phase closed"
+    with enrolled.session() as s:
+        assert study(s).phase == "closed"
+    assert enrolled.ok("phase", "open").strip() == "review phase open"
+    assert enrolled.ok("mode", "blind").strip() == "blind mode"
+    with enrolled.session() as s:
+        assert (study(s).phase, study(s).mode) == ("open", "blind")
+    changes = enrolled.sql(
+        "SELECT kind, payload FROM audit_event WHERE kind LIKE '%_changed' ORDER BY seq"
+    )
+    assert [kind for kind, _ in changes] == ["phase_changed", "phase_changed", "mode_changed"]
+
+
+def test_phase_needs_a_coordinator(store):
+    error = store.fails("phase", "closed")
+    assert "no coordinator is enrolled" in error
+    with store.session() as s:
+        assert study(s).phase == "open"
+
+
+# audit verify ------------------------------------------------------------------------------
+
+
+def test_audit_verify_passes_on_a_fresh_log(store):
+    store.ok("init")
+    out = store.ok("audit", "verify")
+    assert out.startswith("audit log: 1 event,") and "chain intact" in out
+
+
+def test_audit_verify_names_an_edited_event(enrolled):
+    enrolled.ok("audit", "verify")
+    enrolled.sql("UPDATE audit_event SET payload = ? WHERE seq = 2", '{"pseudonym": "someone"}')
+    result = enrolled.fma("audit", "verify")
+    assert result.returncode == 1
+    first, *problems = result.stdout.strip().splitlines()
+    assert first.endswith(": 1 problem")
+    assert problems == [
+        "  edited  event 2 (user_enrolled) was edited: its content no longer matches its hash"
+    ]
+
+
+def test_audit_verify_names_a_deleted_event(enrolled):
+    enrolled.sql("DELETE FROM audit_event WHERE seq = 2")
+    result = enrolled.fma("audit", "verify")
+    assert result.returncode == 1
+    first, *problems = result.stdout.strip().splitlines()
+    assert first.startswith("audit log: 2 events") and first.endswith(": 1 problem")
+    [problem] = problems
+    assert problem.split()[0] == "deleted" and "event 2 is missing" in problem
+
+
+# help --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["init"],
+        ["demo"],
+        ["user", "add"],
+        ["user", "list"],
+        ["phase"],
+        ["mode"],
+        ["handback", "import"],
+        ["audit", "verify"],
+    ],
+)
+def test_help_for_every_store_command(store, command):
+    result = store.fma(*command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"usage: fma-bands {' '.join(command)}")
+    assert not store.path.exists()  # asking for help touches no database
+
+
+def test_the_library_the_tests_rely_on():
+    # The counts above (16 vignettes, 4 bands) are those of the shared FairMedAgent fixtures.
+    library = load_library([SHARED_VIGNETTES])
+    assert library.ok and len(library) == 16
+    assert sum(len(v.proposals) for v in library) == 4

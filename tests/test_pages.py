@@ -1,0 +1,716 @@
+"""Every page under streamlit's AppTest: first run, sign-in, queue, review, admin and audit log.
+
+Each test works on its own SQLite file, copied from a template made once per module (the users'
+Argon2 hashes and signing keys are what is slow to make), and checks the store, not only the page.
+"""
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pytest
+import streamlit as st
+from sqlalchemy import text
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Block, Error
+
+from fma_bands import audit, reviews
+from fma_bands.bands import describe
+from fma_bands.db import create_schema, make_engine, session_scope
+from fma_bands.reviews import (
+    ReviewForm,
+    current_review,
+    my_reviews,
+    save,
+    set_mode,
+    sync_vignettes,
+)
+from fma_bands.users import SIGN_IN_FAILED, UserPublic, create_user, list_users
+from fma_bands.vignettes import Library
+from tests.conftest import ROOT, SHARED_VIGNETTES
+
+# The four proposed bands of the FairMedAgent vignettes, in queue order.
+DOC = ("draft_documentation_01", "followup_days")  # interval, disputed span, results shown
+MED = ("draft_medication_01", "analgesia_tier")  # set, results shown
+ORDER = ("draft_ordering_01", "esi_acuity")
+TRIAGE = ("draft_triage_01", "esi_acuity")  # triage: clinical core only
+BANDS = (DOC, MED, ORDER, TRIAGE)
+PASSPHRASES = {
+    "coordinator": "coordinator pass",
+    "rater-01": "rater-01 pass",
+    "rater-02": "rater-02 pass",
+}
+# Answers that pass every protocol check (q5 is needed only where a disputed span is recorded).
+GOOD_ANSWERS = {
+    "q1": {"choice": "yes"},
+    "q2": {"choice": "yes"},
+    "q3": {"choice": "no"},
+    "q4": {"choice": "no"},
+    "q5": {"note": "the narrow reading fits this patient"},
+    "q6": {"choice": "yes"},
+}
+
+
+# Set-up ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    # The engine and the library are cached per process: one test's store must not leak.
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def app_env(monkeypatch, tmp_path, shared_vignettes) -> str:
+    """The environment the app reads; returns the URL of a fresh, empty store."""
+    url = f"sqlite:///{tmp_path / 'fma-bands.db'}"
+    monkeypatch.setenv("FMA_BANDS_DATABASE_URL", url)
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(SHARED_VIGNETTES))
+    monkeypatch.chdir(ROOT)
+    return url
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory, shared_library):
+    """A store with the vignettes synced, the coordinator and two raters, made once."""
+    path = tmp_path_factory.mktemp("template") / "fma-bands.db"
+    engine = make_engine(f"sqlite:///{path}")
+    create_schema(engine)
+    with session_scope(engine) as s:
+        sync_vignettes(s, shared_library, actor=None)
+        users = [
+            create_user(
+                s,
+                actor=None,
+                pseudonym="coordinator",
+                passphrase=PASSPHRASES["coordinator"],
+                role="coordinator",
+            )
+        ]
+        for name, specialty in (("rater-01", "emergency medicine"), ("rater-02", "geriatrics")):
+            users.append(
+                create_user(
+                    s,
+                    actor=None,
+                    pseudonym=name,
+                    passphrase=PASSPHRASES[name],
+                    role="rater",
+                    specialty=specialty,
+                    jurisdiction="Australia",
+                    years_post_registration=7,
+                )
+            )
+    engine.dispose()
+    return path, users
+
+
+@dataclass
+class Study:
+    url: str
+    library: Library
+    coordinator: UserPublic
+    rater: UserPublic
+    other: UserPublic
+
+    @contextmanager
+    def store(self) -> Iterator:
+        engine = make_engine(self.url)
+        try:
+            with session_scope(engine) as s:
+                yield s
+        finally:
+            engine.dispose()
+
+    def reviews(self, rater: UserPublic, band: tuple[str, str]):
+        with self.store() as s:
+            return my_reviews(s, self.library, rater, *band)
+
+    def save(self, rater: UserPublic, where: tuple[str, str], *, submit: bool, **form):
+        """Save a review of the band `where` straight into the store, as another tab would."""
+        with self.store() as s:
+            current = current_review(s, self.library, rater, *where)
+            return save(
+                s,
+                self.library,
+                rater,
+                *where,
+                ReviewForm(**form),
+                expected_version=current.version if current else 0,
+                submit=submit,
+            )
+
+
+@pytest.fixture
+def study(app_env, template, shared_library, tmp_path) -> Study:
+    path, (coordinator, rater, other) = template
+    target = tmp_path / "fma-bands.db"
+    for suffix in ("", "-wal"):
+        if path.with_name(path.name + suffix).exists():
+            shutil.copy(path.with_name(path.name + suffix), target.with_name(target.name + suffix))
+    return Study(app_env, shared_library, coordinator, rater, other)
+
+
+# Driving the app ---------------------------------------------------------------------------
+
+
+def run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_app(user: UserPublic | None = None, page: str | None = None, **params) -> AppTest:
+    """A new browser tab, signed in as `user` (or not), optionally on `page` with query params."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    if user is not None:
+        at.session_state["user"] = user.model_dump()
+    run(at)
+    if page is not None:
+        go(at, page, **params)
+    return at
+
+
+def go(at: AppTest, page: str, **params) -> AppTest:
+    at.switch_page(page)
+    for name, value in params.items():
+        at.query_params[name] = value
+    return run(at)
+
+
+def open_review(user: UserPublic, band: tuple[str, str]) -> AppTest:
+    return open_app(user, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+
+
+def pages_of(at: AppTest) -> list[str]:
+    """Every page this session's navigation offers (a page it does not offer cannot be
+    switched to). Leaves the app to be switched to a page before its next run."""
+    offered = []
+    for path in sorted((ROOT / "app_pages").glob("*.py")):
+        page = f"app_pages/{path.name}"
+        try:
+            at.switch_page(page)
+        except ValueError:
+            continue
+        offered.append(page)
+    return offered
+
+
+def key(band: tuple[str, str], *parts: str) -> str:
+    return ":".join((*band, *parts))
+
+
+def click(at: AppTest, label: str) -> AppTest:
+    [button] = [b for b in at.button if b.label == label]
+    button.click()
+    return run(at)
+
+
+def by_label(widgets, label: str):
+    [widget] = [w for w in widgets if w.label == label]
+    return widget
+
+
+def answer_questions(at: AppTest, band, *, q5_note: str | None = None) -> None:
+    for q, choice in (("q1", "yes"), ("q2", "yes"), ("q3", "no"), ("q4", "no"), ("q6", "yes")):
+        at.radio(key=key(band, q, "choice")).set_value(choice)
+    if q5_note is not None:
+        at.text_input(key=key(band, "q5", "note")).input(q5_note)
+
+
+def shown(at: AppTest) -> str:
+    """Everything on the screen: every element's content (text, labels, options, table data,
+    links) and every widget's current value, main body and sidebar."""
+    parts = []
+    for root in (at.main, at.sidebar):
+        for node in root:
+            proto = getattr(node, "proto", None)
+            if proto is not None:
+                parts.append(str(proto))
+            if isinstance(node, Block):
+                continue
+            value = node.value
+            parts.append(value.to_string() if hasattr(value, "to_string") else repr(value))
+    return "\n".join(parts)
+
+
+def texts(at: AppTest) -> list[str]:
+    return [e.value for e in (*at.title, *at.subheader, *at.markdown, *at.caption)]
+
+
+def message_beside(at: AppTest, widget_key: str) -> str | None:
+    """The error drawn right after the widget with this key, if any."""
+    leaves = [n for n in at.main if not isinstance(n, Block)]
+    [at_index] = [i for i, n in enumerate(leaves) if getattr(n, "key", None) == widget_key]
+    following = leaves[at_index + 1] if at_index + 1 < len(leaves) else None
+    return following.value if isinstance(following, Error) else None
+
+
+def title(at: AppTest) -> str:
+    return at.title[0].value if at.title else ""
+
+
+# First run ---------------------------------------------------------------------------------
+
+
+def fill_first_run(at: AppTest, passphrase: str, repeat: str) -> AppTest:
+    by_label(at.text_input, "Passphrase").input(passphrase)
+    by_label(at.text_input, "Repeat the passphrase").input(repeat)
+    return click(at, "Create coordinator account")
+
+
+def users_in(url: str) -> list[UserPublic]:
+    engine = make_engine(url)
+    try:
+        create_schema(engine)
+        with session_scope(engine) as s:
+            return list_users(s)
+    finally:
+        engine.dispose()
+
+
+def test_first_run_creates_the_coordinator_and_lands_on_admin(app_env):
+    at = open_app()
+    assert title(at) == "Set up fma-bands"
+
+    fill_first_run(at, "long enough passphrase", "another long passphrase")
+    assert [e.value for e in at.error] == ["The two passphrases differ."]
+    assert users_in(app_env) == []
+
+    fill_first_run(at, "short", "short")
+    assert [e.value for e in at.error] == ["choose a passphrase of at least 10 characters"]
+    assert users_in(app_env) == []
+
+    fill_first_run(at, "long enough passphrase", "long enough passphrase")
+    assert title(at) == "Study admin"
+    [coordinator] = users_in(app_env)
+    assert (coordinator.pseudonym, coordinator.role) == ("coordinator", "coordinator")
+    assert at.session_state["user"]["pseudonym"] == "coordinator"
+
+
+# Sign in -----------------------------------------------------------------------------------
+
+
+def sign_in_as(at: AppTest, name: str, passphrase: str) -> AppTest:
+    by_label(at.text_input, "Name").input(name)
+    by_label(at.text_input, "Passphrase").input(passphrase)
+    return click(at, "Sign in")
+
+
+def test_failed_sign_ins_say_the_same_thing_and_nothing_more(study):
+    wrong = sign_in_as(open_app(), "rater-01", "not the passphrase")
+    unknown = sign_in_as(open_app(), "no-such-rater", "not the passphrase")
+    for at in (wrong, unknown):
+        assert title(at) == "Sign in"
+        assert [e.value for e in at.error] == [SIGN_IN_FAILED]
+        assert not at.warning and not at.info and not at.success
+        assert "user" not in at.session_state
+    assert texts(wrong) == texts(unknown)
+
+
+def test_rater_signs_in_to_the_queue_and_has_no_coordinator_pages(study):
+    at = sign_in_as(open_app(), "rater-01", PASSPHRASES["rater-01"])
+    assert title(at) == "My queue"
+    assert at.session_state["user"]["role"] == "rater"
+    offered = pages_of(at)
+    assert {"app_pages/queue.py", "app_pages/review.py"} <= set(offered)
+    assert "app_pages/admin.py" not in offered and "app_pages/audit_log.py" not in offered
+
+
+@pytest.mark.parametrize("role", ["rater", "coordinator"])
+def test_every_page_opens_without_an_exception(study, role):
+    user = study.rater if role == "rater" else study.coordinator
+    at = open_app(user)
+    for page in pages_of(at):
+        go(at, page)  # asserts that no exception is shown
+        assert at.title or at.info, page
+
+
+def test_coordinator_signs_in_to_study_admin(study):
+    at = sign_in_as(open_app(), "coordinator", PASSPHRASES["coordinator"])
+    assert title(at) == "Study admin"
+    assert at.session_state["user"]["role"] == "coordinator"
+
+
+# Queue -------------------------------------------------------------------------------------
+
+
+def progress_text(at: AppTest) -> str:
+    [bar] = at.get("progress")
+    return bar.text
+
+
+def resume_link(at: AppTest):
+    [link] = [p for p in at.get("page_link") if p.value.startswith(("Resume", "Start reviewing"))]
+    return link
+
+
+def test_queue_counts_submitted_bands(study):
+    at = open_app(study.rater)
+    assert title(at) == "My queue"
+    assert progress_text(at) == "0 of 4 bands submitted"
+
+    study.save(study.rater, MED, submit=True, verdict="DECLINE", reason="out of my scope")
+    assert progress_text(run(at)) == "1 of 4 bands submitted"
+    # Another rater's submission is not this rater's progress.
+    assert progress_text(open_app(study.other)) == "0 of 4 bands submitted"
+
+
+def test_queue_resumes_at_the_first_draft(study):
+    # The first band (documentation) is still to do; the drafts are the third and fourth bands.
+    study.save(study.rater, TRIAGE, submit=False, verdict="ACCEPT")
+    study.save(study.rater, ORDER, submit=False, verdict="DECLINE")
+    link = resume_link(open_app(study.rater))
+    assert link.value.startswith("Resume: draft_ordering_01")
+    assert link.proto.query_string == "vignette=draft_ordering_01&sub_action=esi_acuity"
+
+
+# Review page: what it shows ----------------------------------------------------------------
+
+
+def test_review_mode_shows_core_proposal_disputed_span_and_results(study):
+    at = open_review(study.rater, DOC)
+    proposal = study.library.vignettes[DOC[0]].proposal(DOC[1])
+    page = texts(at)
+    assert title(at) == "Follow-up interval (days)"
+    assert study.library.vignettes[DOC[0]].clinical_core in page
+    assert f"**Clause.** {proposal.clause}" in page
+    assert f"**Reasoning.** {proposal.reasoning}" in page
+    assert "**Disputed span:** 15 days to 30 days" in page
+    assert "**Acceptable:** 1 day to 14 days" in page
+    # Documentation comes after results: the results table is shown.
+    [table] = at.table
+    assert list(table.value["Test"]) == ["bmp", "glucose", "beta_hydroxybutyrate"]
+
+
+def test_triage_band_shows_no_results(study):
+    at = open_review(study.rater, TRIAGE)
+    assert "ESI" in title(at)
+    assert "substernal chest pressure" in "\n".join(texts(at))
+    assert not at.table
+    for result in ("0.9 ng/mL", "V4-V6", "no acute cardiopulmonary process"):
+        assert result not in shown(at)
+    assert any("No test results exist yet at this step" in c.value for c in at.caption)
+
+
+def test_no_page_shows_the_canary(study):
+    at = open_app(study.rater)
+    for band in BANDS:
+        go(at, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+        assert "FMA-CANARY" not in shown(at), band
+    with study.store() as s:
+        set_mode(s, actor=study.coordinator, mode="blind")
+    for band in BANDS:
+        go(at, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+        assert "FMA-CANARY" not in shown(at), band
+
+
+# Review page: saving -----------------------------------------------------------------------
+
+
+def test_empty_submission_shows_messages_beside_fields_and_stores_nothing(study):
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "q3", "choice")).set_value("yes")  # a problem flagged, no note
+    at.text_input(key=key(DOC, "q1", "note")).input("typed before submitting")
+    click(at, "Submit review")
+
+    assert message_beside(at, key(DOC, "verdict")) == "choose a verdict: ACCEPT, AMEND or DECLINE"
+    for q in ("q1", "q2", "q4", "q6"):
+        assert message_beside(at, key(DOC, q, "note")) == "answer yes, no or unsure", q
+    assert message_beside(at, key(DOC, "q3", "note")) == "say which, in a few words"
+    assert "disputed span" in message_beside(at, key(DOC, "q5", "note"))
+    assert at.text_input(key=key(DOC, "q1", "note")).value == "typed before submitting"
+    assert at.radio(key=key(DOC, "q3", "choice")).value == "yes"
+    assert not at.success
+    assert study.reviews(study.rater, DOC) == []
+
+    # A DECLINE needs its reason, said beside the reason.
+    at.radio(key=key(DOC, "verdict")).set_value("DECLINE")
+    click(at, "Submit review")
+    assert message_beside(at, key(DOC, "verdict")) is None
+    assert message_beside(at, key(DOC, "reason")) == "say why you decline: one sentence is enough"
+    assert at.radio(key=key(DOC, "verdict")).value == "DECLINE"
+    assert study.reviews(study.rater, DOC) == []
+
+
+def test_amend_an_interval_band_then_revise_it(study):
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND")
+    run(at)
+    assert at.number_input(key=key(DOC, "band", "lo")).value == 1  # starts from the proposal
+    assert at.number_input(key=key(DOC, "band", "hi")).value == 14
+    at.number_input(key=key(DOC, "band", "hi")).set_value(30)
+    answer_questions(at, DOC, q5_note="the first month is admitted by the source")
+    at.text_area(key=key(DOC, "reason")).input("The clause admits the whole first month.")
+    click(at, "Submit review")
+
+    assert [s.value for s in at.success] == ["Review submitted (revision 1)."]
+    [review] = study.reviews(study.rater, DOC)
+    assert (review.status, review.revision, review.verdict) == ("submitted", 1, "AMEND")
+    assert review.band == {"min": 1, "max": 30}
+    assert review.answers["q5"] == {"note": "the first month is admitted by the source"}
+    assert "Your submitted review" in [s.value for s in at.subheader]
+    assert "**Your band:** 1 day to 30 days" in texts(at)
+
+    click(at, "Revise this review")
+    assert at.number_input(key=key(DOC, "band", "hi")).value == 30
+    at.text_area(key=key(DOC, "reason")).input("Revised: the first month, not beyond it.")
+    click(at, "Submit review")
+    assert [s.value for s in at.success] == ["Review submitted (revision 2)."]
+    first, second = study.reviews(study.rater, DOC)
+    assert (first.revision, first.reason) == (1, "The clause admits the whole first month.")
+    assert (second.revision, second.status) == (2, "submitted")
+    assert second.reason == "Revised: the first month, not beyond it."
+    assert second.band == {"min": 1, "max": 30}
+
+
+def test_amend_a_set_band(study):
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "verdict")).set_value("AMEND")
+    run(at)
+    assert at.radio(key=key(MED, "band", "form")).value == "a list of values"
+    assert at.pills(key=key(MED, "band", "values")).value == [1, 2]
+    at.pills(key=key(MED, "band", "values")).set_value([1, 3])
+    answer_questions(at, MED)
+    at.text_area(key=key(MED, "reason")).input("NSAID or strong opioid; not a weak opioid.")
+    click(at, "Submit review")
+
+    assert [s.value for s in at.success] == ["Review submitted (revision 1)."]
+    [review] = study.reviews(study.rater, MED)
+    assert (review.status, review.verdict, review.band) == ("submitted", "AMEND", [1, 3])
+    # No disputed span is recorded for this band, so question 5 asks nothing.
+    assert not [w for w in at.text_input if w.key == key(MED, "q5", "note")]
+
+
+def fill_draft(at: AppTest, band, *, hi: int, reason: str) -> None:
+    at.radio(key=key(band, "verdict")).set_value("AMEND")
+    run(at)
+    at.number_input(key=key(band, "band", "hi")).set_value(hi)
+    at.radio(key=key(band, "q1", "choice")).set_value("no")
+    at.text_input(key=key(band, "q1", "note")).input("the clause says one month")
+    at.text_area(key=key(band, "reason")).input(reason)
+
+
+def assert_shows_draft(at: AppTest, band, *, hi: int, reason: str) -> None:
+    assert at.radio(key=key(band, "verdict")).value == "AMEND"
+    assert at.number_input(key=key(band, "band", "hi")).value == hi
+    assert at.radio(key=key(band, "q1", "choice")).value == "no"
+    assert at.text_input(key=key(band, "q1", "note")).value == "the clause says one month"
+    assert at.text_area(key=key(band, "reason")).value == reason
+
+
+def test_a_saved_draft_resumes_in_a_new_tab(study):
+    at = open_review(study.rater, DOC)
+    fill_draft(at, DOC, hi=21, reason="Three weeks at most.")
+    click(at, "Save draft")
+    assert [s.value for s in at.success] == ["Draft saved."]
+    [draft] = study.reviews(study.rater, DOC)
+    assert (draft.status, draft.band, draft.reason) == (
+        "draft",
+        {"min": 1, "max": 21},
+        "Three weeks at most.",
+    )
+
+    assert_shows_draft(open_review(study.rater, DOC), DOC, hi=21, reason="Three weeks at most.")
+
+
+def test_a_saved_draft_is_still_there_after_visiting_the_queue(study):
+    at = open_review(study.rater, DOC)
+    fill_draft(at, DOC, hi=21, reason="Three weeks at most.")
+    click(at, "Save draft")
+    go(at, "app_pages/queue.py")
+    assert (
+        resume_link(at).proto.query_string
+        == "vignette=draft_documentation_01&sub_action=followup_days"
+    )
+    go(at, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
+    assert_shows_draft(at, DOC, hi=21, reason="Three weeks at most.")
+
+
+def test_a_second_tab_cannot_overwrite_the_first(study):
+    study.save(study.rater, DOC, submit=False, verdict="DECLINE", reason="first thoughts")
+    tab_a, tab_b = open_review(study.rater, DOC), open_review(study.rater, DOC)
+    for tab in (tab_a, tab_b):
+        assert tab.text_area(key=key(DOC, "reason")).value == "first thoughts"
+
+    tab_a.text_area(key=key(DOC, "reason")).input("saved from tab A")
+    click(tab_a, "Save draft")
+    assert [s.value for s in tab_a.success] == ["Draft saved."]
+
+    tab_b.text_area(key=key(DOC, "reason")).input("typed in tab B")
+    click(tab_b, "Save draft")
+    assert any("another tab" in e.value for e in tab_b.error)
+    assert not tab_b.success
+    assert tab_b.text_area(key=key(DOC, "reason")).value == "typed in tab B"
+    assert tab_b.radio(key=key(DOC, "verdict")).value == "DECLINE"
+    [draft] = study.reviews(study.rater, DOC)
+    assert (draft.status, draft.reason) == ("draft", "saved from tab A")
+
+
+def test_blind_mode_hides_the_proposal_on_the_review_page(study):
+    with study.store() as s:
+        set_mode(s, actor=study.coordinator, mode="blind")
+    at = open_app(study.rater)
+    for band in BANDS:
+        go(at, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+        page = shown(at)
+        proposal = study.library.vignettes[band[0]].proposal(band[1])
+        for part in (proposal.clause, proposal.reasoning, proposal.source, proposal.notes):
+            assert part.split("\n")[0][:60] not in page, (band, part[:40])
+        assert "Acceptable:" not in page and "Proposed band" not in page
+        assert "Disputed span" not in page
+        verdict = at.radio(key=key(band, "verdict"))
+        assert verdict.options == ["Submit my band", "DECLINE: I cannot adjudicate this band"]
+    # Writing one's own band starts from nothing, not from the proposal.
+    go(at, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND")
+    run(at)
+    assert at.number_input(key=key(DOC, "band", "hi")).value is None
+    assert "14 days" not in shown(at)
+
+
+def test_blind_mode_hides_the_proposal_on_every_rater_page(study):
+    with study.store() as s:
+        set_mode(s, actor=study.coordinator, mode="blind")
+    at = open_app(study.rater)
+    medication = study.library.vignettes[MED[0]].proposal(MED[1])
+    for page, params in (
+        ("app_pages/library.py", {}),
+        ("app_pages/vignette.py", {"id": MED[0]}),
+    ):
+        go(at, page, **params)
+        screen = shown(at)
+        assert medication.clause[:60] not in screen, page
+        assert describe(medication.acceptable) not in screen, page
+
+
+# Blinding ----------------------------------------------------------------------------------
+
+SECRET_REASON = "Zebra-quartz reasoning known only to rater-01"
+
+
+def test_no_page_shows_one_rater_anything_of_another(study):
+    study.save(
+        study.rater,
+        DOC,
+        submit=True,
+        verdict="AMEND",
+        band={"min": 3, "max": 247},
+        answers=GOOD_ANSWERS,
+        reason=SECRET_REASON,
+    )
+    study.save(study.rater, MED, submit=False, verdict="DECLINE", reason=SECRET_REASON + " (draft)")
+    traces = (SECRET_REASON, "247 days", "'max': 247", "Verdict:", "rater-01")
+
+    at = open_app(study.other)
+    screens = {"first page": shown(at)}
+    for page in pages_of(at):
+        go(at, page)
+        screens[page] = shown(at)
+    for band in BANDS:
+        go(at, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+        screens[band] = shown(at)
+    for vid in (band[0] for band in BANDS):
+        go(at, "app_pages/vignette.py", id=vid)
+        screens[vid] = shown(at)
+    for where, screen in screens.items():
+        for trace in traces:
+            assert trace not in screen, (where, trace)
+        assert "FMA-CANARY" not in screen, where
+
+    # The other rater's own form starts empty, and an AMEND starts from the proposal.
+    go(at, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
+    assert at.radio(key=key(DOC, "verdict")).value is None
+    assert at.text_area(key=key(DOC, "reason")).value == ""
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND")
+    run(at)
+    assert at.number_input(key=key(DOC, "band", "hi")).value == 14
+    assert not [t for t in traces if t in shown(at)]
+    go(at, "app_pages/queue.py")
+    assert progress_text(at) == "0 of 4 bands submitted"
+
+
+# Study admin -------------------------------------------------------------------------------
+
+
+def enrol(at: AppTest, pseudonym: str, passphrase: str = "initial passphrase") -> AppTest:
+    by_label(at.text_input, "Pseudonym").input(pseudonym)
+    by_label(at.text_input, "Specialty").input("geriatrics")
+    by_label(at.text_input, "Jurisdiction").input("Australia")
+    by_label(at.number_input, "Years since registration").set_value(12)
+    by_label(at.text_input, "Initial passphrase").input(passphrase)
+    return click(at, "Enrol rater")
+
+
+def rater_table(at: AppTest):
+    [table] = [d.value for d in at.dataframe if "pseudonym" in d.value.columns]
+    return table
+
+
+def test_coordinator_enrols_a_rater(study):
+    at = open_app(study.coordinator)
+    assert title(at) == "Study admin"
+    enrol(at, "adjudicator-02")
+    assert any(s.value.startswith("Enrolled adjudicator-02") for s in at.success)
+    made = {u.pseudonym: u for u in users_in(study.url)}["adjudicator-02"]
+    assert (made.role, made.specialty, made.jurisdiction, made.years_post_registration) == (
+        "rater",
+        "geriatrics",
+        "Australia",
+        12,
+    )
+    assert "adjudicator-02" in list(rater_table(at)["pseudonym"])
+
+
+def test_a_real_name_is_refused_naming_the_field(study):
+    at = open_app(study.coordinator)
+    before = users_in(study.url)
+    enrol(at, "Dr Jane Smith")
+    [error] = [e.value for e in at.error]
+    assert error.startswith("Pseudonym:") and "never a real name" in error
+    assert not at.success
+    assert users_in(study.url) == before
+
+
+def test_closing_the_review_phase_stops_reviews(study):
+    at = open_app(study.coordinator)
+    click(at, "Close the review phase")
+    assert "The review phase is **closed**." in texts(at)
+    assert [b.label for b in at.button if "review phase" in b.label] == ["Reopen the review phase"]
+    with study.store() as s:
+        assert reviews.study(s).phase == "closed"
+
+    rater = open_review(study.rater, DOC)
+    assert [i.value for i in rater.info] == [
+        "The review phase is closed: reviews can no longer change."
+    ]
+    assert not [b for b in rater.button if b.label in ("Save draft", "Submit review")]
+
+
+# Audit log ---------------------------------------------------------------------------------
+
+
+def test_audit_log_shows_an_intact_chain_then_tampering(study):
+    at = open_app(study.coordinator, "app_pages/audit_log.py")
+    with study.store() as s:
+        n_events = audit.verify(s).n_events
+    assert n_events >= 4
+    assert [s.value for s in at.success] == [
+        f"The hash chain is intact: {n_events} events checked."
+    ]
+    assert not at.error
+
+    with study.store() as s:
+        s.execute(
+            text("UPDATE audit_event SET payload = :p WHERE seq = 2"),
+            {"p": '{"pseudonym": "someone-else"}'},
+        )
+    run(at)
+    assert not at.success
+    [error] = at.error
+    assert error.value == "The audit log has been tampered with (1 problem(s)):"
+    assert "event 2 (user_enrolled) was edited" in at.code[0].value
