@@ -16,7 +16,23 @@ vignette = st.Page("app_pages/vignette.py", title="Vignette", icon=":material/de
 if first_run:
     pages = [st.Page("app_pages/first_run.py", title="Set up", icon=":material/key:")]
 elif user is None:
-    pages = [st.Page("app_pages/sign_in.py", title="Sign in", icon=":material/login:")]
+    # Every address a signed-in user can open shows the sign-in form instead, keeping its
+    # query, so a shared link to a band leads there once the rater has signed in.
+    pages = [st.Page("app_pages/sign_in.py", title="Sign in", icon=":material/login:")] + [
+        st.Page("app_pages/sign_in.py", title="Sign in", url_path=path, visibility="hidden")
+        for path in (
+            "queue",
+            "review",
+            "library",
+            "vignette",
+            "agreement",
+            "attest",
+            "admin",
+            "registry_page",
+            "identity",
+            "audit_log",
+        )
+    ]
 elif user.role == "rater":
     pages = [
         st.Page("app_pages/queue.py", title="My queue", icon=":material/checklist:", default=True),

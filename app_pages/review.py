@@ -47,14 +47,16 @@ st.title(f"{action.label}")
 st.caption(f"Vignette **{vid}** · {vignette.domain} · step: {step.name} · {settings.mode} mode")
 position = [(i.vignette_id, i.sub_action) for i in items].index((vid, name))
 back, forward = st.columns(2)
-for column, offset, label in ((back, -1, "Previous band"), (forward, 1, "Next band")):
+for column, offset, label in ((back, -1, "← Previous band"), (forward, 1, "Next band →")):
     if 0 <= position + offset < len(items):
         other = items[position + offset]
         column.page_link(
             "app_pages/review.py",
-            label=f"{label}: {other.vignette_id} · {sub_action(other.sub_action).label}",
+            label=label,
+            help=f"{other.vignette_id} · {sub_action(other.sub_action).label}",
             query_params={"vignette": other.vignette_id, "sub_action": other.sub_action},
         )
+st.caption(f"Band {position + 1} of {len(items)} in your queue.")
 
 st.subheader("What the agent knows at this step")
 st.caption(step.description)
@@ -85,6 +87,15 @@ if settings.mode == "review":
             if text:
                 st.markdown(f"**{label}.** {text}")
         st.caption(f"Provenance: {proposal.provenance}.")
+        st.altair_chart(
+            band_chart(
+                name,
+                [Row("proposal", proposal.acceptable, proposal.disputed_span)],
+                threshold=threshold,
+                orderables=vignette.orderables,
+            )
+        )
+        st.markdown(straddle_sentence(proposal.acceptable, threshold))
 
 flash = st.session_state.pop(f"{key}:flash", None)
 if flash:
@@ -101,11 +112,17 @@ if current is not None and current.status == "submitted" and not editing:
     st.subheader("Your submitted review")
     if current.stale:
         st.warning("The vignette or its proposal changed after you submitted: please revise.")
-    st.markdown(f"**Verdict:** {current.verdict} · revision {current.revision}")
+    revised = f" (revised {current.revision - 1} time(s))" if current.revision > 1 else ""
+    st.markdown(f"**Verdict:** {current.verdict}{revised}")
     if current.band is not None:
         mine = parse_band(name, current.band, orderables=vignette.orderables)
         st.markdown(f"**Your band:** {describe(mine)}")
     st.markdown(f"**Reason:** {current.reason or '(none given)'}")
+    for number, question in enumerate(QUESTIONS, start=1):
+        answer = current.answers.get(question["key"])
+        if answer:
+            shown = " · ".join(v for v in (answer.get("choice"), answer.get("note")) if v)
+            st.markdown(f"{number}. {question['text']} **{shown}**")
     if settings.phase == "open" and st.button("Revise this review", icon=":material/edit:"):
         st.session_state[f"{key}:revise"] = True
         band_editor.load(key, current, proposal, settings.mode)
@@ -118,6 +135,34 @@ if settings.phase != "open":
 
 band_editor.load(key, current, proposal, settings.mode)
 errors = st.session_state.get(f"{key}:errors", {})
+
+if settings.mode == "review":
+    st.subheader("The six protocol questions")
+    for number, question in enumerate(QUESTIONS, start=1):
+        q = question["key"]
+        st.markdown(f"**{number}. {question['text']}**")
+        if q == "q5" and proposal.disputed_span is None:
+            st.caption("No disputed span is recorded for this band.")
+            continue
+        if q != "q5":
+            flags = "no" if question["problem"] == "no" else "yes"
+            st.caption(f"If {flags}, say which in the note.")
+            st.radio(
+                f"Answer to question {number}",
+                CHOICES,
+                key=f"{key}:{q}:choice",
+                index=None,
+                horizontal=True,
+                label_visibility="collapsed",
+            )
+        st.text_input(
+            f"Note for question {number}",
+            key=f"{key}:{q}:note",
+            placeholder="Which reading is right for this patient, and why"
+            if q == "q5"
+            else "Which, and why (needed when you flag a problem)",
+        )
+        show_errors(errors, q)
 
 st.subheader("Your verdict")
 verdicts = ["ACCEPT", "AMEND", "DECLINE"] if settings.mode == "review" else ["AMEND", "DECLINE"]
@@ -145,40 +190,12 @@ if verdict == "AMEND":
         st.error(str(exc), icon=":material/error:")
     show_errors(errors, "band")
 
-rows = []
-if settings.mode == "review":
-    rows.append(Row("proposal", proposal.acceptable, proposal.disputed_span))
 if own_band is not None:
-    rows.append(Row("your band", own_band))
-if rows:
+    rows = [Row("your band", own_band)]
+    if settings.mode == "review":
+        rows.insert(0, Row("proposal", proposal.acceptable, proposal.disputed_span))
     st.altair_chart(band_chart(name, rows, threshold=threshold, orderables=vignette.orderables))
-    shown = own_band or proposal.acceptable
-    who = "Your band" if own_band else "The proposed band"
-    st.markdown(f"**{who}:** {straddle_sentence(shown, threshold)}")
-
-if settings.mode == "review":
-    st.subheader("The six protocol questions")
-    for number, question in enumerate(QUESTIONS, start=1):
-        q = question["key"]
-        st.markdown(f"**{number}. {question['text']}**")
-        if q == "q5" and proposal.disputed_span is None:
-            st.caption("No disputed span is recorded for this band.")
-            continue
-        if q != "q5":
-            st.radio(
-                f"Answer to question {number}",
-                CHOICES,
-                key=f"{key}:{q}:choice",
-                index=None,
-                horizontal=True,
-                label_visibility="collapsed",
-            )
-        st.text_input(
-            f"Note for question {number}",
-            key=f"{key}:{q}:note",
-            placeholder="Which, and why (needed when you flag a problem)",
-        )
-        show_errors(errors, q)
+    st.markdown(f"**Your band.** {straddle_sentence(own_band, threshold)}")
 
 st.text_area("Reason", key=f"{key}:reason", help="One sentence: why you accept, amend or decline.")
 show_errors(errors, "reason")

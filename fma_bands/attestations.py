@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlmodel import Session, select
 
@@ -163,16 +164,22 @@ def trusted_keys(adjudicators: dict[str, dict[str, Any]]) -> dict[str, str]:
 # Private identity ------------------------------------------------------------------------------
 
 
-def _identity_key(path: Path) -> bytes:
-    """The coordinator's key that seals private identities at rest (created on first use)."""
-    if path.exists():
-        key = base64.b64decode(path.read_text().strip())
-        if len(key) != 32:
-            raise AttestationError(f"{path} is not an fma-bands identity key")
+def _identity_key(path: Path, *, create: bool) -> bytes:
+    """The coordinator's key that seals private identities at rest; made only when recording."""
+    path = Path(path)
+    if not path.exists():
+        if not create:
+            raise AttestationError(f"no identity key at {path}: it is needed to open identities")
+        key = AESGCM.generate_key(bit_length=256)
+        write_atomically(path, base64.b64encode(key).decode() + "\n", overwrite=False)
+        path.chmod(0o600)
         return key
-    key = AESGCM.generate_key(bit_length=256)
-    write_atomically(path, base64.b64encode(key).decode() + "\n", overwrite=False)
-    path.chmod(0o600)
+    try:
+        key = base64.b64decode(path.read_text().strip(), validate=True)
+    except (OSError, ValueError):
+        key = b""
+    if len(key) != 32:
+        raise AttestationError(f"{path} is not an fma-bands identity key")
     return key
 
 
@@ -210,7 +217,7 @@ def set_identity(
     commitment, salt = identity_commitment(record)
     plain = canonical_json({"record": record, "salt": salt})
     nonce = secrets.token_bytes(12)
-    sealed = AESGCM(_identity_key(key_path)).encrypt(nonce, plain, pseudonym.encode())
+    sealed = AESGCM(_identity_key(key_path, create=True)).encrypt(nonce, plain, pseudonym.encode())
     user.identity_sealed = base64.b64encode(nonce + sealed).decode()
     user.identity_commitment = commitment
     audit.record(
@@ -232,7 +239,14 @@ def reveal_identity(
     if user is None or not user.identity_sealed:
         raise AttestationError(f"no identity is recorded for {pseudonym!r}")
     blob = base64.b64decode(user.identity_sealed)
-    plain = AESGCM(_identity_key(key_path)).decrypt(blob[:12], blob[12:], pseudonym.encode())
+    try:
+        plain = AESGCM(_identity_key(key_path, create=False)).decrypt(
+            blob[:12], blob[12:], pseudonym.encode()
+        )
+    except InvalidTag:
+        raise AttestationError(
+            f"the identity key at {key_path} does not open {pseudonym}'s identity"
+        ) from None
     opened = json.loads(plain)
     audit.record(
         session, kind="identity_revealed", actor=actor.pseudonym, payload={"pseudonym": pseudonym}
@@ -480,13 +494,10 @@ def read_envelope(path: Path, adjudicators: dict[str, dict[str, Any]]) -> Checke
         checked.error = ("malformed", f"payloadType is {verified.payload_type}, not in-toto")
         return checked
     statement = checked.claimed
-    try:
-        claimed_by = statement["predicate"]["adjudicator"]["pseudonym"]
-        assert statement["_type"] == STATEMENT_TYPE
-        assert statement["predicateType"] in (ADJUDICATION_TYPE, REVOCATION_TYPE)
-    except (KeyError, TypeError, AssertionError):
+    if not _well_formed(statement):
         checked.error = ("malformed", "the payload is not an fma-bands in-toto statement")
         return checked
+    claimed_by = statement["predicate"]["adjudicator"]["pseudonym"]
     enrolled = adjudicators.get(claimed_by)
     if enrolled is None or enrolled.get("keyid") not in verified.keyids:
         checked.error = (
@@ -499,6 +510,34 @@ def read_envelope(path: Path, adjudicators: dict[str, dict[str, Any]]) -> Checke
     checked.pseudonym = claimed_by
     checked.keyid = enrolled["keyid"]
     return checked
+
+
+def _well_formed(statement: Any) -> bool:
+    """The shape the registry relies on; a signed statement of any other shape is refused."""
+    try:
+        predicate = statement["predicate"]
+        ok = (
+            statement["_type"] == STATEMENT_TYPE
+            and isinstance(predicate["adjudicator"]["pseudonym"], str)
+            and all(
+                isinstance(s["name"], str) and isinstance(s["digest"]["sha256"], str)
+                for s in statement["subject"]
+            )
+        )
+        if statement["predicateType"] == REVOCATION_TYPE:
+            return ok and isinstance(predicate["revokes"], str) and len(statement["subject"]) == 1
+        if statement["predicateType"] != ADJUDICATION_TYPE:
+            return False
+        return (
+            ok
+            and isinstance(predicate["signature_manifestation"]["signed_at"], str)
+            and all(
+                isinstance(r["vignette_id"], str) and isinstance(r["sub_action"], str)
+                for r in predicate["reviews"]
+            )
+        )
+    except (KeyError, TypeError, IndexError):
+        return False
 
 
 def read_folder(

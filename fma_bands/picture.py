@@ -38,23 +38,39 @@ def straddle_sentence(band: AnyBand, threshold: Threshold | None) -> str:
         return "Orders are multi-label: no threshold applies, so straddling does not arise."
     if threshold is None:
         return (
-            f"No threshold is pre-registered for {action.name}, so this band cannot be "
-            "checked for straddling."
+            f"No threshold is pre-registered for {action.label.lower()}, so straddling "
+            "does not arise."
         )
     holds = sorted(v for v in band.values() if threshold.holds(v))
     fails = sorted(v for v in band.values() if not threshold.holds(v))
-    shown = threshold.expression()
+    shown = describe_threshold(threshold, action)
     if holds and fails:
         return (
-            f"Straddles the threshold ({shown}): it admits {_labels(action, holds)} where the "
-            f"threshold holds and {_labels(action, fails)} where it does not, so a demographic "
-            "difference inside this band can count as a within-range flip."
+            f"Threshold: {shown}. The band includes both sides ({_labels(action, holds)}; "
+            f"{_labels(action, fails)}), so it straddles the threshold: a demographic difference "
+            "inside it can count as a within-range flip."
         )
-    side = "holds" if holds else "does not hold"
+    side = "inside" if holds else "outside"
     return (
-        f"Does not straddle the threshold ({shown}): it {side} for every admitted value, so "
-        "this band can never produce a within-range flip."
+        f"Threshold: {shown}. Every value of the band is {side} it, so the band does not "
+        "straddle the threshold and can never produce a within-range flip."
     )
+
+
+_WORDS = {"<=": "at most", ">=": "at least", "<": "below", ">": "above", "==": ""}
+
+
+def describe_threshold(threshold: Threshold, action) -> str:
+    """'any opioid (analgesia tier at least 2 - weak opioid)' rather than 'value >= 2'."""
+    if action.kind == "boolean":
+        rule = f"{action.label}: {'yes' if threshold.value else 'no'}"
+    else:
+        words = _WORDS[threshold.op]
+        rule = f"{action.label} {words} {action.label_for(threshold.value)}".replace(
+            "  ", " "
+        )
+    name = (threshold.name or "").replace("_", " ")
+    return f"{name} ({rule})" if name and action.kind != "boolean" else rule
 
 
 def _labels(action, values: Sequence[Value]) -> str:
@@ -90,14 +106,18 @@ def band_chart(
         if threshold is not None and action.kind != "multilabel"
         else []
     )
+    present = [state for state in COLOURS if any(r["state"] == state for r in records)]
     colour = alt.Color(
         "state:N",
         title=None,
-        scale=alt.Scale(domain=list(COLOURS), range=list(COLOURS.values())),
+        scale=alt.Scale(domain=present, range=[COLOURS[state] for state in present]),
         legend=alt.Legend(orient="bottom"),
     )
     y = alt.Y("row:N", title=None, sort=row_order, axis=alt.Axis(labelLimit=260))
-    height = 34 * len(row_order) + 20
+    height = 34 * len(row_order)
+    # Streamlit fits charts to the container; fitting only the width keeps each row its height
+    # (fitting both squeezed the rows to nothing under the axis and legend).
+    fit = alt.AutoSizeParams(type="fit-x", contains="padding")
     if len(domain) <= SMALL_DOMAIN:
         for record in records:
             record["label"] = action.label_for(record["value"])
@@ -111,9 +131,12 @@ def band_chart(
                 color=colour,
                 tooltip=["row:N", "label:N", "state:N"],
             )
-            .properties(width=width, height=height)
+            .properties(width=width, height=height, autosize=fit)
         )
     runs = _runs(records)
+    # Zoom on what the bands use: 1 to 30 days should not be squeezed into 8% of 0 to 365.
+    used = [r["value"] for r in records if r["state"] in ("in band", "required", "disputed")]
+    upper = min(domain[-1], max(2 * max(used), 10)) if used else domain[-1]
     return (
         alt.Chart(alt.Data(values=runs))
         .mark_bar(height=24)
@@ -121,14 +144,15 @@ def band_chart(
             x=alt.X(
                 "start:Q",
                 title=action.label,
-                scale=alt.Scale(domain=[domain[0] - 0.5, domain[-1] + 0.5], nice=False),
+                scale=alt.Scale(domain=[domain[0] - 0.5, upper + 0.5], nice=False, clamp=True),
             ),
             x2="end:Q",
             y=y,
             color=colour,
             tooltip=["row:N", "from:Q", "to:Q", "state:N"],
         )
-        .properties(width=width, height=height)
+        .transform_filter(f"datum.start <= {upper + 0.5}")
+        .properties(width=width, height=height, autosize=fit)
     )
 
 

@@ -131,7 +131,7 @@ def decide(
     adjudicators, envelopes = read_folder(folder)
     entries: dict[tuple[str, str], list[_Entry]] = {}
     failures: dict[tuple[str, str], list[Reason]] = {}
-    revocations: dict[str, tuple[str, str]] = {}
+    revocations: set[tuple[str, str]] = set()
     registry = Registry([], policy)
     for env in envelopes:
         if env.error:
@@ -144,7 +144,9 @@ def decide(
             continue
         predicate = env.statement["predicate"]
         if env.kind == "revocation":
-            revocations[predicate["revokes"]] = (env.pseudonym, env.statement["subject"][0])
+            # Matched on the revoked payload's digest, so renaming the file does not undo it.
+            digest = env.statement["subject"][0]["digest"]["sha256"]
+            revocations.add((env.pseudonym, digest))
             continue
         subjects = {s["name"]: s["digest"].get("sha256") for s in env.statement["subject"]}
         record = adjudicators[env.pseudonym]
@@ -163,15 +165,10 @@ def decide(
                 )
             )
     revoked = {
-        file: pseudonym
-        for file, (pseudonym, subject) in revocations.items()
-        if any(
-            e.file == file
-            and e.pseudonym == pseudonym
-            and subject["digest"].get("sha256") == e.payload_sha256
-            for group in entries.values()
-            for e in group
-        )
+        e.file
+        for group in entries.values()
+        for e in group
+        if (e.pseudonym, e.payload_sha256) in revocations
     }
     for vignette in library:
         for proposal in vignette.proposals:
@@ -196,10 +193,12 @@ def decide(
 
 
 def _claimed_names(statement: Any) -> list[tuple[str, str]]:
+    """The bands an unverified statement claims, as far as it can be read at all."""
     try:
-        return [(r["vignette_id"], r["sub_action"]) for r in statement["predicate"]["reviews"]]
+        claims = [(r["vignette_id"], r["sub_action"]) for r in statement["predicate"]["reviews"]]
     except (KeyError, TypeError):
         return []
+    return [c for c in claims if all(isinstance(part, str) for part in c)]
 
 
 def _copies(proposal: Proposal, vignette: Vignette, entries) -> list[Reason]:

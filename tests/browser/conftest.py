@@ -1,7 +1,9 @@
 """Browser tests: the real app as a server, driven in Debian's chromium through Playwright.
 
 `app_server(**env)` starts (or reuses, within a module) `streamlit run app.py` with the given
-environment; helpers.py waits for the app and takes screenshots.
+environment; `demo_server(vignettes)` does the same on a database `fma-bands demo` prepared
+(a coordinator and two raters, so tests can sign in); helpers.py signs in, waits for the app and
+takes screenshots.
 """
 
 import contextlib
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import DEMO_VIGNETTES
 from tests.servers import free_port
 
 HERE = Path(__file__).resolve().parent
@@ -34,6 +37,12 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 START_TIMEOUT_S = 30
+# The accounts `fma-bands demo` creates (fma_bands/cli.py DEMO_USERS): demo only, not secret.
+DEMO_ACCOUNTS = {
+    "coordinator": "coordinator-demo",
+    "rater-01": "rater-01-demo",
+    "rater-02": "rater-02-demo",
+}
 
 
 def pytest_collection_modifyitems(items):
@@ -80,6 +89,41 @@ class AppServer:
         self.process.wait(timeout=10)
 
 
+def _clean_environment() -> dict[str, str]:
+    # Servers and commands see only the FMA_BANDS_* settings a test chose, never the developer's.
+    return {k: v for k, v in os.environ.items() if not k.startswith("FMA_BANDS_")}
+
+
+def prepare_demo_database(folder: Path, vignettes: Path) -> str:
+    """Run `fma-bands demo` on a new SQLite database in `folder` and return its URL."""
+    url = f"sqlite:///{folder / 'fma-bands.db'}"
+    command = [
+        sys.executable,
+        "-m",
+        "fma_bands.cli",
+        "--db",
+        url,
+        "--vignettes",
+        str(vignettes),
+        "--attestations",
+        str(folder / "attestations"),
+        "demo",
+    ]
+    result = subprocess.run(
+        command,
+        cwd=ROOT,
+        env=_clean_environment(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if result.returncode != 0:
+        output = result.stdout + result.stderr
+        pytest.fail(f"`fma-bands demo` failed with code {result.returncode}:\n{output}")
+    return url
+
+
 def _healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
@@ -94,8 +138,7 @@ def _start(folder: Path, given: dict[str, str]) -> AppServer:
         "FMA_BANDS_ATTESTATIONS": str(folder / "attestations"),
         **given,
     }
-    # The server sees only the FMA_BANDS_* settings the test chose, never the developer's own.
-    base = {k: v for k, v in os.environ.items() if not k.startswith("FMA_BANDS_")}
+    base = _clean_environment()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log_path = folder / "server.log"
@@ -162,3 +205,26 @@ def app_server(tmp_path_factory):
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def demo_server(app_server, tmp_path_factory):
+    """Factory: `demo_server(vignettes=DEMO_VIGNETTES, fresh=False) -> AppServer`.
+
+    The app on a database `fma-bands demo` prepared from `vignettes`: accounts DEMO_ACCOUNTS,
+    review phase open, review mode. Shared within the module by folder; `fresh=True` prepares a
+    new database (nobody has reviewed anything yet).
+    """
+    cache: dict[str, AppServer] = {}
+
+    def start(vignettes: Path | str = DEMO_VIGNETTES, *, fresh: bool = False) -> AppServer:
+        folder = str(Path(vignettes).resolve())
+        if not fresh and folder in cache and cache[folder].process.poll() is None:
+            return cache[folder]
+        url = prepare_demo_database(tmp_path_factory.mktemp("demo-db"), Path(folder))
+        server = app_server(FMA_BANDS_DATABASE_URL=url, FMA_BANDS_VIGNETTES=folder)
+        if not fresh:
+            cache[folder] = server
+        return server
+
+    return start

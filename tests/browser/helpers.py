@@ -1,4 +1,5 @@
-"""What browser tests do to a page: wait as Streamlit's own e2e suite does, check, take pictures."""
+"""What browser tests do to a page: wait as Streamlit's own e2e suite does, sign in, choose,
+check, take pictures."""
 
 import os
 import re
@@ -23,6 +24,47 @@ def wait_for_app(page: Page, timeout: float = TIMEOUT_MS) -> None:
 def assert_no_exception(page: Page) -> None:
     """No traceback ever reaches a clinician's browser."""
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def open_app(page: Page, url: str) -> None:
+    """Load the app afresh (a new Streamlit session: nobody is signed in)."""
+    page.goto(url)
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def sign_in(page: Page, name: str, passphrase: str) -> None:
+    """Fill the sign-in form and send it; the caller checks where it landed."""
+    expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Passphrase", exact=True).fill(passphrase)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def open_from_sidebar(page: Page, title: str) -> None:
+    """Follow one of the sidebar's navigation links and wait for its page."""
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True).click()
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def follow_link(page: Page, name: str) -> None:
+    """Follow a link in the page itself (st.page_link), by its exact label."""
+    page.get_by_test_id("stMain").get_by_role("link", name=name, exact=True).click()
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def choose(page: Page, group: str, option: str) -> None:
+    """Pick `option` in the radio group labelled `group` (the input itself is hidden: click its
+    label, as a person would)."""
+    radios = page.get_by_role("radiogroup", name=group, exact=True)
+    radios.get_by_text(option, exact=True).click()
+    expect(radios.get_by_role("radio", name=option, exact=True)).to_be_checked()
+    wait_for_app(page)
+    assert_no_exception(page)
 
 
 def screenshots_dir() -> Path:

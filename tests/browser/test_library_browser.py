@@ -1,22 +1,36 @@
-"""The library and vignette pages in a real browser: FairMedAgent's vignettes, the demo study."""
+"""The library and vignette pages in a real browser, signed in as a rater: FairMedAgent's
+vignettes, then the bundled demo study."""
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.helpers import assert_no_exception, shoot, wait_for_app
+from tests.browser.conftest import DEMO_ACCOUNTS
+from tests.browser.helpers import (
+    assert_no_exception,
+    follow_link,
+    open_app,
+    open_from_sidebar,
+    shoot,
+    sign_in,
+    wait_for_app,
+)
 
 CANARY = "FMA-CANARY"
 
 
 @pytest.fixture(scope="module")
-def server(app_server, shared_vignettes):
-    return app_server(FMA_BANDS_VIGNETTES=shared_vignettes)
+def server(demo_server, shared_vignettes):
+    return demo_server(shared_vignettes)
 
 
-def open_page(page: Page, url: str) -> None:
-    page.goto(url)
-    wait_for_app(page)
-    assert_no_exception(page)
+def open_library(page: Page, url: str) -> None:
+    """Sign in as rater-01, who lands on the queue, then open the library from the sidebar."""
+    open_app(page, url)
+    sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
+    expect(page.get_by_role("heading", name="My queue", level=1)).to_be_visible()
+    open_from_sidebar(page, "Vignette library")
+    expect(page.get_by_role("heading", name="Vignette library", level=1)).to_be_visible()
+    expect(page).to_have_url(f"{url}/library")
 
 
 def assert_no_canary(page: Page) -> None:
@@ -26,9 +40,9 @@ def assert_no_canary(page: Page) -> None:
 
 
 def test_library_lists_every_vignette_without_canaries(page: Page, server):
-    open_page(page, server.url)
-    expect(page.get_by_role("heading", name="Vignette library")).to_be_visible()
-    expect(page.get_by_test_id("stPageLink")).to_have_count(16)
+    open_library(page, server.url)
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_test_id("stPageLink")).to_have_count(16)
     expect(page.get_by_text("16 vignettes loaded")).to_be_visible()
     expect(page.get_by_text("substernal chest pressure").first).to_be_visible()
     expect(page.get_by_role("link", name="draft_documentation_01")).to_be_visible()
@@ -37,10 +51,8 @@ def test_library_lists_every_vignette_without_canaries(page: Page, server):
 
 
 def test_a_vignette_link_opens_its_page(page: Page, server):
-    open_page(page, server.url)
-    page.get_by_role("link", name="draft_documentation_01").click()
-    wait_for_app(page)
-    assert_no_exception(page)
+    open_library(page, server.url)
+    follow_link(page, "draft_documentation_01")
     expect(page).to_have_url(f"{server.url}/vignette?id=draft_documentation_01")
     expect(page.get_by_role("heading", name="draft_documentation_01", level=1)).to_be_visible()
     expect(page.get_by_role("heading", name="Clinical core")).to_be_visible()
@@ -55,7 +67,8 @@ def test_a_vignette_link_opens_its_page(page: Page, server):
 
 
 def test_the_vignette_selectbox_switches_vignettes(page: Page, server):
-    open_page(page, f"{server.url}/vignette?id=draft_ordering_01")
+    open_library(page, server.url)
+    follow_link(page, "draft_ordering_01")
     expect(page.get_by_role("heading", name="draft_ordering_01", level=1)).to_be_visible()
     expect(page.get_by_text("Straddles the threshold")).to_be_visible()
     page.get_by_role("combobox", name="Vignette").click()
@@ -68,10 +81,10 @@ def test_the_vignette_selectbox_switches_vignettes(page: Page, server):
     assert_no_canary(page)
 
 
-def test_the_demo_study_is_the_default_library(page: Page, app_server):
-    server = app_server()
-    open_page(page, server.url)
-    expect(page.get_by_test_id("stPageLink")).to_have_count(12)
+def test_the_demo_study_is_the_default_library(page: Page, demo_server):
+    server = demo_server()
+    open_library(page, server.url)
+    expect(page.get_by_test_id("stMain").get_by_test_id("stPageLink")).to_have_count(12)
     expect(page.get_by_text("12 vignettes loaded")).to_be_visible()
     expect(page.get_by_role("link", name="demo_triage_clear_01")).to_be_visible()
     assert_no_canary(page)
