@@ -8,13 +8,23 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from fma_bands.actions import SUB_ACTIONS
-from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report, agreement_report
+from fma_bands.agreement import (
+    DEFAULT_B,
+    DEFAULT_SEED,
+    POOLED,
+    Alpha,
+    Rating,
+    Report,
+    agreement_report,
+    verdict_alpha,
+)
 from fma_bands.bands import IntervalBand, band_from_values, to_harness
 from fma_bands.models import Review
 from fma_bands.reviews import ReviewData, attested_band, submitted_reviews
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
+BLIND_VERDICTS = "not defined: verdicts are compared in review mode only"
 # Membership is defined for the sub-actions whose whole domain is a short list of values.
 MEMBERSHIP_DOMAINS = {
     name: action.domain()
@@ -49,8 +59,21 @@ def study_report(
     bootstrap: int = DEFAULT_B,
     seed: int = DEFAULT_SEED,
 ) -> Report:
-    ratings = study_ratings(session, library, viewer=viewer)
-    return agreement_report(ratings, MEMBERSHIP_DOMAINS, bootstrap=bootstrap, seed=seed)
+    reviews = submitted_reviews(session, library, viewer=viewer)
+    ratings = [rating(r, library) for r in reviews]
+    report = agreement_report(ratings, MEMBERSHIP_DOMAINS, bootstrap=bootstrap, seed=seed)
+    if all(r.mode == "review" for r in reviews):
+        return report
+    # A blind review has no proposal to accept, so verdicts are compared in review mode only.
+    compared = [r for r, review in zip(ratings, reviews, strict=True) if review.mode == "review"]
+    for scope, metrics in report.metrics.items():
+        subset = [r for r in compared if scope == POOLED or r.sub_action == scope]
+        metrics["verdict"] = (
+            verdict_alpha(subset, bootstrap=bootstrap, seed=seed)
+            if subset
+            else Alpha("verdict", None, BLIND_VERDICTS, 0, 0, 0)
+        )
+    return report
 
 
 def harness_span(name: str, values: frozenset) -> list | dict:

@@ -48,14 +48,22 @@ K2011 = [
     [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
     [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
 ]
-# Exact values from the coincidence matrix (see exact_k2011_alpha). TESTING.md's 60801/74567 and
-# 58334/73155 for ordinal and ratio are limit_denominator(100000) approximations of these, 1e-10
-# off, so they cannot hold to 1e-12; nominal and interval are exact there.
+# Exact values from the coincidence matrix (see exact_k2011_alpha); the package and our own
+# arithmetic are held to these at 1e-12.
 K2011_ALPHA = {
     "nominal": Fraction(113, 152),
     "ordinal": Fraction(108577, 133160),
     "interval": Fraction(951, 1120),
     "ratio": Fraction(18222619, 22852465),
+}
+# The fractions TESTING.md gives. Nominal and interval are the exact values. Ordinal and ratio are
+# the exact values rounded: limit_denominator(100000) of them, 1.0e-10 and 2.2e-10 off, so they
+# hold to 1e-9 but not to 1e-12.
+K2011_TESTING_MD = {
+    "nominal": Fraction(113, 152),
+    "ordinal": Fraction(60801, 74567),
+    "interval": Fraction(951, 1120),
+    "ratio": Fraction(58334, 73155),
 }
 K2011_PUBLISHED = {"nominal": 0.743, "ordinal": 0.815, "interval": 0.849, "ratio": 0.797}
 DOMAINS = {"esi_acuity": range(1, 6), "admit": (False, True)}
@@ -145,6 +153,17 @@ def exact_k2011_alpha(level: str) -> Fraction:
 def test_gold_values_are_krippendorffs(level):
     assert exact_k2011_alpha(level) == K2011_ALPHA[level]
     assert round(float(K2011_ALPHA[level]), 3) == K2011_PUBLISHED[level]
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
+def test_testing_md_fractions_are_the_gold_values_rounded(level):
+    # TESTING.md's published fractions; ordinal and ratio are rounded, hence 1e-9 and not 1e-12.
+    published = float(K2011_TESTING_MD[level])
+    assert published == pytest.approx(float(K2011_ALPHA[level]), abs=1e-9)
+    got = krippendorff.alpha(reliability_data=k2011_array(), level_of_measurement=level)
+    assert got == pytest.approx(published, abs=1e-9)
+    if level in ("nominal", "interval"):
+        assert K2011_TESTING_MD[level] == K2011_ALPHA[level]
 
 
 @pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
@@ -567,3 +586,55 @@ def test_bad_ratings_are_refused_with_the_band_named():
         band_alpha([Rating("v1", "esi_acuity", "a", "MAYBE", frozenset({1}))])
     with pytest.raises(ValueError, match="needs its band's values"):
         band_alpha([Rating("v1", "esi_acuity", "a", "ACCEPT", None)])
+
+
+def test_the_refused_rating_is_the_first_in_sorted_order_whatever_the_input_order():
+    ratings = [
+        Rating("v2", "esi_acuity", "b", "MAYBE", frozenset({1})),
+        esi("v1", "a", {1}),
+        Rating("v1", "esi_acuity", "c", "PERHAPS", frozenset({1})),
+    ]
+    for order in (ratings, ratings[::-1]):
+        with pytest.raises(ValueError, match="rating v1 / esi_acuity / c: verdict 'PERHAPS'"):
+            band_alpha(order)
+    twice = [esi("v9", "z", {1}), esi("v3", "b", {1}), esi("v9", "z", {2}), esi("v3", "b", {2})]
+    with pytest.raises(ValueError, match="v3 / esi_acuity / b: the rater has two ratings"):
+        band_alpha(twice)
+
+
+def test_duplicates_are_found_when_the_ratings_are_sparse():
+    # 300 vignettes x 300 raters with one rating each: too sparse to count, so a sort finds them.
+    ratings = [esi(f"v{i:03d}", f"r{i:03d}", {i % 5 + 1}) for i in range(300)]
+    band_alpha(ratings, bootstrap=0)
+    with pytest.raises(ValueError, match="v123 / esi_acuity / r123: the rater has two ratings"):
+        band_alpha([*ratings, esi("v123", "r123", {2})], bootstrap=0)
+
+
+def test_bands_given_as_sets_lists_or_tuples_are_the_same_bands():
+    ratings = study(n_vignettes=15, seed=8)
+    want = band_alpha(ratings, bootstrap=50)
+    for kind in (set, list, tuple):
+        other = [
+            Rating(r.vignette_id, r.sub_action, r.rater, r.verdict, r.values and kind(r.values))
+            for r in ratings
+        ]
+        assert band_alpha(other, bootstrap=50) == want
+    mixed = [
+        Rating(r.vignette_id, r.sub_action, r.rater, r.verdict, r.values and tuple(r.values))
+        if i % 2
+        else r
+        for i, r in enumerate(ratings)
+    ]
+    assert band_alpha(mixed, bootstrap=50) == want
+
+
+def test_jaccard_distances_over_many_elements_and_many_sets_match_nltk():
+    # More than 64 distinct elements (several bit words) and more sets than one block of rows.
+    rng = random.Random(5)
+    sets = [frozenset(rng.sample(range(150), rng.randint(0, 40))) for _ in range(260)]
+    sets = list(dict.fromkeys([*sets, frozenset()]))
+    d = jaccard_distances(sets)
+    for i, a in enumerate(sets):
+        for j, b in enumerate(sets):
+            want = 0.0 if not (a or b) else jaccard_distance(a, b)
+            assert d[i, j] == want  # the same division of the same two integers: bit for bit
