@@ -17,6 +17,7 @@ from nltk.metrics.distance import jaccard_distance
 from fma_bands import agreement as ag
 from fma_bands.agreement import (
     NO_VARIATION,
+    NOT_APPLICABLE,
     POOLED,
     TOO_FEW_RATERS,
     Rating,
@@ -531,9 +532,12 @@ def test_report_json_shape():
     assert set(data) == {"metrics", "bands"}
     assert set(data["metrics"]) == {"admit", "esi_acuity", "orders", POOLED}
     assert set(data["metrics"]["esi_acuity"]) == {"band", "membership", "endpoints", "verdict"}
-    # No rater gave admit or orders as an interval; orders has no membership domain.
-    assert set(data["metrics"]["admit"]) == {"band", "membership", "verdict"}
-    assert set(data["metrics"]["orders"]) == {"band", "verdict"}
+    # Every scope lists every metric; one that cannot apply says why instead of a number.
+    assert set(data["metrics"]["admit"]) == {"band", "membership", "endpoints", "verdict"}
+    assert data["metrics"]["admit"]["endpoints"]["alpha"] is None
+    assert data["metrics"]["admit"]["endpoints"]["reason"] == NOT_APPLICABLE["endpoints"]
+    assert data["metrics"]["orders"]["membership"]["reason"] == NOT_APPLICABLE["membership"]
+    assert data["metrics"]["orders"]["membership"]["n_units"] == 0
     assert set(data["metrics"][POOLED]) == {"band", "membership", "endpoints", "verdict"}
     for by_metric in data["metrics"].values():
         for entry in by_metric.values():
