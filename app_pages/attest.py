@@ -12,6 +12,7 @@ from fma_bands.attestations import (
     attest,
     plan,
     read_folder,
+    signed_revisions,
 )
 from fma_bands.models import User
 
@@ -27,15 +28,15 @@ st.caption(
     "Your signature makes your reviews count as clinician adjudication. It is checked by anyone "
     "with the attestations folder, with no database and no trust in the coordinator."
 )
-signed = st.session_state.pop("signed", None)
-if signed:
+just_signed = st.session_state.pop("signed", None)
+if just_signed:
     st.success("Signed. Signature manifestation:", icon=":material/verified:")
     st.table(
         {
-            "Printed name": [signed["name"]],
-            "Signed at (UTC)": [signed["at"]],
-            "Meaning": [signed["meaning"]],
-            "File": [signed["file"]],
+            "Printed name": [just_signed["name"]],
+            "Signed at (UTC)": [just_signed["at"]],
+            "Meaning": [just_signed["meaning"]],
+            "File": [just_signed["file"]],
         }
     )
 
@@ -66,6 +67,19 @@ else:
     st.info("You have no current submitted review to sign.")
 for skipped in signing.skipped:
     st.caption(f"Not covered: {skipped}")
+signed = signed_revisions(folder, user.pseudonym)
+changed = [
+    f"{r['vignette_id']} · {sub_action(r['sub_action']).label}"
+    for r in signing.reviews
+    if (r["vignette_id"], r["sub_action"]) in signed
+    and signed[(r["vignette_id"], r["sub_action"])] != r["revision"]
+]
+if changed:
+    st.warning(
+        "You changed these reviews after signing: " + "; ".join(changed) + ". Your attestation "
+        "on file still covers the earlier versions, and the registry counts those until you sign "
+        "again; signing now supersedes them."
+    )
 
 with st.form("attest"):
     st.markdown("**Declarations** (all are required)")

@@ -29,12 +29,12 @@ st.progress(done / assigned, text=f"{done} of {assigned} bands submitted")
 resume = next_item(items)
 if resume is not None and settings.phase == "open":
     label = "Resume" if any(i.status != "to do" for i in items) else "Start reviewing"
-    st.page_link(
-        "app_pages/review.py",
-        label=f"{label}: {resume.vignette_id} · {sub_action(resume.sub_action).label}",
-        icon=":material/play_arrow:",
-        query_params={"vignette": resume.vignette_id, "sub_action": resume.sub_action},
-    )
+    band = f"{resume.vignette_id} · {sub_action(resume.sub_action).label}"
+    if st.button(f"{label}: {band}", type="primary", icon=":material/play_arrow:"):
+        st.switch_page(
+            "app_pages/review.py",
+            query_params={"vignette": resume.vignette_id, "sub_action": resume.sub_action},
+        )
 
 by_domain, by_action = st.columns(2)
 by_domain.markdown("**By domain** (submitted / assigned)")
@@ -53,4 +53,5 @@ for item in items:
         label=f"{item.vignette_id} · {sub_action(item.sub_action).label}",
         query_params={"vignette": item.vignette_id, "sub_action": item.sub_action},
     )
-    right.caption(f"{item.domain} · {status}")
+    badge = {"to do": "⬜", "draft": "✏️", "submitted": "✅"}[item.status]
+    right.markdown(f"{badge} {status} · {item.domain}")

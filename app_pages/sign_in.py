@@ -8,7 +8,7 @@ from fma_bands.users import SIGN_IN_FAILED, sign_in
 st.title("Sign in")
 st.write("Sign in with the name and passphrase your study coordinator gave you.")
 with st.form("sign_in"):
-    pseudonym = st.text_input("Name")
+    pseudonym = st.text_input("Name", placeholder="your study name, e.g. rater-01")
     passphrase = st.text_input("Passphrase", type="password")
     submitted = st.form_submit_button("Sign in", type="primary")
 

@@ -540,6 +540,21 @@ def _well_formed(statement: Any) -> bool:
         return False
 
 
+def signed_revisions(folder: Path, pseudonym: str) -> dict[tuple[str, str], int]:
+    """For each band, the review revision the rater's latest valid attestation covers."""
+    _, checked = read_folder(folder)
+    covered: dict[tuple[str, str], tuple[str, int]] = {}
+    for env in checked:
+        if env.error or env.kind != "adjudication" or env.pseudonym != pseudonym:
+            continue
+        signed_at = env.statement["predicate"]["signature_manifestation"]["signed_at"]
+        for review in env.statement["predicate"]["reviews"]:
+            band = (review["vignette_id"], review["sub_action"])
+            if band not in covered or covered[band][0] < signed_at:
+                covered[band] = (signed_at, review.get("revision"))
+    return {band: revision for band, (_, revision) in covered.items()}
+
+
 def read_folder(
     folder: Path, paths: list[Path] | None = None
 ) -> tuple[dict[str, dict[str, Any]], list[CheckedEnvelope]]:

@@ -344,9 +344,9 @@ def progress_text(at: AppTest) -> str:
     return bar.text
 
 
-def resume_link(at: AppTest):
-    [link] = [p for p in at.get("page_link") if p.value.startswith(("Resume", "Start reviewing"))]
-    return link
+def resume_button(at: AppTest):
+    [button] = [b for b in at.button if b.label.startswith(("Resume", "Start reviewing"))]
+    return button
 
 
 def test_queue_counts_submitted_bands(study):
@@ -364,9 +364,12 @@ def test_queue_resumes_at_the_first_draft(study):
     # The first band (documentation) is still to do; the drafts are the third and fourth bands.
     study.save(study.rater, TRIAGE, submit=False, verdict="ACCEPT")
     study.save(study.rater, ORDER, submit=False, verdict="DECLINE")
-    link = resume_link(open_app(study.rater))
-    assert link.value.startswith("Resume: draft_ordering_01")
-    assert link.proto.query_string == "vignette=draft_ordering_01&sub_action=esi_acuity"
+    at = open_app(study.rater)
+    assert resume_button(at).label.startswith("Resume: draft_ordering_01")
+    resume_button(at).click().run()
+    assert not at.exception
+    assert title(at) == "ESI acuity level"
+    assert at.caption[0].value.startswith("Vignette **draft_ordering_01**")
 
 
 # Review page: what it shows ----------------------------------------------------------------
@@ -523,11 +526,7 @@ def test_a_saved_draft_is_still_there_after_visiting_the_queue(study):
     fill_draft(at, DOC, hi=21, reason="Three weeks at most.")
     click(at, "Save draft")
     go(at, "app_pages/queue.py")
-    assert (
-        resume_link(at).proto.query_string
-        == "vignette=draft_documentation_01&sub_action=followup_days"
-    )
-    go(at, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
+    resume_button(at).click().run()
     assert_shows_draft(at, DOC, hi=21, reason="Three weeks at most.")
 
 
