@@ -8,7 +8,9 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from fma_bands.bands import describe
 from fma_bands.db import create_schema, make_engine, session_scope
+from fma_bands.picture import Row, band_chart, straddle_sentence
 from fma_bands.reviews import study, sync_vignettes
 from fma_bands.settings import Settings
 from fma_bands.users import UserPublic
@@ -84,3 +86,29 @@ def proposals_visible(user: UserPublic) -> bool:
         return True
     with session() as s:
         return study(s).mode == "review"
+
+
+def show_proposal(proposal, vignette) -> None:
+    """A proposed band as raters and coordinators read it: values, picture, source and reasoning."""
+    threshold = proposal.effective_threshold
+    st.markdown(f"**Acceptable:** {describe(proposal.acceptable)}")
+    if proposal.disputed_span is not None:
+        st.markdown(f"**Disputed span:** {describe(proposal.disputed_span)}")
+    st.altair_chart(
+        band_chart(
+            proposal.sub_action,
+            [Row("proposal", proposal.acceptable, proposal.disputed_span)],
+            threshold=threshold,
+            orderables=vignette.orderables,
+        )
+    )
+    st.markdown(straddle_sentence(proposal.acceptable, threshold))
+    for label, text in (
+        ("Source", proposal.source),
+        ("Clause", proposal.clause),
+        ("Reasoning", proposal.reasoning),
+        ("Notes", proposal.notes),
+    ):
+        if text:
+            st.markdown(f"**{label}.** {text}")
+    st.caption(f"Provenance: {proposal.provenance}.")

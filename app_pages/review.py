@@ -4,7 +4,7 @@ band, the six protocol questions, and the verdict."""
 import streamlit as st
 
 from app_pages import band_editor
-from app_pages.common import library, require_user, session, show_errors
+from app_pages.common import library, require_user, session, show_errors, show_proposal
 from fma_bands.actions import STEPS, sub_action
 from fma_bands.bands import BandError, describe, parse_band
 from fma_bands.picture import Row, band_chart, straddle_sentence
@@ -75,27 +75,7 @@ threshold = proposal.effective_threshold
 if settings.mode == "review":
     st.subheader("Proposed band")
     with st.container(border=True):
-        st.markdown(f"**Acceptable:** {describe(proposal.acceptable)}")
-        if proposal.disputed_span is not None:
-            st.markdown(f"**Disputed span:** {describe(proposal.disputed_span)}")
-        for label, text in (
-            ("Source", proposal.source),
-            ("Clause", proposal.clause),
-            ("Reasoning", proposal.reasoning),
-            ("Notes", proposal.notes),
-        ):
-            if text:
-                st.markdown(f"**{label}.** {text}")
-        st.caption(f"Provenance: {proposal.provenance}.")
-        st.altair_chart(
-            band_chart(
-                name,
-                [Row("proposal", proposal.acceptable, proposal.disputed_span)],
-                threshold=threshold,
-                orderables=vignette.orderables,
-            )
-        )
-        st.markdown(straddle_sentence(proposal.acceptable, threshold))
+        show_proposal(proposal, vignette)
 
 flash = st.session_state.pop(f"{key}:flash", None)
 if flash:

@@ -2,9 +2,8 @@
 
 import streamlit as st
 
-from app_pages.common import library, proposals_visible, require_user
+from app_pages.common import library, proposals_visible, require_user, show_proposal
 from fma_bands.actions import sub_action
-from fma_bands.bands import describe, to_harness
 
 lib = library()
 ids = list(lib.vignettes)
@@ -44,26 +43,7 @@ if not vignette.proposals:
     st.write("No band is proposed for this vignette.")
 for proposal in vignette.proposals:
     action = sub_action(proposal.sub_action)
-    threshold = proposal.effective_threshold
-    straddles = proposal.acceptable.straddles(threshold)
     with st.container(border=True):
-        st.markdown(f"#### {action.label} · `{action.name}`")
-        st.caption(f"{action.step_info.description} Provenance: {proposal.provenance}.")
-        st.markdown(f"**Acceptable:** {describe(proposal.acceptable)}")
-        st.caption(f"Harness form: `{to_harness(proposal.acceptable)}`")
-        if proposal.disputed_span is not None:
-            st.markdown(f"**Disputed span:** {describe(proposal.disputed_span)}")
-        if threshold is None:
-            st.caption("No threshold is pre-registered for this sub-action.")
-        elif straddles:
-            st.markdown(f"Straddles the threshold `{threshold}`: it admits values on both sides.")
-        else:
-            st.markdown(f"Does not straddle `{threshold}`: every value is on one side.")
-        for label, text in (
-            ("Source", proposal.source),
-            ("Clause", proposal.clause),
-            ("Reasoning", proposal.reasoning),
-            ("Notes", proposal.notes),
-        ):
-            if text:
-                st.markdown(f"**{label}.** {text}")
+        st.markdown(f"#### {action.label}")
+        st.caption(action.step_info.description)
+        show_proposal(proposal, vignette)

@@ -560,25 +560,13 @@ def _is_stale(row: Review, library: Library) -> bool:
 
 def _data(session: Session, row: Review, library: Library) -> ReviewData:
     rater = session.get(User, row.rater_id)
-    return ReviewData(
-        id=row.id,
-        vignette_id=row.vignette_id,
-        sub_action=row.sub_action,
-        rater=rater.pseudonym,
-        revision=row.revision,
-        status=row.status,
-        mode=row.mode,
-        verdict=row.verdict,
-        band=row.band,
-        answers=row.answers or {},
-        reason=row.reason,
-        context_digest=row.context_digest,
-        proposal_digest=row.proposal_digest,
-        origin=row.origin,
-        version=row.version,
-        submitted_at=row.submitted_at,
-        updated_at=row.updated_at,
-        stale=_is_stale(row, library),
+    return ReviewData.model_validate(
+        {
+            **row.model_dump(),
+            "rater": rater.pseudonym,
+            "answers": row.answers or {},
+            "stale": _is_stale(row, library),
+        }
     )
 
 

@@ -68,3 +68,36 @@ def engine(request, tmp_path):
     with engine.begin() as conn:
         conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
     yield engine
+
+
+RATER_DETAILS = {"role": "rater", "jurisdiction": "Australia", "years_post_registration": 12}
+
+
+def enrol_study(session, library):
+    """The library in the store, a coordinator, and two raters of different specialties."""
+    from fma_bands.reviews import sync_vignettes
+    from fma_bands.users import create_user
+
+    sync_vignettes(session, library, actor="test")
+    coordinator = create_user(
+        session,
+        actor=None,
+        pseudonym="coordinator",
+        passphrase="coordinator pass",
+        role="coordinator",
+    )
+    raters = [
+        create_user(
+            session,
+            actor="coordinator",
+            pseudonym=name,
+            passphrase=passphrase,
+            specialty=specialty,
+            **RATER_DETAILS,
+        )
+        for name, passphrase, specialty in (
+            ("adjudicator-01", "passphrase one", "geriatrics"),
+            ("adjudicator-02", "passphrase two", "emergency medicine"),
+        )
+    ]
+    return coordinator, *raters

@@ -87,9 +87,11 @@ def test_vignette_page_says_whether_a_band_straddles(app):
     app.switch_page("app_pages/vignette.py")
     app.query_params["id"] = "draft_ordering_01"
     app.run()
-    assert "Straddles the threshold `high_acuity: value <= 2`" in text_of(app)
+    shown = text_of(app)
+    assert "Threshold: high acuity (ESI acuity level at most 2 - emergent)" in shown
+    assert "so it straddles the threshold" in shown
     app.selectbox(key="vignette_id").set_value("draft_triage_01").run()
-    assert "Does not straddle `high_acuity: value <= 2`" in text_of(app)
+    assert "the band does not straddle the threshold" in text_of(app)
 
 
 def test_broken_files_are_reported_not_raised(app, tmp_path, monkeypatch, shared_vignettes):

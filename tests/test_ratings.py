@@ -22,10 +22,8 @@ from fma_bands.reviews import (
     save,
     set_mode,
     set_phase,
-    sync_vignettes,
 )
-from fma_bands.users import create_user
-from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
+from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES, enrol_study
 
 RATER = dict(role="rater", jurisdiction="Australia", years_post_registration=12)
 # A second paper review that disagrees on analgesia and follow-up and declines the triage band.
@@ -40,30 +38,7 @@ draft_documentation_01 | followup_days | AMEND {"min": 1, "max": 14} | Two weeks
 @pytest.fixture
 def study(engine, shared_library):
     with session_scope(engine) as s:
-        sync_vignettes(s, shared_library, actor="test")
-        coordinator = create_user(
-            s,
-            actor=None,
-            pseudonym="coordinator",
-            passphrase="coordinator pass",
-            role="coordinator",
-        )
-        a = create_user(
-            s,
-            actor="c",
-            pseudonym="adjudicator-01",
-            passphrase="passphrase one",
-            specialty="geriatrics",
-            **RATER,
-        )
-        b = create_user(
-            s,
-            actor="c",
-            pseudonym="adjudicator-02",
-            passphrase="passphrase two",
-            specialty="emergency medicine",
-            **RATER,
-        )
+        coordinator, a, b = enrol_study(s, shared_library)
         import_handback(
             s,
             shared_library,

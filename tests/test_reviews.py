@@ -27,9 +27,8 @@ from fma_bands.reviews import (
     submitted_reviews,
     sync_vignettes,
 )
-from fma_bands.users import create_user
 from fma_bands.vignettes import load_library
-from tests.conftest import HANDBACK
+from tests.conftest import HANDBACK, enrol_study
 
 RATER = dict(role="rater", jurisdiction="Australia", years_post_registration=12)
 GOOD_ANSWERS = {
@@ -46,30 +45,7 @@ GOOD_ANSWERS = {
 def study(engine, shared_library):
     """The FairMedAgent drafts in a store with a coordinator and two raters."""
     with session_scope(engine) as s:
-        sync_vignettes(s, shared_library, actor="test")
-        coordinator = create_user(
-            s,
-            actor=None,
-            pseudonym="coordinator",
-            passphrase="coordinator pass",
-            role="coordinator",
-        )
-        a = create_user(
-            s,
-            actor="coordinator",
-            pseudonym="adjudicator-01",
-            passphrase="passphrase one",
-            specialty="geriatrics",
-            **RATER,
-        )
-        b = create_user(
-            s,
-            actor="coordinator",
-            pseudonym="adjudicator-02",
-            passphrase="passphrase two",
-            specialty="emergency medicine",
-            **RATER,
-        )
+        coordinator, a, b = enrol_study(s, shared_library)
     return engine, shared_library, coordinator, a, b
 
 
