@@ -58,6 +58,12 @@ if not ratings:
     st.info("No submitted review yet: there is nothing to compare.")
     st.stop()
 
+
+def _number(value: float | None) -> str:
+    # Undefined stays undefined: never 0, 1 or nan on screen.
+    return "undefined" if value is None else f"{value:.3f}"
+
+
 rows, alphas = [], []
 for scope, by_metric in report.metrics.items():
     a = by_metric.get(metric)
@@ -69,17 +75,17 @@ for scope, by_metric in report.metrics.items():
             "sub-action": "all sub-actions (pooled)"
             if scope == POOLED
             else sub_action(scope).label,
-            "alpha": None if a.alpha is None else round(a.alpha, 3),
+            "alpha": _number(a.alpha),
             "95% interval": "not computed"
             if a.ci_low is None
-            else f"{a.ci_low:.3f} to {a.ci_high:.3f}",
-            "P(alpha < 0.800)": a.p_below_0800,
-            "P(alpha < 0.667)": a.p_below_0667,
+            else f"{_number(a.ci_low)} to {_number(a.ci_high)}",
             "units": a.n_units,
             "raters": a.n_raters,
             "pairable values": a.n_pairable,
             "reading": reading(a.alpha, a.reason),
-            "interval method": a.method,
+            "P(alpha < 0.800)": _number(a.p_below_0800),
+            "P(alpha < 0.667)": _number(a.p_below_0667),
+            "interval method": a.method or "not computed",
         }
     )
 st.subheader(f"Krippendorff's alpha: {metric}")
@@ -87,7 +93,24 @@ st.caption(
     "Computed over bands with two or more raters whose verdict is not DECLINE (for the verdict "
     "metric, DECLINE is a category). Rely on alpha >= 0.800; draw tentative conclusions from 0.667."
 )
-st.dataframe(rows, hide_index=True)
+st.dataframe(
+    rows,
+    hide_index=True,
+    column_config={
+        "sub-action": st.column_config.TextColumn(width="medium"),
+        "alpha": st.column_config.TextColumn(width="small"),
+        "units": st.column_config.NumberColumn(width="small"),
+        "raters": st.column_config.NumberColumn(width="small"),
+        "pairable values": st.column_config.NumberColumn(width="small"),
+        "reading": st.column_config.TextColumn(width="medium"),
+    },
+)
+small = [r["sub-action"] for r, a in zip(rows, alphas, strict=True) if 0 < a.n_units < 10]
+if small:
+    st.caption(
+        "Few units behind " + ", ".join(small) + ": with under ten bands an alpha and its "
+        "interval say little; read them as a description of these raters, not an estimate."
+    )
 
 points = [
     {
@@ -101,10 +124,10 @@ points = [
     if a.alpha is not None
 ]
 if points:
-    y = alt.Y("scope:N", title=None, sort=None)
+    y = alt.Y("scope:N", title=None, sort=None, axis=alt.Axis(labelLimit=300))
     x_scale = alt.Scale(domain=[-1, 1])
     data = alt.Chart(alt.Data(values=points))
-    intervals = data.transform_filter("datum.lo != null").mark_rule(strokeWidth=2)
+    intervals = data.transform_filter("datum.lo != null").mark_rule(strokeWidth=3, color="#5c6bc0")
     chart = (
         intervals.encode(
             x=alt.X("lo:Q", title="alpha and its 95% interval", scale=x_scale), x2="hi:Q", y=y
@@ -115,6 +138,9 @@ if points:
         + alt.Chart(alt.Data(values=[{"x": 0.667}, {"x": 0.8}]))
         .mark_rule(strokeDash=[4, 4], color="gray")
         .encode(x="x:Q")
+    ).properties(
+        height=36 * len(points) + 40,
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
     st.altair_chart(chart)
     st.caption("Dashed lines: 0.667 and 0.800. Undefined alphas are not drawn.")
@@ -138,7 +164,8 @@ for band in most_disputed_first(report.bands):
             "empty": "no consensus: the raters share no value",
             "absent": "one rater only: the intersection rule does not bind",
         }[consensus.rule]
-        st.caption(f"{band.n_raters} rater(s) with a band, {band.n_declined} declined · {rule}")
+        raters = f"{band.n_raters} rater{'s' if band.n_raters != 1 else ''} with a band"
+        st.caption(f"{raters}, {band.n_declined} declined · {rule}")
         chart_rows = [
             Row(r.rater, band_from_values(name, r.values))
             for r in by_band[(band.vignette_id, name)]

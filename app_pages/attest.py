@@ -1,6 +1,9 @@
 """Sign an attestation: the statement, the declarations, every review it covers, the passphrase
 again, and the signature manifestation once signed."""
 
+from datetime import datetime
+from pathlib import Path
+
 import streamlit as st
 
 from app_pages.common import library, require_user, session, settings
@@ -14,7 +17,14 @@ from fma_bands.attestations import (
     read_folder,
     signed_revisions,
 )
+from fma_bands.bands import describe, parse_band
 from fma_bands.models import User
+
+
+def _when(stamp: str) -> str:
+    """'2026-11-29T19:30:07.378140Z' as '29 Nov 2026, 19:30:07 UTC'."""
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").strftime("%d %b %Y, %H:%M:%S UTC")
+
 
 user = require_user("rater")
 lib = library()
@@ -34,9 +44,9 @@ if just_signed:
     st.table(
         {
             "Printed name": [just_signed["name"]],
-            "Signed at (UTC)": [just_signed["at"]],
+            "Signed at": [_when(just_signed["at"])],
             "Meaning": [just_signed["meaning"]],
-            "File": [just_signed["file"]],
+            "File": [Path(just_signed["file"]).name],
         }
     )
 
@@ -56,7 +66,9 @@ if signing.reviews:
                 "vignette": r["vignette_id"],
                 "sub-action": sub_action(r["sub_action"]).label,
                 "verdict": r["verdict"],
-                "band attested": "-" if r["attested_band"] is None else str(r["attested_band"]),
+                "band attested": "none (declined)"
+                if r["attested_band"] is None
+                else describe(parse_band(r["sub_action"], r["attested_band"])),
                 "revision": r["revision"],
             }
             for r in signing.reviews
@@ -81,10 +93,15 @@ if changed:
         "again; signing now supersedes them."
     )
 
-with st.form("attest"):
+with st.form("attest", clear_on_submit=True):
     st.markdown("**Declarations** (all are required)")
     ticks = {key: st.checkbox(text, key=f"declare:{key}") for key, text in DECLARATIONS.items()}
-    meaning = st.selectbox("Meaning of this signature", ["adjudication"], help="As recorded.")
+    meaning = "adjudication"
+    st.caption(
+        "Meaning of this signature: adjudication, your clinical judgement of each band listed. "
+        "The printed name is your pseudonym; your real name stays private, bound to it by the "
+        "published identity commitment."
+    )
     passphrase = st.text_input("Your passphrase, again", type="password")
     sign = st.form_submit_button(
         "Sign attestation", type="primary", disabled=not (signing.reviews and identity_recorded)
@@ -121,6 +138,6 @@ if mine:
     for c in mine:
         m = c.statement["predicate"]["signature_manifestation"]
         st.caption(
-            f"{c.path.name}: signed {m['signed_at']} ({m['meaning']}), "
+            f"{c.path.name}: signed {_when(m['signed_at'])} ({m['meaning']}), "
             f"{len(c.statement['subject'])} bands"
         )

@@ -53,5 +53,9 @@ for item in items:
         label=f"{item.vignette_id} · {sub_action(item.sub_action).label}",
         query_params={"vignette": item.vignette_id, "sub_action": item.sub_action},
     )
-    badge = {"to do": "⬜", "draft": "✏️", "submitted": "✅"}[item.status]
+    badge = {
+        "to do": ":material/radio_button_unchecked:",
+        "draft": ":material/edit_note:",
+        "submitted": ":material/check_circle:",
+    }[item.status]
     right.markdown(f"{badge} {status} · {item.domain}")

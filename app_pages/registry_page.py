@@ -23,10 +23,11 @@ except AttestationError as exc:
     st.stop()
 policy = registry.policy
 granted = sum(d.adjudicated for d in registry.decisions)
+scope_rule = {"warn": "warn only", "require": "required"}[policy.scope]
 st.caption(
-    f"Decided from `{settings().vignettes}` and `{folder}` alone, under policy quorum "
-    f"{policy.quorum}, scope {policy.scope}: {granted} of {len(registry.decisions)} bands "
-    "clinician-adjudicated."
+    f"Decided from the vignette files and the attestations folder alone, under the policy: "
+    f"quorum {policy.quorum}, specialty scope rule {scope_rule}. {granted} of "
+    f"{len(registry.decisions)} bands are clinician-adjudicated."
 )
 for problem in registry.file_problems:
     st.error(problem)
@@ -46,20 +47,22 @@ for d in registry.decisions:
     ):
         continue
     with st.container(border=True):
-        icon = "✅" if d.adjudicated else "⬜"
+        icon = ":material/verified:" if d.adjudicated else ":material/pending:"
         st.markdown(
             f"{icon} **{d.vignette_id}** · {sub_action(d.sub_action).label}: {d.provenance}"
         )
         st.write(f"Band: {describe(d.band)}")
         if d.adjudicated_by:
-            st.caption(
-                f"Adjudicated by {', '.join(d.adjudicated_by)} "
-                f"({d.n_raters} attesting, intersection rule {d.intersection_rule})"
-            )
+            rule = {
+                "absent": "one adjudicator: the intersection rule does not bind",
+                "applied": "the intersection of their bands",
+                "empty": "no consensus",
+            }[d.intersection_rule]
+            st.caption(f"Adjudicated by {', '.join(d.adjudicated_by)} ({rule})")
         for r in d.reasons:
             st.markdown(f"- not granted, `{r.code}`: {r.message}")
         for w in d.warnings:
-            st.markdown(f"- warning, `{w.code}`: {w.message}")
+            st.warning(f"`{w.code}`: {w.message}", icon=":material/warning:")
 
 st.subheader("Export bands.yaml")
 if not lib.ok:
@@ -69,7 +72,11 @@ document = export_document(lib, folder)
 text = dump_bands(document)
 st.download_button("Download bands.yaml", text, file_name="bands.yaml", mime="application/yaml")
 with st.form("write_export"):
-    target = st.text_input("Or write it on the server, to", value="bands.yaml")
+    target = st.text_input(
+        "Or write it on the server, to",
+        value=str(Path("bands.yaml").resolve()),
+        help="A path on the machine running the app.",
+    )
     write = st.form_submit_button("Write bands.yaml")
 if write:
     try:

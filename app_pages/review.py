@@ -50,12 +50,13 @@ back, forward = st.columns(2)
 for column, offset, label in ((back, -1, "← Previous band"), (forward, 1, "Next band →")):
     if 0 <= position + offset < len(items):
         other = items[position + offset]
-        column.page_link(
-            "app_pages/review.py",
-            label=label,
-            help=f"{other.vignette_id} · {sub_action(other.sub_action).label}",
-            query_params={"vignette": other.vignette_id, "sub_action": other.sub_action},
-        )
+        # A button that switches page moves the address too, so a reload or a shared link
+        # opens the band on screen (a link to the page already open would not).
+        if column.button(label, help=f"{other.vignette_id} · {sub_action(other.sub_action).label}"):
+            st.switch_page(
+                "app_pages/review.py",
+                query_params={"vignette": other.vignette_id, "sub_action": other.sub_action},
+            )
 st.caption(f"Band {position + 1} of {len(items)} in your queue.")
 
 st.subheader("What the agent knows at this step")

@@ -66,9 +66,7 @@ def describe_threshold(threshold: Threshold, action) -> str:
         rule = f"{action.label}: {'yes' if threshold.value else 'no'}"
     else:
         words = _WORDS[threshold.op]
-        rule = f"{action.label} {words} {action.label_for(threshold.value)}".replace(
-            "  ", " "
-        )
+        rule = f"{action.label} {words} {action.label_for(threshold.value)}".replace("  ", " ")
     name = (threshold.name or "").replace("_", " ")
     return f"{name} ({rule})" if name and action.kind != "boolean" else rule
 
@@ -96,16 +94,17 @@ def band_chart(
             records.append(
                 {"row": row.label, "value": value, "state": _state(row, value), "order": 0}
             )
-    if threshold is not None and action.kind != "multilabel":
-        label = f"threshold: {threshold.expression()}"
+    threshold_label = (
+        f"threshold: {describe_threshold(threshold, action)}"
+        if threshold is not None and action.kind != "multilabel"
+        else None
+    )
+    if threshold_label:
+        label = threshold_label
         for value in domain:
             state = "threshold holds" if threshold.holds(value) else "threshold fails"
             records.append({"row": label, "value": value, "state": state, "order": 1})
-    row_order = [r.label for r in rows] + (
-        [f"threshold: {threshold.expression()}"]
-        if threshold is not None and action.kind != "multilabel"
-        else []
-    )
+    row_order = [r.label for r in rows] + ([threshold_label] if threshold_label else [])
     present = [state for state in COLOURS if any(r["state"] == state for r in records)]
     colour = alt.Color(
         "state:N",
@@ -113,7 +112,7 @@ def band_chart(
         scale=alt.Scale(domain=present, range=[COLOURS[state] for state in present]),
         legend=alt.Legend(orient="bottom"),
     )
-    y = alt.Y("row:N", title=None, sort=row_order, axis=alt.Axis(labelLimit=260))
+    y = alt.Y("row:N", title=None, sort=row_order, axis=alt.Axis(labelLimit=420))
     height = 34 * len(row_order)
     # Streamlit fits charts to the container; fitting only the width keeps each row its height
     # (fitting both squeezed the rows to nothing under the axis and legend).

@@ -259,7 +259,8 @@ def _decide_band(
         if in_scope is False:
             reason = Reason(
                 "out_of_scope",
-                f"{REASONS['out_of_scope']}: {entry.pseudonym} ({entry.specialty}) for {name}",
+                f"{REASONS['out_of_scope']}: {entry.pseudonym} ({entry.specialty}) for "
+                f"{action.label.lower()}",
             )
             if policy.scope == "require":
                 decision.reasons.append(reason)

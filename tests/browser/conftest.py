@@ -221,8 +221,15 @@ def demo_server(app_server, tmp_path_factory):
         folder = str(Path(vignettes).resolve())
         if not fresh and folder in cache and cache[folder].process.poll() is None:
             return cache[folder]
-        url = prepare_demo_database(tmp_path_factory.mktemp("demo-db"), Path(folder))
-        server = app_server(FMA_BANDS_DATABASE_URL=url, FMA_BANDS_VIGNETTES=folder)
+        demo = tmp_path_factory.mktemp("demo-db")
+        url = prepare_demo_database(demo, Path(folder))
+        # The folder `fma-bands demo` published the raters' public keys to, so the registry
+        # and attestations see the enrolled adjudicators.
+        server = app_server(
+            FMA_BANDS_DATABASE_URL=url,
+            FMA_BANDS_VIGNETTES=folder,
+            FMA_BANDS_ATTESTATIONS=demo / "attestations",
+        )
         if not fresh:
             cache[folder] = server
         return server

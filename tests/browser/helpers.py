@@ -1,11 +1,15 @@
 """What browser tests do to a page: wait as Streamlit's own e2e suite does, sign in, choose,
-check, take pictures."""
+check, read tables, take pictures; and the fma-bands command on a server's database."""
 
 import os
 import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 ROOT = Path(__file__).resolve().parents[2]
 # The first render takes about 1.3 s on the project's 2-core machines; a rerun far less.
@@ -91,3 +95,49 @@ def shoot(page: Page, name: str) -> Path:
         if size:
             page.set_viewport_size(size)
     return path
+
+
+def run_cli(env: dict[str, str], *args: str) -> str:
+    """Run `python -m fma_bands.cli ARGS` with the FMA_BANDS_* settings in `env` (a server's,
+    so the command works on that server's database and folders); return its stdout."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("FMA_BANDS_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "fma_bands.cli", *args],
+        cwd=ROOT,
+        env={**base, **env},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, (
+        f"`fma-bands {' '.join(args)}` failed with code {result.returncode}:\n"
+        f"{result.stdout}{result.stderr}"
+    )
+    return result.stdout
+
+
+def dataframe_rows(frame: Locator) -> dict[str, dict[str, str]]:
+    """An st.dataframe's visible cells, by the text of each row's first cell, then by column
+    header (the grid draws on a canvas; its accessible table carries the text)."""
+    headers = frame.locator('[role="columnheader"]').all_inner_texts()
+    rows = {}
+    for row in frame.locator('[role="row"]').all():
+        cells = row.locator('[role="gridcell"]').all_inner_texts()
+        if cells:
+            rows[cells[0]] = dict(zip(headers, cells, strict=False))
+    return rows
+
+
+def eventually(page: Page, check: Callable[[], object], timeout: float = 5_000) -> None:
+    """Retry `check` until it stops failing an assertion, as `expect` retries a locator: for
+    what the page draws after the script has finished (a dataframe's new rows)."""
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        try:
+            check()
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+        page.wait_for_timeout(100)

@@ -1,6 +1,8 @@
 """The library and vignette pages in a real browser, signed in as a rater: FairMedAgent's
 vignettes, then the bundled demo study."""
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -60,8 +62,22 @@ def test_a_vignette_link_opens_its_page(page: Page, server):
     table = page.get_by_test_id("stTable")
     for test in ("bmp", "glucose", "beta_hydroxybutyrate"):
         expect(table.get_by_role("cell", name=test, exact=True)).to_be_visible()
-    expect(page.get_by_text("Disputed span")).to_be_visible()
-    expect(page.get_by_text("15 days to 30 days")).to_be_visible()
+    expect(page.get_by_text("Disputed span: 15 days to 30 days", exact=True)).to_be_visible()
+    expect(
+        page.get_by_text(
+            "No threshold is pre-registered for follow-up interval (days), so straddling does "
+            "not arise.",
+            exact=True,
+        )
+    ).to_be_visible()
+    # The proposal's picture: its in-band and disputed runs.
+    chart = page.get_by_test_id("stVegaLiteChart")
+    expect(chart).to_have_count(1)
+    expect(
+        chart.locator(
+            '[aria-label*="row: proposal;"][aria-label*="from: 15; to: 30; state: disputed"]'
+        )
+    ).to_have_count(1)
     assert_no_canary(page)
     shoot(page, "vignette-draft_documentation_01")
 
@@ -70,14 +86,27 @@ def test_the_vignette_selectbox_switches_vignettes(page: Page, server):
     open_library(page, server.url)
     follow_link(page, "draft_ordering_01")
     expect(page.get_by_role("heading", name="draft_ordering_01", level=1)).to_be_visible()
-    expect(page.get_by_text("Straddles the threshold")).to_be_visible()
+    expect(
+        page.get_by_text(
+            re.compile(r"^Threshold: high acuity \(ESI acuity level at most 2 - emergent\)\.")
+        )
+    ).to_have_text(re.compile(r"The band includes both sides .*, so it straddles the threshold"))
+    expect(page.get_by_test_id("stVegaLiteChart")).to_have_count(1)
     page.get_by_role("combobox", name="Vignette").click()
     page.get_by_role("option", name="draft_triage_01", exact=True).click()
     wait_for_app(page)
     assert_no_exception(page)
     expect(page.get_by_role("heading", name="draft_triage_01", level=1)).to_be_visible()
     expect(page).to_have_url(f"{server.url}/vignette?id=draft_triage_01")
-    expect(page.get_by_text("Does not straddle")).to_be_visible()
+    expect(
+        page.get_by_text(
+            re.compile(r"^Threshold: high acuity \(ESI acuity level at most 2 - emergent\)\.")
+        )
+    ).to_have_text(
+        re.compile(
+            r"Every value of the band is inside it, so the band does not straddle the threshold"
+        )
+    )
     assert_no_canary(page)
 
 

@@ -1,0 +1,268 @@
+"""Agreement in a real browser (DESIGN 2.4, 2.5), on FairMedAgent's vignettes and a database
+`fma-bands demo` prepared: rater-02 hands back reviews on paper (imported with the command),
+rater-01 reviews in the browser and disagrees on one band; while the phase is open a rater's
+Agreement page shows no figure, the coordinator's shows them all; once the coordinator closes
+the phase, rater-01 sees the alpha table, its chart and the bands most disputed first, with the
+same numbers as `fma-bands agreement --json`."""
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import DEMO_ACCOUNTS
+from tests.browser.helpers import (
+    assert_no_exception,
+    choose,
+    dataframe_rows,
+    eventually,
+    follow_link,
+    open_app,
+    open_from_sidebar,
+    run_cli,
+    shoot,
+    sign_in,
+    wait_for_app,
+)
+
+ACCEPT = "ACCEPT: the band stands as written"
+FOLLOWUP = "draft_documentation_01 · Follow-up interval (days)"
+TRIAGE = "draft_triage_01 · ESI acuity level"
+ANALGESIA = "draft_medication_01 · Analgesia tier"
+# rater-02, on paper: widens the follow-up interval to a month (rater-01 accepts 1 to 14 days),
+# accepts the triage band (as rater-01 does) and the analgesia band (rater-01 leaves it).
+HANDBACK_OF_RATER_02 = """\
+# rater-02's hand-back: vignette_id | sub_action | VERDICT [band] | reason
+draft_documentation_01 | followup_days | AMEND {"min": 1, "max": 30} | The sources admit follow-up within the first month.
+draft_triage_01 | esi_acuity | ACCEPT | Chest pain before any test is ESI 2, not ESI 1.
+draft_medication_01 | analgesia_tier | ACCEPT | NSAID first, a weak opioid defensible.
+"""  # noqa: E501
+CLOSED_FOR_RATERS = (
+    "Agreement between raters is shown once the coordinator closes the review phase."
+)
+POOLED = "all sub-actions (pooled)"
+# The dataframe's columns a reader needs first (wider tables scroll: later ones may be hidden).
+COLUMNS = ("sub-action", "alpha", "95% interval", "units", "raters", "pairable values", "reading")
+LABELS = {
+    "followup_days": "Follow-up interval (days)",
+    "esi_acuity": "ESI acuity level",
+    "analgesia_tier": "Analgesia tier",
+    "pooled": POOLED,
+}
+
+
+@pytest.fixture(scope="module")
+def server(demo_server, shared_vignettes):
+    return demo_server(shared_vignettes, fresh=True)
+
+
+# Steps ----------------------------------------------------------------------------------------
+
+
+def sign_in_as(page: Page, url: str, name: str, landing: str) -> None:
+    open_app(page, url)
+    sign_in(page, name, DEMO_ACCOUNTS[name])
+    expect(page.get_by_role("heading", name=landing, level=1)).to_be_visible()
+    role = "coordinator" if name == "coordinator" else "rater"
+    expect(page.get_by_test_id("stSidebar")).to_contain_text(f"Signed in as {name} ({role})")
+
+
+def accept_band(page: Page, link: str, title: str, *, disputed: bool) -> None:
+    """ACCEPT one band from the queue, answering the six questions as an accepting rater would."""
+    open_from_sidebar(page, "My queue")
+    follow_link(page, link)
+    expect(page.get_by_role("heading", name=title, level=1)).to_be_visible()
+    for number, choice in ((1, "yes"), (2, "yes"), (3, "no"), (4, "no"), (6, "yes")):
+        choose(page, f"Answer to question {number}", choice)
+    if disputed:
+        note = page.get_by_label("Note for question 5", exact=True)
+        note.fill("The proposal's narrower reading: two weeks is what the clause prefers.")
+        note.press("Enter")
+        wait_for_app(page)
+    choose(page, "Verdict", ACCEPT)
+    reason = page.get_by_label("Reason", exact=True)
+    reason.fill("The band stands as the clause reads.")
+    reason.blur()
+    wait_for_app(page)
+    page.get_by_role("button", name="Submit review").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    expect(page.get_by_text("Review submitted (revision 1).")).to_be_visible()
+    expect(page.get_by_text("Verdict: ACCEPT", exact=True)).to_be_visible()
+
+
+def open_agreement(page: Page) -> None:
+    open_from_sidebar(page, "Agreement")
+    expect(page.get_by_role("heading", name="Agreement", level=1)).to_be_visible()
+
+
+def assert_no_figures(page: Page) -> None:
+    """A rater's Agreement page during the open phase: the notice, and not one figure."""
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_text(CLOSED_FOR_RATERS, exact=True)).to_be_visible()
+    expect(main.get_by_test_id("stDataFrame")).to_have_count(0)
+    expect(main.get_by_test_id("stVegaLiteChart")).to_have_count(0)
+    expect(main.get_by_text("alpha")).to_have_count(0)
+    expect(main.get_by_text("rater-02")).to_have_count(0)
+    text = main.inner_text()
+    assert not re.search(r"\d", text), f"a number on a rater's Agreement page while open:\n{text}"
+
+
+def alpha_table(page: Page, metric: str = "band") -> dict[str, dict[str, str]]:
+    """The alpha table for `metric`, read once its columns and pooled row are drawn."""
+    expect(page.get_by_role("heading", name=f"Krippendorff's alpha: {metric}")).to_be_visible()
+    frame = page.get_by_test_id("stMain").get_by_test_id("stDataFrame")
+    expect(frame).to_have_count(1)
+    expect(frame).to_be_visible()
+    # The grid paints a canvas; its (visually hidden) accessible table carries the text.
+    expect(frame.locator('[role="columnheader"]')).to_contain_text(list(COLUMNS))
+    pooled = frame.locator('[role="gridcell"]').filter(
+        has_text=re.compile(rf"^{re.escape(POOLED)}$")
+    )
+    expect(pooled).to_have_count(1)
+    return dataframe_rows(frame)
+
+
+def cli_report(server) -> dict:
+    """`fma-bands agreement --json` on the server's own database."""
+    return json.loads(run_cli(server.env, "agreement", "--json"))
+
+
+def assert_same_numbers(page: Page, report: dict, metric: str) -> dict[str, dict[str, str]]:
+    """The alpha table for `metric`: every scope's alpha (to 3 decimals), units and raters are
+    the command's. Returns the table's rows."""
+    rows = {}
+
+    def check() -> None:
+        rows.clear()
+        rows.update(alpha_table(page, metric))
+        same(rows, report, metric)
+
+    eventually(page, check)
+    return rows
+
+
+def same(rows: dict[str, dict[str, str]], report: dict, metric: str) -> None:
+    for scope, label in LABELS.items():
+        expected = report["metrics"][scope][metric]
+        row = rows[label]
+        assert int(row["units"]) == expected["n_units"], (scope, row, expected)
+        assert int(row["raters"]) == expected["n_raters"], (scope, row, expected)
+        if expected["alpha"] is None:
+            assert row["reading"].startswith("undefined ("), (scope, row, expected)
+            assert expected["reason"] in row["reading"], (scope, row, expected)
+        else:
+            assert float(row["alpha"]) == round(expected["alpha"], 3), (scope, row, expected)
+
+
+def alpha_chart(page: Page):
+    """The chart under the table: each defined alpha as a point on -1 to 1, with its interval."""
+    chart = page.get_by_test_id("stMain").get_by_test_id("stVegaLiteChart").first
+    expect(chart.get_by_role("img")).to_be_visible()
+    expect(chart.locator('[aria-label*="alpha and its 95% interval"]').first).to_be_attached()
+    return chart
+
+
+def band_box(page: Page, link: str):
+    return (
+        page.get_by_test_id("stLayoutWrapper")
+        .filter(has=page.get_by_role("link", name=link, exact=True))
+        .last
+    )
+
+
+# The test -------------------------------------------------------------------------------------
+
+
+def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
+    page: Page, browser: Browser, server, tmp_path
+):
+    # rater-02 reviewed on paper; the coordinator imports the hand-back with the command.
+    handback = tmp_path / "handback-rater-02.txt"
+    handback.write_text(HANDBACK_OF_RATER_02, encoding="utf-8")
+    out = run_cli(server.env, "handback", "import", str(handback), "--rater", "rater-02")
+    assert "imported 3 submitted reviews for rater-02" in out, out
+
+    # rater-01 reviews in the browser: accepts both bands, so disagrees on the follow-up one.
+    sign_in_as(page, server.url, "rater-01", "My queue")
+    accept_band(page, FOLLOWUP, "Follow-up interval (days)", disputed=True)
+    accept_band(page, TRIAGE, "ESI acuity level", disputed=False)
+    open_from_sidebar(page, "My queue")
+    expect(page.get_by_text("2 of 4 bands submitted", exact=True)).to_be_visible()
+
+    # While the phase is open, rater-01's Agreement page says when it will show, and no more.
+    open_agreement(page)
+    assert_no_figures(page)
+    shoot(page, "agreement-rater-open")
+
+    report = cli_report(server)
+    pooled = report["metrics"]["pooled"]["band"]
+    assert pooled["alpha"] is not None and pooled["n_units"] == 2, pooled
+
+    # The coordinator sees agreement at any time, then closes the phase.
+    context = browser.new_context()
+    try:
+        desk = context.new_page()
+        sign_in_as(desk, server.url, "coordinator", "Study admin")
+        open_agreement(desk)
+        assert_same_numbers(desk, report, "band")
+        alpha_chart(desk)
+        shoot(desk, "agreement-coordinator-open")
+
+        open_from_sidebar(desk, "Study admin")
+        expect(desk.get_by_text("The review phase is open.", exact=True)).to_be_visible()
+        desk.get_by_role("button", name="Close the review phase", exact=True).click()
+        wait_for_app(desk)
+        assert_no_exception(desk)
+        expect(desk.get_by_text("The review phase is closed.", exact=True)).to_be_visible()
+        expect(desk.get_by_role("button", name="Reopen the review phase")).to_be_visible()
+    finally:
+        context.close()
+    assert run_cli(server.env, "phase").strip() == "review phase closed"
+    # Closing freezes the reviews: the command's figures are those the coordinator saw.
+    assert cli_report(server) == report
+
+    # Now rater-01 sees the table, the chart and the bands, most disputed first.
+    open_agreement(page)
+    expect(page.get_by_text(CLOSED_FOR_RATERS)).to_have_count(0)
+    rows = assert_same_numbers(page, report, "band")
+    assert float(rows[POOLED]["alpha"]) == round(pooled["alpha"], 3)
+    assert int(rows[POOLED]["units"]) == pooled["n_units"] == 2
+    chart = alpha_chart(page)
+    point = chart.locator(f'[aria-label*="; scope: {POOLED}; units: {pooled["n_units"]}"]')
+    expect(point).to_have_count(1)
+    drawn = re.match(r"alpha: (-?[\d.]+);", point.get_attribute("aria-label") or "")
+    assert drawn and round(float(drawn[1]), 3) == round(pooled["alpha"], 3), drawn
+    expect(chart.locator(f'[aria-label*="; scope: {POOLED}; hi: "]')).to_have_count(1)
+    for line in ("x: 0.667", "x: 0.8"):
+        expect(chart.locator(f'[aria-label="{line}"]')).to_have_count(1)
+
+    expect(page.get_by_role("heading", name="Bands, most disputed first")).to_be_visible()
+    followup, triage = band_box(page, FOLLOWUP), band_box(page, TRIAGE)
+    analgesia = band_box(page, ANALGESIA)
+    expect(followup).to_contain_text("2 raters with a band, 0 declined · intersection rule applied")
+    expect(followup.get_by_text("Consensus: 1 day to 14 days", exact=True)).to_be_visible()
+    expect(followup.get_by_text("Disputed span: 15 days to 30 days", exact=True)).to_be_visible()
+    expect(followup.get_by_test_id("stVegaLiteChart")).to_have_count(1)
+    for rater in ("rater-01", "rater-02", "consensus"):
+        expect(followup.locator(f'[aria-label*="row: {rater};"]').first).to_be_attached()
+    expect(triage.get_by_text("Consensus: 2 - emergent", exact=True)).to_be_visible()
+    expect(triage.get_by_text(re.compile("^Disputed span"))).to_have_count(0)
+    expect(analgesia).to_contain_text("one rater only: the intersection rule does not bind")
+    expect(analgesia.get_by_text(re.compile("^Consensus"))).to_have_count(0)
+    # Most disputed first: the band the raters disagree on leads.
+    tops = [box.bounding_box()["y"] for box in (followup, triage, analgesia)]
+    assert tops[0] < tops[1], tops
+    # The consensus is the command's.
+    bands = {(b["vignette_id"], b["sub_action"]): b for b in report["bands"]}
+    assert bands[("draft_documentation_01", "followup_days")]["consensus"] == {"min": 1, "max": 14}
+    assert bands[("draft_documentation_01", "followup_days")]["disputed_span"] == {
+        "min": 15,
+        "max": 30,
+    }
+    shoot(page, "agreement-rater-closed")
+
+    # Another metric, the same agreement with the command.
+    choose(page, "Metric", "verdict (nominal)")
+    assert_same_numbers(page, report, "verdict")

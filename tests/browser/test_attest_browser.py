@@ -1,0 +1,258 @@
+"""Signing an attestation in a real browser, and the registry that follows from it (DESIGN 2.6,
+2.7), on FairMedAgent's vignettes and a database `fma-bands demo` prepared, with an attestations
+folder and an identity key of the test's own: rater-01's paper hand-back is imported, the
+coordinator records rater-01's private identity on the "Rater identities" page, rater-01 signs
+(a wrong passphrase first, which signs nothing), and the coordinator's registry then shows every
+band as clinician-adjudicated and exports it so. The private identity never shows on a rater's
+page, on the registry page, in the export or in the attestations folder."""
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import DEMO_ACCOUNTS, prepare_demo_database
+from tests.browser.helpers import (
+    assert_no_exception,
+    open_app,
+    open_from_sidebar,
+    run_cli,
+    shoot,
+    sign_in,
+    wait_for_app,
+)
+from tests.conftest import HANDBACK
+
+# rater-01's private identity: made up for the test, and so distinctive that any leak is found.
+IDENTITY = {
+    "Full name": "Dr Imogen Quillfeather-Testwood",
+    "Primary qualification": "MBBS (Quillfeather University)",
+    "Postgraduate qualification": "FACEM-TESTWOOD",
+    "Registration number": "MED0009876543",
+    "Registering body": "Testwood Medical Board",
+    "Institution": "Quillfeather General Hospital",
+    "Email": "imogen@quillfeather.example",
+}
+# The four bands of rater-01's hand-back (../shared/fairmedagent/handback-adjudicator-01.txt),
+# as the registry describes the band it grants.
+GRANTED = {
+    ("draft_triage_01", "ESI acuity level"): "2 - emergent",
+    ("draft_ordering_01", "ESI acuity level"): "2 - emergent, 3 - urgent",
+    ("draft_medication_01", "Analgesia tier"): "1 - NSAID, 3 - strong opioid",
+    ("draft_documentation_01", "Follow-up interval (days)"): "1 day to 30 days",
+}
+DECLARATIONS = (
+    "I am not an author of the study whose bands I adjudicated.",
+    "I have no financial interest in the study or in its outcome.",
+    "I consent to my identity being disclosed to the editor of the journal that considers the "
+    "study, on request.",
+)
+WRONG_PASSPHRASE = "that passphrase is not right; nothing was signed"
+
+
+@pytest.fixture(scope="module")
+def study(app_server, shared_vignettes, tmp_path_factory):
+    """The app on a demo database, with its own attestations folder and identity key."""
+    folder = tmp_path_factory.mktemp("attest-study")
+    url = prepare_demo_database(folder, shared_vignettes)  # publishes to folder/attestations
+    key = tmp_path_factory.mktemp("identity-key") / "fma-bands-identity.key"
+    return app_server(
+        FMA_BANDS_DATABASE_URL=url,
+        FMA_BANDS_VIGNETTES=shared_vignettes,
+        FMA_BANDS_ATTESTATIONS=folder / "attestations",
+        FMA_BANDS_IDENTITY_KEY=key,
+    )
+
+
+# Steps ----------------------------------------------------------------------------------------
+
+
+def sign_in_as(page: Page, url: str, name: str, landing: str) -> None:
+    open_app(page, url)
+    sign_in(page, name, DEMO_ACCOUNTS[name])
+    expect(page.get_by_role("heading", name=landing, level=1)).to_be_visible()
+
+
+def assert_private_identity_absent(page: Page) -> None:
+    html = page.content()
+    for field, value in IDENTITY.items():
+        assert value not in html, f"{field} ({value!r}) is on {page.url}"
+
+
+def attestation_files(folder) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+def record_identity(page: Page) -> None:
+    """The coordinator records rater-01's private identity on the "Rater identities" page."""
+    open_from_sidebar(page, "Rater identities")
+    expect(page.get_by_role("heading", name="Rater identities", level=1)).to_be_visible()
+    page.get_by_role("combobox", name="Rater").click()
+    page.get_by_role("option", name="rater-01", exact=True).click()
+    wait_for_app(page)
+    for label, value in IDENTITY.items():
+        page.get_by_label(label, exact=True).fill(value)
+    page.get_by_role("button", name="Record identity").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    expect(
+        page.get_by_text("Identity of rater-01 recorded; its commitment is published.")
+    ).to_be_visible()
+    # The form empties itself: the private values are not left on screen.
+    for label in IDENTITY:
+        expect(page.get_by_label(label, exact=True)).to_have_value("")
+
+
+def tick_declarations(page: Page) -> None:
+    form = page.get_by_test_id("stForm")
+    for text in DECLARATIONS:
+        box = form.get_by_role("checkbox", name=text, exact=True)
+        if not box.is_checked():
+            form.get_by_text(text, exact=True).click()  # the input itself is hidden
+        expect(box).to_be_checked()
+
+
+def sign(page: Page, passphrase: str) -> None:
+    field = page.get_by_label("Your passphrase, again", exact=True)
+    field.fill(passphrase)
+    page.get_by_role("button", name="Sign attestation").click()
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def registry_band(page: Page, vignette: str, label: str):
+    return page.get_by_test_id("stLayoutWrapper").filter(
+        has=page.get_by_text(re.compile(rf"{re.escape(vignette)} · {re.escape(label)}: "))
+    )
+
+
+# The test -------------------------------------------------------------------------------------
+
+
+def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
+    page: Page, browser: Browser, study, tmp_path
+):
+    folder = Path(study.env["FMA_BANDS_ATTESTATIONS"])
+    key = Path(study.env["FMA_BANDS_IDENTITY_KEY"])
+    out = run_cli(study.env, "handback", "import", str(HANDBACK), "--rater", "rater-01")
+    assert "imported 4 submitted reviews for rater-01" in out, out
+
+    # Before the identity is recorded, rater-01 cannot sign.
+    sign_in_as(page, study.url, "rater-01", "My queue")
+    open_from_sidebar(page, "Sign attestation")
+    expect(page.get_by_role("heading", name="Sign your attestation", level=1)).to_be_visible()
+    expect(page.get_by_text("Your private identity (name, qualifications")).to_be_visible()
+    expect(page.get_by_role("button", name="Sign attestation")).to_be_disabled()
+
+    context = browser.new_context(accept_downloads=True)
+    try:
+        desk = context.new_page()
+        sign_in_as(desk, study.url, "coordinator", "Study admin")
+        record_identity(desk)
+        assert key.exists() and not key.is_relative_to(folder)
+
+        # rater-01 signs: first with a wrong passphrase, which signs nothing.
+        open_from_sidebar(page, "My queue")
+        expect(page.get_by_role("heading", name="My queue", level=1)).to_be_visible()
+        open_from_sidebar(page, "Sign attestation")
+        expect(page.get_by_role("heading", name="Sign your attestation", level=1)).to_be_visible()
+        expect(page.get_by_test_id("stForm").get_by_role("checkbox")).to_have_count(3)
+        expect(page.get_by_text("Your private identity (name, qualifications")).to_have_count(0)
+        expect(
+            page.get_by_role("heading", name="The 4 reviews this signature covers")
+        ).to_be_visible()
+        before = attestation_files(folder)
+        tick_declarations(page)
+        sign(page, "not-my-passphrase")
+        expect(page.get_by_test_id("stAlert").filter(has_text=WRONG_PASSPHRASE)).to_be_visible()
+        expect(page.get_by_text("Signed. Signature manifestation:")).to_have_count(0)
+        assert attestation_files(folder) == before, "a refused signature wrote a file"
+        assert not any(name.endswith(".dsse.json") for name in before)
+
+        tick_declarations(page)
+        clicked = datetime.now(UTC)
+        sign(page, DEMO_ACCOUNTS["rater-01"])
+        expect(page.get_by_text("Signed. Signature manifestation:")).to_be_visible()
+        signed_at = datetime.now(UTC)
+        manifestation = page.get_by_test_id("stTable")
+        expect(manifestation.get_by_role("cell", name="rater-01", exact=True)).to_be_visible()
+        expect(manifestation.get_by_role("cell", name="adjudication", exact=True)).to_be_visible()
+        for header in ("Printed name", "Signed at", "Meaning"):
+            expect(manifestation.get_by_role("columnheader", name=header)).to_be_visible()
+        when = manifestation.get_by_role("cell").filter(
+            has_text=re.compile(r"^\d\d [A-Z][a-z]{2} \d{4}, \d\d:\d\d:\d\d UTC$")
+        )
+        expect(when).to_have_count(1)
+        stamp = datetime.strptime(when.inner_text().strip(), "%d %b %Y, %H:%M:%S UTC")
+        stamp = stamp.replace(tzinfo=UTC)
+        # Shown to the second: the signing moment lies within the clicked-to-shown window.
+        assert clicked.replace(microsecond=0) <= stamp <= signed_at, (clicked, stamp, signed_at)
+        new = attestation_files(folder) - before
+        assert len(new) == 1 and next(iter(new)).startswith("rater-01-"), new
+        assert next(iter(new)).endswith(".dsse.json"), new
+        expect(page.get_by_role("heading", name="Your attestations on file")).to_be_visible()
+        shoot(page, "attest-signed")
+        assert_private_identity_absent(page)
+        for title in (
+            page.get_by_test_id("stSidebarNav")
+            .get_by_test_id("stMarkdownContainer")
+            .all_inner_texts()
+        ):
+            open_from_sidebar(page, title)
+            assert_private_identity_absent(page)
+
+        # Nothing private went into the attestations folder either.
+        for path in folder.iterdir():
+            text = path.read_text(encoding="utf-8")
+            for field, value in IDENTITY.items():
+                assert value not in text, f"{field} is in {path.name}"
+
+        # The coordinator's registry: every band rater-01 attested is clinician-adjudicated.
+        open_from_sidebar(desk, "Band registry")
+        expect(desk.get_by_role("heading", name="Band registry", level=1)).to_be_visible()
+        expect(
+            desk.get_by_text(re.compile(r"4 of 4 bands are clinician-adjudicated\.$"))
+        ).to_be_visible()
+        for (vignette, label), band in GRANTED.items():
+            box = registry_band(desk, vignette, label)
+            expect(box).to_have_count(1)
+            expect(box.get_by_text(f"{vignette} · {label}: clinician-adjudicated")).to_be_visible()
+            expect(box.get_by_text(f"Band: {band}", exact=True)).to_be_visible()
+            expect(
+                box.get_by_text(
+                    "Adjudicated by rater-01 (one adjudicator: the intersection rule does not bind)"
+                )
+            ).to_be_visible()
+            expect(box.get_by_text(re.compile(r"not granted"))).to_have_count(0)
+        expect(desk.get_by_text(": author-derived")).to_have_count(0)
+        assert_private_identity_absent(desk)
+        shoot(desk, "registry-adjudicated")
+
+        with desk.expect_download() as download:
+            desk.get_by_role("button", name="Download bands.yaml").click()
+        assert download.value.suggested_filename == "bands.yaml"
+        saved = tmp_path / "bands.yaml"
+        download.value.save_as(saved)
+        text = saved.read_text(encoding="utf-8")
+        for field, value in IDENTITY.items():
+            assert value not in text, f"{field} is in the exported bands.yaml"
+        document = yaml.safe_load(text)
+        assert document["format"] == "fma-bands/v1"
+        # Every enrolled adjudicator is listed; only rater-01 has an attestation on file.
+        adjudicators = {a["pseudonym"]: a for a in document["adjudicators"]}
+        assert adjudicators["rater-01"]["attestation_on_file"] is True, adjudicators
+        assert adjudicators["rater-01"]["attestation_date"] == signed_at.date().isoformat()
+        assert adjudicators["rater-02"]["attestation_on_file"] is False, adjudicators
+        followup = document["bands"]["draft_documentation_01"]
+        assert [b["sub_action"] for b in followup] == ["followup_days"]
+        assert followup[0]["provenance"] == "clinician-adjudicated"
+        assert followup[0]["adjudicated_by"] == ["rater-01"]
+        assert followup[0]["acceptable"] == {"min": 1, "max": 30}
+        for vignette, bands in document["bands"].items():
+            for band in bands:
+                assert band["adjudicated_by"] == ["rater-01"], (vignette, band)
+    finally:
+        context.close()
