@@ -107,8 +107,8 @@ class StudySettings(SQLModel, table=True):
     id: int = Field(default=1, primary_key=True)
     mode: str = "review"  # review | blind
     phase: str = "open"  # open | closed
-    quorum: int = 1
-    scope: str = "warn"  # warn | require
+    # The registry's quorum and scope rule live in attestations/policy.yaml, not here, so that
+    # its decisions can be redone from files alone (DESIGN 2.7).
     updated_at: datetime = _when()
 
 

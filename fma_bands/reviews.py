@@ -79,8 +79,6 @@ class StudyPublic(BaseModel):
 
     mode: Literal["review", "blind"]
     phase: Literal["open", "closed"]
-    quorum: int
-    scope: Literal["warn", "require"]
     updated_at: datetime
 
 
