@@ -5,7 +5,9 @@ import streamlit as st
 
 from app_pages import band_editor
 from app_pages.common import library, require_user, session, show_errors, show_proposal
+from app_pages.common import settings as settings_of_app
 from fma_bands.actions import STEPS, sub_action
+from fma_bands.attestations import DECLARATIONS, AttestationError, attest, signed_revisions
 from fma_bands.bands import BandError, describe, parse_band
 from fma_bands.picture import Row, band_chart, straddle_sentence
 from fma_bands.reviews import (
@@ -20,6 +22,7 @@ from fma_bands.reviews import (
     save,
     study,
 )
+from fma_bands.users import check_passphrase
 
 user = require_user("rater")
 lib = library()
@@ -181,6 +184,17 @@ if own_band is not None:
 st.text_area("Reason", key=f"{key}:reason", help="One sentence: why you accept, amend or decline.")
 show_errors(errors, "reason")
 
+# A change to a signed review must not leave the old signature standing in its place.
+signed = (vid, name) in signed_revisions(settings_of_app().attestations, user.pseudonym)
+if signed:
+    st.info(
+        "Your signed attestation covers this band. Submitting a change signs your attestation "
+        "again, over your reviews as they now stand, with the declarations you made before; the "
+        "new signature supersedes the old one for this band."
+    )
+    st.text_input("Your passphrase, to sign again", type="password", key=f"{key}:passphrase")
+    show_errors(errors, "passphrase")
+
 
 def _save(submit: bool) -> None:
     state = st.session_state
@@ -198,8 +212,12 @@ def _save(submit: bool) -> None:
         reason=state.get(f"{key}:reason"),
     )
     form.answers = {k: v for k, v in form.answers.items() if v}
+    resign = submit and signed
+    passphrase = state.get(f"{key}:passphrase") or ""
     try:
         with session() as s:
+            if resign and not check_passphrase(s, user.id, passphrase):
+                raise ReviewError("passphrase", {"passphrase": "that passphrase is not right"})
             saved = save(
                 s,
                 lib,
@@ -210,6 +228,19 @@ def _save(submit: bool) -> None:
                 expected_version=state.get(f"{key}:version", 0),
                 submit=submit,
             )
+            if resign:
+                attest(
+                    s,
+                    lib,
+                    rater=user,
+                    passphrase=passphrase,
+                    meaning="adjudication",
+                    declarations=list(DECLARATIONS),
+                    folder=settings_of_app().attestations,
+                )
+    except AttestationError as exc:
+        state[f"{key}:errors"] = {"passphrase": f"{exc}; nothing was submitted"}
+        return
     except ConflictError as exc:
         state[f"{key}:conflict"] = str(exc)
         return
@@ -222,7 +253,8 @@ def _save(submit: bool) -> None:
     state[f"{key}:version"] = saved.version
     if submit:
         band_editor.forget(key)
-        state[f"{key}:flash"] = f"Review submitted (revision {saved.revision})."
+        again = " and your attestation signed again" if resign else ""
+        state[f"{key}:flash"] = f"Review submitted (revision {saved.revision}){again}."
     else:
         state[f"{key}:flash"] = "Draft saved."
 

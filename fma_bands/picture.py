@@ -14,7 +14,7 @@ from fma_bands.actions import Threshold, Value, sub_action
 from fma_bands.bands import AnyBand, MultilabelBand
 
 COLOURS = {
-    "required": "#1b5e20",
+    "required": "#00838f",
     "in band": "#2e7d32",
     "disputed": "#f9a825",
     "out of band": "#e0e0e0",

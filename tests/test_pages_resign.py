@@ -1,0 +1,145 @@
+"""Changing a signed review in the browser signs the attestation again, so the old signature
+never stands for a review the rater has since changed."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from fma_bands.attestations import DECLARATIONS, attest, set_identity
+from fma_bands.db import create_schema, make_engine, session_scope
+from fma_bands.registry import decide
+from fma_bands.reviews import import_handback
+from fma_bands.users import create_user
+from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
+
+IDENTITY = {
+    "full_name": "Example Clinician",
+    "primary_qualification": "MBBS",
+    "postgraduate_qualification": "FACEM",
+    "registration_number": "MED0000000001",
+    "registering_body": "Example Medical Board",
+    "institution": "Example Hospital",
+    "email": "clinician@example.org",
+}
+PASSPHRASE = "rater passphrase"
+KEY = "draft_triage_01:esi_acuity"
+
+
+@pytest.fixture
+def signed_study(tmp_path, monkeypatch, shared_library):
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    folder = tmp_path / "attestations"
+    for name, value in {
+        "FMA_BANDS_DATABASE_URL": url,
+        "FMA_BANDS_VIGNETTES": str(SHARED_VIGNETTES),
+        "FMA_BANDS_ATTESTATIONS": str(folder),
+        "FMA_BANDS_IDENTITY_KEY": str(tmp_path / "identity.key"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(ROOT)
+    engine = make_engine(url)
+    create_schema(engine)
+    with session_scope(engine) as s:
+        from fma_bands.reviews import sync_vignettes
+
+        sync_vignettes(s, shared_library, actor="test")
+        coordinator = create_user(
+            s,
+            actor=None,
+            pseudonym="coordinator",
+            passphrase="coordinator pass",
+            role="coordinator",
+        )
+        rater = create_user(
+            s,
+            actor="coordinator",
+            pseudonym="rater-01",
+            passphrase=PASSPHRASE,
+            role="rater",
+            specialty="emergency medicine",
+            jurisdiction="Australia",
+            years_post_registration=9,
+        )
+        import_handback(
+            s,
+            shared_library,
+            actor=coordinator,
+            rater_pseudonym="rater-01",
+            text=HANDBACK.read_text(),
+            source="handback",
+        )
+        set_identity(
+            s,
+            actor=coordinator,
+            pseudonym="rater-01",
+            record=IDENTITY,
+            key_path=tmp_path / "identity.key",
+        )
+    with session_scope(engine) as s:
+        attest(
+            s,
+            shared_library,
+            rater=rater,
+            passphrase=PASSPHRASE,
+            meaning="adjudication",
+            declarations=list(DECLARATIONS),
+            folder=folder,
+        )
+    engine.dispose()
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    return rater, folder
+
+
+def revise_triage(rater) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at.session_state["user"] = rater.model_dump()
+    at.run()
+    at.switch_page("app_pages/review.py")
+    at.query_params["vignette"] = "draft_triage_01"
+    at.query_params["sub_action"] = "esi_acuity"
+    at.run()
+    [revise] = [b for b in at.button if b.label == "Revise this review"]
+    revise.click().run()
+    at.radio(key=f"{KEY}:verdict").set_value("DECLINE").run()
+    at.text_area(key=f"{KEY}:reason").set_value("On reflection, outside my scope.").run()
+    return at
+
+
+def submit(at: AppTest) -> AppTest:
+    [button] = [b for b in at.button if b.label == "Submit review"]
+    return button.click().run()
+
+
+def test_a_wrong_passphrase_submits_nothing_and_signs_nothing(signed_study, shared_library):
+    rater, folder = signed_study
+    before = sorted(folder.glob("*.dsse.json"))
+    at = revise_triage(rater)
+    at.text_input(key=f"{KEY}:passphrase").set_value("not the passphrase").run()
+    submit(at)
+    assert not at.exception
+    assert any("that passphrase is not right" in e.value for e in at.error)
+    assert sorted(folder.glob("*.dsse.json")) == before
+    decision = next(
+        d for d in decide(shared_library, folder).decisions if d.vignette_id == "draft_triage_01"
+    )
+    assert decision.provenance == "clinician-adjudicated"  # the signed ACCEPT still stands
+
+
+def test_submitting_a_change_signs_again_and_supersedes(signed_study, shared_library):
+    rater, folder = signed_study
+    at = revise_triage(rater)
+    assert any("Your signed attestation covers this band" in i.value for i in at.info)
+    at.text_input(key=f"{KEY}:passphrase").set_value(PASSPHRASE).run()
+    submit(at)
+    assert not at.exception
+    assert [s.value for s in at.success] == [
+        "Review submitted (revision 2) and your attestation signed again."
+    ]
+    assert len(list(folder.glob("*.dsse.json"))) == 2
+    decisions = {d.vignette_id: d for d in decide(shared_library, folder).decisions}
+    # The newer signature carries the DECLINE, which counts for nothing: the band falls back.
+    assert decisions["draft_triage_01"].provenance == "author-derived"
+    assert "declined" in [r.code for r in decisions["draft_triage_01"].reasons]
+    assert decisions["draft_documentation_01"].provenance == "clinician-adjudicated"
