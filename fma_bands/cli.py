@@ -66,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return args.run(args, settings) or 0
-    except CommandError as exc:
+    # Domain errors carry messages written for people: one line on stderr, never a traceback.
+    except (CommandError, AccountError, AttestationError, HandbackError) as exc:
         print(f"fma-bands: error: {exc}", file=sys.stderr)
         return 1
 
@@ -402,19 +403,16 @@ def _demo(args, settings: Settings) -> int:
 def _user_add(args, settings: Settings) -> int:
     passphrase = _read_secret(args.passphrase_file)
     with _store(settings) as session:
-        try:
-            made = create_user(
-                session,
-                actor="cli",
-                pseudonym=args.name,
-                role=args.role,
-                passphrase=passphrase,
-                specialty=args.specialty,
-                jurisdiction=args.jurisdiction,
-                years_post_registration=args.years,
-            )
-        except AccountError as exc:
-            raise CommandError(str(exc)) from None
+        made = create_user(
+            session,
+            actor="cli",
+            pseudonym=args.name,
+            role=args.role,
+            passphrase=passphrase,
+            specialty=args.specialty,
+            jurisdiction=args.jurisdiction,
+            years_post_registration=args.years,
+        )
         publish_adjudicators(session, settings.attestations)
     key = f", signing key {made.keyid}" if made.keyid else ""
     print(f"enrolled {made.pseudonym} ({made.role}){key}")
@@ -468,17 +466,14 @@ def _handback_import(args, settings: Settings) -> int:
         raise CommandError(f"cannot read {path}: {exc}") from None
     with _store(settings) as session:
         library, _ = _synced(settings, session)
-        try:
-            created = import_handback(
-                session,
-                library,
-                actor=_coordinator(session),
-                rater_pseudonym=args.rater,
-                text=text,
-                source=str(path),
-            )
-        except HandbackError as exc:
-            raise CommandError(str(exc)) from None
+        created = import_handback(
+            session,
+            library,
+            actor=_coordinator(session),
+            rater_pseudonym=args.rater,
+            text=text,
+            source=str(path),
+        )
     print(f"imported {len(created)} submitted reviews for {args.rater} from {path}")
     for review in created:
         print(f"  {review.vignette_id} {review.sub_action}: {review.verdict}")
@@ -554,17 +549,14 @@ def _identity_set(args, settings: Settings) -> int:
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise CommandError(f"cannot read {path}: {exc}") from None
     with _store(settings) as session:
-        try:
-            commitment = set_identity(
-                session,
-                actor=_coordinator(session),
-                pseudonym=args.name,
-                record=data,
-                key_path=settings.identity_key,
-                source=str(path),
-            )
-        except AttestationError as exc:
-            raise CommandError(str(exc)) from None
+        commitment = set_identity(
+            session,
+            actor=_coordinator(session),
+            pseudonym=args.name,
+            record=data,
+            key_path=settings.identity_key,
+            source=str(path),
+        )
         publish_adjudicators(session, settings.attestations)
     print(f"identity of {args.name} recorded; commitment {commitment} published")
     return 0
@@ -572,15 +564,12 @@ def _identity_set(args, settings: Settings) -> int:
 
 def _identity_reveal(args, settings: Settings) -> int:
     with _store(settings) as session:
-        try:
-            revealed = reveal_identity(
-                session,
-                actor=_coordinator(session),
-                pseudonym=args.name,
-                key_path=settings.identity_key,
-            )
-        except AttestationError as exc:
-            raise CommandError(str(exc)) from None
+        revealed = reveal_identity(
+            session,
+            actor=_coordinator(session),
+            pseudonym=args.name,
+            key_path=settings.identity_key,
+        )
     print("# Private identity record: for the editor only; check with `fma-bands identity check`.")
     print(yaml.safe_dump(revealed, sort_keys=False, allow_unicode=True), end="")
     return 0
@@ -601,18 +590,15 @@ def _attest(args, settings: Settings) -> int:
     passphrase = _read_secret(args.passphrase_file)
     with _store(settings) as session:
         library, _ = _synced(settings, session)
-        try:
-            path = attest(
-                session,
-                library,
-                rater=_user(session, args.rater),
-                passphrase=passphrase,
-                meaning=args.meaning,
-                declarations=args.declare,
-                folder=settings.attestations,
-            )
-        except AttestationError as exc:
-            raise CommandError(str(exc)) from None
+        path = attest(
+            session,
+            library,
+            rater=_user(session, args.rater),
+            passphrase=passphrase,
+            meaning=args.meaning,
+            declarations=args.declare,
+            folder=settings.attestations,
+        )
     print(f"signed {path}")
     return 0
 
@@ -620,27 +606,21 @@ def _attest(args, settings: Settings) -> int:
 def _revoke(args, settings: Settings) -> int:
     passphrase = _read_secret(args.passphrase_file)
     with _store(settings) as session:
-        try:
-            path = revoke(
-                session,
-                rater=_user(session, args.rater),
-                passphrase=passphrase,
-                attestation=Path(args.file),
-                reason=args.reason,
-                folder=settings.attestations,
-            )
-        except AttestationError as exc:
-            raise CommandError(str(exc)) from None
+        path = revoke(
+            session,
+            rater=_user(session, args.rater),
+            passphrase=passphrase,
+            attestation=Path(args.file),
+            reason=args.reason,
+            folder=settings.attestations,
+        )
     print(f"revoked {args.file}: {path}")
     return 0
 
 
 def _verify(args, settings: Settings) -> int:
     paths = [Path(p) for p in args.paths]
-    try:
-        _, checked = read_folder(settings.attestations, paths or None)
-    except AttestationError as exc:
-        raise CommandError(str(exc)) from None
+    _, checked = read_folder(settings.attestations, paths or None)
     if not checked:
         raise CommandError(f"no attestation envelopes (*.dsse.json) in {settings.attestations}")
     failed = 0
@@ -656,16 +636,13 @@ def _verify(args, settings: Settings) -> int:
 
 def _policy_set(args, settings: Settings) -> int:
     with _store(settings) as session:
-        try:
-            policy = write_policy(
-                session,
-                settings.attestations,
-                actor=_coordinator(session),
-                quorum=args.quorum,
-                scope=args.scope,
-            )
-        except AttestationError as exc:
-            raise CommandError(str(exc)) from None
+        policy = write_policy(
+            session,
+            settings.attestations,
+            actor=_coordinator(session),
+            quorum=args.quorum,
+            scope=args.scope,
+        )
     print(f"policy: quorum {policy.quorum}, scope {policy.scope}")
     return 0
 
@@ -677,18 +654,12 @@ def _policy_show(args, settings: Settings) -> int:
 
 
 def _policy(settings: Settings):
-    try:
-        return read_policy(settings.attestations)
-    except AttestationError as exc:
-        raise CommandError(str(exc)) from None
+    return read_policy(settings.attestations)
 
 
 def _decided(args, settings: Settings) -> Registry:
     library = _complete_library(settings)
-    try:
-        return decide(library, settings.attestations, quorum=args.quorum, scope=args.scope)
-    except AttestationError as exc:
-        raise CommandError(str(exc)) from None
+    return decide(library, settings.attestations, quorum=args.quorum, scope=args.scope)
 
 
 def _registry(args, settings: Settings) -> int:
@@ -721,12 +692,7 @@ def _registry(args, settings: Settings) -> int:
 
 def _export(args, settings: Settings) -> int:
     library = _complete_library(settings)
-    try:
-        document = export_document(
-            library, settings.attestations, quorum=args.quorum, scope=args.scope
-        )
-    except AttestationError as exc:
-        raise CommandError(str(exc)) from None
+    document = export_document(library, settings.attestations, quorum=args.quorum, scope=args.scope)
     path = write_bands(Path(args.out), document)
     n = sum(len(b) for b in document["bands"].values())
     adjudicated = sum(
