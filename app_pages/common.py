@@ -8,6 +8,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from fma_bands.attestations import signed_revisions
 from fma_bands.bands import describe
 from fma_bands.db import create_schema, make_engine, session_scope
 from fma_bands.picture import Row, band_chart, straddle_sentence
@@ -112,3 +113,17 @@ def show_proposal(proposal, vignette) -> None:
         if text:
             st.markdown(f"**{label}.** {text}")
     st.caption(f"Provenance: {proposal.provenance}.")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _signed(folder: str, state: tuple, pseudonym: str) -> dict:
+    return signed_revisions(Path(folder), pseudonym)
+
+
+def signed_bands(pseudonym: str) -> dict:
+    """The rater's signed review revisions, re-read only when an envelope file changes: the
+    review page asks on every rerun, and each read verifies every signature."""
+    folder = settings().attestations
+    files = sorted(folder.glob("*.dsse.json")) if folder.is_dir() else []
+    state = tuple((p.name, p.stat().st_mtime_ns) for p in files)
+    return _signed(str(folder), state, pseudonym)

@@ -4,10 +4,17 @@ band, the six protocol questions, and the verdict."""
 import streamlit as st
 
 from app_pages import band_editor
-from app_pages.common import library, require_user, session, show_errors, show_proposal
+from app_pages.common import (
+    library,
+    require_user,
+    session,
+    show_errors,
+    show_proposal,
+    signed_bands,
+)
 from app_pages.common import settings as settings_of_app
 from fma_bands.actions import STEPS, sub_action
-from fma_bands.attestations import DECLARATIONS, AttestationError, attest, signed_revisions
+from fma_bands.attestations import DECLARATIONS, AttestationError, attest
 from fma_bands.bands import BandError, describe, parse_band
 from fma_bands.picture import Row, band_chart, straddle_sentence
 from fma_bands.reviews import (
@@ -185,7 +192,7 @@ st.text_area("Reason", key=f"{key}:reason", help="One sentence: why you accept, 
 show_errors(errors, "reason")
 
 # A change to a signed review must not leave the old signature standing in its place.
-signed = (vid, name) in signed_revisions(settings_of_app().attestations, user.pseudonym)
+signed = (vid, name) in signed_bands(user.pseudonym)
 if signed:
     st.info(
         "Your signed attestation covers this band. Submitting a change signs your attestation "
