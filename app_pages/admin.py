@@ -3,16 +3,13 @@
 import streamlit as st
 
 from app_pages.common import library, require_user, session, settings
-from fma_bands.attestations import AttestationError, publish_adjudicators, read_policy, write_policy
-from fma_bands.reviews import (
-    HandbackError,
-    import_handback,
-    rater_progress,
-    set_mode,
-    set_phase,
-    study,
-)
-from fma_bands.users import AccountError, create_user, list_users
+from fma_bands.attestations import publish_adjudicators
+from fma_bands.errors import FmaBandsError
+from fma_bands.handback import import_handback
+from fma_bands.policy import read_policy
+from fma_bands.reviews import rater_progress
+from fma_bands.study import set_mode, set_phase, set_policy, study
+from fma_bands.users import create_user, list_users
 
 user = require_user("coordinator")
 lib = library()
@@ -60,7 +57,7 @@ with mode_col:
 st.subheader("Registry policy")
 try:
     policy = read_policy(settings().attestations)
-except AttestationError as exc:
+except FmaBandsError as exc:
     st.error(str(exc))
     st.stop()
 with st.form("policy"):
@@ -76,7 +73,7 @@ with st.form("policy"):
     )
     if st.form_submit_button("Save policy"):
         with session() as s:
-            write_policy(s, settings().attestations, actor=user, quorum=int(quorum), scope=scope)
+            set_policy(s, settings().attestations, actor=user, quorum=int(quorum), scope=scope)
         st.success(
             f"Policy saved to attestations/policy.yaml: quorum {int(quorum)}, scope {scope}."
         )
@@ -122,7 +119,7 @@ if enrol:
             publish_adjudicators(s, settings().attestations)
         st.session_state.admin_flash = f"Enrolled {made.pseudonym}; signing key {made.keyid[:19]}…"
         st.rerun()
-    except AccountError as exc:
+    except FmaBandsError as exc:
         for field, message in exc.fields.items():
             st.error(f"{field.replace('_', ' ').capitalize()}: {message}")
 if raters:
@@ -164,6 +161,6 @@ if start:
                     source=upload.name,
                 )
             st.success(f"Imported {len(created)} submitted reviews for {who}.")
-        except HandbackError as exc:
+        except FmaBandsError as exc:
             st.error(f"{upload.name} was not imported; nothing was stored. Fix these lines:")
-            st.code("\n".join(f"line {n}: {m}" for n, m in exc.problems), language=None)
+            st.code("\n".join(str(p) for p in exc.problems), language=None)

@@ -8,9 +8,10 @@ from app_pages.common import engine, library, require_user, session
 from fma_bands.actions import sub_action
 from fma_bands.agreement import METRICS, POOLED, most_disputed_first
 from fma_bands.bands import band_from_values, describe
+from fma_bands.errors import AccessDenied
 from fma_bands.picture import Row, band_chart
 from fma_bands.ratings import reading, reviews_fingerprint, study_ratings, study_report
-from fma_bands.reviews import BlindingError, study
+from fma_bands.study import study
 
 user = require_user()
 lib = library()
@@ -50,7 +51,7 @@ try:
         report, ratings = _report(
             str(engine().url), fingerprint, tuple(lib.vignettes), user.pseudonym
         )
-except BlindingError as exc:
+except AccessDenied as exc:
     st.info(str(exc))
     st.stop()
 

@@ -8,17 +8,12 @@ import streamlit as st
 
 from app_pages.common import library, require_user, session, settings
 from fma_bands.actions import sub_action
-from fma_bands.attestations import (
-    DECLARATIONS,
-    STATEMENT_TEXT,
-    AttestationError,
-    attest,
-    plan,
-    read_folder,
-    signed_revisions,
-)
+from fma_bands.attestations import attest, plan
 from fma_bands.bands import describe, parse_band
-from fma_bands.models import User
+from fma_bands.envelopes import read_folder, signed_revisions
+from fma_bands.errors import FmaBandsError
+from fma_bands.identity import is_recorded
+from fma_bands.protocol import DECLARATIONS, STATEMENT_TEXT
 
 
 def _when(stamp: str) -> str:
@@ -31,7 +26,7 @@ lib = library()
 folder = settings().attestations
 with session() as s:
     signing = plan(s, lib, user)
-    identity_recorded = bool(s.get(User, user.id).identity_commitment)
+    identity_recorded = is_recorded(s, [user.pseudonym])[user.pseudonym]
 
 st.title("Sign your attestation")
 st.caption(
@@ -127,7 +122,7 @@ if sign:
             "file": str(path),
         }
         st.rerun()
-    except AttestationError as exc:
+    except FmaBandsError as exc:
         st.error(str(exc))
 
 mine = [

@@ -6,7 +6,8 @@ import streamlit as st
 
 from fma_bands.actions import SubAction
 from fma_bands.bands import IntervalBand, parse_band
-from fma_bands.reviews import QUESTIONS, ReviewData
+from fma_bands.protocol import QUESTIONS
+from fma_bands.reviews import ReviewData
 from fma_bands.vignettes import Proposal
 
 BOOLEAN = {"yes only": [True], "no only": [False], "either is defensible": [False, True]}

@@ -1,5 +1,6 @@
 """What every page shares: settings, the engine, the vignette library, the signed-in user."""
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -8,24 +9,25 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from fma_bands.attestations import signed_revisions
 from fma_bands.bands import describe
-from fma_bands.db import create_schema, make_engine, session_scope
+from fma_bands.envelopes import signed_revisions
 from fma_bands.picture import Row, band_chart, straddle_sentence
-from fma_bands.reviews import study, sync_vignettes
-from fma_bands.settings import Settings
+from fma_bands.settings import Settings, load_settings
+from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study import study, sync_vignettes
 from fma_bands.users import UserPublic
-from fma_bands.vignettes import Library, load_library
+from fma_bands.vignettes import Library, Proposal, Vignette, load_library
 
 
 def settings() -> Settings:
-    return Settings.from_env()
+    return load_settings()
 
 
 @st.cache_resource(show_spinner=False)
 def _engine(url: str) -> Engine:
     engine = make_engine(url)
-    create_schema(engine)
+    # The app brings the database to the current schema, as `fma-bands init` does.
+    upgrade(engine)
     return engine
 
 
@@ -49,17 +51,29 @@ def _folder_state(folder: Path) -> tuple:
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
-def _load(folder: str, state: tuple, url: str) -> Library:
-    library = load_library([folder])
-    # The store follows the files; reviews of a changed vignette are kept and shown as stale.
-    with session_scope(_engine(url)) as s:
-        sync_vignettes(s, library, actor=None)
-    return library
+def _load(folder: str, state: tuple) -> Library:
+    return load_library([folder])
+
+
+# The folder states this process has already brought the store in line with, per database.
+_synced: set[tuple[str, str, tuple]] = set()
+_sync_lock = threading.Lock()
 
 
 def library() -> Library:
+    """The vignettes, with the store following the files: a changed file is synced once (its
+    reviews kept and shown as stale), by the first rerun that sees the change."""
     folder = settings().vignettes
-    return _load(str(folder), _folder_state(folder), settings().database_url)
+    state = _folder_state(folder)
+    found = _load(str(folder), state)
+    key = (settings().database_url, str(folder), state)
+    if key not in _synced:
+        with _sync_lock:
+            if key not in _synced:
+                with session() as s:
+                    sync_vignettes(s, found, actor=None)
+                _synced.add(key)
+    return found
 
 
 def current_user() -> UserPublic | None:
@@ -89,7 +103,7 @@ def proposals_visible(user: UserPublic) -> bool:
         return study(s).mode == "review"
 
 
-def show_proposal(proposal, vignette) -> None:
+def show_proposal(proposal: Proposal, vignette: Vignette) -> None:
     """A proposed band as raters and coordinators read it: values, picture, source and reasoning."""
     threshold = proposal.effective_threshold
     st.markdown(f"**Acceptable:** {describe(proposal.acceptable)}")

@@ -3,7 +3,8 @@
 import streamlit as st
 
 from app_pages.common import session
-from fma_bands.users import AccountError, create_first_coordinator
+from fma_bands.errors import FmaBandsError
+from fma_bands.users import create_first_coordinator
 
 st.title("Set up fma-bands")
 st.write(
@@ -25,7 +26,7 @@ if create:
     try:
         with session() as s:
             user = create_first_coordinator(s, pseudonym=pseudonym.strip(), passphrase=passphrase)
-    except AccountError as exc:
+    except FmaBandsError as exc:
         for message in exc.fields.values() or [str(exc)]:
             st.error(message)
         st.stop()

@@ -4,20 +4,16 @@ editor; only a salted commitment is ever published."""
 import streamlit as st
 
 from app_pages.common import require_user, session, settings
-from fma_bands.attestations import (
-    IDENTITY_FIELDS,
-    AttestationError,
-    publish_adjudicators,
-    reveal_identity,
-    set_identity,
-)
-from fma_bands.models import User
+from fma_bands.attestations import publish_adjudicators
+from fma_bands.errors import FmaBandsError
+from fma_bands.identity import is_recorded, reveal_identity, set_identity
+from fma_bands.protocol import IDENTITY_FIELDS
 from fma_bands.users import list_users
 
 user = require_user("coordinator")
 with session() as s:
     raters = list_users(s, role="rater")
-    recorded = {r.pseudonym: bool(s.get(User, r.id).identity_commitment) for r in raters}
+    recorded = is_recorded(s, [r.pseudonym for r in raters])
 
 st.title("Rater identities")
 st.caption(
@@ -46,8 +42,8 @@ if save:
             )
             publish_adjudicators(s, settings().attestations)
         st.success(f"Identity of {who} recorded; its commitment is published.")
-    except AttestationError as exc:
-        st.error(str(exc).removeprefix("form: "))
+    except FmaBandsError as exc:
+        st.error(exc.message)
 
 if recorded.get(who) and st.button(f"Reveal {who}'s identity (audited)"):
     with session() as s:

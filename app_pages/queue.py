@@ -4,7 +4,8 @@ import streamlit as st
 
 from app_pages.common import library, require_user, session
 from fma_bands.actions import sub_action
-from fma_bands.reviews import next_item, progress, queue, study
+from fma_bands.reviews import next_item, progress, queue
+from fma_bands.study import study
 
 user = require_user("rater")
 lib = library()

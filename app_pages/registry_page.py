@@ -7,10 +7,10 @@ import streamlit as st
 
 from app_pages.common import library, require_user, settings
 from fma_bands.actions import sub_action
-from fma_bands.attestations import AttestationError
 from fma_bands.bands import describe
-from fma_bands.export import dump_bands, write_bands
-from fma_bands.registry import decide, export_document
+from fma_bands.errors import FmaBandsError
+from fma_bands.export import dump_bands, export_document, write_bands
+from fma_bands.registry import decide
 
 require_user("coordinator")
 lib = library()
@@ -18,7 +18,7 @@ folder = settings().attestations
 st.title("Band registry")
 try:
     registry = decide(lib, folder)
-except AttestationError as exc:
+except FmaBandsError as exc:
     st.error(f"The attestations folder cannot be read: {exc}")
     st.stop()
 policy = registry.policy

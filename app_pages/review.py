@@ -14,21 +14,13 @@ from app_pages.common import (
 )
 from app_pages.common import settings as settings_of_app
 from fma_bands.actions import STEPS, sub_action
-from fma_bands.attestations import DECLARATIONS, AttestationError, attest
-from fma_bands.bands import BandError, describe, parse_band
+from fma_bands.attestations import attest
+from fma_bands.bands import describe, parse_band
+from fma_bands.errors import ConflictError, FmaBandsError
 from fma_bands.picture import Row, band_chart, straddle_sentence
-from fma_bands.reviews import (
-    CHOICES,
-    QUESTIONS,
-    ConflictError,
-    ReviewError,
-    ReviewForm,
-    current_review,
-    next_item,
-    queue,
-    save,
-    study,
-)
+from fma_bands.protocol import CHOICES, DECLARATIONS, QUESTIONS
+from fma_bands.reviews import ReviewForm, current_review, next_item, queue, save
+from fma_bands.study import study
 from fma_bands.users import check_passphrase
 
 user = require_user("rater")
@@ -177,7 +169,7 @@ if verdict == "AMEND":
         own_band = (
             parse_band(name, raw, orderables=vignette.orderables) if raw is not None else None
         )
-    except BandError as exc:
+    except FmaBandsError as exc:
         st.error(str(exc), icon=":material/error:")
     show_errors(errors, "band")
 
@@ -203,6 +195,22 @@ if signed:
     show_errors(errors, "passphrase")
 
 
+def _sign_again(s, passphrase: str) -> None:
+    try:
+        attest(
+            s,
+            lib,
+            rater=user,
+            passphrase=passphrase,
+            meaning="adjudication",
+            declarations=list(DECLARATIONS),
+            folder=settings_of_app().attestations,
+        )
+    except FmaBandsError as exc:
+        message = f"{exc.message}; nothing was submitted"
+        raise FmaBandsError(message, fields={"passphrase": message}) from None
+
+
 def _save(submit: bool) -> None:
     state = st.session_state
     form = ReviewForm(
@@ -224,7 +232,8 @@ def _save(submit: bool) -> None:
     try:
         with session() as s:
             if resign and not check_passphrase(s, user.id, passphrase):
-                raise ReviewError("passphrase", {"passphrase": "that passphrase is not right"})
+                wrong = "that passphrase is not right"
+                raise FmaBandsError(wrong, fields={"passphrase": wrong})
             saved = save(
                 s,
                 lib,
@@ -236,23 +245,12 @@ def _save(submit: bool) -> None:
                 submit=submit,
             )
             if resign:
-                attest(
-                    s,
-                    lib,
-                    rater=user,
-                    passphrase=passphrase,
-                    meaning="adjudication",
-                    declarations=list(DECLARATIONS),
-                    folder=settings_of_app().attestations,
-                )
-    except AttestationError as exc:
-        state[f"{key}:errors"] = {"passphrase": f"{exc}; nothing was submitted"}
-        return
+                _sign_again(s, passphrase)
     except ConflictError as exc:
         state[f"{key}:conflict"] = str(exc)
         return
-    except ReviewError as exc:
-        state[f"{key}:errors"] = exc.fields or {"verdict": str(exc)}
+    except FmaBandsError as exc:
+        state[f"{key}:errors"] = exc.fields or {"verdict": exc.message}
         state[f"{key}:flash"] = None
         return
     state[f"{key}:errors"] = {}

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from fma_bands.errors import FmaBandsError
+
 Value = int | bool | str
 Kind = Literal["ordinal", "score", "multilabel", "boolean", "count"]
 Form = Literal["set", "interval", "multilabel"]
@@ -78,9 +80,9 @@ class Threshold:
 
 
 def parse_threshold(text: str) -> Threshold:
-    """Read 'value <= 14' (or '<= 14', 'value == true'); raise ValueError saying what to write."""
+    """Read 'value <= 14' (or '<= 14', 'value == true'); the error says what to write."""
     if not isinstance(text, str):
-        raise ValueError(
+        raise FmaBandsError(
             f"a threshold is written as text such as 'value <= 14', not {type(text).__name__}"
         )
     name = None
@@ -88,7 +90,7 @@ def parse_threshold(text: str) -> Threshold:
         name, text = (part.strip() for part in text.split(":", 1))
     match = _THRESHOLD_RE.match(text)
     if not match:
-        raise ValueError(
+        raise FmaBandsError(
             f"cannot read threshold {text!r}: write 'value OP N' with OP one of "
             "<=, >=, <, >, == and N an integer or true/false, e.g. 'value <= 14'"
         )
@@ -270,10 +272,7 @@ def sub_action(name: str) -> SubAction:
     try:
         return SUB_ACTIONS[name]
     except (KeyError, TypeError):
-        raise ValueError(
-            f"unknown sub_action {name!r}: expected one of {', '.join(SUB_ACTIONS)}"
+        raise FmaBandsError(
+            f"unknown sub_action {name!r}: expected one of {', '.join(SUB_ACTIONS)}",
+            field="sub_action",
         ) from None
-
-
-def step_order(name: str) -> int:
-    return STEPS[SUB_ACTIONS[name].step].order

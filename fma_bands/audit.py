@@ -13,7 +13,7 @@ from sqlalchemy import select, text
 from sqlmodel import Session
 
 from fma_bands.canonical import sha256_digest
-from fma_bands.models import AuditEvent
+from fma_bands.store.models import AuditEvent
 
 GENESIS = "sha256:" + "0" * 64
 """The prev_hash of the first event: there is nothing before it."""

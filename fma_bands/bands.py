@@ -6,7 +6,8 @@ its end, a one-bound mapping means "no answer"); this module makes those impossi
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -23,12 +24,9 @@ from pydantic import ValidationError as PydanticValidationError
 
 from fma_bands.actions import SubAction, Threshold, Value, sub_action
 from fma_bands.canonical import sha256_digest
+from fma_bands.errors import FmaBandsError
 
 Scalar = StrictInt | StrictBool | StrictStr
-
-
-class BandError(ValueError):
-    """A band that cannot be accepted; the message says what to write instead."""
 
 
 class _Band(BaseModel):
@@ -215,7 +213,7 @@ def parse_band(
     try:
         return _BAND_TYPES[data["form"]].model_validate(data, context=context)
     except PydanticValidationError as exc:
-        raise BandError(_explain(exc)) from None
+        raise FmaBandsError(_explain(exc), field="span" if span else "band") from None
 
 
 _BAND_TYPES: dict[str, type[AnyBand]] = {
@@ -227,12 +225,12 @@ _BAND_TYPES: dict[str, type[AnyBand]] = {
 
 def _band_data(action: SubAction, raw: Any, required: Iterable[str] | None) -> dict[str, Any]:
     if isinstance(raw, tuple):
-        raise BandError(
+        raise FmaBandsError(
             f"a tuple such as {raw!r} is read by the harness as separate values, never a range: "
             f"write a list {list(raw)!r} for those values, or {{min: a, max: b}} for a range"
         )
     if isinstance(raw, range):
-        raise BandError(
+        raise FmaBandsError(
             f"a range object excludes its end ({raw!r} stops at {raw.stop - 1}): write "
             f"{{min: {raw.start}, max: {raw.stop - 1}}}"
         )
@@ -251,12 +249,12 @@ def _band_data(action: SubAction, raw: Any, required: Iterable[str] | None) -> d
         keys = set(raw)
         if action.kind == "multilabel":
             if keys != {"required", "defensible"}:
-                raise BandError(
+                raise FmaBandsError(
                     f"an orders band is a mapping with exactly the keys required and defensible "
                     f"(got {sorted(map(str, keys))}): write {{required: [...], defensible: [...]}}"
                 )
             if not isinstance(raw["required"], list) or not isinstance(raw["defensible"], list):
-                raise BandError("required and defensible must each be a list of order names")
+                raise FmaBandsError("required and defensible must each be a list of order names")
             return {"sub_action": action.name, "form": "multilabel", **raw}
         if keys != {"min", "max"}:
             missing = sorted({"min", "max"} - keys)
@@ -267,12 +265,12 @@ def _band_data(action: SubAction, raw: Any, required: Iterable[str] | None) -> d
                 if missing
                 else f"it has extra keys {extra}"
             )
-            raise BandError(
+            raise FmaBandsError(
                 f"an interval is a mapping with exactly min and max, but {problem}: "
                 "write {min: a, max: b}"
             )
         return {"sub_action": action.name, "form": "interval", **raw}
-    raise BandError(
+    raise FmaBandsError(
         f"a band is a list of values or a {{min, max}} mapping, not {type(raw).__name__} "
         f"{raw!r}: write e.g. {_example_set(action)}"
     )
@@ -322,40 +320,48 @@ def band_from_values(
     return parse_band(name, ordered, span=True)
 
 
-def intersect(bands: Iterable[AnyBand]) -> AnyBand | None:
-    """What every band admits (None when nothing is shared): the consensus rule of DESIGN 2.5."""
+@dataclass(frozen=True)
+class Consensus:
+    """The intersection rule (DESIGN 2.5) applied to the bands of one band's raters."""
+
+    rule: Literal["applied", "empty", "absent"]
+    band: AnyBand | None  # what every rater admits; None when empty, and when absent
+    disputed: frozenset[Value]  # what some but not all admit
+    n_raters: int
+
+
+def consensus(bands: Sequence[AnyBand]) -> Consensus:
+    """What every band admits. One rater's band is no consensus: the rule is absent, never met.
+
+    Orders: required is the union of the raters' required orders and defensible the
+    intersection of their defensible ones; a required order that is not defensible to every
+    rater leaves no consensus. The one implementation of the rule: agreement, the command line
+    and the registry all call it.
+    """
     bands = list(bands)
-    if not bands:
-        return None
+    if len(bands) < 2:
+        return Consensus("absent", None, frozenset(), len(bands))
     _same_sub_action(bands)
     name = bands[0].sub_action
     shared = frozenset.intersection(*(b.values() for b in bands))
-    if not shared:
-        return None
+    disputed = frozenset.union(*(b.values() for b in bands)) - shared
+    band: AnyBand | None = None
     if isinstance(bands[0], MultilabelBand):
-        required = frozenset.intersection(*(frozenset(b.required) for b in bands))
-        return MultilabelBand(
-            sub_action=name, required=tuple(sorted(required)), defensible=tuple(sorted(shared))
-        )
-    all_intervals = all(isinstance(b, IntervalBand) for b in bands)
-    return band_from_values(name, shared, prefer_interval=all_intervals)
-
-
-def union(bands: Iterable[AnyBand]) -> AnyBand | None:
-    """What any band admits; with intersect, gives the disputed span."""
-    bands = list(bands)
-    if not bands:
-        return None
-    _same_sub_action(bands)
-    everything = frozenset.union(*(b.values() for b in bands))
-    all_intervals = all(isinstance(b, IntervalBand) for b in bands)
-    return band_from_values(bands[0].sub_action, everything, prefer_interval=all_intervals)
+        required = frozenset().union(*(b.required for b in bands if isinstance(b, MultilabelBand)))
+        if shared and required <= shared:
+            band = MultilabelBand(
+                sub_action=name, required=tuple(sorted(required)), defensible=tuple(sorted(shared))
+            )
+    elif shared:
+        all_intervals = all(isinstance(b, IntervalBand) for b in bands)
+        band = band_from_values(name, shared, prefer_interval=all_intervals)
+    return Consensus("applied" if band else "empty", band, disputed, len(bands))
 
 
 def _same_sub_action(bands: list[AnyBand]) -> None:
     names = {b.sub_action for b in bands}
     if len(names) > 1:
-        raise BandError(f"cannot combine bands of different sub-actions: {sorted(names)}")
+        raise FmaBandsError(f"cannot combine bands of different sub-actions: {sorted(names)}")
 
 
 # Hand-back notation (DESIGN 2.3): {1, 3}, {true}, {"min": 1, "max": 30}, {"required": [...], ...}.
@@ -370,16 +376,16 @@ def parse_notation(name: str, text: str, *, orderables: Iterable[str] | None = N
         try:
             raw = json.loads(text)
         except json.JSONDecodeError:
-            raise BandError(
+            raise FmaBandsError(
                 f'cannot read {text!r}: write an interval as {{"min": 1, "max": 30}} '
                 "with double quotes around min and max"
             ) from None
         if not isinstance(raw, dict):
-            raise BandError(f'cannot read {text!r}: write {{"min": a, "max": b}}')
+            raise FmaBandsError(f'cannot read {text!r}: write {{"min": a, "max": b}}')
         return parse_band(name, raw, orderables=orderables)
     match = _BRACES.match(text)
     if not match:
-        raise BandError(
+        raise FmaBandsError(
             f"cannot read band {text!r}: write a set such as {{1, 3}} or an interval such as "
             '{"min": 1, "max": 30}'
         )

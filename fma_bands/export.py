@@ -5,7 +5,6 @@ adjudicator's fields construct its `Adjudicator(**fields)`.
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,13 @@ from typing import Any
 import yaml
 
 from fma_bands.actions import SUB_ACTIONS
-from fma_bands.bands import AnyBand, BandError, MultilabelBand, parse_band, to_harness
+from fma_bands.bands import MultilabelBand, parse_band, to_harness
+from fma_bands.envelopes import ADJUDICATORS_FILE, read_adjudicators
+from fma_bands.errors import FmaBandsError
 from fma_bands.files import write_atomically
-from fma_bands.vignettes import Library
+from fma_bands.policy import Policy
+from fma_bands.registry import Grant, decide
+from fma_bands.vignettes import Library, Proposal
 
 FORMAT = "fma-bands/v1"
 BAND_FIELDS = (
@@ -41,34 +44,48 @@ ADJUDICATOR_FIELDS = (
 )
 
 
-class ExportError(ValueError):
-    """A bands.yaml that cannot be read; the message names the file and the field."""
-
-
-@dataclass(frozen=True)
-class Grant:
-    """What the registry decided for one band; without one a band keeps its file provenance."""
-
-    provenance: str
-    band: AnyBand
-    adjudicated_by: tuple[str, ...] = ()
-    disputed_span: AnyBand | None = None
-    n_raters: int = 0
-    intersection_rule: str = "absent"
-    attestations: tuple[dict[str, str], ...] = ()
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Policy:
-    """The registry's rule: how many attesting adjudicators a band needs, and whether the
-    specialty scope rule is required or only warned about."""
-
-    quorum: int = 1
-    scope: str = "warn"  # warn | require
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"quorum": self.quorum, "scope": self.scope}
+def export_document(
+    library: Library,
+    folder: Path,
+    *,
+    quorum: int | None = None,
+    scope: str | None = None,
+    generated_at: datetime | None = None,
+) -> dict[str, Any]:
+    """bands.yaml as data: every band as the registry decided it, and the adjudicators with
+    `attestation_on_file` only where a valid attestation is on file."""
+    registry = decide(library, folder, quorum=quorum, scope=scope)
+    adjudicators = []
+    source = str(Path(folder) / ADJUDICATORS_FILE)
+    for i, record in enumerate(read_adjudicators(folder).values()):
+        missing = [k for k in ("pseudonym", "specialty", "jurisdiction") if not record.get(k)]
+        if missing:
+            raise FmaBandsError(
+                f"adjudicator record {i + 1} lacks {', '.join(missing)}: the file was edited by "
+                "hand or is damaged; publish it again from the store",
+                file=source,
+                field=f"adjudicators[{i}]",
+            )
+        date = registry.valid_signers.get(record["pseudonym"])
+        adjudicators.append(
+            {
+                "pseudonym": record["pseudonym"],
+                "specialty": record.get("specialty"),
+                "jurisdiction": record.get("jurisdiction"),
+                "years_post_registration": record.get("years_post_registration"),
+                "attestation_on_file": date is not None,
+                "attestation_date": date,
+                "anonymous_to_readers": record.get("anonymous_to_readers", True),
+                "notes": None,
+            }
+        )
+    return bands_document(
+        library,
+        grants=registry.grants(),
+        adjudicators=adjudicators,
+        policy=registry.policy,
+        generated_at=generated_at,
+    )
 
 
 def bands_document(
@@ -100,7 +117,7 @@ def bands_document(
     }
 
 
-def _band_entry(proposal, grant: Grant | None) -> dict[str, Any]:
+def _band_entry(proposal: Proposal, grant: Grant | None) -> dict[str, Any]:
     adjudicated = grant is not None and grant.provenance == "clinician-adjudicated"
     band = grant.band if adjudicated else proposal.acceptable
     disputed = grant.disputed_span if adjudicated else proposal.disputed_span
@@ -133,7 +150,7 @@ def _band_entry(proposal, grant: Grant | None) -> dict[str, Any]:
 def _adjudicator_entry(record: Mapping[str, Any]) -> dict[str, Any]:
     missing = [k for k in ("pseudonym", "specialty", "jurisdiction") if not record.get(k)]
     if missing:
-        raise ExportError(f"adjudicator record lacks {', '.join(missing)}")
+        raise FmaBandsError(f"adjudicator record lacks {', '.join(missing)}")
     entry = {key: record.get(key) for key in ADJUDICATOR_FIELDS}
     entry["attestation_on_file"] = bool(record.get("attestation_on_file"))
     entry["anonymous_to_readers"] = record.get("anonymous_to_readers", True)
@@ -153,9 +170,9 @@ def _read(path: str | Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ExportError(f"{path}: cannot read: {exc}") from None
+        raise FmaBandsError(f"{path}: cannot read: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ExportError(f"{path}: format: not a {FORMAT} file")
+        raise FmaBandsError(f"{path}: format: not a {FORMAT} file")
     return data
 
 
@@ -168,11 +185,11 @@ def load_bands(path: str | Path, *, extensions: bool = False) -> dict[str, list[
     data = _read(path)
     bands = data.get("bands") or {}
     if not isinstance(bands, dict):
-        raise ExportError(f"{path}: bands: must map vignette ids to lists of bands")
+        raise FmaBandsError(f"{path}: bands: must map vignette ids to lists of bands")
     loaded: dict[str, list[dict[str, Any]]] = {}
     for vid, entries in bands.items():
         if not isinstance(entries, list):
-            raise ExportError(f"{path}: bands.{vid}: must be a list of bands")
+            raise FmaBandsError(f"{path}: bands.{vid}: must be a list of bands")
         loaded[vid] = [_checked_band(path, vid, i, e, extensions) for i, e in enumerate(entries)]
     return loaded
 
@@ -180,19 +197,19 @@ def load_bands(path: str | Path, *, extensions: bool = False) -> dict[str, list[
 def _checked_band(path, vid: str, i: int, entry: Any, extensions: bool) -> dict[str, Any]:
     where = f"{path}: bands.{vid}[{i}]"
     if not isinstance(entry, dict) or entry.get("sub_action") not in SUB_ACTIONS:
-        raise ExportError(f"{where}.sub_action: missing or unknown")
+        raise FmaBandsError(f"{where}.sub_action: missing or unknown")
     missing = [k for k in BAND_FIELDS if k not in entry]
     if missing:
-        raise ExportError(f"{where}: lacks {', '.join(missing)}")
+        raise FmaBandsError(f"{where}: lacks {', '.join(missing)}")
     name = entry["sub_action"]
     try:
         parse_band(name, entry["acceptable"], required=entry.get("x_required"))
         if entry["disputed_span"] is not None:
             parse_band(name, entry["disputed_span"], span=True)
-    except BandError as exc:
-        raise ExportError(f"{where}.acceptable: {exc}") from None
+    except FmaBandsError as exc:
+        raise FmaBandsError(f"{where}.acceptable: {exc.message}") from None
     if entry["adjudicated_by"] and entry["provenance"] != "clinician-adjudicated":
-        raise ExportError(
+        raise FmaBandsError(
             f"{where}.adjudicated_by: set on a {entry['provenance']} band; the harness would "
             "take it as ground truth"
         )
@@ -205,17 +222,12 @@ def load_adjudicators(path: str | Path) -> list[dict[str, Any]]:
     data = _read(path)
     records = data.get("adjudicators") or []
     if not isinstance(records, list):
-        raise ExportError(f"{path}: adjudicators: must be a list")
+        raise FmaBandsError(f"{path}: adjudicators: must be a list")
     out = []
     for i, record in enumerate(records):
         if not isinstance(record, dict) or set(record) != set(ADJUDICATOR_FIELDS):
-            raise ExportError(
+            raise FmaBandsError(
                 f"{path}: adjudicators[{i}]: needs exactly {', '.join(ADJUDICATOR_FIELDS)}"
             )
         out.append(dict(record))
     return out
-
-
-def band_from_entry(entry: Mapping[str, Any]) -> AnyBand:
-    """The typed band of an exported entry (loaded with extensions, so orders keep required)."""
-    return parse_band(entry["sub_action"], entry["acceptable"], required=entry.get("x_required"))

@@ -19,8 +19,8 @@ from fma_bands.agreement import (
     verdict_alpha,
 )
 from fma_bands.bands import IntervalBand, band_from_values, to_harness
-from fma_bands.models import Review
 from fma_bands.reviews import ReviewData, attested_band, submitted_reviews
+from fma_bands.store.models import Review
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 

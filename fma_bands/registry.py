@@ -9,15 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from fma_bands.actions import sub_action
-from fma_bands.attestations import (
-    check_policy,
-    read_adjudicators,
-    read_folder,
-    read_policy,
-    subject_name,
-)
-from fma_bands.bands import AnyBand, BandError, band_from_values, intersect, parse_band, to_harness
-from fma_bands.export import Grant, Policy, bands_document
+from fma_bands.bands import AnyBand, band_from_values, consensus, parse_band, to_harness
+from fma_bands.envelopes import read_folder, subject_name
+from fma_bands.errors import FmaBandsError
+from fma_bands.policy import Policy, check_policy, read_policy
 from fma_bands.vignettes import Library, Proposal, Vignette
 
 ADJUDICATED = "clinician-adjudicated"
@@ -46,6 +41,20 @@ class Reason:
 
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What the registry decided for one band; without one a band keeps its file provenance."""
+
+    provenance: str
+    band: AnyBand
+    adjudicated_by: tuple[str, ...] = ()
+    disputed_span: AnyBand | None = None
+    n_raters: int = 0
+    intersection_rule: str = "absent"
+    attestations: tuple[dict[str, str], ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -223,7 +232,7 @@ def _decide_band(
     proposal: Proposal,
     entries: list[_Entry],
     failures: list[Reason],
-    revoked: dict[str, str],
+    revoked: set[str],
     policy: Policy,
 ) -> Decision:
     name = proposal.sub_action
@@ -270,7 +279,7 @@ def _decide_band(
             attested = parse_band(
                 name, entry.review["attested_band"], orderables=vignette.orderables
             )
-        except (BandError, KeyError) as exc:
+        except (FmaBandsError, KeyError) as exc:
             decision.reasons.append(Reason("malformed", f"{who}: attested band unreadable: {exc}"))
             continue
         counted.append((entry, attested))
@@ -287,15 +296,14 @@ def _decide_band(
             )
         return decision
     bands = [band for _, band in counted]
-    granted = intersect(bands)
-    decision.intersection_rule = (
-        "absent" if len(bands) == 1 else ("applied" if granted else "empty")
-    )
+    agreed = consensus(bands)
+    decision.intersection_rule = agreed.rule
+    # One counted rater's own band stands; several must meet the intersection rule.
+    granted = bands[0] if len(bands) == 1 else agreed.band
     if granted is None:
         decision.reasons.append(Reason("no_consensus", REASONS["no_consensus"]))
         return decision
-    union = frozenset.union(*(b.values() for b in bands))
-    spare = union - granted.values()
+    spare = agreed.disputed
     if len(bands) == 1 and proposal.disputed_span is not None:
         spare = proposal.disputed_span.values() - granted.values()
     decision.provenance = ADJUDICATED
@@ -307,38 +315,3 @@ def _decide_band(
         for e, _ in sorted(counted, key=lambda c: c[0].pseudonym)
     ]
     return decision
-
-
-def export_document(
-    library: Library,
-    folder: Path,
-    *,
-    quorum: int | None = None,
-    scope: str | None = None,
-    generated_at=None,
-) -> dict[str, Any]:
-    """bands.yaml as data: every band as the registry decided it, and the adjudicators with
-    `attestation_on_file` only where a valid attestation is on file."""
-    registry = decide(library, folder, quorum=quorum, scope=scope)
-    adjudicators = []
-    for record in read_adjudicators(folder).values():
-        date = registry.valid_signers.get(record["pseudonym"])
-        adjudicators.append(
-            {
-                "pseudonym": record["pseudonym"],
-                "specialty": record.get("specialty"),
-                "jurisdiction": record.get("jurisdiction"),
-                "years_post_registration": record.get("years_post_registration"),
-                "attestation_on_file": date is not None,
-                "attestation_date": date,
-                "anonymous_to_readers": record.get("anonymous_to_readers", True),
-                "notes": None,
-            }
-        )
-    return bands_document(
-        library,
-        grants=registry.grants(),
-        adjudicators=adjudicators,
-        policy=registry.policy,
-        generated_at=generated_at,
-    )

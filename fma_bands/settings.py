@@ -1,34 +1,40 @@
-"""One settings object: where the vignettes, the database and the attestations live."""
+"""One settings object, read once: command-line options over FMA_BANDS_* variables over defaults."""
 
-import os
-from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from fma_bands.errors import FmaBandsError
 
 DEFAULT_DATABASE_URL = "sqlite:///fma-bands.db"
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(BaseSettings):
+    """Where the study lives. Each field is also the variable FMA_BANDS_<FIELD>."""
+
+    model_config = SettingsConfigDict(env_prefix="FMA_BANDS_", frozen=True, extra="ignore")
+
     vignettes: Path = Path("vignettes")
     database_url: str = DEFAULT_DATABASE_URL
     attestations: Path = Path("attestations")
     # Seals raters' private identities at rest; never inside attestations/ or the repository.
     identity_key: Path = Path("fma-bands-identity.key")
+    # The one folder the app writes exports to; the browser never names a server path.
+    export_dir: Path = Path("exports")
+    # Where an unexpected error's details go, so a person sees one line and a bug report has all.
+    log_file: Path = Path("fma-bands.log")
 
-    @classmethod
-    def from_env(cls, **overrides: object) -> "Settings":
-        """Environment first (FMA_BANDS_VIGNETTES, _DATABASE_URL, _ATTESTATIONS), then overrides."""
-        env = os.environ
-        settings = cls(
-            vignettes=Path(env.get("FMA_BANDS_VIGNETTES", "vignettes")),
-            database_url=env.get("FMA_BANDS_DATABASE_URL", DEFAULT_DATABASE_URL),
-            attestations=Path(env.get("FMA_BANDS_ATTESTATIONS", "attestations")),
-            identity_key=Path(env.get("FMA_BANDS_IDENTITY_KEY", "fma-bands-identity.key")),
-        )
-        given = {k: v for k, v in overrides.items() if v is not None}
-        if "vignettes" in given:
-            given["vignettes"] = Path(given["vignettes"])
-        for name in ("attestations", "identity_key"):
-            if name in given:
-                given[name] = Path(given[name])
-        return replace(settings, **given)
+
+def load_settings(**overrides: Any) -> Settings:
+    """The settings, with the given options (None means "not given") over the environment."""
+    given = {name: value for name, value in overrides.items() if value is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(p) for p in first["loc"])
+        raise FmaBandsError(
+            f"setting {name} (FMA_BANDS_{name.upper()}): {first['msg']}", field=name
+        ) from None

@@ -5,31 +5,35 @@ is enrolled. Raters get an Ed25519 key pair at enrolment, the private half seale
 passphrase (DESIGN 2.6).
 """
 
+import functools
 import re
 from typing import Literal
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlmodel import Session, func, select
 
 from fma_bands import audit
-from fma_bands.dsse import generate_keypair, load_private_key, reencrypt_private_key
-from fma_bands.models import User
+from fma_bands.errors import FmaBandsError
+from fma_bands.keys import generate_keypair, reseal_private_key, unseal_private_key
+from fma_bands.store.models import User
 
 SIGN_IN_FAILED = "Sign-in failed: check your name and passphrase."
 MIN_PASSPHRASE = 10
 _hasher = PasswordHasher()
-# Verified against when the name is unknown, so a failed sign-in takes the same time either way.
-_DUMMY_HASH = _hasher.hash("fma-bands: no such user")
 
 
-class AccountError(ValueError):
-    """A request about accounts that cannot be done; `fields` maps form fields to messages."""
+@functools.cache
+def _dummy_hash() -> str:
+    # Verified against when the name is unknown, so a failed sign-in takes the same time either
+    # way. Made on first use: an Argon2 hash costs every process that imports this module.
+    return _hasher.hash("fma-bands: no such user")
 
-    def __init__(self, message: str, fields: dict[str, str] | None = None):
-        super().__init__(message)
-        self.fields = fields or {}
+
+def _refused(problems: dict[str, str]) -> FmaBandsError:
+    return FmaBandsError(_summary(problems), fields=problems)
 
 
 class UserPublic(BaseModel):
@@ -45,7 +49,6 @@ class UserPublic(BaseModel):
     years_post_registration: int | None = None
     keyid: str | None = None
     public_key: str | None = None
-    active: bool = True
 
     @property
     def is_coordinator(self) -> bool:
@@ -99,7 +102,7 @@ def create_user(session: Session, *, actor: str | None, **fields) -> UserPublic:
         enrolment = Enrolment(**fields)
     except ValidationError as exc:
         problems = {str(e["loc"][0]): e["msg"].removeprefix("Value error, ") for e in exc.errors()}
-        raise AccountError(_summary(problems), problems) from None
+        raise _refused(problems) from None
     if enrolment.role == "rater":
         missing = {
             name: "required for a rater"
@@ -107,10 +110,10 @@ def create_user(session: Session, *, actor: str | None, **fields) -> UserPublic:
             if getattr(enrolment, name) is None
         }
         if missing:
-            raise AccountError(_summary(missing), missing)
+            raise _refused(missing)
     if session.exec(select(User).where(User.pseudonym == enrolment.pseudonym)).first():
         problem = {"pseudonym": f"{enrolment.pseudonym} is already enrolled"}
-        raise AccountError(_summary(problem), problem)
+        raise _refused(problem)
     keys = generate_keypair(enrolment.passphrase) if enrolment.role == "rater" else None
     user = User(
         pseudonym=enrolment.pseudonym,
@@ -121,7 +124,7 @@ def create_user(session: Session, *, actor: str | None, **fields) -> UserPublic:
         years_post_registration=enrolment.years_post_registration,
         public_key=keys.public_key_b64 if keys else None,
         keyid=keys.keyid if keys else None,
-        encrypted_private_key=keys.encrypted_private_key if keys else None,
+        encrypted_private_key=keys.sealed_private_key if keys else None,
     )
     session.add(user)
     session.flush()
@@ -144,7 +147,7 @@ def create_user(session: Session, *, actor: str | None, **fields) -> UserPublic:
 def create_first_coordinator(session: Session, *, pseudonym: str, passphrase: str) -> UserPublic:
     """The first-run account; refused once any user exists, so it cannot be used to take over."""
     if has_users(session):
-        raise AccountError("the study already has a coordinator; sign in instead")
+        raise FmaBandsError("the study already has a coordinator; sign in instead")
     return create_user(
         session, actor=None, pseudonym=pseudonym, passphrase=passphrase, role="coordinator"
     )
@@ -153,8 +156,8 @@ def create_first_coordinator(session: Session, *, pseudonym: str, passphrase: st
 def sign_in(session: Session, pseudonym: str, passphrase: str) -> UserPublic | None:
     """The user, or None with nothing said about why (the caller shows SIGN_IN_FAILED)."""
     user = session.exec(select(User).where(User.pseudonym == (pseudonym or "").strip())).first()
-    ok = _verify(user.passphrase_hash if user else _DUMMY_HASH, passphrase or "")
-    if user is None or not ok or not user.active:
+    ok = _verify(user.passphrase_hash if user else _dummy_hash(), passphrase or "")
+    if user is None or not ok:
         audit.record(
             session,
             kind="sign_in_failed",
@@ -177,24 +180,24 @@ def check_passphrase(session: Session, user_id: int, passphrase: str) -> bool:
 def change_passphrase(session: Session, user_id: int, old: str, new: str) -> None:
     user = session.get(User, user_id)
     if user is None or not _verify(user.passphrase_hash, old or ""):
-        raise AccountError("the current passphrase is not right", {"old": "not right"})
+        raise _refused({"old": "the current passphrase is not right"})
     try:
         Enrolment(pseudonym=user.pseudonym, passphrase=new, role="coordinator")
     except ValidationError:
         message = f"choose a passphrase of at least {MIN_PASSPHRASE} characters"
-        raise AccountError(message, {"new": message}) from None
+        raise _refused({"new": message}) from None
     user.passphrase_hash = _hasher.hash(new)
     if user.encrypted_private_key:
-        user.encrypted_private_key = reencrypt_private_key(user.encrypted_private_key, old, new)
+        user.encrypted_private_key = reseal_private_key(user.encrypted_private_key, old, new)
     audit.record(session, kind="passphrase_changed", actor=user.pseudonym, payload={})
 
 
-def unlock_signing_key(session: Session, user_id: int, passphrase: str):
+def unlock_signing_key(session: Session, user_id: int, passphrase: str) -> Ed25519PrivateKey:
     """The rater's Ed25519 private key, for signing; raises WrongPassphrase."""
     user = session.get(User, user_id)
     if user is None or not user.encrypted_private_key:
-        raise AccountError("this account has no signing key")
-    return load_private_key(user.encrypted_private_key, passphrase)
+        raise FmaBandsError("this account has no signing key")
+    return unseal_private_key(user.encrypted_private_key, passphrase)
 
 
 def get_user(session: Session, pseudonym: str) -> UserPublic | None:
@@ -202,8 +205,20 @@ def get_user(session: Session, pseudonym: str) -> UserPublic | None:
     return public(user) if user else None
 
 
+def pseudonyms(session: Session) -> dict[int, str]:
+    """Every user's pseudonym by id, in one query (pages and reports never query per row)."""
+    return {uid: name for uid, name in session.exec(select(User.id, User.pseudonym)) if uid}
+
+
+def require_user(session: Session, pseudonym: str) -> UserPublic:
+    found = get_user(session, pseudonym)
+    if found is None:
+        raise FmaBandsError(f"no user named {pseudonym!r} is enrolled", field="pseudonym")
+    return found
+
+
 def list_users(session: Session, role: str | None = None) -> list[UserPublic]:
-    query = select(User).order_by(User.role, User.pseudonym)
+    query = select(User).order_by(User.role, User.pseudonym)  # type: ignore[arg-type]
     if role:
         query = query.where(User.role == role)
     return [public(u) for u in session.exec(query)]

@@ -3,7 +3,7 @@
 Every problem names the file, the line and the field; one bad file never stops the others loading.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,8 +11,9 @@ from typing import Any
 import yaml
 
 from fma_bands.actions import STEPS, Threshold, parse_threshold, sub_action
-from fma_bands.bands import AnyBand, BandError, parse_band
+from fma_bands.bands import AnyBand, parse_band, to_file
 from fma_bands.canonical import sha256_digest
+from fma_bands.errors import FmaBandsError, Problem
 
 DOMAINS = ("triage", "ordering", "medication", "documentation")
 AMBIGUITIES = ("clear", "intermediate", "borderline")
@@ -40,20 +41,6 @@ _PROPOSAL_KEYS = {
 
 
 @dataclass(frozen=True)
-class Problem:
-    file: str
-    line: int | None
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return (
-            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
-        )
-
-
-@dataclass(frozen=True)
 class Proposal:
     sub_action: str
     acceptable: AnyBand
@@ -69,6 +56,20 @@ class Proposal:
     def effective_threshold(self) -> Threshold | None:
         """The band's own phi when it carries one, else the sub-action's default."""
         return self.threshold or sub_action(self.sub_action).threshold
+
+    def as_data(self) -> dict[str, Any]:
+        """The proposal in the vignette-file form: every field, bands as lists or mappings."""
+        return {
+            "sub_action": self.sub_action,
+            "acceptable": to_file(self.acceptable),
+            "provenance": self.provenance,
+            "source": self.source,
+            "clause": self.clause,
+            "reasoning": self.reasoning,
+            "disputed_span": to_file(self.disputed_span) if self.disputed_span else None,
+            "threshold": self.threshold.expression() if self.threshold else None,
+            "notes": self.notes,
+        }
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,30 @@ class Library:
     def ok(self) -> bool:
         return not self.problems
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Vignette]:
         return iter(self.vignettes.values())
 
     def __len__(self) -> int:
         return len(self.vignettes)
+
+    def band(self, vid: str, name: str) -> tuple[Vignette, Proposal] | None:
+        """The vignette and its proposal for one band, or None if the study has no such band."""
+        vignette = self.vignettes.get(vid)
+        proposal = vignette.proposal(name) if vignette else None
+        return None if proposal is None else (vignette, proposal)  # type: ignore[return-value]
+
+    def is_current(
+        self, vid: str, name: str, context_digest: str, proposal_digest: str | None
+    ) -> bool:
+        """Was a review made of this band as the files hold it now (same context, same proposal)?"""
+        found = self.band(vid, name)
+        if found is None:
+            return False
+        vignette, proposal = found
+        return (
+            context_digest == vignette.context_digest_for(name)
+            and proposal_digest == proposal.acceptable.digest()
+        )
 
 
 class _Lines:
@@ -155,11 +175,11 @@ def load_library(folders: Iterable[str | Path]) -> Library:
     for folder in folders:
         folder = Path(folder)
         if not folder.is_dir():
-            library.problems.append(Problem(str(folder), None, "", "no such folder"))
+            library.problems.append(Problem("no such folder", file=str(folder)))
             continue
         paths = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
         if not paths:
-            library.problems.append(Problem(str(folder), None, "", "no vignette files (*.yaml)"))
+            library.problems.append(Problem("no vignette files (*.yaml)", file=str(folder)))
         for path in paths:
             library.files += 1
             vignette, problems = load_vignette(path)
@@ -169,16 +189,20 @@ def load_library(folders: Iterable[str | Path]) -> Library:
             first = library.vignettes.get(vignette.id)
             if first is not None:
                 library.problems.append(
-                    Problem(str(path), 1, "id", f"duplicate id {vignette.id!r}, also {first.path}")
+                    Problem(
+                        f"duplicate id {vignette.id!r}, also {first.path}",
+                        file=str(path),
+                        line=1,
+                        field="id",
+                    )
                 )
                 continue
             if vignette.canary in seen_canaries:
                 library.problems.append(
                     Problem(
-                        str(path),
-                        None,
-                        "canary",
                         f"duplicate canary, also in {seen_canaries[vignette.canary]}",
+                        file=str(path),
+                        field="canary",
                     )
                 )
                 continue
@@ -195,7 +219,7 @@ def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(name, None, "", f"cannot read the file: {exc}")]
+        return None, [Problem(f"cannot read the file: {exc}", file=name)]
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -203,7 +227,7 @@ def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         reason = getattr(exc, "problem", None) or str(exc)
-        return None, [Problem(name, line, "", f"not valid YAML: {reason}")]
+        return None, [Problem(f"not valid YAML: {reason}", file=name, line=line)]
     return parse_vignette(data, name, _Lines(root), stem=path.stem)
 
 
@@ -214,7 +238,8 @@ def parse_vignette(
     problems: list[Problem] = []
 
     def problem(message: str, *path: str | int) -> None:
-        problems.append(Problem(name, lines.of(*path), ".".join(map(str, path)), message))
+        field = ".".join(map(str, path)) or None
+        problems.append(Problem(message, file=name, line=lines.of(*path), field=field))
 
     if not isinstance(data, dict):
         problem("a vignette file is a mapping with id, domain, clinical_core, canary, ...")
@@ -314,8 +339,8 @@ def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Propo
         ok = False
     try:
         action = sub_action(item.get("sub_action"))
-    except ValueError as exc:
-        problem(str(exc), *here, "sub_action")
+    except FmaBandsError as exc:
+        problem(exc.message, *here, "sub_action")
         return None
     texts = {}
     for key in ("source", "clause", "reasoning", "notes"):
@@ -347,16 +372,16 @@ def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Propo
     else:
         try:
             acceptable = parse_band(action.name, item["acceptable"], orderables=orderables)
-        except BandError as exc:
-            problem(str(exc), *here, "acceptable")
+        except FmaBandsError as exc:
+            problem(exc.message, *here, "acceptable")
             ok = False
     if item.get("disputed_span") is not None:
         try:
             disputed = parse_band(
                 action.name, item["disputed_span"], orderables=orderables, span=True
             )
-        except BandError as exc:
-            problem(str(exc), *here, "disputed_span")
+        except FmaBandsError as exc:
+            problem(exc.message, *here, "disputed_span")
             ok = False
         if acceptable is not None and disputed is not None:
             overlap = acceptable.values() & disputed.values()
@@ -372,9 +397,11 @@ def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Propo
         try:
             threshold = parse_threshold(item["threshold"])
             if type(threshold.value) is not action.value_type or action.kind == "multilabel":
-                raise ValueError(f"{action.name} takes a threshold on {action.describe_domain()}")
-        except ValueError as exc:
-            problem(str(exc), *here, "threshold")
+                raise FmaBandsError(
+                    f"{action.name} takes a threshold on {action.describe_domain()}"
+                )
+        except FmaBandsError as exc:
+            problem(exc.message, *here, "threshold")
             ok = False
     if not ok:
         return None

@@ -34,14 +34,14 @@ def postgres_engine(postgres_server):
 
     from sqlalchemy import text
 
-    from fma_bands.db import create_schema, make_engine
+    from fma_bands.store.db import make_engine, upgrade
 
     admin = make_engine(postgres_server)
     name = f"t_{uuid.uuid4().hex[:12]}"
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     engine = make_engine(postgres_server.rsplit("/", 1)[0] + f"/{name}")
-    create_schema(engine)
+    upgrade(engine)
     yield engine
     engine.dispose()
     with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
@@ -55,11 +55,11 @@ def engine(request, tmp_path):
     from sqlalchemy import text
     from sqlmodel import SQLModel
 
-    from fma_bands.db import create_schema, make_engine
+    from fma_bands.store.db import make_engine, upgrade
 
     if request.param == "sqlite":
         engine = make_engine(f"sqlite:///{tmp_path / 'fma-bands.db'}")
-        create_schema(engine)
+        upgrade(engine)
         yield engine
         engine.dispose()
         return
@@ -75,7 +75,7 @@ RATER_DETAILS = {"role": "rater", "jurisdiction": "Australia", "years_post_regis
 
 def enrol_study(session, library):
     """The library in the store, a coordinator, and two raters of different specialties."""
-    from fma_bands.reviews import sync_vignettes
+    from fma_bands.study import sync_vignettes
     from fma_bands.users import create_user
 
     sync_vignettes(session, library, actor="test")

@@ -21,26 +21,19 @@ from securesystemslib.signer import SSlibKey
 from sqlmodel import select
 
 from fma_bands import audit
-from fma_bands.attestations import (
-    ADJUDICATION_TYPE,
-    DECLARATIONS,
-    IDENTITY_FIELDS,
-    STATEMENT_TEXT,
-    AttestationError,
-    attest,
-    check_revealed,
-    publish_adjudicators,
-    read_adjudicators,
-    read_folder,
-    reveal_identity,
-    set_identity,
-)
-from fma_bands.db import create_schema, make_engine, session_scope
+from fma_bands.attestations import attest, publish_adjudicators
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE
-from fma_bands.export import load_adjudicators, load_bands, write_bands
-from fma_bands.models import AuditEvent, User
-from fma_bands.registry import ADJUDICATED, decide, export_document
-from fma_bands.reviews import ReviewForm, import_handback, save, sync_vignettes
+from fma_bands.envelopes import ADJUDICATION_TYPE, read_adjudicators, read_folder
+from fma_bands.errors import AccessDenied, FmaBandsError
+from fma_bands.export import export_document, load_adjudicators, load_bands, write_bands
+from fma_bands.handback import import_handback
+from fma_bands.identity import check_revealed, reveal_identity, set_identity
+from fma_bands.protocol import DECLARATIONS, IDENTITY_FIELDS, STATEMENT_TEXT
+from fma_bands.registry import ADJUDICATED, decide
+from fma_bands.reviews import ReviewForm, save
+from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.store.models import AuditEvent, User
+from fma_bands.study import sync_vignettes
 from fma_bands.users import create_user
 from tests.conftest import HANDBACK
 
@@ -220,7 +213,7 @@ def signed(tmp_path_factory, shared_library):
     root = tmp_path_factory.mktemp("signed")
     url = f"sqlite:///{root / 'template.db'}"
     engine = make_engine(url)
-    create_schema(engine)
+    upgrade(engine)
     study = build_study(engine, shared_library, root)
     yield study, url
     engine.dispose()
@@ -321,7 +314,7 @@ def test_signing_is_refused_until_everything_is_in_place(engine, shared_library,
     folder.mkdir()
     coordinator, a, _ = enrol(engine, library)
 
-    with pytest.raises(AttestationError, match="identity is not recorded"):
+    with pytest.raises(FmaBandsError, match="identity is not recorded"):
         sign(engine, library, a, PASS_01, folder)
 
     with session_scope(engine) as s:
@@ -334,12 +327,12 @@ def test_signing_is_refused_until_everything_is_in_place(engine, shared_library,
         )
     for left_out in DECLARATIONS:
         partial = [d for d in DECLARATIONS if d != left_out]
-        with pytest.raises(AttestationError, match=f"missing: {left_out}"):
+        with pytest.raises(FmaBandsError, match=f"missing: {left_out}"):
             sign(engine, library, a, PASS_01, folder, declarations=partial)
-    with pytest.raises(AttestationError, match="unknown declaration"):
+    with pytest.raises(FmaBandsError, match="unknown declaration"):
         sign(engine, library, a, PASS_01, folder, declarations=[*DECLARATIONS, "no-conflicts"])
 
-    with pytest.raises(AttestationError, match="no current submitted review"):
+    with pytest.raises(FmaBandsError, match="no current submitted review"):
         sign(engine, library, a, PASS_01, folder)
     # A draft is not a submitted review.
     with session_scope(engine) as s:
@@ -352,7 +345,7 @@ def test_signing_is_refused_until_everything_is_in_place(engine, shared_library,
             ReviewForm(verdict="ACCEPT", answers=ANSWERS),
             expected_version=0,
         )
-    with pytest.raises(AttestationError, match="no current submitted review"):
+    with pytest.raises(FmaBandsError, match="no current submitted review"):
         sign(engine, library, a, PASS_01, folder)
 
     with session_scope(engine) as s:
@@ -369,7 +362,7 @@ def test_signing_is_refused_until_everything_is_in_place(engine, shared_library,
             ),
             source=HANDBACK.name,
         )
-    with pytest.raises(AttestationError, match="passphrase is not right"):
+    with pytest.raises(FmaBandsError, match="passphrase is not right"):
         sign(engine, library, a, "not the passphrase at all", folder)
     assert list(folder.iterdir()) == []
     with session_scope(engine) as s:
@@ -473,14 +466,14 @@ def test_identity_is_checked_sealed_revealed_and_matches_its_commitment(
     key_path, folder = tmp_path / "identity.key", tmp_path / "attestations"
 
     incomplete = {k: v for k, v in IDENTITY.items() if k != "email"}
-    with session_scope(engine) as s, pytest.raises(AttestationError, match="missing email"):
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="missing email"):
         set_identity(
             s, actor=coordinator, pseudonym="adjudicator-01", record=incomplete, key_path=key_path
         )
     extra = {**IDENTITY, "nickname": "Immy"}
     with (
         session_scope(engine) as s,
-        pytest.raises(AttestationError, match=r"unknown key.*nickname"),
+        pytest.raises(FmaBandsError, match=r"unknown key.*nickname"),
     ):
         set_identity(
             s, actor=coordinator, pseudonym="adjudicator-01", record=extra, key_path=key_path
@@ -532,12 +525,12 @@ def test_identity_is_checked_sealed_revealed_and_matches_its_commitment(
 def test_revealing_with_the_wrong_identity_key_is_refused_and_creates_no_key(signed_copy, tmp_path):
     study, engine = signed_copy
     missing = tmp_path / "not-the-key.key"
-    with session_scope(engine) as s, pytest.raises(AttestationError):
+    with session_scope(engine) as s, pytest.raises(FmaBandsError):
         reveal_identity(s, actor=study.coordinator, pseudonym="adjudicator-01", key_path=missing)
     assert not missing.exists()
     other = tmp_path / "other.key"
     other.write_text(base64.b64encode(b"\x01" * 32).decode() + "\n")
-    with session_scope(engine) as s, pytest.raises(AttestationError):
+    with session_scope(engine) as s, pytest.raises(FmaBandsError):
         reveal_identity(s, actor=study.coordinator, pseudonym="adjudicator-01", key_path=other)
 
 
@@ -545,11 +538,11 @@ def test_identity_is_recorded_only_by_the_coordinator_or_the_rater(signed_copy, 
     study, engine = signed_copy
     with session_scope(engine) as s:
         b = create_user(s, actor="coordinator", **RATER_02)
-    with session_scope(engine) as s, pytest.raises(PermissionError):
+    with session_scope(engine) as s, pytest.raises(AccessDenied):
         set_identity(
             s, actor=b, pseudonym="adjudicator-01", record=IDENTITY, key_path=study.key_path
         )
-    with session_scope(engine) as s, pytest.raises(PermissionError):
+    with session_scope(engine) as s, pytest.raises(AccessDenied):
         reveal_identity(s, actor=b, pseudonym="adjudicator-01", key_path=study.key_path)
     with session_scope(engine) as s:
         set_identity(

@@ -11,8 +11,8 @@ from sqlalchemy import JSON, bindparam, select, text
 from sqlmodel import Session
 
 from fma_bands import audit
-from fma_bands.db import session_scope
-from fma_bands.models import AuditEvent, StudySettings, UTCDateTime
+from fma_bands.store.db import session_scope
+from fma_bands.store.models import AuditEvent, StudySettings, UTCDateTime
 
 PAYLOADS = [
     {"vignette": "draft_documentation_01", "sub_action": "followup_days"},

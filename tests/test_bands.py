@@ -8,20 +8,19 @@ from hypothesis import strategies as st
 
 from fma_bands.actions import SUB_ACTIONS, Threshold, parse_threshold
 from fma_bands.bands import (
-    BandError,
     IntervalBand,
     MultilabelBand,
     SetBand,
     band_from_values,
+    consensus,
     describe,
     format_notation,
-    intersect,
     parse_band,
     parse_notation,
     to_file,
     to_harness,
-    union,
 )
+from fma_bands.errors import FmaBandsError
 
 ESI = SUB_ACTIONS["esi_acuity"].threshold
 OPIOID = SUB_ACTIONS["analgesia_tier"].threshold
@@ -76,7 +75,7 @@ def test_draft_bands_membership_and_straddling(shared_library):
     ],
 )
 def test_refused_bands_say_what_to_write(name, raw, hint):
-    with pytest.raises(BandError) as caught:
+    with pytest.raises(FmaBandsError) as caught:
         parse_band(name, raw)
     assert hint in str(caught.value)
 
@@ -89,13 +88,13 @@ def test_orders_are_checked_against_the_vignette():
     assert isinstance(band, MultilabelBand)
     assert to_file(band) == {"required": ["cbc"], "defensible": ["cbc", "lipase"]}
     assert to_harness(band) == ["cbc", "lipase"]
-    with pytest.raises(BandError, match="not an orderable of this vignette"):
+    with pytest.raises(FmaBandsError, match="not an orderable of this vignette"):
         parse_band("orders", {"required": [], "defensible": ["mri"]}, orderables=orderables)
-    with pytest.raises(BandError, match="not in defensible"):
+    with pytest.raises(FmaBandsError, match="not in defensible"):
         parse_band(
             "orders", {"required": ["ct_abdomen"], "defensible": ["cbc"]}, orderables=orderables
         )
-    with pytest.raises(BandError, match="exactly the keys required and defensible"):
+    with pytest.raises(FmaBandsError, match="exactly the keys required and defensible"):
         parse_band("orders", {"defensible": ["cbc"]}, orderables=orderables)
 
 
@@ -113,19 +112,43 @@ def test_harness_form_is_only_ever_a_list_or_min_max_mapping():
                 assert form["min"] <= form["max"]
 
 
-def test_intersection_and_union():
+def test_consensus_is_what_every_rater_admits():
     a = parse_band("esi_acuity", [1, 2])
     b = parse_band("esi_acuity", [2, 3])
-    assert to_harness(intersect([a, b])) == [2]
-    assert to_harness(union([a, b])) == [1, 2, 3]
-    assert intersect([a, parse_band("esi_acuity", [4])]) is None
+    agreed = consensus([a, b])
+    assert (agreed.rule, to_harness(agreed.band), agreed.disputed) == ("applied", [2], {1, 3})
+    nothing = consensus([a, parse_band("esi_acuity", [4])])
+    assert (nothing.rule, nothing.band, nothing.disputed) == ("empty", None, {1, 2, 4})
     short = parse_band("followup_days", {"min": 1, "max": 14})
     long = parse_band("followup_days", {"min": 7, "max": 30})
-    assert to_harness(intersect([short, long])) == {"min": 7, "max": 14}
-    gap = union([short, parse_band("followup_days", {"min": 20, "max": 21})])
-    assert to_harness(gap) == [*range(1, 15), 20, 21]  # not contiguous: a list, never a range
-    with pytest.raises(BandError, match="different sub-actions"):
-        intersect([a, parse_band("analgesia_tier", [1])])
+    assert to_harness(consensus([short, long]).band) == {"min": 7, "max": 14}
+    with pytest.raises(FmaBandsError, match="different sub-actions"):
+        consensus([a, parse_band("analgesia_tier", [1])])
+
+
+def test_one_rater_is_no_consensus():
+    alone = consensus([parse_band("esi_acuity", [2])])
+    assert (alone.rule, alone.band, alone.disputed, alone.n_raters) == ("absent", None, set(), 1)
+    assert consensus([]).rule == "absent"
+
+
+def test_orders_consensus_unites_required_inside_shared_defensible():
+    orderables = ("cbc", "ecg", "troponin")
+    one = parse_band(
+        "orders", {"required": ["ecg"], "defensible": ["ecg", "troponin"]}, orderables=orderables
+    )
+    two = parse_band(
+        "orders",
+        {"required": ["troponin"], "defensible": ["cbc", "ecg", "troponin"]},
+        orderables=orderables,
+    )
+    agreed = consensus([one, two])
+    assert agreed.rule == "applied"
+    assert agreed.band.required == ("ecg", "troponin")
+    assert agreed.band.defensible == ("ecg", "troponin")
+    # A required order another rater does not find defensible leaves no consensus.
+    three = parse_band("orders", {"required": [], "defensible": ["ecg"]}, orderables=orderables)
+    assert consensus([one, two, three]).rule == "empty"
 
 
 def test_notation_of_the_handback():
@@ -135,11 +158,11 @@ def test_notation_of_the_handback():
         "max": 30,
     }
     assert to_harness(parse_notation("admit", "{false, true}")) == [False, True]
-    with pytest.raises(BandError, match="double quotes"):
+    with pytest.raises(FmaBandsError, match="double quotes"):
         parse_notation("followup_days", "{min: 1, max: 30}")
-    with pytest.raises(BandError, match="cannot read band"):
+    with pytest.raises(FmaBandsError, match="cannot read band"):
         parse_notation("esi_acuity", "2 or 3")
-    with pytest.raises(BandError, match="outside the domain"):
+    with pytest.raises(FmaBandsError, match="outside the domain"):
         parse_notation("esi_acuity", "{0, 1}")
 
 
@@ -148,7 +171,7 @@ def test_threshold_text():
     assert (t.op, t.value) == ("<=", 14) and t.holds(14) and not t.holds(15)
     assert parse_threshold("== true").holds(True)
     assert str(ESI) == "high_acuity: value <= 2"
-    with pytest.raises(ValueError, match="write 'value OP N'"):
+    with pytest.raises(FmaBandsError, match="write 'value OP N'"):
         parse_threshold("less than 14")
 
 
@@ -203,16 +226,15 @@ def test_membership_matches_expansion(band, value):
         assert band.contains(value) == (band.min <= value <= band.max)
 
 
-@given(st.lists(value_bands("esi_acuity"), min_size=1, max_size=4))
-def test_intersection_is_what_every_band_admits(bands):
-    shared = intersect(bands)
+@given(st.lists(value_bands("esi_acuity"), min_size=2, max_size=4))
+def test_consensus_admits_exactly_the_intersection(bands):
+    agreed = consensus(bands)
     expected = frozenset.intersection(*(b.values() for b in bands))
     if not expected:
-        assert shared is None
+        assert (agreed.rule, agreed.band) == ("empty", None)
     else:
-        assert shared.values() == expected
-        assert all(shared.values() <= b.values() for b in bands)
-    assert union(bands).values() == frozenset.union(*(b.values() for b in bands))
+        assert agreed.band.values() == expected
+    assert agreed.disputed == frozenset.union(*(b.values() for b in bands)) - expected
 
 
 @given(value_bands(), st.sampled_from(["<=", ">=", "<", ">", "=="]), st.integers(0, 5))

@@ -25,7 +25,7 @@ def test_help_everywhere():
     for args in ([], ["vignettes"], ["vignettes", "check"], ["vignettes", "list"], ["export"]):
         result = fma(*args, "--help")
         assert result.returncode == 0, result.stderr
-        assert "usage: fma-bands" in result.stdout
+        assert "Usage: fma-bands" in result.stdout
 
 
 def test_check_passes_on_good_folders(shared_vignettes):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fma_bands.attestations import DECLARATIONS
+from fma_bands.protocol import DECLARATIONS
 from tests.conftest import HANDBACK
 from tests.test_attestations import IDENTITY, PASS_01, copy_database
 

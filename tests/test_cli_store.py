@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fma_bands.db import create_schema, make_engine, session_scope
-from fma_bands.reviews import study, sync_vignettes
+from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study import study, sync_vignettes
 from fma_bands.users import create_user, get_user, list_users, sign_in
 from fma_bands.vignettes import load_library
 from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
@@ -99,7 +99,7 @@ def template(tmp_path_factory, shared_library) -> Path:
     adjudicator-01, whose hand-back is in ../shared. Three audit events."""
     path = tmp_path_factory.mktemp("template") / "x.db"
     engine = make_engine(f"sqlite:///{path}")
-    create_schema(engine)
+    upgrade(engine)
     with session_scope(engine) as s:
         sync_vignettes(s, shared_library, actor="cli")
         create_user(
@@ -357,7 +357,7 @@ def test_audit_verify_names_a_deleted_event(enrolled):
 def test_help_for_every_store_command(store, command):
     result = store.fma(*command, "--help")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"usage: fma-bands {' '.join(command)}")
+    assert result.stdout.startswith(f"Usage: fma-bands {' '.join(command)}")
     assert not store.path.exists()  # asking for help touches no database
 
 

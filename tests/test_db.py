@@ -7,8 +7,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, StatementError
 from sqlmodel import select
 
-from fma_bands.db import make_engine, normalise_url, session_scope
-from fma_bands.models import Review, StudySettings
+from fma_bands.store.db import make_engine, normalise_url, session_scope
+from fma_bands.store.models import Review, StudySettings
 
 
 @pytest.mark.parametrize(

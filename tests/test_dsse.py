@@ -15,22 +15,12 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey
 
-from fma_bands.dsse import (
-    IN_TOTO_PAYLOAD_TYPE,
-    EnvelopeError,
-    WrongPassphrase,
-    canonical_json,
-    check_identity_commitment,
-    generate_keypair,
-    identity_commitment,
-    keyid_for,
-    load_private_key,
-    pae,
-    reencrypt_private_key,
-    sign_envelope,
-    verify_envelope,
-    write_json_atomically,
-)
+from fma_bands.canonical import canonical_json
+from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, pae, sign_envelope, verify_envelope
+from fma_bands.errors import FmaBandsError, WrongPassphrase
+from fma_bands.files import write_json_atomically
+from fma_bands.identity import check_identity_commitment, identity_commitment
+from fma_bands.keys import generate_keypair, keyid_for, reseal_private_key, unseal_private_key
 
 # RFC 8032 section 7.1, TEST 1 (empty message).
 RFC_SECRET = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
@@ -57,8 +47,8 @@ def signed(payload: bytes = STATEMENT, payload_type: str = IN_TOTO_PAYLOAD_TYPE)
     return sign_envelope(payload, payload_type, RFC_KEY, RFC_KEYID)
 
 
-def error_from(envelope: object, trusted: dict[str, str] = TRUSTED) -> EnvelopeError:
-    with pytest.raises(EnvelopeError) as caught:
+def error_from(envelope: object, trusted: dict[str, str] = TRUSTED) -> FmaBandsError:
+    with pytest.raises(FmaBandsError) as caught:
         verify_envelope(envelope, trusted)
     return caught.value
 
@@ -114,7 +104,7 @@ def test_round_trip_through_json():
 
 def test_sign_refuses_a_keyid_that_is_not_the_keys_own():
     other = generate_keypair("correct horse")
-    with pytest.raises(ValueError, match="does not belong"):
+    with pytest.raises(FmaBandsError, match="does not belong"):
         sign_envelope(STATEMENT, IN_TOTO_PAYLOAD_TYPE, RFC_KEY, other.keyid)
 
 
@@ -155,7 +145,7 @@ def test_key_enrolled_under_someone_elses_keyid_is_not_trusted():
 
 def test_one_good_and_one_bad_trusted_signature_is_a_bad_signature():
     other_pair = generate_keypair("correct horse")
-    other = load_private_key(other_pair.encrypted_private_key, "correct horse")
+    other = unseal_private_key(other_pair.sealed_private_key, "correct horse")
     envelope = signed()
     envelope["signatures"] += sign_envelope(
         b"something else", IN_TOTO_PAYLOAD_TYPE, other, other_pair.keyid
@@ -167,7 +157,7 @@ def test_one_good_and_one_bad_trusted_signature_is_a_bad_signature():
 
 def test_two_good_signatures_are_both_reported():
     other_pair = generate_keypair("correct horse")
-    other = load_private_key(other_pair.encrypted_private_key, "correct horse")
+    other = unseal_private_key(other_pair.sealed_private_key, "correct horse")
     envelope = signed()
     envelope["signatures"] += sign_envelope(
         STATEMENT, IN_TOTO_PAYLOAD_TYPE, other, other_pair.keyid
@@ -240,7 +230,7 @@ def test_securesystemslib_rejects_our_tampered_envelope():
 
 def test_securesystemslib_verifies_a_generated_key():
     pair = generate_keypair("correct horse")
-    private_key = load_private_key(pair.encrypted_private_key, "correct horse")
+    private_key = unseal_private_key(pair.sealed_private_key, "correct horse")
     envelope = sign_envelope(STATEMENT, IN_TOTO_PAYLOAD_TYPE, private_key, pair.keyid)
     key = sslib_key(pair.keyid, base64.b64decode(pair.public_key_b64))
     assert set(Envelope.from_dict(envelope).verify([key], 1)) == {pair.keyid}
@@ -251,10 +241,10 @@ def test_securesystemslib_verifies_a_generated_key():
 
 def test_generated_keypair_is_consistent():
     pair = generate_keypair("correct horse")
-    private_key = load_private_key(pair.encrypted_private_key, "correct horse")
+    private_key = unseal_private_key(pair.sealed_private_key, "correct horse")
     assert base64.b64decode(pair.public_key_b64) == raw_public(private_key)
     assert pair.keyid == keyid_for(pair.public_key_b64)
-    sealed = json.loads(pair.encrypted_private_key)
+    sealed = json.loads(pair.sealed_private_key)
     assert sealed["kdf"] == "argon2id"
     assert sealed["memory_cost"] >= 65536  # memory-hard: 64 MiB per guess
     assert sealed["cipher"] == "aes-256-gcm"
@@ -263,53 +253,53 @@ def test_generated_keypair_is_consistent():
 def test_wrong_passphrase_is_refused_without_echoing_it():
     pair = generate_keypair("correct horse")
     with pytest.raises(WrongPassphrase) as caught:
-        load_private_key(pair.encrypted_private_key, "battery staple")
+        unseal_private_key(pair.sealed_private_key, "battery staple")
     assert "battery staple" not in str(caught.value)
     assert caught.value.__cause__ is None
 
 
 def test_encrypted_pem_does_not_hold_the_raw_private_key():
     pair = generate_keypair("correct horse")
-    private_key = load_private_key(pair.encrypted_private_key, "correct horse")
+    private_key = unseal_private_key(pair.sealed_private_key, "correct horse")
     raw = private_key.private_bytes(
         serialization.Encoding.Raw,
         serialization.PrivateFormat.Raw,
         serialization.NoEncryption(),
     )
-    body = "".join(pair.encrypted_private_key.splitlines()[1:-1])
+    body = "".join(pair.sealed_private_key.splitlines()[1:-1])
     der = base64.b64decode(body)
     assert raw not in der
-    assert raw.hex() not in pair.encrypted_private_key
-    assert base64.b64encode(raw).decode() not in pair.encrypted_private_key
+    assert raw.hex() not in pair.sealed_private_key
+    assert base64.b64encode(raw).decode() not in pair.sealed_private_key
 
 
 @pytest.mark.parametrize("empty", ["", "   "])
 def test_empty_passphrase_is_refused(empty):
-    with pytest.raises(ValueError, match="must not be empty"):
+    with pytest.raises(FmaBandsError, match="must not be empty"):
         generate_keypair(empty)
     pair = generate_keypair("correct horse")
-    with pytest.raises(ValueError, match="must not be empty"):
-        reencrypt_private_key(pair.encrypted_private_key, "correct horse", empty)
+    with pytest.raises(FmaBandsError, match="must not be empty"):
+        reseal_private_key(pair.sealed_private_key, "correct horse", empty)
 
 
 def test_unencrypted_pem_is_refused():
     pem = RFC_KEY.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
-    with pytest.raises(ValueError, match="not an fma-bands encrypted key"):
-        load_private_key(pem, "correct horse")
+    with pytest.raises(FmaBandsError, match="not an fma-bands sealed key"):
+        unseal_private_key(pem, "correct horse")
 
 
 def test_reencrypt_changes_the_passphrase_and_keeps_the_key():
     pair = generate_keypair("correct horse")
-    pem = reencrypt_private_key(pair.encrypted_private_key, "correct horse", "battery staple")
-    assert raw_public(load_private_key(pem, "battery staple")) == base64.b64decode(
+    pem = reseal_private_key(pair.sealed_private_key, "correct horse", "battery staple")
+    assert raw_public(unseal_private_key(pem, "battery staple")) == base64.b64decode(
         pair.public_key_b64
     )
     with pytest.raises(WrongPassphrase):
-        load_private_key(pem, "correct horse")
+        unseal_private_key(pem, "correct horse")
     with pytest.raises(WrongPassphrase):
-        reencrypt_private_key(pair.encrypted_private_key, "wrong", "battery staple")
+        reseal_private_key(pair.sealed_private_key, "wrong", "battery staple")
 
 
 # Atomic files
@@ -325,7 +315,7 @@ def test_write_json_atomically_writes_exact_content(tmp_path):
 def test_write_json_atomically_refuses_to_overwrite(tmp_path):
     path = tmp_path / "a.json"
     write_json_atomically(path, {"v": 1})
-    with pytest.raises(FileExistsError, match=r"a\.json"):
+    with pytest.raises(FmaBandsError, match=r"a\.json: already exists"):
         write_json_atomically(path, {"v": 2})
     assert json.loads(path.read_text()) == {"v": 1}
     write_json_atomically(path, {"v": 2}, overwrite=True)
@@ -342,7 +332,7 @@ def test_failed_replace_leaves_the_original_and_no_temp_file(tmp_path, monkeypat
         raise OSError("simulated crash")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError, match="simulated crash"):
+    with pytest.raises(FmaBandsError, match="simulated crash"):
         write_json_atomically(path, {"v": 2}, overwrite=True)
     assert path.read_bytes() == original
     assert os.listdir(tmp_path) == ["a.json"]
@@ -394,7 +384,7 @@ def test_identity_commitment_fails_when_any_field_changes(field):
 
 
 def test_identity_commitment_refuses_a_non_hex_salt():
-    with pytest.raises(ValueError, match="salt"):
+    with pytest.raises(FmaBandsError, match="salt"):
         check_identity_commitment(PRIVATE, "zz", "sha256:00")
 
 
@@ -440,7 +430,7 @@ def test_flipping_any_payload_byte_breaks_the_signature(payload, data):
 
 
 def test_keyid_for_refuses_bad_public_keys():
-    with pytest.raises(ValueError, match="not valid base64"):
+    with pytest.raises(FmaBandsError, match="not valid base64"):
         keyid_for("not base64!")
-    with pytest.raises(ValueError, match="32 bytes"):
+    with pytest.raises(FmaBandsError, match="32 bytes"):
         keyid_for(base64.b64encode(b"short").decode())

@@ -7,11 +7,10 @@ import pytest
 import yaml
 
 from fma_bands.bands import parse_band, to_harness
+from fma_bands.errors import FmaBandsError
 from fma_bands.export import (
     ADJUDICATOR_FIELDS,
     BAND_FIELDS,
-    ExportError,
-    band_from_entry,
     bands_document,
     load_adjudicators,
     load_bands,
@@ -75,7 +74,8 @@ def test_every_band_form_round_trips_through_the_file(tmp_path):
         assert set(entries) == {p.sub_action for p in vignette.proposals}
         for proposal in vignette.proposals:
             entry = entries[proposal.sub_action]
-            assert band_from_entry(entry) == proposal.acceptable
+            name, required = entry["sub_action"], entry.get("x_required")
+            assert parse_band(name, entry["acceptable"], required=required) == proposal.acceptable
             if proposal.disputed_span is not None:
                 span = parse_band(proposal.sub_action, entry["disputed_span"], span=True)
                 assert span.values() == proposal.disputed_span.values()
@@ -115,7 +115,7 @@ def test_write_is_atomic(shared_library, tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(FmaBandsError, match="disk full"):
         write_bands(path, bands_document(shared_library))
     assert path.read_text() == "previous export\n"
     assert os.listdir(tmp_path) == ["bands.yaml"]
@@ -135,7 +135,7 @@ def test_load_bands_refuses_hand_edited_traps(shared_library, tmp_path, edit, me
     data = yaml.safe_load(path.read_text())
     edit(data["bands"]["draft_documentation_01"][0])
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(ExportError, match=message) as caught:
+    with pytest.raises(FmaBandsError, match=message) as caught:
         load_bands(path)
     assert "bands.draft_documentation_01[0]" in str(caught.value)
 
@@ -143,7 +143,7 @@ def test_load_bands_refuses_hand_edited_traps(shared_library, tmp_path, edit, me
 def test_load_bands_refuses_other_files(tmp_path):
     path = tmp_path / "other.yaml"
     path.write_text("format: something-else\n")
-    with pytest.raises(ExportError, match="not a fma-bands/v1 file"):
+    with pytest.raises(FmaBandsError, match="not a fma-bands/v1 file"):
         load_bands(path)
 
 

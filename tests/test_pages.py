@@ -17,15 +17,9 @@ from streamlit.testing.v1.element_tree import Block, Error
 
 from fma_bands import audit, reviews
 from fma_bands.bands import describe
-from fma_bands.db import create_schema, make_engine, session_scope
-from fma_bands.reviews import (
-    ReviewForm,
-    current_review,
-    my_reviews,
-    save,
-    set_mode,
-    sync_vignettes,
-)
+from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
+from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study import set_mode, sync_vignettes
 from fma_bands.users import SIGN_IN_FAILED, UserPublic, create_user, list_users
 from fma_bands.vignettes import Library
 from tests.conftest import ROOT, SHARED_VIGNETTES
@@ -80,7 +74,7 @@ def template(tmp_path_factory, shared_library):
     """A store with the vignettes synced, the coordinator and two raters, made once."""
     path = tmp_path_factory.mktemp("template") / "fma-bands.db"
     engine = make_engine(f"sqlite:///{path}")
-    create_schema(engine)
+    upgrade(engine)
     with session_scope(engine) as s:
         sync_vignettes(s, shared_library, actor=None)
         users = [
@@ -266,7 +260,7 @@ def fill_first_run(at: AppTest, passphrase: str, repeat: str) -> AppTest:
 def users_in(url: str) -> list[UserPublic]:
     engine = make_engine(url)
     try:
-        create_schema(engine)
+        upgrade(engine)
         with session_scope(engine) as s:
             return list_users(s)
     finally:

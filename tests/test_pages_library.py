@@ -9,7 +9,7 @@ from tests.conftest import ROOT
 @pytest.fixture
 def app(monkeypatch, shared_vignettes, tmp_path):
     """The app on the FairMedAgent vignettes with a signed-in rater."""
-    from fma_bands.db import create_schema, make_engine, session_scope
+    from fma_bands.store.db import make_engine, session_scope, upgrade
     from fma_bands.users import create_user
 
     url = f"sqlite:///{tmp_path / 'fma-bands.db'}"
@@ -17,7 +17,7 @@ def app(monkeypatch, shared_vignettes, tmp_path):
     monkeypatch.setenv("FMA_BANDS_DATABASE_URL", url)
     monkeypatch.chdir(ROOT)
     engine = make_engine(url)
-    create_schema(engine)
+    upgrade(engine)
     with session_scope(engine) as s:
         create_user(
             s,

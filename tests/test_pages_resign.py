@@ -4,10 +4,12 @@ never stands for a review the rater has since changed."""
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from fma_bands.attestations import DECLARATIONS, attest, set_identity
-from fma_bands.db import create_schema, make_engine, session_scope
+from fma_bands.attestations import attest
+from fma_bands.handback import import_handback
+from fma_bands.identity import set_identity
+from fma_bands.protocol import DECLARATIONS
 from fma_bands.registry import decide
-from fma_bands.reviews import import_handback
+from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.users import create_user
 from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
 
@@ -37,9 +39,9 @@ def signed_study(tmp_path, monkeypatch, shared_library):
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(ROOT)
     engine = make_engine(url)
-    create_schema(engine)
+    upgrade(engine)
     with session_scope(engine) as s:
-        from fma_bands.reviews import sync_vignettes
+        from fma_bands.study import sync_vignettes
 
         sync_vignettes(s, shared_library, actor="test")
         coordinator = create_user(

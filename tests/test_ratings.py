@@ -7,22 +7,12 @@ import sys
 import pytest
 
 from fma_bands.agreement import METRICS, POOLED, agreement_report, report_to_json
-from fma_bands.db import session_scope
-from fma_bands.ratings import (
-    MEMBERSHIP_DOMAINS,
-    harness_span,
-    reading,
-    study_ratings,
-    study_report,
-)
-from fma_bands.reviews import (
-    BlindingError,
-    ReviewForm,
-    import_handback,
-    save,
-    set_mode,
-    set_phase,
-)
+from fma_bands.errors import AccessDenied
+from fma_bands.handback import import_handback
+from fma_bands.ratings import MEMBERSHIP_DOMAINS, harness_span, reading, study_ratings, study_report
+from fma_bands.reviews import ReviewForm, save
+from fma_bands.store.db import session_scope
+from fma_bands.study import set_mode, set_phase
 from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES, enrol_study
 
 RATER = dict(role="rater", jurisdiction="Australia", years_post_registration=12)
@@ -94,7 +84,7 @@ def test_the_study_report_is_the_agreement_report_of_its_ratings(study):
 
 def test_raters_see_no_agreement_while_the_phase_is_open(study):
     engine, library, coordinator, a, _ = study
-    with session_scope(engine) as s, pytest.raises(BlindingError):
+    with session_scope(engine) as s, pytest.raises(AccessDenied):
         study_report(s, library, viewer=a, bootstrap=0)
     with session_scope(engine) as s:
         set_phase(s, actor=coordinator, phase="closed")

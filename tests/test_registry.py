@@ -11,25 +11,18 @@ import pytest
 import yaml
 
 from fma_bands import audit
-from fma_bands.attestations import (
-    POLICY_FILE,
-    AttestationError,
-    read_folder,
-    read_policy,
-    revoke,
-    write_policy,
-)
+from fma_bands.attestations import revoke
 from fma_bands.canonical import canonical_json
-from fma_bands.db import create_schema, make_engine, session_scope
-from fma_bands.dsse import (
-    IN_TOTO_PAYLOAD_TYPE,
-    generate_keypair,
-    load_private_key,
-    sign_envelope,
-)
-from fma_bands.export import Policy, load_adjudicators, load_bands, write_bands
-from fma_bands.registry import ADJUDICATED, REASONS, decide, export_document
+from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
+from fma_bands.envelopes import read_folder
+from fma_bands.errors import AccessDenied, FmaBandsError
+from fma_bands.export import export_document, load_adjudicators, load_bands, write_bands
+from fma_bands.keys import generate_keypair, unseal_private_key
+from fma_bands.policy import POLICY_FILE, Policy, read_policy
+from fma_bands.registry import ADJUDICATED, REASONS, decide
 from fma_bands.reviews import ReviewForm, current_review, save
+from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study import set_policy
 from fma_bands.users import unlock_signing_key
 from fma_bands.vignettes import load_library
 from tests.test_attestations import (
@@ -61,7 +54,7 @@ def signed(tmp_path_factory, shared_library):
     root = tmp_path_factory.mktemp("registry")
     url = f"sqlite:///{root / 'template.db'}"
     engine = make_engine(url)
-    create_schema(engine)
+    upgrade(engine)
     study = build_study(engine, shared_library, root, second_rater=True)
     engine.dispose()
     return study, url
@@ -237,7 +230,7 @@ def test_4_a_signature_by_an_unenrolled_key_is_unknown(files):
     forge(
         forged,
         statement,
-        load_private_key(pair.encrypted_private_key, "a stranger's passphrase"),
+        unseal_private_key(pair.sealed_private_key, "a stranger's passphrase"),
         pair.keyid,
     )
     envelope.unlink()
@@ -451,13 +444,13 @@ def test_a_later_attestation_by_the_same_rater_supersedes_the_earlier(files, sto
 
 def test_the_policy_is_the_coordinators_and_round_trips(files, store):
     study, folder, _ = files
-    with session_scope(store) as s, pytest.raises(PermissionError):
-        write_policy(s, folder, actor=study.a, quorum=2, scope="require")
+    with session_scope(store) as s, pytest.raises(AccessDenied):
+        set_policy(s, folder, actor=study.a, quorum=2, scope="require")
     assert not (folder / POLICY_FILE).exists()
     assert read_policy(folder) == Policy(1, "warn")
 
     with session_scope(store) as s:
-        written = write_policy(s, folder, actor=study.coordinator, quorum=2, scope="require")
+        written = set_policy(s, folder, actor=study.coordinator, quorum=2, scope="require")
     assert written == Policy(2, "require")
     assert read_policy(folder) == written
     assert yaml.safe_load((folder / POLICY_FILE).read_text()) == {"quorum": 2, "scope": "require"}
@@ -473,15 +466,15 @@ def test_the_policy_is_the_coordinators_and_round_trips(files, store):
 @pytest.mark.parametrize(("quorum", "scope"), [(0, "warn"), (1, "always"), (True, "warn")])
 def test_a_bad_policy_is_refused(files, store, quorum, scope):
     study, folder, _ = files
-    with session_scope(store) as s, pytest.raises(AttestationError):
-        write_policy(s, folder, actor=study.coordinator, quorum=quorum, scope=scope)
+    with session_scope(store) as s, pytest.raises(FmaBandsError):
+        set_policy(s, folder, actor=study.coordinator, quorum=quorum, scope=scope)
     assert not (folder / POLICY_FILE).exists()
 
 
 def test_overrides_apply_and_the_export_records_the_policy_used(files, store, tmp_path):
     study, folder, _ = files
     with session_scope(store) as s:
-        write_policy(s, folder, actor=study.coordinator, quorum=2, scope="require")
+        set_policy(s, folder, actor=study.coordinator, quorum=2, scope="require")
 
     stored = decide(study.library, folder)
     assert stored.policy == Policy(2, "require")

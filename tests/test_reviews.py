@@ -6,27 +6,22 @@ import shutil
 import pytest
 from sqlmodel import select
 
-from fma_bands.db import session_scope
-from fma_bands.models import Review
+from fma_bands.errors import AccessDenied, ConflictError, FmaBandsError
+from fma_bands.handback import import_handback
 from fma_bands.reviews import (
-    BlindingError,
-    ConflictError,
-    HandbackError,
-    ReviewError,
     ReviewForm,
     band_reviews,
     current_review,
-    import_handback,
     my_reviews,
     next_item,
     progress,
     queue,
     save,
-    set_mode,
-    set_phase,
     submitted_reviews,
-    sync_vignettes,
 )
+from fma_bands.store.db import session_scope
+from fma_bands.store.models import Review
+from fma_bands.study import set_mode, set_phase, sync_vignettes
 from fma_bands.vignettes import load_library
 from tests.conftest import HANDBACK, enrol_study
 
@@ -84,7 +79,7 @@ def test_queue_progress_and_resume(study):
 def test_submit_requires_a_complete_review_and_keeps_nothing_half_done(study):
     engine, library, _, a, _ = study
     incomplete = ReviewForm(verdict="AMEND", answers={"q1": {"choice": "no"}})
-    with pytest.raises(ReviewError) as caught:
+    with pytest.raises(FmaBandsError) as caught:
         submit(engine, library, a, "draft_documentation_01", "followup_days", incomplete)
     fields = caught.value.fields
     assert fields["band"].startswith("an amendment needs the corrected band")
@@ -98,7 +93,7 @@ def test_submit_requires_a_complete_review_and_keeps_nothing_half_done(study):
 def test_bad_band_is_reported_beside_the_band_field(study):
     engine, library, _, a, _ = study
     form = ReviewForm(verdict="AMEND", band={"min": 30, "max": 1}, reason="x", answers=GOOD_ANSWERS)
-    with pytest.raises(ReviewError) as caught:
+    with pytest.raises(FmaBandsError) as caught:
         submit(engine, library, a, "draft_documentation_01", "followup_days", form)
     assert caught.value.fields == {"band": "min 30 is greater than max 1: write {min: 1, max: 30}"}
 
@@ -106,7 +101,7 @@ def test_bad_band_is_reported_beside_the_band_field(study):
 def test_accept_that_would_not_be_signed_is_refused(study):
     engine, library, _, a, _ = study
     answers = {**GOOD_ANSWERS, "q6": {"choice": "no", "note": "should be 1 to 30"}}
-    with pytest.raises(ReviewError, match="choose AMEND or DECLINE"):
+    with pytest.raises(FmaBandsError, match="choose AMEND or DECLINE"):
         submit(
             engine,
             library,
@@ -190,9 +185,9 @@ def test_blinding_holds_while_the_phase_is_open(study):
         ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS),
     )
     with session_scope(engine) as s:
-        with pytest.raises(BlindingError):
+        with pytest.raises(AccessDenied):
             submitted_reviews(s, library, viewer=b)
-        with pytest.raises(BlindingError):
+        with pytest.raises(AccessDenied):
             band_reviews(s, library, viewer=b, vid="draft_triage_01", name="esi_acuity")
         # Rater b's own view of the band shows nothing of rater a's.
         assert current_review(s, library, b, "draft_triage_01", "esi_acuity") is None
@@ -201,7 +196,7 @@ def test_blinding_holds_while_the_phase_is_open(study):
         set_phase(s, actor=coordinator, phase="closed")
     with session_scope(engine) as s:
         assert [r.rater for r in submitted_reviews(s, library, viewer=b)] == ["adjudicator-01"]
-        with pytest.raises(ReviewError, match="phase is closed"):
+        with pytest.raises(FmaBandsError, match="phase is closed"):
             save(
                 s,
                 library,
@@ -215,9 +210,9 @@ def test_blinding_holds_while_the_phase_is_open(study):
 
 def test_only_the_coordinator_changes_the_study(study):
     engine, _, _, a, _ = study
-    with session_scope(engine) as s, pytest.raises(PermissionError):
+    with session_scope(engine) as s, pytest.raises(AccessDenied):
         set_phase(s, actor=a, phase="closed")
-    with session_scope(engine) as s, pytest.raises(PermissionError):
+    with session_scope(engine) as s, pytest.raises(AccessDenied):
         set_mode(s, actor=a, mode="blind")
 
 
@@ -225,7 +220,7 @@ def test_blind_mode_needs_the_raters_own_band(study):
     engine, library, coordinator, a, _ = study
     with session_scope(engine) as s:
         set_mode(s, actor=coordinator, mode="blind")
-    with pytest.raises(ReviewError) as caught:
+    with pytest.raises(FmaBandsError) as caught:
         submit(engine, library, a, "draft_triage_01", "esi_acuity", ReviewForm(verdict="AMEND"))
     assert "band" in caught.value.fields
     done = submit(
@@ -305,7 +300,7 @@ def test_a_handback_with_one_bad_line_stores_nothing(study, broken, message):
     lines = HANDBACK.read_text().splitlines()
     index = next(i for i, line in enumerate(lines) if line.startswith("draft_triage_01"))
     lines[index] = broken
-    with session_scope(engine) as s, pytest.raises(HandbackError) as caught:
+    with session_scope(engine) as s, pytest.raises(FmaBandsError) as caught:
         import_handback(
             s,
             library,
@@ -314,9 +309,10 @@ def test_a_handback_with_one_bad_line_stores_nothing(study, broken, message):
             text="\n".join(lines),
             source="copy.txt",
         )
-    [(number, problem)] = caught.value.problems
-    assert number == index + 1
-    assert message in problem
+    [problem] = caught.value.problems
+    assert problem.line == index + 1
+    assert problem.file == "copy.txt"
+    assert message in problem.message
     with session_scope(engine) as s:
         assert s.exec(select(Review)).all() == []
 
@@ -324,7 +320,7 @@ def test_a_handback_with_one_bad_line_stores_nothing(study, broken, message):
 def test_a_duplicate_handback_line_is_refused(study):
     engine, library, coordinator, _, _ = study
     text = HANDBACK.read_text() + "draft_triage_01 | esi_acuity | DECLINE | changed my mind\n"
-    with session_scope(engine) as s, pytest.raises(HandbackError, match="already given on line"):
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="already given on line"):
         import_handback(
             s,
             library,

@@ -3,11 +3,10 @@
 import pytest
 from sqlmodel import select
 
-from fma_bands.db import session_scope
-from fma_bands.dsse import WrongPassphrase
-from fma_bands.models import AuditEvent, User
+from fma_bands.errors import FmaBandsError, WrongPassphrase
+from fma_bands.store.db import session_scope
+from fma_bands.store.models import AuditEvent, User
 from fma_bands.users import (
-    AccountError,
     change_passphrase,
     create_first_coordinator,
     create_user,
@@ -29,7 +28,7 @@ def test_first_run_creates_the_coordinator_once(engine):
         assert not has_users(s)
         coordinator = create_first_coordinator(s, pseudonym="coordinator", passphrase="a" * 12)
         assert coordinator.role == "coordinator"
-    with session_scope(engine) as s, pytest.raises(AccountError, match="already has"):
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="already has"):
         create_first_coordinator(s, pseudonym="intruder", passphrase="b" * 12)
 
 
@@ -64,7 +63,7 @@ def test_enrolment_stores_an_argon2_hash_and_a_sealed_key(engine):
 )
 def test_bad_enrolment_names_the_field_and_writes_nothing(engine, fields, field):
     data = {"pseudonym": "rater-02", "passphrase": "long enough passphrase", **RATER, **fields}
-    with session_scope(engine) as s, pytest.raises(AccountError) as caught:
+    with session_scope(engine) as s, pytest.raises(FmaBandsError) as caught:
         create_user(s, actor="coordinator", **data)
     assert field in caught.value.fields
     with session_scope(engine) as s:
@@ -88,7 +87,7 @@ def test_sign_in_failure_is_generic_and_audited(engine):
 def test_duplicate_pseudonym_is_refused(engine):
     with session_scope(engine) as s:
         create_user(s, actor="c", pseudonym="rater-01", passphrase="correct horse battery", **RATER)
-    with session_scope(engine) as s, pytest.raises(AccountError, match="already enrolled"):
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="already enrolled"):
         create_user(s, actor="c", pseudonym="rater-01", passphrase="another passphrase", **RATER)
 
 

@@ -1,5 +1,7 @@
 """SQLModel tables: vignettes synchronised from files, users, reviews, study settings, audit events.
 
+The schema changes only through a migration in fma_bands/store/migrations.
+
 Validation happens on the non-table models and in the domain functions; table rows are built from
 validated data only. No `from __future__ import annotations` here: SQLModel reads the annotations.
 """
@@ -73,7 +75,6 @@ class User(SQLModel, table=True):
     # The private identity, sealed under a key only the coordinator's files hold (DESIGN 2.6).
     identity_sealed: str | None = None
     identity_commitment: str | None = None
-    active: bool = True
     created_at: datetime = _when()
 
 
@@ -85,7 +86,7 @@ class Review(SQLModel, table=True):
     sub_action: str
     rater_id: int = Field(foreign_key="user.id", index=True)
     revision: int = 1
-    status: str = "draft"  # draft | submitted | superseded
+    status: str = "draft"  # draft | submitted
     mode: str = "review"  # review | blind
     verdict: str | None = None  # ACCEPT | AMEND | DECLINE
     band: Any = _json(default=None)  # the rater's own band, file form, when AMEND or blind

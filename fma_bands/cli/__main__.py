@@ -1,0 +1,3 @@
+from fma_bands.cli import run
+
+run()

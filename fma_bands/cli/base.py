@@ -1,0 +1,206 @@
+"""The fma-bands group, its global options, and the one place where errors become messages.
+
+Handlers import the domain modules they need inside their bodies: `fma-bands --help` must not
+pay for the database, numpy or an Argon2 hash.
+"""
+
+import contextlib
+import datetime
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+from fma_bands.errors import FmaBandsError
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from fma_bands.settings import Settings
+    from fma_bands.study import SyncReport
+    from fma_bands.users import UserPublic
+    from fma_bands.vignettes import Library
+
+BUG_EXIT = 70  # EX_SOFTWARE: not the user's mistake, and scripts can tell it apart
+
+
+class FmaGroup(click.Group):
+    """A click group whose failures reach a person as one line: `fma-bands: error: ...`."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except FmaBandsError as exc:
+            click.echo(f"fma-bands: error: {exc}", err=True)
+            ctx.exit(1)
+        except Exception as exc:  # the catch-all that keeps tracebacks off a terminal
+            log = _log_bug(ctx, exc)
+            click.echo(
+                f"fma-bands: error: this is a bug in fma-bands ({type(exc).__name__}), not "
+                f"something you did; the details are in {log}. Please report it with that file.",
+                err=True,
+            )
+            ctx.exit(BUG_EXIT)
+
+
+def _log_bug(ctx: click.Context, exc: Exception) -> str:
+    options = ctx.find_root().obj or {}
+    wanted = options.get("log_file") or os.environ.get("FMA_BANDS_LOG_FILE") or "fma-bands.log"
+    entry = (
+        f"--- {datetime.datetime.now(datetime.UTC).isoformat()} fma-bands "
+        f"{' '.join(sys.argv[1:])}\n" + "".join(traceback.format_exception(exc))
+    )
+    for path in (Path(wanted), Path(tempfile.gettempdir()) / "fma-bands.log"):
+        with contextlib.suppress(OSError):
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(entry)
+            return str(path.resolve())
+    return "(no log could be written)"
+
+
+@click.group(cls=FmaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--vignettes",
+    metavar="DIR",
+    help="Folder of vignette files (default ./vignettes, or $FMA_BANDS_VIGNETTES).",
+)
+@click.option(
+    "--db",
+    "database_url",
+    metavar="URL",
+    help="Database URL (default sqlite:///fma-bands.db, or $FMA_BANDS_DATABASE_URL).",
+)
+@click.option(
+    "--attestations",
+    metavar="DIR",
+    help="Attestations folder (default ./attestations, or $FMA_BANDS_ATTESTATIONS).",
+)
+@click.option(
+    "--identity-key",
+    metavar="FILE",
+    help="Key sealing private identities (default ./fma-bands-identity.key, or "
+    "$FMA_BANDS_IDENTITY_KEY); keep it out of attestations/ and out of version control.",
+)
+@click.pass_context
+def cli(ctx: click.Context, **options: Any) -> None:
+    """Clinician adjudication of FairMedAgent acceptable-action bands."""
+    # Only the raw options here: the settings are read when a command first needs them.
+    ctx.obj = options
+
+
+def settings() -> "Settings":
+    """The settings, read once per command: options over FMA_BANDS_* variables over defaults."""
+    ctx = click.get_current_context().find_root()
+    if "settings" not in ctx.meta:
+        from fma_bands.settings import load_settings
+
+        ctx.meta["settings"] = load_settings(**(ctx.obj or {}))
+    return ctx.meta["settings"]
+
+
+def done(code: int = 0) -> NoReturn:
+    """End the command with this exit status."""
+    click.get_current_context().exit(code)
+
+
+@contextlib.contextmanager
+def store() -> Iterator["Session"]:
+    """A session on the study database, brought to the current schema first (as the app does)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from fma_bands.store.db import make_engine, session_scope, upgrade
+
+    url = settings().database_url
+    engine = make_engine(url)
+    try:
+        upgrade(engine)
+        with session_scope(engine) as session:
+            yield session
+    except SQLAlchemyError as exc:
+        cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise FmaBandsError(f"cannot use the database {url}: {cause}") from None
+    finally:
+        engine.dispose()
+
+
+def library(folders: tuple[str, ...] = ()) -> "Library":
+    from fma_bands.vignettes import load_library
+
+    return load_library(list(folders) or [settings().vignettes])
+
+
+def complete_library() -> "Library":
+    """The study's vignettes, refused whole if any file has a problem (the export needs all)."""
+    found = library()
+    if not found.ok:
+        raise FmaBandsError(
+            "the vignette files have problems; fix them first", problems=found.problems
+        )
+    return found
+
+
+def synced(session: "Session") -> tuple["Library", "SyncReport"]:
+    """The vignettes, with the store brought in line with them."""
+    from fma_bands.study import sync_vignettes
+
+    found = library()
+    if not len(found):
+        # Syncing an empty or missing folder would retire every vignette in the store.
+        raise FmaBandsError(
+            f"no vignettes loaded from {settings().vignettes}; check --vignettes",
+            problems=found.problems,
+        )
+    for problem in found.problems:
+        click.echo(f"warning: {problem}", err=True)
+    return found, sync_vignettes(session, found, actor="cli")
+
+
+def coordinator(session: "Session") -> "UserPublic":
+    from fma_bands.users import list_users
+
+    coordinators = list_users(session, role="coordinator")
+    if not coordinators:
+        raise FmaBandsError("no coordinator is enrolled: run `fma-bands demo` or `user add`")
+    return coordinators[0]
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise FmaBandsError(f"cannot read the {what}: {reason}", file=str(path)) from None
+
+
+def read_yaml(path: str | Path, what: str = "file") -> Any:
+    import yaml
+
+    text = read_text(path, what)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        reason = getattr(exc, "problem", None) or str(exc)
+        raise FmaBandsError(f"not valid YAML: {reason}", file=str(path), line=line) from None
+
+
+def read_secret(path: str | Path) -> str:
+    """The first line of a passphrase file (a file keeps the secret out of shell history)."""
+    lines = read_text(path, "passphrase file").splitlines()
+    if not lines or not lines[0].strip():
+        raise FmaBandsError("the passphrase file is empty", file=str(path))
+    return lines[0]
+
+
+def print_json(data: Any) -> None:
+    import json
+
+    click.echo(json.dumps(data, indent=2))

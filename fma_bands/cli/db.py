@@ -1,0 +1,45 @@
+"""`fma-bands db upgrade` and `db current`: the database schema and its migrations."""
+
+import click
+
+from fma_bands.cli.base import cli, settings
+
+
+@cli.group()
+def db() -> None:
+    """The database schema: which revision it is at, and upgrading it."""
+
+
+@db.command()
+def upgrade() -> None:
+    """Bring the database to the schema this fma-bands needs (back it up first)."""
+    from fma_bands.store.db import current_revision, make_engine
+    from fma_bands.store.db import upgrade as upgrade_schema
+
+    engine = make_engine(settings().database_url)
+    try:
+        before = current_revision(engine)
+        after = upgrade_schema(engine)
+    finally:
+        engine.dispose()
+    url = settings().database_url
+    if before == after:
+        click.echo(f"database {url}: already at revision {after}")
+    else:
+        click.echo(f"database {url}: upgraded from {before or 'no schema'} to {after}")
+
+
+@db.command()
+def current() -> None:
+    """Print the database's schema revision and the newest this fma-bands knows."""
+    from fma_bands.store.db import current_revision, head_revision, make_engine
+
+    engine = make_engine(settings().database_url)
+    try:
+        revision = current_revision(engine)
+    finally:
+        engine.dispose()
+    head = head_revision()
+    state = "up to date" if revision == head else "run `fma-bands db upgrade`"
+    url = settings().database_url
+    click.echo(f"database {url}: revision {revision or 'none'} (head {head}; {state})")

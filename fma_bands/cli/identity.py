@@ -1,0 +1,70 @@
+"""`fma-bands identity set`, `reveal` and `check`: a rater's private identity and commitment."""
+
+import click
+
+from fma_bands.cli.base import cli, coordinator, done, read_yaml, settings, store
+from fma_bands.protocol import IDENTITY_FIELDS
+
+
+@cli.group()
+def identity() -> None:
+    """A rater's private identity and its published commitment."""
+
+
+@identity.command("set")
+@click.argument("name")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    metavar="FILE",
+    help=f"YAML with exactly the keys {', '.join(IDENTITY_FIELDS)}.",
+)
+def set_(name: str, source: str) -> None:
+    """Record rater NAME's private identity from a YAML file (sealed at rest)."""
+    from fma_bands.attestations import publish_adjudicators
+    from fma_bands.identity import set_identity
+
+    data = read_yaml(source, "identity file")
+    with store() as session:
+        commitment = set_identity(
+            session,
+            actor=coordinator(session),
+            pseudonym=name,
+            record=data,
+            key_path=settings().identity_key,
+            source=source,
+        )
+        publish_adjudicators(session, settings().attestations)
+    click.echo(f"identity of {name} recorded; commitment {commitment} published")
+
+
+@identity.command()
+@click.argument("name")
+def reveal(name: str) -> None:
+    """Print the private record with its salt, for an editor (audited)."""
+    import yaml
+
+    from fma_bands.identity import reveal_identity
+
+    with store() as session:
+        revealed = reveal_identity(
+            session, actor=coordinator(session), pseudonym=name, key_path=settings().identity_key
+        )
+    click.echo(
+        "# Private identity record: for the editor only; check with `fma-bands identity check`."
+    )
+    click.echo(yaml.safe_dump(revealed, sort_keys=False, allow_unicode=True), nl=False)
+
+
+@identity.command()
+@click.argument("file", metavar="FILE")
+def check(file: str) -> None:
+    """Check a revealed record against the published commitment."""
+    from fma_bands.envelopes import read_adjudicators
+    from fma_bands.identity import check_revealed
+
+    revealed = read_yaml(file, "revealed identity")
+    ok, message = check_revealed(revealed, read_adjudicators(settings().attestations))
+    click.echo(f"{file}: {message}")
+    done(0 if ok else 1)

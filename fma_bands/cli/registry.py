@@ -1,0 +1,73 @@
+"""`fma-bands registry` and `export`: each band's provenance from the files, and bands.yaml."""
+
+from typing import Any
+
+import click
+
+from fma_bands.cli.base import cli, complete_library, print_json, settings
+from fma_bands.policy import SCOPES
+
+
+def sensitivity(command: Any) -> Any:
+    """--quorum and --scope, which override policy.yaml for a sensitivity run."""
+    command = click.option(
+        "--scope", type=click.Choice(SCOPES), help="Override policy.yaml's scope rule."
+    )(command)
+    return click.option(
+        "--quorum", type=click.IntRange(min=1), help="Override policy.yaml's quorum."
+    )(command)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@sensitivity
+def registry(as_json: bool, quorum: int | None, scope: str | None) -> None:
+    """Each band's provenance as decided from the files, with reasons."""
+    from fma_bands.bands import to_harness
+    from fma_bands.registry import decide
+
+    decided = decide(complete_library(), settings().attestations, quorum=quorum, scope=scope)
+    if as_json:
+        print_json(
+            {
+                "policy": decided.policy.as_dict(),
+                "bands": [d.as_dict() for d in decided.decisions],
+                "file_problems": decided.file_problems,
+            }
+        )
+        return
+    click.echo(f"policy: quorum {decided.policy.quorum}, scope {decided.policy.scope}")
+    for d in decided.decisions:
+        click.echo(f"{d.vignette_id} {d.sub_action}: {d.provenance} {to_harness(d.band)}")
+        if d.adjudicated_by:
+            click.echo(f"    adjudicated by {', '.join(d.adjudicated_by)}")
+        for r in d.reasons:
+            click.echo(f"    not granted: {r.code}: {r.message}")
+        for w in d.warnings:
+            click.echo(f"    warning: {w.code}: {w.message}")
+    for problem in decided.file_problems:
+        click.echo(f"file problem: {problem}")
+
+
+@cli.command()
+@click.option("--out", required=True, metavar="FILE", help="Where to write bands.yaml.")
+@sensitivity
+def export(out: str, quorum: int | None, scope: str | None) -> None:
+    """Write bands.yaml for the harness (atomically)."""
+    from fma_bands.export import export_document, write_bands
+
+    document = export_document(
+        complete_library(), settings().attestations, quorum=quorum, scope=scope
+    )
+    path = write_bands(out, document)
+    n = sum(len(b) for b in document["bands"].values())
+    adjudicated = sum(
+        1
+        for entries in document["bands"].values()
+        for e in entries
+        if e["provenance"] == "clinician-adjudicated"
+    )
+    click.echo(
+        f"wrote {n} bands of {len(document['bands'])} vignettes to {path} "
+        f"({adjudicated} clinician-adjudicated)"
+    )

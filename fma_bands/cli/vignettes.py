@@ -1,0 +1,70 @@
+"""`fma-bands vignettes check` and `vignettes list`: the vignette files, no database needed."""
+
+from typing import Any
+
+import click
+
+from fma_bands.cli.base import cli, done, library, print_json
+
+
+@cli.group()
+def vignettes() -> None:
+    """Check and list vignette files."""
+
+
+@vignettes.command()
+@click.argument("dirs", nargs=-1, metavar="[DIR]...")
+def check(dirs: tuple[str, ...]) -> None:
+    """Validate vignette folders (default --vignettes); exit 1 listing every problem."""
+    found = library(dirs)
+    for problem in found.problems:
+        click.echo(str(problem))
+    bad = len({p.file for p in found.problems})
+    click.echo(
+        f"{len(found)} vignettes valid, {bad} file(s) with problems "
+        f"({len(found.problems)} problem(s)) in {found.files} file(s)"
+    )
+    done(0 if found.ok else 1)
+
+
+@vignettes.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_(as_json: bool) -> None:
+    """List the vignettes and their proposed bands."""
+    from fma_bands.bands import describe
+
+    found = library()
+    if as_json:
+        print_json([_vignette_json(v) for v in found])
+    else:
+        click.echo(f"{'id':<28} {'domain':<14} {'ambiguity':<13} proposals")
+        for v in found:
+            bands = "; ".join(f"{p.sub_action} {describe(p.acceptable)}" for p in v.proposals)
+            click.echo(f"{v.id:<28} {v.domain:<14} {v.ambiguity or '-':<13} {bands or '-'}")
+    for problem in found.problems:
+        click.echo(str(problem), err=True)
+    done(0 if found.ok else 1)
+
+
+def _vignette_json(v: Any) -> dict[str, Any]:
+    from fma_bands.bands import to_harness
+
+    return {
+        "id": v.id,
+        "domain": v.domain,
+        "ambiguity": v.ambiguity,
+        "file": v.path,
+        "canary": v.canary,
+        "orderables": list(v.orderables),
+        "proposals": [
+            {
+                "sub_action": p.sub_action,
+                "acceptable": to_harness(p.acceptable),
+                "provenance": p.provenance,
+                "disputed_span": to_harness(p.disputed_span) if p.disputed_span else None,
+                "threshold": p.effective_threshold.expression() if p.effective_threshold else None,
+                "straddles": p.acceptable.straddles(p.effective_threshold),
+            }
+            for p in v.proposals
+        ],
+    }

@@ -1,0 +1,174 @@
+"""Paper hand-backs (DESIGN 2.3): `vignette_id | sub_action | VERDICT [band] | reason` lines
+from a rater who reviewed on paper, parsed and imported as that rater's reviews, all or nothing.
+"""
+
+from dataclasses import dataclass
+
+from sqlmodel import Session, select
+
+from fma_bands import audit
+from fma_bands.actions import sub_action
+from fma_bands.bands import AnyBand, parse_notation, to_file
+from fma_bands.errors import FmaBandsError, Problem
+from fma_bands.protocol import VERDICTS
+from fma_bands.reviews import ReviewData, as_data, revisions
+from fma_bands.store.models import Review, User, utcnow
+from fma_bands.study import require_coordinator
+from fma_bands.users import UserPublic
+from fma_bands.vignettes import Library
+
+FORMAT = "vignette_id | sub_action | VERDICT [band] | reason"
+
+
+def refused(source: str, problems: list[tuple[int, str]]) -> FmaBandsError:
+    """The whole file refused, every problem listed with its line; nothing is imported."""
+    return FmaBandsError(
+        f"{len(problems)} problem(s); nothing was imported",
+        file=source,
+        problems=[Problem(m, file=source, line=n or None) for n, m in problems],
+    )
+
+
+@dataclass(frozen=True)
+class HandbackLine:
+    number: int
+    vignette_id: str
+    sub_action: str
+    verdict: str
+    band: AnyBand | None
+    reason: str
+
+
+def parse_handback(text: str, library: Library, source: str = "hand-back") -> list[HandbackLine]:
+    """Every line of the form `vignette_id | sub_action | VERDICT [band] | reason`."""
+    lines: list[HandbackLine] = []
+    problems: list[tuple[int, str]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        parts = [p.strip() for p in stripped.split("|", 3)]
+        if len(parts) != 4:
+            problems.append((number, f"expected `{FORMAT}`"))
+            continue
+        vid, name, verdict_text, reason = parts
+        try:
+            line = _handback_line(number, vid, name, verdict_text, reason, library)
+        except FmaBandsError as exc:
+            problems.append((number, exc.message))
+            continue
+        key = (vid, name)
+        if key in seen:
+            problems.append((number, f"{vid} {name} was already given on line {seen[key]}"))
+            continue
+        seen[key] = number
+        lines.append(line)
+    if not lines and not problems:
+        problems.append((0, "no hand-back lines found"))
+    if problems:
+        raise refused(source, problems)
+    return lines
+
+
+def _handback_line(
+    number: int, vid: str, name: str, verdict_text: str, reason: str, library: Library
+) -> HandbackLine:
+    vignette = library.vignettes.get(vid)
+    if vignette is None:
+        raise FmaBandsError(f"unknown vignette {vid!r}")
+    sub_action(name)
+    if vignette.proposal(name) is None:
+        raise FmaBandsError(f"vignette {vid} has no {name} band to review")
+    verdict, _, band_text = verdict_text.partition(" ")
+    verdict, band_text = verdict.strip().upper(), band_text.strip()
+    if verdict not in VERDICTS:
+        raise FmaBandsError(f"verdict {verdict_text!r} is not ACCEPT, AMEND {{band}} or DECLINE")
+    band = None
+    if verdict == "AMEND":
+        if not band_text:
+            raise FmaBandsError("AMEND needs the corrected band, e.g. AMEND {1, 3}")
+        try:
+            band = parse_notation(name, band_text, orderables=vignette.orderables)
+        except FmaBandsError as exc:
+            raise FmaBandsError(f"band {band_text}: {exc.message}") from None
+    elif band_text:
+        raise FmaBandsError(f"{verdict} takes no band (found {band_text!r})")
+    if not reason:
+        raise FmaBandsError("give the one-sentence reason after the last |")
+    return HandbackLine(number, vid, name, verdict, band, reason)
+
+
+def import_handback(
+    session: Session,
+    library: Library,
+    *,
+    actor: UserPublic,
+    rater_pseudonym: str,
+    text: str,
+    source: str,
+) -> list[ReviewData]:
+    """Turn a hand-back into submitted reviews of that rater, all or nothing (audited)."""
+    require_coordinator(actor, "import a hand-back")
+    rater = session.exec(select(User).where(User.pseudonym == rater_pseudonym)).first()
+    if rater is None or rater.role != "rater":
+        raise refused(source, [(0, f"{rater_pseudonym!r} is not an enrolled rater")])
+    lines = parse_handback(text, library, source)
+    latest_rows = {}
+    drafts = []
+    for line in lines:
+        rows = revisions(session, rater.id, line.vignette_id, line.sub_action)
+        latest_rows[line.number] = rows[-1] if rows else None
+        if rows and rows[-1].status == "draft":
+            # Never overwrite work in progress: the rater submits or the import waits.
+            drafts.append(
+                (
+                    line.number,
+                    f"{rater.pseudonym} has an unsubmitted draft of {line.vignette_id} "
+                    f"{line.sub_action} in the browser; it must be submitted first",
+                )
+            )
+    if drafts:
+        raise refused(source, drafts)
+    now = utcnow()
+    created = []
+    for line in lines:
+        vignette = library.vignettes[line.vignette_id]
+        proposal = vignette.proposal(line.sub_action)
+        latest = latest_rows[line.number]
+        row = Review(
+            vignette_id=line.vignette_id,
+            sub_action=line.sub_action,
+            rater_id=rater.id,
+            revision=(latest.revision + 1) if latest else 1,
+            supersedes_id=latest.id if latest else None,
+            status="submitted",
+            mode="review",
+            verdict=line.verdict,
+            band=to_file(line.band) if line.band is not None else None,
+            answers={},
+            reason=line.reason,
+            context_digest=vignette.context_digest_for(line.sub_action),
+            proposal_digest=proposal.acceptable.digest(),
+            origin="handback",
+            submitted_at=now,
+            updated_at=now,
+        )
+        session.add(row)
+        session.flush()
+        created.append(row)
+    audit.record(
+        session,
+        kind="handback_imported",
+        actor=actor.pseudonym,
+        payload={
+            "rater": rater.pseudonym,
+            "source": source,
+            "reviews": [
+                {"vignette_id": r.vignette_id, "sub_action": r.sub_action, "verdict": r.verdict}
+                for r in created
+            ],
+        },
+    )
+    names = {rater.id: rater.pseudonym} if rater.id is not None else {}
+    return [as_data(row, library, names) for row in created]

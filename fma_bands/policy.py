@@ -1,0 +1,60 @@
+"""The registry's policy, attestations/policy.yaml: how many adjudicators a band needs and
+whether the specialty scope rule is required. Read from the file alone, like every registry input.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fma_bands.errors import FmaBandsError
+from fma_bands.files import write_atomically
+
+POLICY_FILE = "policy.yaml"
+SCOPES = ("warn", "require")
+_HEADER = "# fma-bands registry policy: the registry reads it, so its decisions can be redone.\n"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The registry's rule: how many attesting adjudicators a band needs, and whether the
+    specialty scope rule is required or only warned about."""
+
+    quorum: int = 1
+    scope: str = "warn"  # warn | require
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"quorum": self.quorum, "scope": self.scope}
+
+
+def check_policy(quorum: Any, scope: Any, *, file: str | None = None) -> Policy:
+    if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
+        raise FmaBandsError(
+            f"quorum must be a whole number of at least 1, not {quorum!r}",
+            file=file,
+            field="quorum",
+        )
+    if scope not in SCOPES:
+        raise FmaBandsError(
+            f"scope must be warn or require, not {scope!r}", file=file, field="scope"
+        )
+    return Policy(quorum, scope)
+
+
+def read_policy(folder: Path) -> Policy:
+    """The policy in force; a missing file is the default policy."""
+    path = Path(folder) / POLICY_FILE
+    if not path.exists():
+        return Policy()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise FmaBandsError(f"cannot read the policy: {exc}", file=str(path)) from None
+    if not isinstance(data, dict):
+        raise FmaBandsError("the policy is a mapping with quorum and scope", file=str(path))
+    return check_policy(data.get("quorum", 1), data.get("scope", "warn"), file=str(path))
+
+
+def write_policy_file(folder: Path, policy: Policy) -> Path:
+    return write_atomically(Path(folder) / POLICY_FILE, _HEADER + yaml.safe_dump(policy.as_dict()))

@@ -1,0 +1,137 @@
+"""The engine (SQLite by default, PostgreSQL by URL), its sessions, and upgrading the schema.
+
+A database is only ever brought to the current schema by the migrations in migrations/; the
+tables are never created behind their back, so a study survives an upgrade of fma-bands.
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import event, inspect
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlmodel import Session, create_engine
+
+from fma_bands.errors import FmaBandsError
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+BACKENDS = ("sqlite", "postgresql")
+# The revision whose schema equals the one create_all made before migrations existed.
+BASELINE = "0001"
+
+
+def normalise_url(url: str) -> str:
+    """PostgreSQL URLs go to psycopg 3; `postgres://` (Heroku style) is refused by SQLAlchemy."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for a SQLite file or a PostgreSQL server; any other URL is refused by name."""
+    url = normalise_url(url)
+    try:
+        parsed = make_url(url)
+        backend = parsed.get_backend_name()
+    except ArgumentError:
+        raise FmaBandsError(
+            f"cannot read the database URL {url!r}: write sqlite:///FILE or "
+            "postgresql://USER@HOST:PORT/DATABASE",
+            field="database_url",
+        ) from None
+    if backend not in BACKENDS:
+        raise FmaBandsError(
+            f"the database URL {url!r} is for {backend}; fma-bands works with SQLite "
+            "(sqlite:///FILE) and PostgreSQL (postgresql://USER@HOST:PORT/DATABASE)",
+            field="database_url",
+        )
+    try:
+        if backend == "sqlite":
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(url, connect_args={"check_same_thread": False})
+            event.listen(engine, "connect", _sqlite_pragmas)
+        else:
+            engine = create_engine(url, pool_pre_ping=True)
+    except (ArgumentError, NoSuchModuleError, OSError) as exc:
+        raise FmaBandsError(f"cannot use the database URL {url!r}: {exc}") from None
+    return engine
+
+
+def _sqlite_pragmas(connection, _record) -> None:
+    # Without foreign_keys=ON SQLite silently ignores every foreign key.
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+def _alembic_config(connection: Connection):
+    # Imported here: alembic costs a tenth of a second that `fma-bands --help` should not pay.
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> str | None:
+    """Bring the database to `revision` (the newest by default) and return where it is now.
+
+    A database made before migrations existed (tables, no alembic_version) is first marked as
+    the baseline, whose schema it has, and then upgraded like any other.
+    """
+    from alembic import command
+
+    try:
+        with engine.begin() as connection:
+            config = _alembic_config(connection)
+            tables = set(inspect(connection).get_table_names())
+            if "alembic_version" not in tables and "review" in tables:
+                command.stamp(config, BASELINE)
+            command.upgrade(config, revision)
+        return current_revision(engine)
+    except SQLAlchemyError as exc:
+        raise FmaBandsError(f"cannot upgrade the database {engine.url!r}: {_cause(exc)}") from None
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The database's schema revision; None for a database with no fma-bands schema yet."""
+    from alembic.runtime.migration import MigrationContext
+
+    try:
+        with engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+    except SQLAlchemyError as exc:
+        raise FmaBandsError(f"cannot read the database {engine.url!r}: {_cause(exc)}") from None
+
+
+def head_revision() -> str:
+    """The newest revision this version of fma-bands knows."""
+    from alembic.script import ScriptDirectory
+
+    config = _alembic_config(None)  # type: ignore[arg-type]
+    head = ScriptDirectory.from_config(config).get_current_head()
+    assert head is not None, "the migrations folder has no revision"
+    return head
+
+
+def _cause(exc: SQLAlchemyError) -> str:
+    return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session that commits on success and rolls back on any error: nothing half-written."""
+    with Session(engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
