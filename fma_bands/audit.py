@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, text
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from fma_bands.canonical import sha256_digest
 from fma_bands.store.models import AuditEvent
@@ -129,7 +129,9 @@ def event_hash(*, at: datetime, actor: str | None, kind: str, payload: dict, pre
 def head(session: Session) -> tuple[int, str] | None:
     """(seq, hash) of the newest event, or None for an empty log."""
     row = session.execute(
-        select(AuditEvent.seq, AuditEvent.hash).order_by(AuditEvent.seq.desc()).limit(1)
+        select(col(AuditEvent.seq), col(AuditEvent.hash))
+        .order_by(col(AuditEvent.seq).desc())
+        .limit(1)
     ).first()
     return None if row is None else (row.seq, row.hash)
 
@@ -138,9 +140,9 @@ def events(
     session: Session, *, limit: int | None = None, kinds: list[str] | None = None
 ) -> list[dict]:
     """Events newest first as plain dicts (safe to keep after the session closes)."""
-    query = select(*_columns()).order_by(AuditEvent.seq.desc())
+    query = select(*_columns()).order_by(col(AuditEvent.seq).desc())
     if kinds is not None:
-        query = query.where(AuditEvent.kind.in_(list(kinds)))
+        query = query.where(col(AuditEvent.kind).in_(list(kinds)))
     if limit is not None:
         query = query.limit(limit)
     return [dict(row._mapping) for row in session.execute(query)]
@@ -164,7 +166,7 @@ def verify(session: Session, *, expected_head: tuple[int, str] | None = None) ->
       elsewhere reveals it (an attestation records one at signing): pass it as `expected_head`
       and a missing or different event at that seq is reported.
     """
-    rows = session.execute(select(*_columns()).order_by(AuditEvent.seq)).all()
+    rows = list(session.execute(select(*_columns()).order_by(col(AuditEvent.seq))).all())
     seq_of_hash = {row.hash: row.seq for row in rows}
     problems: list[AuditProblem] = []
     previous = None

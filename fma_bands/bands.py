@@ -314,9 +314,11 @@ def band_from_values(
     if action.kind == "multilabel":
         return MultilabelBand(sub_action=name, defensible=tuple(sorted(chosen)))
     ordered = sorted(chosen)
-    contiguous = action.kind != "boolean" and ordered == list(range(ordered[0], ordered[-1] + 1))
-    if contiguous and "interval" in action.forms and (prefer_interval or "set" not in action.forms):
-        return IntervalBand(sub_action=name, min=ordered[0], max=ordered[-1])
+    if action.kind != "boolean" and "interval" in action.forms:
+        numbers = [int(v) for v in ordered]
+        contiguous = numbers == list(range(numbers[0], numbers[-1] + 1))
+        if contiguous and (prefer_interval or "set" not in action.forms):
+            return IntervalBand(sub_action=name, min=numbers[0], max=numbers[-1])
     return parse_band(name, ordered, span=True)
 
 

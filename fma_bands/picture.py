@@ -99,7 +99,7 @@ def band_chart(
         if threshold is not None and action.kind != "multilabel"
         else None
     )
-    if threshold_label:
+    if threshold_label and threshold is not None:
         label = threshold_label
         for value in domain:
             state = "threshold holds" if threshold.holds(value) else "threshold fails"
@@ -133,9 +133,10 @@ def band_chart(
             .properties(width=width, height=height, autosize=fit)
         )
     runs = _runs(records)
+    first, last = int(domain[0]), int(domain[-1])
     # Zoom on what the bands use: 1 to 30 days should not be squeezed into 8% of 0 to 365.
-    used = [r["value"] for r in records if r["state"] in ("in band", "required", "disputed")]
-    upper = min(domain[-1], max(2 * max(used), 10)) if used else domain[-1]
+    used = [int(r["value"]) for r in records if r["state"] in ("in band", "required", "disputed")]
+    upper = min(last, max(2 * max(used), 10)) if used else last
     return (
         alt.Chart(alt.Data(values=runs))
         .mark_bar(height=24)
@@ -143,7 +144,7 @@ def band_chart(
             x=alt.X(
                 "start:Q",
                 title=action.label,
-                scale=alt.Scale(domain=[domain[0] - 0.5, upper + 0.5], nice=False, clamp=True),
+                scale=alt.Scale(domain=[first - 0.5, upper + 0.5], nice=False, clamp=True),
             ),
             x2="end:Q",
             y=y,

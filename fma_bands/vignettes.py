@@ -264,7 +264,7 @@ def parse_vignette(
     tool_results = _tool_results(data.get("tool_results"), problem)
     proposals = _proposals(data.get("proposals"), tool_results, problem)
 
-    if problems:
+    if problems or vid is None or domain is None or core is None or canary is None:
         return None, problems
     return (
         Vignette(
@@ -337,8 +337,11 @@ def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Propo
     for key in sorted(set(map(str, item)) - _PROPOSAL_KEYS):
         problem(f"unknown field (expected {', '.join(sorted(_PROPOSAL_KEYS))})", *here, key)
         ok = False
+    if item.get("sub_action") is None:
+        problem("missing (required)", *here, "sub_action")
+        return None
     try:
-        action = sub_action(item.get("sub_action"))
+        action = sub_action(str(item["sub_action"]))
     except FmaBandsError as exc:
         problem(exc.message, *here, "sub_action")
         return None
@@ -403,7 +406,7 @@ def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Propo
         except FmaBandsError as exc:
             problem(exc.message, *here, "threshold")
             ok = False
-    if not ok:
+    if not ok or acceptable is None:
         return None
     return Proposal(
         sub_action=action.name,
