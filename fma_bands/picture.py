@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import altair as alt
 
-from fma_bands.actions import Threshold, Value, sub_action
+from fma_bands.actions import SubAction, Threshold, Value, sub_action
 from fma_bands.bands import AnyBand, MultilabelBand
 
 COLOURS = {
@@ -88,57 +88,69 @@ def band_chart(
     """Rows of bands over the domain of sub-action `name`, and a threshold row if there is one."""
     action = sub_action(name)
     domain = list(action.domain(tuple(orderables)))
-    records = []
-    for row in rows:
-        for value in domain:
-            records.append(
-                {"row": row.label, "value": value, "state": _state(row, value), "order": 0}
-            )
-    threshold_label = (
-        f"threshold: {describe_threshold(threshold, action)}"
-        if threshold is not None and action.kind != "multilabel"
-        else None
-    )
-    if threshold_label and threshold is not None:
-        label = threshold_label
-        for value in domain:
-            state = "threshold holds" if threshold.holds(value) else "threshold fails"
-            records.append({"row": label, "value": value, "state": state, "order": 1})
-    row_order = [r.label for r in rows] + ([threshold_label] if threshold_label else [])
+    records = [
+        {"row": row.label, "value": value, "state": _state(row, value)}
+        for row in rows
+        for value in domain
+    ]
+    row_order = [r.label for r in rows]
+    if threshold is not None and action.kind != "multilabel":
+        label = f"threshold: {describe_threshold(threshold, action)}"
+        row_order.append(label)
+        records += [
+            {
+                "row": label,
+                "value": v,
+                "state": f"threshold {'holds' if threshold.holds(v) else 'fails'}",
+            }
+            for v in domain
+        ]
     present = [state for state in COLOURS if any(r["state"] == state for r in records)]
-    colour = alt.Color(
-        "state:N",
-        title=None,
-        scale=alt.Scale(domain=present, range=[COLOURS[state] for state in present]),
-        legend=alt.Legend(orient="bottom"),
-    )
-    y = alt.Y("row:N", title=None, sort=row_order, axis=alt.Axis(labelLimit=420))
-    height = 34 * len(row_order)
+    encoding = {
+        "y": alt.Y("row:N", title=None, sort=row_order, axis=alt.Axis(labelLimit=420)),
+        "color": alt.Color(
+            "state:N",
+            title=None,
+            scale=alt.Scale(domain=present, range=[COLOURS[state] for state in present]),
+            legend=alt.Legend(orient="bottom"),
+        ),
+    }
     # Streamlit fits charts to the container; fitting only the width keeps each row its height
     # (fitting both squeezed the rows to nothing under the axis and legend).
-    fit = alt.AutoSizeParams(type="fit-x", contains="padding")
+    size = {
+        "width": width,
+        "height": 34 * len(row_order),
+        "autosize": alt.AutoSizeParams(type="fit-x", contains="padding"),
+    }
     if len(domain) <= SMALL_DOMAIN:
-        for record in records:
-            record["label"] = action.label_for(record["value"])
-        labels = [action.label_for(v) for v in domain]
-        return (
-            alt.Chart(alt.Data(values=records))
-            .mark_rect(stroke="white", strokeWidth=2)
-            .encode(
-                x=alt.X("label:N", title=None, sort=labels, axis=alt.Axis(labelAngle=0)),
-                y=y,
-                color=colour,
-                tooltip=["row:N", "label:N", "state:N"],
-            )
-            .properties(width=width, height=height, autosize=fit)
+        return _cells(action, domain, records, encoding).properties(**size)
+    return _bars(action, domain, records, encoding).properties(**size)
+
+
+def _cells(action: SubAction, domain: list, records: list[dict], encoding: dict) -> alt.Chart:
+    """A small domain: one labelled cell per value."""
+    for record in records:
+        record["label"] = action.label_for(record["value"])
+    labels = [action.label_for(v) for v in domain]
+    return (
+        alt.Chart(alt.Data(values=records))
+        .mark_rect(stroke="white", strokeWidth=2)
+        .encode(
+            x=alt.X("label:N", title=None, sort=labels, axis=alt.Axis(labelAngle=0)),
+            tooltip=["row:N", "label:N", "state:N"],
+            **encoding,
         )
-    runs = _runs(records)
+    )
+
+
+def _bars(action: SubAction, domain: list, records: list[dict], encoding: dict) -> alt.Chart:
+    """A large domain (scores, days): one bar per run of values, zoomed on what the bands use."""
     first, last = int(domain[0]), int(domain[-1])
-    # Zoom on what the bands use: 1 to 30 days should not be squeezed into 8% of 0 to 365.
+    # 1 to 30 days should not be squeezed into 8% of 0 to 365.
     used = [int(r["value"]) for r in records if r["state"] in ("in band", "required", "disputed")]
     upper = min(last, max(2 * max(used), 10)) if used else last
     return (
-        alt.Chart(alt.Data(values=runs))
+        alt.Chart(alt.Data(values=_runs(records)))
         .mark_bar(height=24)
         .encode(
             x=alt.X(
@@ -147,12 +159,10 @@ def band_chart(
                 scale=alt.Scale(domain=[first - 0.5, upper + 0.5], nice=False, clamp=True),
             ),
             x2="end:Q",
-            y=y,
-            color=colour,
             tooltip=["row:N", "from:Q", "to:Q", "state:N"],
+            **encoding,
         )
         .transform_filter(f"datum.start <= {upper + 0.5}")
-        .properties(width=width, height=height, autosize=fit)
     )
 
 

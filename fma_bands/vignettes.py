@@ -3,14 +3,14 @@
 Every problem names the file, the line and the field; one bad file never stops the others loading.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from fma_bands.actions import STEPS, Threshold, parse_threshold, sub_action
+from fma_bands.actions import STEPS, SubAction, Threshold, parse_threshold, sub_action
 from fma_bands.bands import AnyBand, parse_band, to_file
 from fma_bands.canonical import sha256_digest
 from fma_bands.errors import FmaBandsError, Problem
@@ -328,85 +328,39 @@ def _proposals(raw: Any, tool_results: dict[str, str], problem) -> list[Proposal
     return proposals
 
 
+class _Here:
+    """Problems of one proposal, each reported under its field, remembering whether any was."""
+
+    def __init__(self, problem: Callable[..., None], *path: str | int) -> None:
+        self._problem, self.path, self.ok = problem, path, True
+
+    def __call__(self, message: str, *field: str) -> None:
+        self._problem(message, *self.path, *field)
+        self.ok = False
+
+
 def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Proposal | None:
-    here = ("proposals", i)
+    here = _Here(problem, "proposals", i)
     if not isinstance(item, dict):
-        problem("a proposal is a mapping with sub_action, acceptable, provenance, ...", *here)
+        here("a proposal is a mapping with sub_action, acceptable, provenance, ...")
         return None
-    ok = True
     for key in sorted(set(map(str, item)) - _PROPOSAL_KEYS):
-        problem(f"unknown field (expected {', '.join(sorted(_PROPOSAL_KEYS))})", *here, key)
-        ok = False
+        here(f"unknown field (expected {', '.join(sorted(_PROPOSAL_KEYS))})", key)
     if item.get("sub_action") is None:
-        problem("missing (required)", *here, "sub_action")
+        here("missing (required)", "sub_action")
         return None
     try:
         action = sub_action(str(item["sub_action"]))
     except FmaBandsError as exc:
-        problem(exc.message, *here, "sub_action")
+        here(exc.message, "sub_action")
         return None
-    texts = {}
-    for key in ("source", "clause", "reasoning", "notes"):
-        value = item.get(key)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            problem("must be non-empty text when given", *here, key)
-            ok = False
-        texts[key] = value.strip() if isinstance(value, str) else None
-    provenance = item.get("provenance", "author-derived")
-    if provenance == "clinician-adjudicated":
-        problem(
-            "a vignette file cannot claim clinician-adjudicated: only the registry grants it, "
-            "from signed attestations; write author-derived or guideline-derived",
-            *here,
-            "provenance",
-        )
-        ok = False
-    elif provenance not in FILE_PROVENANCES:
-        problem(f"use one of {', '.join(FILE_PROVENANCES)}", *here, "provenance")
-        ok = False
-    elif provenance == "guideline-derived" and not (texts["source"] and texts["clause"]):
-        problem("a guideline-derived band needs both source and clause", *here, "provenance")
-        ok = False
-    orderables = tuple(tool_results)
-    acceptable = disputed = threshold = None
-    if "acceptable" not in item:
-        problem("missing (required)", *here, "acceptable")
-        ok = False
-    else:
-        try:
-            acceptable = parse_band(action.name, item["acceptable"], orderables=orderables)
-        except FmaBandsError as exc:
-            problem(exc.message, *here, "acceptable")
-            ok = False
-    if item.get("disputed_span") is not None:
-        try:
-            disputed = parse_band(
-                action.name, item["disputed_span"], orderables=orderables, span=True
-            )
-        except FmaBandsError as exc:
-            problem(exc.message, *here, "disputed_span")
-            ok = False
-        if acceptable is not None and disputed is not None:
-            overlap = acceptable.values() & disputed.values()
-            if overlap:
-                problem(
-                    f"the disputed span repeats values already in the band "
-                    f"({sorted(overlap)}): it holds only what the band leaves out",
-                    *here,
-                    "disputed_span",
-                )
-                ok = False
-    if item.get("threshold") is not None:
-        try:
-            threshold = parse_threshold(item["threshold"])
-            if type(threshold.value) is not action.value_type or action.kind == "multilabel":
-                raise FmaBandsError(
-                    f"{action.name} takes a threshold on {action.describe_domain()}"
-                )
-        except FmaBandsError as exc:
-            problem(exc.message, *here, "threshold")
-            ok = False
-    if not ok or acceptable is None:
+    texts = {
+        key: _optional_text(item, key, here) for key in ("source", "clause", "reasoning", "notes")
+    }
+    provenance = _provenance(item, texts, here)
+    acceptable, disputed = _proposal_bands(action.name, item, tuple(tool_results), here)
+    threshold = _threshold(action, item.get("threshold"), here)
+    if not here.ok or acceptable is None:
         return None
     return Proposal(
         sub_action=action.name,
@@ -416,3 +370,66 @@ def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Propo
         threshold=threshold,
         **texts,
     )
+
+
+def _optional_text(item: dict, key: str, here: _Here) -> str | None:
+    value = item.get(key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        here("must be non-empty text when given", key)
+    return value.strip() if isinstance(value, str) else None
+
+
+def _provenance(item: dict, texts: dict[str, str | None], here: _Here) -> str:
+    provenance = item.get("provenance", "author-derived")
+    if provenance == "clinician-adjudicated":
+        here(
+            "a vignette file cannot claim clinician-adjudicated: only the registry grants it, "
+            "from signed attestations; write author-derived or guideline-derived",
+            "provenance",
+        )
+    elif provenance not in FILE_PROVENANCES:
+        here(f"use one of {', '.join(FILE_PROVENANCES)}", "provenance")
+    elif provenance == "guideline-derived" and not (texts["source"] and texts["clause"]):
+        here("a guideline-derived band needs both source and clause", "provenance")
+    return str(provenance)
+
+
+def _proposal_bands(
+    name: str, item: dict, orderables: tuple[str, ...], here: _Here
+) -> tuple[AnyBand | None, AnyBand | None]:
+    acceptable = disputed = None
+    if "acceptable" not in item:
+        here("missing (required)", "acceptable")
+    else:
+        try:
+            acceptable = parse_band(name, item["acceptable"], orderables=orderables)
+        except FmaBandsError as exc:
+            here(exc.message, "acceptable")
+    if item.get("disputed_span") is not None:
+        try:
+            disputed = parse_band(name, item["disputed_span"], orderables=orderables, span=True)
+        except FmaBandsError as exc:
+            here(exc.message, "disputed_span")
+    if acceptable is not None and disputed is not None:
+        overlap = acceptable.values() & disputed.values()
+        if overlap:
+            here(
+                f"the disputed span repeats values already in the band ({sorted(overlap)}): "
+                "it holds only what the band leaves out",
+                "disputed_span",
+            )
+    return acceptable, disputed
+
+
+def _threshold(action: SubAction, raw: Any, here: _Here) -> Threshold | None:
+    if raw is None:
+        return None
+    try:
+        threshold = parse_threshold(raw)
+    except FmaBandsError as exc:
+        here(exc.message, "threshold")
+        return None
+    if type(threshold.value) is not action.value_type or action.kind == "multilabel":
+        here(f"{action.name} takes a threshold on {action.describe_domain()}", "threshold")
+        return None
+    return threshold

@@ -1,24 +1,60 @@
-"""The fma-bands command, run as a user runs it: a subprocess."""
+"""The fma-bands command on vignette files: in-process with click's CliRunner, and twice as a
+real subprocess of the console script (help, and an export)."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import yaml
+from click.testing import CliRunner
 
+from fma_bands.cli import cli
 from tests.conftest import ROOT
 
 
-def fma(*args, cwd=ROOT):
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def fma(*args: str, cwd: Path = ROOT) -> Ran:
+    """fma-bands run in this process, from `cwd` (the defaults are relative paths)."""
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(cli, list(args), prog_name="fma-bands", catch_exceptions=False)
+    finally:
+        os.chdir(before)
+    return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+def console(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """The installed console script, as a coordinator's shell runs it."""
+    command = shutil.which("fma-bands", path=os.path.dirname(sys.executable))
+    prefix = [command] if command else [sys.executable, "-m", "fma_bands.cli"]
     return subprocess.run(
-        [sys.executable, "-m", "fma_bands.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+        [*prefix, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
     )
+
+
+def test_the_console_script_answers_help():
+    result = console("--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Usage: fma-bands")
+
+
+def test_the_console_script_exports(shared_vignettes, tmp_path):
+    out = tmp_path / "bands.yaml"
+    args = ("--vignettes", str(shared_vignettes), "export", "--out", str(out))
+    result = console(*args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert yaml.safe_load(out.read_text())["format"] == "fma-bands/v1"
 
 
 def test_help_everywhere():

@@ -39,13 +39,11 @@ def make_engine(url: str) -> Engine:
         raise FmaBandsError(
             f"cannot read the database URL {url!r}: write sqlite:///FILE or "
             "postgresql://USER@HOST:PORT/DATABASE",
-            field="database_url",
         ) from None
     if backend not in BACKENDS:
         raise FmaBandsError(
             f"the database URL {url!r} is for {backend}; fma-bands works with SQLite "
             "(sqlite:///FILE) and PostgreSQL (postgresql://USER@HOST:PORT/DATABASE)",
-            field="database_url",
         )
     try:
         if backend == "sqlite":
@@ -89,12 +87,36 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
     from alembic import command
 
     try:
-        with engine.begin() as connection:
-            config = _alembic_config(connection)
-            tables = set(inspect(connection).get_table_names())
-            if "alembic_version" not in tables and "review" in tables:
-                command.stamp(config, BASELINE)
-            command.upgrade(config, revision)
+        with engine.connect() as connection:
+            sqlite = connection.dialect.name == "sqlite"
+            if sqlite:
+                # SQLite alters a table by copying it; with foreign keys on, dropping the old copy
+                # fails for every row that points at it. Off for the migration (a PRAGMA that only
+                # works outside a transaction), then every key is checked before going on.
+                connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            try:
+                config = _alembic_config(connection)
+                tables = set(inspect(connection).get_table_names())
+                if "alembic_version" not in tables and "review" in tables:
+                    command.stamp(config, BASELINE)
+                command.upgrade(config, revision)
+                broken = (
+                    connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                    if sqlite
+                    else []
+                )
+                if broken:
+                    raise FmaBandsError(
+                        f"the upgrade of {engine.url!r} would leave {len(broken)} row(s) pointing "
+                        "at nothing, so nothing was changed; report this as a bug"
+                    )
+                # One transaction for every revision: an upgrade happens whole or not at all.
+                connection.commit()
+            finally:
+                connection.rollback()
+                if sqlite:
+                    # Back on before the connection returns to the pool, whatever happened.
+                    connection.exec_driver_sql("PRAGMA foreign_keys=ON")
         return current_revision(engine)
     except SQLAlchemyError as exc:
         raise FmaBandsError(f"cannot upgrade the database {engine.url!r}: {_cause(exc)}") from None

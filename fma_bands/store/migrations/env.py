@@ -11,7 +11,6 @@ context.configure(
     target_metadata=SQLModel.metadata,
     # SQLite cannot alter most of a table in place: batch mode copies it instead.
     render_as_batch=True,
-    transaction_per_migration=True,
 )
 with context.begin_transaction():
     context.run_migrations()

@@ -1,0 +1,89 @@
+"""Every failure reaches a coordinator as one line: `fma-bands: error: ...`, never a traceback.
+
+Each case here once surfaced as a traceback (the house issue lists them)."""
+
+import shutil
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from fma_bands.cli import cli
+from fma_bands.cli.base import BUG_EXIT
+from tests.conftest import DEMO_VIGNETTES
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    """fma-bands in-process, in a folder of its own, with the demo vignettes."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(DEMO_VIGNETTES, tmp_path / "vignettes")
+    for name in ("FMA_BANDS_DATABASE_URL", "FMA_BANDS_ATTESTATIONS", "FMA_BANDS_VIGNETTES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FMA_BANDS_LOG_FILE", str(tmp_path / "bug.log"))
+
+    def invoke(*args: str):
+        return CliRunner().invoke(cli, list(args), prog_name="fma-bands", catch_exceptions=False)
+
+    return invoke
+
+
+def one_line_error(result, *fragments: str, code: int = 1) -> str:
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines and lines[0].startswith("fma-bands: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+    return result.stderr
+
+
+def test_a_hand_edited_adjudicators_file_is_named(run, tmp_path):
+    assert run("demo").exit_code == 0
+    path = tmp_path / "attestations" / "adjudicators.yaml"
+    data = yaml.safe_load(path.read_text())
+    del data["adjudicators"][0]["specialty"]
+    path.write_text(yaml.safe_dump(data))
+    one_line_error(
+        run("export", "--out", "bands.yaml"), "attestations/adjudicators.yaml", "lacks specialty"
+    )
+
+
+def test_export_to_a_folder_is_refused_by_name(run, tmp_path):
+    (tmp_path / "out").mkdir()
+    one_line_error(run("export", "--out", "out"), "out: this is a folder")
+
+
+def test_export_under_proc_is_refused_by_name(run):
+    one_line_error(run("export", "--out", "/proc/bands.yaml"), "/proc/bands.yaml: cannot write")
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        ("bogus://", "the database URL 'bogus://' is for bogus"),
+        ("mysql://root@localhost/study", "is for mysql; fma-bands works with SQLite"),
+        ("sqlite:////proc/no/such/study.db", "cannot"),
+    ],
+)
+def test_a_database_url_it_cannot_use_is_named(run, url, fragment):
+    one_line_error(run("--db", url, "phase"), fragment)
+
+
+def test_a_missing_file_argument_is_named(run):
+    one_line_error(
+        run("handback", "import", "nowhere.txt", "--rater", "rater-01"),
+        "nowhere.txt: cannot read the hand-back",
+    )
+
+
+def test_a_bug_is_one_line_pointing_at_the_log(run, tmp_path, monkeypatch):
+
+    def broken() -> None:
+        raise RuntimeError("an invariant broke")
+
+    monkeypatch.setattr("fma_bands.study.study", lambda session: broken())
+    message = one_line_error(run("phase"), "this is a bug in fma-bands", code=BUG_EXIT)
+    assert "RuntimeError" in message and str(tmp_path / "bug.log") in message
+    log = (tmp_path / "bug.log").read_text()
+    assert "Traceback" in log and "an invariant broke" in log
