@@ -8,12 +8,11 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Field,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -144,7 +143,6 @@ class MultilabelBand(_Band):
         return frozenset(self.defensible)
 
 
-Band = Annotated[SetBand | IntervalBand | MultilabelBand, Field(discriminator="form")]
 AnyBand = SetBand | IntervalBand | MultilabelBand
 
 
@@ -403,19 +401,6 @@ def _notation_value(item: str) -> Value:
     if re.fullmatch(r"-?\d+", item):
         return int(item)
     return item.strip("'\"")
-
-
-def format_notation(band: AnyBand) -> str:
-    """The inverse of parse_notation, for hand-back files and messages."""
-    if isinstance(band, IntervalBand):
-        return json.dumps({"min": band.min, "max": band.max})
-    if isinstance(band, MultilabelBand):
-        return json.dumps({"required": list(band.required), "defensible": list(band.defensible)})
-    return "{" + ", ".join(_format_value(v) for v in band.members) + "}"
-
-
-def _format_value(value: Value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def describe(band: AnyBand) -> str:

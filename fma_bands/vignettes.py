@@ -4,7 +4,7 @@ Every problem names the file, the line and the field; one bad file never stops t
 """
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +26,6 @@ _VIGNETTE_KEYS = {
     "tool_results",
     "canary",
     "proposals",
-}
-_PROPOSAL_KEYS = {
-    "sub_action",
-    "acceptable",
-    "provenance",
-    "source",
-    "clause",
-    "reasoning",
-    "disputed_span",
-    "threshold",
-    "notes",
 }
 
 
@@ -70,6 +59,10 @@ class Proposal:
             "threshold": self.threshold.expression() if self.threshold else None,
             "notes": self.notes,
         }
+
+
+# A proposal in a file has exactly the fields of Proposal.
+_PROPOSAL_KEYS = {f.name for f in fields(Proposal)}
 
 
 @dataclass(frozen=True)
