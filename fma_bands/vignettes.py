@@ -14,6 +14,7 @@ from fma_bands.actions import STEPS, SubAction, Threshold, parse_threshold, sub_
 from fma_bands.bands import AnyBand, parse_band, to_file
 from fma_bands.canonical import sha256_digest
 from fma_bands.errors import FmaBandsError, Problem
+from fma_bands.files import compose_yaml, construct_yaml, read_bounded
 
 DOMAINS = ("triage", "ordering", "medication", "documentation")
 AMBIGUITIES = ("clear", "intermediate", "borderline")
@@ -63,6 +64,10 @@ class Proposal:
 
 # A proposal in a file has exactly the fields of Proposal.
 _PROPOSAL_KEYS = {f.name for f in fields(Proposal)}
+_PROPOSAL_TEXTS = ("source", "clause", "reasoning", "notes")
+_TEXT_FIELDS = ("id", "domain", "ambiguity", "clinical_core", "canary")
+# A vignette is a few kilobytes; this is far more than any real one and refuses a flood at once.
+MAX_BYTES = 512 * 1024
 
 
 @dataclass(frozen=True)
@@ -210,18 +215,45 @@ def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
     path = Path(path)
     name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(f"cannot read the file: {exc}", file=name)]
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        reason = getattr(exc, "problem", None) or str(exc)
-        return None, [Problem(f"not valid YAML: {reason}", file=name, line=line)]
+        root = compose_yaml(read_bounded(path, limit=MAX_BYTES, what="vignette"), source=name)
+        data = as_written(construct_yaml(root, source=name), root)
+    except FmaBandsError as exc:
+        return None, [Problem(exc.message, file=name, line=exc.line)]
     return parse_vignette(data, name, _Lines(root), stem=path.stem)
+
+
+def as_written(data: Any, root: yaml.Node | None) -> Any:
+    """The file's data with its text fields and results kept exactly as written (DESIGN 5):
+    `inr: 1.0` is the text "1.0" and `pregnancy_test: no` the text "no", not a number or a
+    boolean the author never meant."""
+    if not isinstance(data, dict) or not isinstance(root, yaml.MappingNode):
+        return data
+    written = dict(data)
+    for key_node, value_node in root.value:
+        key = key_node.value
+        if key in _TEXT_FIELDS and isinstance(value_node, yaml.ScalarNode) and key in written:
+            written[key] = value_node.value
+        elif key == "tool_results" and isinstance(value_node, yaml.MappingNode):
+            written[key] = {
+                k.value: v.value if isinstance(v, yaml.ScalarNode) else data[key].get(k.value)
+                for k, v in value_node.value
+            }
+        elif key == "proposals" and isinstance(value_node, yaml.SequenceNode):
+            written[key] = [
+                _proposal_as_written(item, node)
+                for item, node in zip(data[key], value_node.value, strict=True)
+            ]
+    return written
+
+
+def _proposal_as_written(item: Any, node: yaml.Node) -> Any:
+    if not isinstance(item, dict) or not isinstance(node, yaml.MappingNode):
+        return item
+    written = dict(item)
+    for key_node, value_node in node.value:
+        if key_node.value in _PROPOSAL_TEXTS and isinstance(value_node, yaml.ScalarNode):
+            written[key_node.value] = value_node.value
+    return written
 
 
 def parse_vignette(
@@ -347,9 +379,7 @@ def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Propo
     except FmaBandsError as exc:
         here(exc.message, "sub_action")
         return None
-    texts = {
-        key: _optional_text(item, key, here) for key in ("source", "clause", "reasoning", "notes")
-    }
+    texts = {key: _optional_text(item, key, here) for key in _PROPOSAL_TEXTS}
     provenance = _provenance(item, texts, here)
     acceptable, disputed = _proposal_bands(action.name, item, tuple(tool_results), here)
     threshold = _threshold(action, item.get("threshold"), here)

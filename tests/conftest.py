@@ -1,5 +1,6 @@
 """Shared fixtures: the real FairMedAgent data read from ../shared, and the bundled demo study."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -7,16 +8,27 @@ import pytest
 pytest_plugins = ["tests.servers"]
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "fairmedagent"
+# FMA_BANDS_SHARED moves it (pointing it at nothing shows what a clone without it runs).
+SHARED = Path(os.environ.get("FMA_BANDS_SHARED", ROOT.parent / "shared")) / "fairmedagent"
 SHARED_VIGNETTES = SHARED / "vignettes"
 DEMO_VIGNETTES = ROOT / "vignettes"
 HANDBACK = SHARED / "handback-adjudicator-01.txt"
 
 
+def pytest_collection_modifyitems(items):
+    from tests.shared_data import mark
+
+    mark(items, SHARED)
+
+
+@pytest.fixture
+def shared_data_required():
+    """Set on a test that needs ../shared when it is missing and FMA_BANDS_REQUIRE_SHARED=1."""
+    pytest.fail(f"FMA_BANDS_REQUIRE_SHARED=1, but the FairMedAgent data is missing: {SHARED}")
+
+
 @pytest.fixture(scope="session")
 def shared_vignettes() -> Path:
-    if not SHARED_VIGNETTES.is_dir():
-        pytest.fail(f"the FairMedAgent fixtures are missing: expected {SHARED_VIGNETTES}")
     return SHARED_VIGNETTES
 
 
