@@ -686,6 +686,7 @@ def study_args(export: Export) -> list[str]:
 
 
 def test_export_check_harness_builds_every_band(three_raters, tmp_path):
+    require_shared(HARNESS)
     out = tmp_path / "bands.yaml"
     args = [*study_args(three_raters), "export", "--out", str(out)]
     done = fma(*args, "--check-harness", str(HARNESS))
