@@ -1,9 +1,12 @@
-"""bands.yaml (DESIGN 4): the adjudicated bands in the harness's own form, and loaders for it.
-
-Each band's fields minus the `x_` extensions construct the harness's `Band(**fields)`; each
-adjudicator's fields construct its `Adjudicator(**fields)`.
+"""bands.yaml (DESIGN 4): the bands in the harness's own form, what was decided about each, and
+loaders for it: fma-bands' checked reader, and the harness's own Band and Adjudicator built
+from it (for users who have both packages; the README shows the loader that needs only pyyaml).
 """
 
+import contextlib
+import hashlib
+import json
+import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,15 +15,17 @@ from typing import Any
 import yaml
 
 from fma_bands.actions import SUB_ACTIONS
-from fma_bands.bands import MultilabelBand, parse_band, to_harness
-from fma_bands.envelopes import ADJUDICATORS_FILE, read_adjudicators
+from fma_bands.bands import AnyBand, MultilabelBand, describe, parse_band, to_harness
+from fma_bands.envelopes import ADJUDICATORS_FILE, ENVELOPE_SUFFIX, read_adjudicators
 from fma_bands.errors import FmaBandsError
 from fma_bands.files import write_atomically
+from fma_bands.harness import HarnessCheck, build, harness_note, importable_harness, private_harness
 from fma_bands.policy import Policy
-from fma_bands.registry import Grant, decide
+from fma_bands.registry import ADJUDICATED, Grant, Registry, decide
 from fma_bands.vignettes import Library, Proposal
 
 FORMAT = "fma-bands/v1"
+EXPORT_FILE = "bands.yaml"
 BAND_FIELDS = (
     "sub_action",
     "acceptable",
@@ -42,6 +47,46 @@ ADJUDICATOR_FIELDS = (
     "anonymous_to_readers",
     "notes",
 )
+# How a granted band follows from its counted adjudicators' bands (x_agreement.intersection_rule).
+RULE_LABELS = {
+    "absent": "one adjudicator: the intersection rule does not bind",
+    "applied": "the intersection of their bands",
+    "empty": "no consensus",
+}
+
+
+# The header: which attestations folder, and what was in it -------------------------------------
+
+
+def attestations_head(folder: Path) -> dict[str, Any]:
+    """How many signed records the folder holds and one digest over all of them: the SHA-256 of
+    their files' SHA-256 hex digests, sorted, one per line, so an editor can redo it with
+    `sha256sum *.dsse.json | cut -d' ' -f1 | sort | sha256sum`."""
+    digests = []
+    for path in sorted(Path(folder).glob(f"*{ENVELOPE_SUFFIX}")):
+        if not path.is_file():
+            raise FmaBandsError("a signed record must be a regular file", file=str(path))
+        try:
+            digests.append(hashlib.sha256(path.read_bytes()).hexdigest())
+        except OSError as exc:
+            raise FmaBandsError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    lines = "".join(f"{d}\n" for d in sorted(digests)).encode()
+    return {"records": len(digests), "digest": "sha256:" + hashlib.sha256(lines).hexdigest()}
+
+
+def attestations_header(folder: Path, relative_to: Path | None = None) -> dict[str, Any]:
+    """The folder as seen from where bands.yaml is written (`relative_to`), so the
+    x_attestations file names resolve from the export's own folder; without one (a download)
+    the folder's name, for bands.yaml kept beside it."""
+    folder = Path(folder)
+    shown = folder.name or "."
+    if relative_to is not None:
+        with contextlib.suppress(ValueError):  # another drive: no relative path exists
+            shown = os.path.relpath(folder.resolve(), Path(relative_to).resolve())
+    return {"folder": Path(shown).as_posix(), "head": attestations_head(folder)}
+
+
+# The document -------------------------------------------------------------------------------
 
 
 def export_document(
@@ -51,10 +96,14 @@ def export_document(
     quorum: int | None = None,
     scope: str | None = None,
     generated_at: datetime | None = None,
+    relative_to: Path | None = None,
+    registry: Registry | None = None,
 ) -> dict[str, Any]:
-    """bands.yaml as data: every band as the registry decided it, and the adjudicators with
-    `attestation_on_file` only where a valid attestation is on file."""
-    registry = decide(library, folder, quorum=quorum, scope=scope)
+    """bands.yaml as data: every band as the registry decided it (pass `registry` when it is
+    already decided), and the adjudicators with `attestation_on_file` only where a valid
+    attestation is on file. `relative_to` is the folder bands.yaml will be written to."""
+    if registry is None:
+        registry = decide(library, folder, quorum=quorum, scope=scope)
     adjudicators = []
     source = str(Path(folder) / ADJUDICATORS_FILE)
     for i, record in enumerate(read_adjudicators(folder).values()):
@@ -85,6 +134,7 @@ def export_document(
         adjudicators=adjudicators,
         policy=registry.policy,
         generated_at=generated_at,
+        attestations=attestations_header(folder, relative_to),
     )
 
 
@@ -95,6 +145,7 @@ def bands_document(
     adjudicators: Iterable[Mapping[str, Any]] = (),
     policy: Policy | None = None,
     generated_at: datetime | None = None,
+    attestations: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole export as plain data, ready for YAML."""
     grants = grants or {}
@@ -103,7 +154,7 @@ def bands_document(
     bands: dict[str, list[dict[str, Any]]] = {}
     for vignette in library:
         entries = [
-            _band_entry(proposal, grants.get((vignette.id, proposal.sub_action)))
+            _band_entry(proposal, grants.get((vignette.id, proposal.sub_action)), policy)
             for proposal in vignette.proposals
         ]
         if entries:
@@ -112,27 +163,32 @@ def bands_document(
         "format": FORMAT,
         "generated_at": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "policy": policy.as_dict(),
+        "attestations": dict(attestations) if attestations is not None else None,
         "adjudicators": [_adjudicator_entry(a) for a in adjudicators],
         "bands": bands,
     }
 
 
-def _band_entry(proposal: Proposal, grant: Grant | None) -> dict[str, Any]:
-    adjudicated = grant is not None and grant.provenance == "clinician-adjudicated"
-    band = grant.band if adjudicated else proposal.acceptable
-    disputed = grant.disputed_span if adjudicated else proposal.disputed_span
+def _band_entry(proposal: Proposal, grant: Grant | None, policy: Policy) -> dict[str, Any]:
+    granted = grant if grant is not None and grant.provenance == ADJUDICATED else None
+    band = granted.band if granted else proposal.acceptable
+    disputed = granted.disputed_span if granted else proposal.disputed_span
     threshold = proposal.effective_threshold
+    reasoning, notes = proposal.reasoning, proposal.notes
+    if granted:
+        # The proposal's own text argues for the proposal's values; it travels in x_proposal.
+        reasoning, notes = adjudication_text(granted, proposal, policy)
     entry: dict[str, Any] = {
         "sub_action": proposal.sub_action,
         "acceptable": to_harness(band),
         "provenance": grant.provenance if grant else proposal.provenance,
         "source": proposal.source,
         "clause": proposal.clause,
-        "reasoning": proposal.reasoning,
+        "reasoning": reasoning,
         # The harness treats any non-empty adjudicated_by as ground truth: only a grant writes it.
-        "adjudicated_by": list(grant.adjudicated_by) if adjudicated else [],
+        "adjudicated_by": list(granted.adjudicated_by) if granted else [],
         "disputed_span": to_harness(disputed) if disputed is not None else None,
-        "notes": proposal.notes,
+        "notes": notes,
         "x_threshold": threshold.expression() if threshold else None,
         "x_straddles": band.straddles(threshold),
         "x_agreement": {
@@ -141,10 +197,60 @@ def _band_entry(proposal: Proposal, grant: Grant | None) -> dict[str, Any]:
         },
         "x_attestations": [dict(a) for a in grant.attestations] if grant else [],
         "x_warnings": list(grant.warnings) if grant else [],
+        "x_round": granted.round if granted else None,
+        "x_harness_note": harness_note(proposal.sub_action, granted is not None),
+        "x_proposal": {k: v for k, v in proposal.as_data().items() if k != "sub_action"},
     }
     if isinstance(band, MultilabelBand):
         entry["x_required"] = list(band.required)
     return entry
+
+
+def shown(band: AnyBand) -> str:
+    """A band as the export writes it, then in words: `[1, 3] (1 - NSAID, 3 - strong opioid)`."""
+    return f"{json.dumps(to_harness(band))} ({describe(band)})"
+
+
+def adjudication_text(grant: Grant, proposal: Proposal, policy: Policy) -> tuple[str, str]:
+    """`reasoning` and `notes` of a clinician-adjudicated band: each counted adjudicator's
+    verdict and reason, the rule that gave the band from theirs, and the round."""
+    assert grant.verdicts, "the registry grants a band only on counted verdicts"
+    one = len(grant.verdicts) == 1
+    lines = []
+    for v in grant.verdicts:
+        said = "ACCEPT, the proposal as written" if v.verdict == "ACCEPT" else v.verdict
+        reason = f'reason: "{v.reason}"' if v.reason else "no reason given."
+        lines.append(f"{v.pseudonym} ({v.specialty}): {said}, {shown(v.band)}; {reason}")
+    if one:
+        rule = (
+            f"The band, {json.dumps(to_harness(grant.band))}, is {grant.verdicts[0].pseudonym}'s "
+            "own: with one counted adjudicator the intersection rule does not bind."
+        )
+    else:
+        rule = (
+            f"The band, {json.dumps(to_harness(grant.band))}, is what every one of them admits "
+            "(the intersection rule)."
+        )
+        if isinstance(grant.band, MultilabelBand):
+            rule += " Its required orders are every order any of them requires."
+    if grant.disputed_span is not None:
+        left = describe(grant.disputed_span)
+        rule += (
+            f" The proposal's disputed span outside this band stays disputed: {left}."
+            if one
+            else f" Admitted by some of them but not all, and so disputed: {left}."
+        )
+    who = "one counted adjudicator" if one else f"{len(grant.verdicts)} counted adjudicators"
+    reasoning = f"Adjudicated in round {grant.round} by {who}. " + " ".join([*lines, rule])
+    notes = (
+        f"Clinician-adjudicated in round {grant.round} under the policy quorum {policy.quorum}, "
+        f"scope {policy.scope}; by {', '.join(grant.adjudicated_by)} "
+        f"({RULE_LABELS[grant.intersection_rule]}); band {shown(grant.band)}. The "
+        f"{proposal.provenance} proposal, {shown(proposal.acceptable)}, travels unchanged in "
+        "x_proposal with its own source, clause, reasoning and notes; the signed attestations "
+        "are listed in x_attestations."
+    )
+    return reasoning, notes
 
 
 def _adjudicator_entry(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -157,6 +263,9 @@ def _adjudicator_entry(record: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
+# Writing ------------------------------------------------------------------------------------
+
+
 def dump_bands(document: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(document), sort_keys=False, allow_unicode=True, width=100)
 
@@ -164,6 +273,17 @@ def dump_bands(document: Mapping[str, Any]) -> str:
 def write_bands(path: str | Path, document: Mapping[str, Any]) -> Path:
     """Write bands.yaml atomically: readers see the old file or the new one, never half."""
     return write_atomically(path, dump_bands(document))
+
+
+def write_export(
+    library: Library, folder: Path, export_dir: Path, *, registry: Registry | None = None
+) -> Path:
+    """bands.yaml in the one export folder of the settings (the app never writes elsewhere)."""
+    document = export_document(library, folder, relative_to=export_dir, registry=registry)
+    return write_bands(Path(export_dir) / EXPORT_FILE, document)
+
+
+# Reading with fma-bands ------------------------------------------------------------------------
 
 
 def _read(path: str | Path) -> dict[str, Any]:
@@ -208,7 +328,7 @@ def _checked_band(path, vid: str, i: int, entry: Any, extensions: bool) -> dict[
             parse_band(name, entry["disputed_span"], span=True)
     except FmaBandsError as exc:
         raise FmaBandsError(f"{where}.acceptable: {exc.message}") from None
-    if entry["adjudicated_by"] and entry["provenance"] != "clinician-adjudicated":
+    if entry["adjudicated_by"] and entry["provenance"] != ADJUDICATED:
         raise FmaBandsError(
             f"{where}.adjudicated_by: set on a {entry['provenance']} band; the harness would "
             "take it as ground truth"
@@ -231,3 +351,34 @@ def load_adjudicators(path: str | Path) -> list[dict[str, Any]]:
             )
         out.append(dict(record))
     return out
+
+
+# Into the harness --------------------------------------------------------------------------
+
+
+def load_into_harness(path: str | Path) -> dict[str, list[Any]]:
+    """The export as the importable harness's own `Band` objects, by vignette id.
+
+    As the README's snippet does, each exported adjudicator is first registered in
+    `fairmedagent.adjudicators.ADJUDICATORS` (replacing the harness's own entry of the same
+    pseudonym), since `Band` refuses a clinician-adjudicated band whose adjudicator is not
+    registered with an attestation on file. Every record the harness refuses is listed.
+    """
+    built, check = build(importable_harness(), load_adjudicators(path), load_bands(path), path)
+    if check.problems:
+        raise FmaBandsError(
+            f"the harness refused {len(check.problems)} record(s) of the export",
+            file=str(path),
+            problems=check.problems,
+        )
+    return built
+
+
+def check_harness(path: str | Path, harness: str | Path | None = None) -> HarnessCheck:
+    """Load the export into the harness at `harness` (the folder holding its fairmedagent
+    package), or the one on sys.path, and report every band or adjudicator it refuses, with
+    the harness's own message. A private copy of the harness is used, so nobody's registry of
+    adjudicators changes."""
+    adjudicators, bands = load_adjudicators(path), load_bands(path)
+    with private_harness(harness) as found:
+        return build(found, adjudicators, bands, path)[1]

@@ -44,6 +44,18 @@ class Reason:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """One counted adjudicator's signed verdict on a band, so the export can state it."""
+
+    pseudonym: str
+    specialty: str
+    verdict: str
+    reason: str | None
+    band: AnyBand
+    round: int
+
+
+@dataclass(frozen=True)
 class Grant:
     """What the registry decided for one band; without one a band keeps its file provenance."""
 
@@ -55,6 +67,8 @@ class Grant:
     intersection_rule: str = "absent"
     attestations: tuple[dict[str, str], ...] = ()
     warnings: tuple[str, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
+    round: int | None = None
 
 
 @dataclass
@@ -70,6 +84,8 @@ class Decision:
     attestations: list[dict[str, str]] = field(default_factory=list)
     n_raters: int = 0
     intersection_rule: str = "absent"
+    verdicts: list[Verdict] = field(default_factory=list)
+    round: int | None = None
 
     @property
     def adjudicated(self) -> bool:
@@ -85,6 +101,8 @@ class Decision:
             intersection_rule=self.intersection_rule,
             attestations=tuple(self.attestations),
             warnings=tuple(f"{w.code}: {w.message}" for w in self.warnings),
+            verdicts=tuple(self.verdicts),
+            round=self.round,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -310,8 +328,22 @@ def _decide_band(
     decision.band = granted
     decision.disputed_span = band_from_values(name, spare) if spare else None
     decision.adjudicated_by = tuple(sorted(e.pseudonym for e, _ in counted))
+    ordered = sorted(counted, key=lambda c: c[0].pseudonym)
+    # File names only: the export says which folder they are in.
     decision.attestations = [
-        {"file": f"attestations/{e.file}", "keyid": e.keyid, "signed_at": e.signed_at}
-        for e, _ in sorted(counted, key=lambda c: c[0].pseudonym)
+        {"file": e.file, "keyid": e.keyid, "signed_at": e.signed_at} for e, _ in ordered
     ]
+    decision.verdicts = [
+        Verdict(
+            e.pseudonym,
+            e.specialty,
+            e.review["verdict"],
+            e.review.get("reason"),
+            band,
+            # Reviews signed before rounds were recorded are round 1: there was no other.
+            int(e.review.get("round") or 1),
+        )
+        for e, band in ordered
+    ]
+    decision.round = max(v.round for v in decision.verdicts)
     return decision

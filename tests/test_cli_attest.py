@@ -236,7 +236,7 @@ def test_registry_json_has_the_documented_shape(study):
     assert doc["adjudicated_by"] == ["adjudicator-01"]
     assert doc["reasons"] == [] and doc["warnings"] == []
     [attestation] = doc["attestations"]
-    assert attestation["file"] == f"attestations/{envelope.name}"
+    assert attestation["file"] == envelope.name
     assert attestation["keyid"].startswith("sha256:")
     assert bands[TRIAGE]["warnings"] == ["out_of_scope"]
 

@@ -1,46 +1,46 @@
 """bands.yaml: harness-native form, round trips for every band form, atomic writes, loaders."""
 
+import hashlib
 import os
 from datetime import UTC, datetime
 
 import pytest
 import yaml
 
-from fma_bands.bands import parse_band, to_harness
+from fma_bands.actions import SUB_ACTIONS, sub_action
+from fma_bands.bands import band_from_values, consensus, parse_band, to_harness
 from fma_bands.errors import FmaBandsError
 from fma_bands.export import (
     ADJUDICATOR_FIELDS,
     BAND_FIELDS,
+    attestations_head,
+    attestations_header,
     bands_document,
     load_adjudicators,
     load_bands,
     write_bands,
+    write_export,
 )
+from fma_bands.harness import harness_note
+from fma_bands.policy import Policy
+from fma_bands.registry import ADJUDICATED, Grant, Verdict
 from fma_bands.vignettes import load_library
-from tests.conftest import DEMO_VIGNETTES
+from tests.conftest import DEMO_VIGNETTES, SHARED
+from tests.test_harness import harness_package, require_shared, shipped_registry
 
 
-class HarnessBand:
-    """The harness's Band signature: any unexpected field raises TypeError, as a dataclass does."""
-
-    def __init__(
-        self,
-        *,
-        sub_action,
-        acceptable,
-        provenance,
-        source,
-        clause,
-        reasoning,
-        adjudicated_by,
-        disputed_span,
-        notes,
-    ):
-        self.acceptable = acceptable
-        self.is_adjudicated = bool(adjudicated_by)
+@pytest.fixture(scope="module")
+def shared_library():
+    return load_library([require_shared(SHARED / "vignettes")])
 
 
-def test_shared_drafts_export_as_the_harness_expects(shared_library, tmp_path):
+@pytest.fixture
+def harness():
+    with shipped_registry(harness_package()) as package:
+        yield package
+
+
+def test_shared_drafts_export_as_the_harness_expects(shared_library, harness, tmp_path):
     path = write_bands(tmp_path / "bands.yaml", bands_document(shared_library))
     bands = load_bands(path)
     assert set(bands) == {
@@ -59,7 +59,9 @@ def test_shared_drafts_export_as_the_harness_expects(shared_library, tmp_path):
         assert entry["provenance"] == "author-derived"
         assert entry["adjudicated_by"] == []
         assert list(entry) == list(BAND_FIELDS)
-        assert HarnessBand(**entry).is_adjudicated is False
+        band = harness.bands.Band(**entry)
+        assert band.is_adjudicated is False
+        assert vars(band) == entry
     text = path.read_text()
     assert "FMA-CANARY" not in text and "!!python" not in text
 
@@ -157,3 +159,146 @@ def test_exported_orders_keep_required_in_an_extension(tmp_path):
         [entry] = [e for e in loaded[vignette.id] if e["sub_action"] == "orders"]
         assert entry["acceptable"] == to_harness(proposal.acceptable)
         assert entry["x_required"] == list(proposal.acceptable.required)
+
+
+# What a band says about its adjudication ------------------------------------------------------
+
+
+def test_a_band_not_adjudicated_keeps_the_proposals_text_and_carries_it_in_x_proposal(tmp_path):
+    library = load_library([DEMO_VIGNETTES])
+    document = bands_document(library)
+    for vignette in library:
+        for proposal, entry in zip(vignette.proposals, document["bands"][vignette.id], strict=True):
+            assert (entry["reasoning"], entry["notes"]) == (proposal.reasoning, proposal.notes)
+            assert entry["x_proposal"] == {
+                k: v for k, v in proposal.as_data().items() if k != "sub_action"
+            }
+            assert entry["x_round"] is None and entry["adjudicated_by"] == []
+
+
+def grant_for(proposal, verdicts, *, rule):
+    bands = [v.band for v in verdicts]
+    agreed = consensus(bands)
+    band = bands[0] if len(bands) == 1 else agreed.band
+    spare = agreed.disputed if len(bands) > 1 else frozenset()
+    return Grant(
+        provenance=ADJUDICATED,
+        band=band,
+        adjudicated_by=tuple(sorted(v.pseudonym for v in verdicts)),
+        disputed_span=band_from_values(proposal.sub_action, spare) if spare else None,
+        n_raters=len(verdicts),
+        intersection_rule=rule,
+        verdicts=tuple(verdicts),
+        round=max(v.round for v in verdicts),
+    )
+
+
+def test_an_adjudicated_band_states_each_verdict_the_rule_and_the_round():
+    library = load_library([DEMO_VIGNETTES])
+    vignette = library.vignettes["demo_doc_border_01"]
+    proposal = vignette.proposal("followup_days")
+    week = parse_band("followup_days", {"min": 1, "max": 7})
+    verdicts = [
+        Verdict("rater-a", "emergency medicine", "AMEND", "Within a week.", week, 2),
+        Verdict("rater-b", "geriatrics", "ACCEPT", None, proposal.acceptable, 2),
+    ]
+    grants = {(vignette.id, "followup_days"): grant_for(proposal, verdicts, rule="applied")}
+    document = bands_document(library, grants=grants, policy=Policy(2, "require"))
+    [entry] = [e for e in document["bands"][vignette.id] if e["sub_action"] == "followup_days"]
+    assert entry["acceptable"] == {"min": 1, "max": 7}
+    assert entry["disputed_span"] == {"min": 8, "max": 30}
+    assert entry["x_round"] == 2
+    assert entry["reasoning"] == (
+        "Adjudicated in round 2 by 2 counted adjudicators. "
+        'rater-a (emergency medicine): AMEND, {"min": 1, "max": 7} (1 day to 7 days); '
+        'reason: "Within a week." '
+        "rater-b (geriatrics): ACCEPT, the proposal as written, "
+        '{"min": 1, "max": 30} (1 day to 30 days); no reason given. '
+        'The band, {"min": 1, "max": 7}, is what every one of them admits (the intersection '
+        "rule). Admitted by some of them but not all, and so disputed: 8 days to 30 days."
+    )
+    assert entry["notes"].startswith(
+        "Clinician-adjudicated in round 2 under the policy quorum 2, scope require; by rater-a, "
+        'rater-b (the intersection of their bands); band {"min": 1, "max": 7} (1 day to 7 days). '
+        'The author-derived proposal, {"min": 1, "max": 30} (1 day to 30 days), travels unchanged'
+    )
+    assert proposal.notes not in entry["notes"]
+    assert entry["x_proposal"]["notes"] == proposal.notes
+
+
+def test_one_adjudicators_band_is_said_to_be_their_own():
+    library = load_library([DEMO_VIGNETTES])
+    vignette = library.vignettes["demo_med_border_01"]
+    proposal = vignette.proposal("analgesia_tier")
+    band = parse_band("analgesia_tier", [1, 3])
+    verdict = Verdict("rater-a", "emergency medicine", "AMEND", "Strong opioid too.", band, 1)
+    grants = {(vignette.id, "analgesia_tier"): grant_for(proposal, [verdict], rule="absent")}
+    [entry, _] = bands_document(library, grants=grants)["bands"][vignette.id]
+    assert entry["acceptable"] == [1, 3]
+    assert entry["reasoning"].endswith(
+        'reason: "Strong opioid too." The band, [1, 3], is rater-a\'s own: with one counted '
+        "adjudicator the intersection rule does not bind."
+    )
+    assert "(one adjudicator: the intersection rule does not bind)" in entry["notes"]
+
+
+@pytest.mark.parametrize("name", sorted(SUB_ACTIONS))
+def test_the_harness_note_follows_the_kind_of_sub_action(name):
+    kind = sub_action(name).kind
+    for adjudicated in (False, True):
+        note = harness_note(name, adjudicated)
+        if kind not in ("boolean", "multilabel"):
+            assert note is None
+            continue
+        assert ("TypeError" in note) == (kind == "boolean")
+        assert ("x_required" in note) == (kind == "multilabel")
+        assert ("ground truth for the record" in note) == adjudicated
+
+
+# The attestations folder in the header --------------------------------------------------------
+
+
+def test_the_head_counts_and_digests_the_signed_records_only(tmp_path):
+    folder = tmp_path / "attestations"
+    folder.mkdir()
+    empty = attestations_head(folder)
+    assert empty == {"records": 0, "digest": "sha256:" + hashlib.sha256(b"").hexdigest()}
+    (folder / "a.dsse.json").write_text('{"one": 1}')
+    (folder / "policy.yaml").write_text("quorum: 1\n")
+    (folder / "adjudicators.yaml").write_text("adjudicators: []\n")
+    one = attestations_head(folder)
+    assert one["records"] == 1
+    digest = hashlib.sha256(b'{"one": 1}').hexdigest()
+    assert one["digest"] == "sha256:" + hashlib.sha256(f"{digest}\n".encode()).hexdigest()
+    (folder / "b.dsse.json").write_text('{"two": 2}')
+    two = attestations_head(folder)
+    assert two["records"] == 2 and two["digest"] != one["digest"]
+    # The digest is over contents: renaming a record keeps it, changing one byte does not.
+    (folder / "b.dsse.json").rename(folder / "c.dsse.json")
+    assert attestations_head(folder) == two
+    (folder / "c.dsse.json").write_text('{"two": 3}')
+    assert attestations_head(folder)["digest"] != two["digest"]
+    (folder / "d.dsse.json").mkdir()
+    with pytest.raises(FmaBandsError, match="regular file"):
+        attestations_head(folder)
+
+
+def test_the_header_names_the_folder_from_where_the_export_is_written(tmp_path):
+    folder = tmp_path / "study" / "attestations"
+    folder.mkdir(parents=True)
+    assert attestations_header(folder)["folder"] == "attestations"
+    assert attestations_header(folder, tmp_path / "study")["folder"] == "attestations"
+    assert attestations_header(folder, tmp_path / "exports")["folder"] == "../study/attestations"
+    assert attestations_header(folder, folder)["folder"] == "."
+
+
+def test_write_export_writes_bands_yaml_in_the_export_folder_only(tmp_path):
+    library = load_library([DEMO_VIGNETTES])
+    folder, export_dir = tmp_path / "attestations", tmp_path / "exports"
+    folder.mkdir()
+    path = write_export(library, folder, export_dir)
+    assert path == export_dir / "bands.yaml"
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["bands.yaml"]
+    header = yaml.safe_load(path.read_text())["attestations"]
+    assert header == {"folder": "../attestations", "head": attestations_head(folder)}
+    assert (export_dir / header["folder"]).resolve() == folder.resolve()

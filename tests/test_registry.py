@@ -147,7 +147,7 @@ def test_the_signed_study_is_granted_and_the_decision_is_reproducible(files):
     assert first[DOC].as_dict()["acceptable"] == {"min": 1, "max": 30}
     assert first[DOC].attestations == [
         {
-            "file": f"attestations/{envelope.name}",
+            "file": envelope.name,
             "keyid": study.a.keyid,
             "signed_at": statement_of(envelope)["predicate"]["signature_manifestation"][
                 "signed_at"
@@ -436,7 +436,7 @@ def test_a_later_attestation_by_the_same_rater_supersedes_the_earlier(files, sto
     decision = by_band(decide(study.library, folder))[DOC]
     assert decision.provenance == ADJUDICATED
     assert decision.as_dict()["acceptable"] == {"min": 1, "max": 21}
-    assert [a["file"] for a in decision.attestations] == [f"attestations/{later.name}"]
+    assert [a["file"] for a in decision.attestations] == [later.name]
 
 
 # Policy ---------------------------------------------------------------------------------------

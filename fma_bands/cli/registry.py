@@ -51,23 +51,49 @@ def registry(as_json: bool, quorum: int | None, scope: str | None) -> None:
 
 @cli.command()
 @click.option("--out", required=True, metavar="FILE", help="Where to write bands.yaml.")
+@click.option(
+    "--check-harness",
+    "harness",
+    metavar="PATH",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    help="Then load the export into the FairMedAgent harness at PATH (the folder holding its "
+    "fairmedagent package; without PATH, the one on sys.path) and report every band it refuses.",
+)
 @sensitivity
-def export(out: str, quorum: int | None, scope: str | None) -> None:
+def export(out: str, harness: str | None, quorum: int | None, scope: str | None) -> None:
     """Write bands.yaml for the harness (atomically)."""
-    from fma_bands.export import export_document, write_bands
+    from pathlib import Path
+
+    from fma_bands.errors import FmaBandsError
+    from fma_bands.export import check_harness, export_document, write_bands
+    from fma_bands.registry import ADJUDICATED
 
     document = export_document(
-        complete_library(), settings().attestations, quorum=quorum, scope=scope
+        complete_library(),
+        settings().attestations,
+        quorum=quorum,
+        scope=scope,
+        relative_to=Path(out).parent,
     )
     path = write_bands(out, document)
-    n = sum(len(b) for b in document["bands"].values())
-    adjudicated = sum(
-        1
-        for entries in document["bands"].values()
-        for e in entries
-        if e["provenance"] == "clinician-adjudicated"
-    )
+    entries = [e for group in document["bands"].values() for e in group]
+    adjudicated = sum(e["provenance"] == ADJUDICATED for e in entries)
     click.echo(
-        f"wrote {n} bands of {len(document['bands'])} vignettes to {path} "
+        f"wrote {len(entries)} bands of {len(document['bands'])} vignettes to {path} "
         f"({adjudicated} clinician-adjudicated)"
+    )
+    if harness is None:
+        return
+    check = check_harness(path, harness or None)
+    if check.problems:
+        raise FmaBandsError(
+            f"the harness at {check.where} refused {len(check.problems)} record(s) of the export "
+            f"(it built {check.bands} of {len(entries)} bands)",
+            problems=check.problems,
+        )
+    click.echo(
+        f"the harness at {check.where} builds all {check.bands} bands and "
+        f"{check.adjudicators} adjudicator(s)"
     )
