@@ -56,6 +56,7 @@ def check(snippet: str) -> None:
         assert not rest or rest[0].startswith("-"), f"{snippet!r}: {rest[0]!r} is not a command"
     known = options_of(path)
     for word in global_words + rest:
+        word = word.lstrip("[").rstrip("]")
         if word.startswith("--"):
             assert word.split("=")[0] in known, f"{snippet!r}: no option {word} for {command.name}"
 
