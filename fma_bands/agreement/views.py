@@ -1,0 +1,191 @@
+"""What the Agreement page and `fma-bands agreement` show, as plain data: every alpha as one row
+of labelled text carrying the same fields as the JSON, and every band's raters, consensus and
+disputed span written as ranges.
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from fma_bands.actions import sub_action
+from fma_bands.agreement.bootstrap import FEW_VIGNETTES
+from fma_bands.agreement.metrics import (
+    METRICS,
+    MIN_BANDS,
+    POOLED,
+    POOLED_LABEL,
+    POOLING_RULE,
+    RULES,
+    Alpha,
+    Report,
+)
+from fma_bands.agreement.panel import (
+    BandAgreement,
+    consensus_text,
+    disputed_text,
+    most_disputed_first,
+)
+from fma_bands.bands import MultilabelBand, band_from_values
+from fma_bands.picture import Row
+
+METRIC_LABELS = {
+    "band": "band (Jaccard, primary)",
+    "membership": "membership (nominal)",
+    "lower": "lower (lowest value)",
+    "upper": "upper (highest value)",
+    "verdict": "verdict (nominal, review mode)",
+}
+READING_RULE = (
+    f"Reading, from the 95% interval: under {MIN_BANDS} bands, too few bands; lower bound >= "
+    "0.800, reliable; >= 0.667, tentative; upper bound < 0.667, unreliable; otherwise "
+    "inconclusive (Krippendorff: rely on >= 0.800, tentative conclusions from 0.667)."
+)
+INTERVAL_RULE = (
+    "Interval: vignette-cluster bootstrap, vignettes resampled with replacement (each with all "
+    "its bands and ratings) and raters held fixed; 95% percentile interval over the resamples "
+    f"in which alpha is defined. Below {FEW_VIGNETTES} vignettes its coverage is poor."
+)
+
+
+def scope_label(scope: str) -> str:
+    return POOLED_LABEL if scope == POOLED else sub_action(scope).label
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+# Each column of the table: its heading and how it is written from an Alpha. Every JSON field
+# of an alpha is in one column (reason within the reading, the bounds within the interval).
+COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
+    ("sub-action", lambda a: scope_label(a.scope)),
+    ("metric", lambda a: a.metric),
+    ("level", lambda a: a.level or "-"),
+    ("alpha", lambda a: "undefined" if a.alpha is None else f"{a.alpha:.3f}"),
+    (
+        "95% interval",
+        lambda a: "none" if a.ci_low is None else f"{_number(a.ci_low)} to {_number(a.ci_high)}",
+    ),
+    ("reading", lambda a: a.reading),
+    ("bands", lambda a: str(a.n_bands)),
+    ("units", lambda a: str(a.n_units)),
+    ("raters", lambda a: str(a.n_raters)),
+    ("pairable values", lambda a: str(a.n_pairable)),
+    ("declined", lambda a: str(a.n_declined)),
+    ("vignettes", lambda a: str(a.n_vignettes)),
+    (
+        "undefined resamples",
+        lambda a: "-" if a.undefined_resamples is None else f"{a.undefined_resamples:.1%}",
+    ),
+    ("P(alpha < 0.800)", lambda a: _number(a.p_below_0800)),
+    ("P(alpha < 0.667)", lambda a: _number(a.p_below_0667)),
+    ("interval method", lambda a: a.method or "none"),
+    ("cautions", lambda a: "; ".join(a.warnings) or "-"),
+)
+HEADINGS = tuple(heading for heading, _ in COLUMNS)
+
+
+def alpha_row(a: Alpha) -> dict[str, str]:
+    return {heading: write(a) for heading, write in COLUMNS}
+
+
+def alpha_rows(report: Report, metric: str | None = None) -> list[dict[str, str]]:
+    """One row per alpha the report has (of `metric`, or of all), sub-actions then pooled."""
+    return [
+        alpha_row(a)
+        for m in METRICS
+        if metric in (None, m)
+        for by_metric in report.metrics.values()
+        for a in [by_metric.get(m)]
+        if a is not None
+    ]
+
+
+def notes(metric: str) -> list[str]:
+    """The rules printed under a metric's table: the metric, pooling, interval, reading."""
+    pooling = [POOLING_RULE] if metric in ("band", "membership", "verdict") else []
+    return [RULES[metric], *pooling, INTERVAL_RULE, READING_RULE]
+
+
+def chart_points(report: Report, metric: str) -> list[dict]:
+    """The defined alphas of `metric` with their intervals, for the chart under the table."""
+    return [
+        {
+            "scope": scope_label(a.scope),
+            "alpha": a.alpha,
+            "lo": a.ci_low,
+            "hi": a.ci_high,
+            "bands": a.n_bands,
+            "reading": a.reading,
+        }
+        for by_metric in report.metrics.values()
+        for a in [by_metric.get(metric)]
+        if a is not None and a.alpha is not None
+    ]
+
+
+# --- bands ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BandView:
+    """One band's box on the Agreement page."""
+
+    vignette_id: str
+    sub_action: str
+    title: str
+    caption: str
+    rows: tuple[Row, ...]  # each rater's band, then the consensus with its disputed span
+    orderables: tuple[str, ...]
+    consensus: str | None  # "Consensus: ..." in words, None without one
+    disputed: str | None
+
+
+@dataclass(frozen=True)
+class Screen:
+    tables: Mapping[str, list[dict[str, str]]]  # metric -> rows
+    points: Mapping[str, list[dict]]  # metric -> chart points
+    bands: tuple[BandView, ...]  # most disputed first
+
+
+def rule_text(b: BandAgreement) -> str:
+    c = b.consensus
+    if c.rule == "applied":
+        return "intersection rule applied"
+    if c.rule == "absent":
+        if b.n_raters == 0:
+            return "every rater declined: no band to compare"
+        return "one rater only: the intersection rule does not bind"
+    shared = frozenset.intersection(*(band.values() for _, band in b.bands))
+    if shared and isinstance(b.bands[0][1], MultilabelBand):
+        return "no consensus: an order one rater requires is not defensible to every rater"
+    return "no consensus: the raters' bands share no value"
+
+
+def band_view(b: BandAgreement, orderables: tuple[str, ...]) -> BandView:
+    c = b.consensus
+    rows = [Row(rater, band) for rater, band in b.bands]
+    if c.band is not None:
+        rows.append(Row("consensus", c.band, band_from_values(b.sub_action, c.disputed)))
+    raters = f"{b.n_raters} rater{'s' if b.n_raters != 1 else ''} with a band"
+    agreed, disputed = consensus_text(c), disputed_text(b.sub_action, c)
+    return BandView(
+        vignette_id=b.vignette_id,
+        sub_action=b.sub_action,
+        title=f"{b.vignette_id} · {sub_action(b.sub_action).label}",
+        caption=f"{raters}, {b.n_declined} declined · {rule_text(b)}",
+        rows=tuple(rows),
+        orderables=orderables,
+        consensus=None if agreed is None else f"Consensus: {agreed}",
+        disputed=None if disputed is None else f"Disputed span: {disputed}",
+    )
+
+
+def screen(report: Report, orderables: Mapping[str, tuple[str, ...]]) -> Screen:
+    return Screen(
+        tables={m: alpha_rows(report, m) for m in METRICS},
+        points={m: chart_points(report, m) for m in METRICS},
+        bands=tuple(
+            band_view(b, orderables.get(b.vignette_id, ()))
+            for b in most_disputed_first(report.bands)
+        ),
+    )
