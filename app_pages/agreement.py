@@ -6,7 +6,7 @@ import streamlit as st
 from app_pages.common import engine, library, require_user, session
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.chart import alpha_chart
-from fma_bands.agreement.views import HEADINGS, METRIC_LABELS, notes
+from fma_bands.agreement.views import HEADINGS, METRIC_LABELS
 from fma_bands.errors import FmaBandsError
 from fma_bands.picture import band_chart
 from fma_bands.ratings import reviews_fingerprint, study_screen
@@ -44,25 +44,18 @@ if not screen.bands:
     st.stop()
 
 st.subheader(f"Krippendorff's alpha: {metric}")
-if screen.tables[metric]:
-    st.dataframe(screen.tables[metric], hide_index=True, column_order=HEADINGS)
-else:
-    st.info(f"No sub-action in this study takes the {metric} metric.")
-for note in notes(metric):
+st.dataframe(screen.tables[metric], hide_index=True, column_order=HEADINGS)
+for note in screen.notes[metric]:
     st.caption(note)
-chart = alpha_chart(screen.points[metric])
-if chart is not None:
+if chart := alpha_chart(screen.points[metric]):
     st.altair_chart(chart)
-    st.caption("Dashed lines: 0.667 and 0.800. Undefined alphas are not drawn.")
 
 st.subheader("Bands, most disputed first")
 for band in screen.bands:
     with st.container(border=True):
-        link = {"id": band.vignette_id}
-        st.page_link("app_pages/vignette.py", label=band.title, query_params=link)
+        st.page_link("app_pages/vignette.py", label=band.title, query_params=band.query)
         st.caption(band.caption)
         if band.rows:
             st.altair_chart(band_chart(band.sub_action, band.rows, orderables=band.orderables))
-        for line in (band.consensus, band.disputed):
-            if line is not None:
-                st.text(line)
+        for line in filter(None, (band.consensus, band.disputed)):
+            st.text(line)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 import altair as alt
 
 THRESHOLDS = (0.667, 0.800)
+TITLE = "alpha and its 95% interval (dashed: 0.667 and 0.800; undefined alphas are not drawn)"
 
 
 def alpha_chart(points: Sequence[dict]) -> alt.LayerChart | None:
@@ -18,7 +19,13 @@ def alpha_chart(points: Sequence[dict]) -> alt.LayerChart | None:
     intervals = data.transform_filter("datum.lo != null").mark_rule(strokeWidth=3, color="#5c6bc0")
     return (
         intervals.encode(
-            x=alt.X("lo:Q", title="alpha and its 95% interval", scale=x_scale), x2="hi:Q", y=y
+            x=alt.X(
+                "lo:Q",
+                title=TITLE,
+                scale=x_scale,
+            ),
+            x2="hi:Q",
+            y=y,
         )
         + data.mark_point(filled=True, size=80).encode(
             x=alt.X("alpha:Q", scale=x_scale),

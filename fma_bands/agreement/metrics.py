@@ -53,9 +53,9 @@ RULES = {
     "DECLINE is a category (elsewhere it is missing data).",
 }
 POOLING_RULE = (
-    "Pooled (stratified by sub-action): 1 - sum_s n_s D_o(s) / sum_s n_s D_e(s), each "
-    "sub-action's disagreements from its own coincidence matrix, n_s its pairable values; pairs "
-    "across sub-actions never enter."
+    "Pooled (stratified by sub-action): 1 − Σ n(s) Do(s) / Σ n(s) De(s) over sub-actions s, each "
+    "sub-action's observed and expected disagreement Do(s), De(s) from its own coincidence "
+    "matrix and n(s) its pairable values; pairs across sub-actions never enter."
 )
 
 NO_VARIATION = "no variation"

@@ -3,7 +3,7 @@ of labelled text carrying the same fields as the JSON, and every band's raters, 
 disputed span written as ranges.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fma_bands.actions import sub_action
@@ -58,8 +58,6 @@ def _number(value: float | None) -> str:
 # of an alpha is in one column (reason within the reading, the bounds within the interval).
 COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
     ("sub-action", lambda a: scope_label(a.scope)),
-    ("metric", lambda a: a.metric),
-    ("level", lambda a: a.level or "-"),
     ("alpha", lambda a: "undefined" if a.alpha is None else f"{a.alpha:.3f}"),
     (
         "95% interval",
@@ -67,11 +65,13 @@ COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
     ),
     ("reading", lambda a: a.reading),
     ("bands", lambda a: str(a.n_bands)),
-    ("units", lambda a: str(a.n_units)),
     ("raters", lambda a: str(a.n_raters)),
     ("pairable values", lambda a: str(a.n_pairable)),
     ("declined", lambda a: str(a.n_declined)),
+    ("units", lambda a: str(a.n_units)),
     ("vignettes", lambda a: str(a.n_vignettes)),
+    ("metric", lambda a: a.metric),
+    ("level", lambda a: a.level or "-"),
     (
         "undefined resamples",
         lambda a: "-" if a.undefined_resamples is None else f"{a.undefined_resamples:.1%}",
@@ -100,10 +100,15 @@ def alpha_rows(report: Report, metric: str | None = None) -> list[dict[str, str]
     ]
 
 
-def notes(metric: str) -> list[str]:
-    """The rules printed under a metric's table: the metric, pooling, interval, reading."""
+def notes(metric: str, rows: Sequence[Mapping[str, str]] = ()) -> list[str]:
+    """What is printed under a metric's table: each row's cautions (also in the row, whose last
+    columns may be scrolled out of sight), then the rules of the metric, pooling, interval and
+    reading."""
+    cautions = [f"{r['sub-action']}: {r['cautions']}." for r in rows if r["cautions"] != "-"]
+    if not rows:
+        cautions = [f"No sub-action in this study takes the {metric} metric."]
     pooling = [POOLING_RULE] if metric in ("band", "membership", "verdict") else []
-    return [RULES[metric], *pooling, INTERVAL_RULE, READING_RULE]
+    return [*cautions, RULES[metric], *pooling, INTERVAL_RULE, READING_RULE]
 
 
 def chart_points(report: Report, metric: str) -> list[dict]:
@@ -139,10 +144,16 @@ class BandView:
     consensus: str | None  # "Consensus: ..." in words, None without one
     disputed: str | None
 
+    @property
+    def query(self) -> dict[str, str]:
+        """The query of the band's vignette page."""
+        return {"id": self.vignette_id}
+
 
 @dataclass(frozen=True)
 class Screen:
     tables: Mapping[str, list[dict[str, str]]]  # metric -> rows
+    notes: Mapping[str, list[str]]  # metric -> the lines under its table
     points: Mapping[str, list[dict]]  # metric -> chart points
     bands: tuple[BandView, ...]  # most disputed first
 
@@ -181,8 +192,10 @@ def band_view(b: BandAgreement, orderables: tuple[str, ...]) -> BandView:
 
 
 def screen(report: Report, orderables: Mapping[str, tuple[str, ...]]) -> Screen:
+    tables = {m: alpha_rows(report, m) for m in METRICS}
     return Screen(
-        tables={m: alpha_rows(report, m) for m in METRICS},
+        tables=tables,
+        notes={m: notes(m, tables[m]) for m in METRICS},
         points={m: chart_points(report, m) for m in METRICS},
         bands=tuple(
             band_view(b, orderables.get(b.vignette_id, ()))
