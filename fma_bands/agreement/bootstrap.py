@@ -15,7 +15,7 @@ DEFAULT_SEED = 20261129
 # Below this many vignettes the percentile interval covers the true alpha well under 95% of the
 # time; benchmarks/bench_coverage.py measures it and docs/statistics.md reports the study.
 FEW_VIGNETTES = 30
-MEASURED_COVERAGE_AT_10 = "about 81%"
+MEASURED_COVERAGE_AT_10 = "78% to 93%"
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,8 @@ def bootstrap(
     if n < FEW_VIGNETTES:
         warnings.append(
             f"only {n} vignettes: below {FEW_VIGNETTES} this interval covers the true alpha "
-            f"less often than 95% ({MEASURED_COVERAGE_AT_10} at 10 vignettes, measured)"
+            f"less often than 95% ({MEASURED_COVERAGE_AT_10} of the time at 10 vignettes in "
+            "the simulation of docs/statistics.md)"
         )
     if undefined > 0:
         warnings.append(
