@@ -5,6 +5,7 @@ vignettes, so that the bootstrap and the stratified pooled alpha are a few matri
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal, cast
 
 import krippendorff
@@ -47,6 +48,39 @@ class Stratum:
     def n_pairable(self) -> int:
         return int(self.unit_counts.sum())
 
+    # Per-vignette sums, each computed once: every disagreement is linear in them, so a resample
+    # of vignettes (the bootstrap, and each pool the stratum is part of) reuses them.
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """vignettes x values: the pairable values of each value in each vignette."""
+        per_vignette = np.zeros((len(self.vignettes), len(self.labels)))
+        np.add.at(per_vignette, self.unit_vignette, self.unit_counts)
+        return per_vignette
+
+    @cached_property
+    def coincidences(self) -> np.ndarray:
+        """vignettes x values^2: each vignette's sum over its units of c c' / (m_u - 1)."""
+        m = self.unit_counts.sum(axis=1)
+        share = self.unit_counts / (m - 1.0)[:, None]
+        pairs = np.zeros((len(self.vignettes), len(self.labels), len(self.labels)))
+        np.add.at(pairs, self.unit_vignette, share[:, :, None] * self.unit_counts[:, None, :])
+        return pairs.reshape(len(self.vignettes), len(self.labels) ** 2)
+
+    @cached_property
+    def observed(self) -> np.ndarray:
+        """Per vignette, at a fixed distance: the sum over its units of c'Dc / (m_u - 1)."""
+        assert self.distance is not None
+        m = self.unit_counts.sum(axis=1)
+        within = ((self.unit_counts @ self.distance) * self.unit_counts).sum(axis=1) / (m - 1.0)
+        return np.bincount(self.unit_vignette, within, minlength=len(self.vignettes))
+
+    @cached_property
+    def gram(self) -> np.ndarray:
+        """vignettes x vignettes: C D C', so that t'Dt = w'Gw for a resample w (t = w'C)."""
+        assert self.distance is not None
+        return self.counts @ self.distance @ self.counts.T
+
 
 def stratum(level: str, units: Iterable[Unit]) -> Stratum:
     """The pairable part of `units` at `level`: units with fewer than two values are dropped
@@ -58,10 +92,9 @@ def stratum(level: str, units: Iterable[Unit]) -> Stratum:
     vignettes = tuple(sorted({vignette for vignette, _ in kept}))
     column = {label: i for i, label in enumerate(labels)}
     row = {vignette: i for i, vignette in enumerate(vignettes)}
+    cells = [(u, column[label]) for u, (_, values) in enumerate(kept) for label in values.values()]
     counts = np.zeros((len(kept), len(labels)))
-    for u, (_, values) in enumerate(kept):
-        for label in values.values():
-            counts[u, column[label]] += 1
+    np.add.at(counts, tuple(np.array(cells, dtype=np.intp).reshape(-1, 2).T), 1.0)
     return Stratum(
         level=level,
         labels=labels,
@@ -136,29 +169,18 @@ def disagreement(s: Stratum, weights: np.ndarray) -> tuple[np.ndarray, np.ndarra
     of a value to itself are 0, so the diagonals of both coincidence matrices drop out.
     """
     weights = np.atleast_2d(np.asarray(weights, dtype=float))
-    per_vignette = np.zeros((len(s.vignettes), len(s.labels)))
-    np.add.at(per_vignette, s.unit_vignette, s.unit_counts)
-    totals = weights @ per_vignette
+    totals = weights @ s.counts
     n = totals.sum(axis=1)
-    m = s.unit_counts.sum(axis=1)
     if s.distance is None:  # ordinal: the distances follow each resample's value counts
         d = ordinal_distances(totals)
-        # Each vignette's coincidences: sum over its units of c c' / (m_u - 1).
-        unit_pairs = (s.unit_counts / (m - 1.0)[:, None])[:, :, None] * s.unit_counts[:, None, :]
-        pairs = np.zeros((len(s.vignettes), len(s.labels), len(s.labels)))
-        np.add.at(pairs, s.unit_vignette, unit_pairs)
-        flat = pairs.reshape(len(s.vignettes), len(s.labels) ** 2)
-        resampled_pairs = (weights @ flat).reshape(d.shape)
-        observed = (resampled_pairs * d).sum(axis=(1, 2))
+        observed = ((weights @ s.coincidences).reshape(d.shape) * d).sum(axis=(1, 2))
         expected = (totals[:, :, None] * d * totals[:, None, :]).sum(axis=(1, 2))
     else:
-        within = ((s.unit_counts @ s.distance) * s.unit_counts).sum(axis=1) / (m - 1.0)
-        observed = weights @ np.bincount(s.unit_vignette, within, minlength=len(s.vignettes))
+        observed = weights @ s.observed
         if len(s.labels) > len(s.vignettes):
-            # Many distinct values (orders bands, say): t'Dt = w'Gw with G = C D C', C the
-            # vignettes' counts; vignettes x vignettes instead of values x values per resample.
-            gram = per_vignette @ s.distance @ per_vignette.T
-            expected = ((weights @ gram) * weights).sum(axis=1)
+            # Many distinct values (orders bands, say): vignettes x vignettes per resample
+            # instead of values x values.
+            expected = ((weights @ s.gram) * weights).sum(axis=1)
         else:
             expected = ((totals @ s.distance) * totals).sum(axis=1)
     # With fewer than two values t'Dt is 0 already; the guard only keeps 0 / 0 out.

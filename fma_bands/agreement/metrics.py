@@ -162,20 +162,26 @@ def group_ratings(ratings: Iterable[Rating]) -> Groups:
     the rating, an unknown verdict, a missing or foreign band, and a rater's second rating."""
     groups: Groups = {}
     for r in sorted(ratings, key=lambda r: (r.vignette_id, r.sub_action, r.rater)):
-        where = f"rating {r.vignette_id} / {r.sub_action} / {r.rater}"
-        sub_action(r.sub_action)
-        if r.verdict not in VERDICTS:
-            expected = ", ".join(VERDICTS)
-            raise FmaBandsError(f"{where}: verdict {r.verdict!r} is not one of {expected}")
-        if r.verdict != DECLINE and r.band is None:
-            raise FmaBandsError(f"{where}: an {r.verdict} rating needs its band")
-        if r.band is not None and r.band.sub_action != r.sub_action:
-            raise FmaBandsError(f"{where}: its band is for {r.band.sub_action}")
         group = groups.setdefault((r.vignette_id, r.sub_action), [])
-        if group and group[-1].rater == r.rater:
-            raise FmaBandsError(f"{where}: the rater has two ratings for this band")
+        problem = _problem(r, group[-1] if group else None)
+        if problem:
+            where = f"rating {r.vignette_id} / {r.sub_action} / {r.rater}"
+            raise FmaBandsError(f"{where}: {problem}")
         group.append(r)
     return groups
+
+
+def _problem(r: Rating, previous: Rating | None) -> str | None:
+    sub_action(r.sub_action)  # an unknown sub-action raises, naming the valid ones
+    if r.verdict not in VERDICTS:
+        return f"verdict {r.verdict!r} is not one of {', '.join(VERDICTS)}"
+    if r.verdict != DECLINE and r.band is None:
+        return f"an {r.verdict} rating needs its band"
+    if r.band is not None and r.band.sub_action != r.sub_action:
+        return f"its band is for {r.band.sub_action}"
+    if previous is not None and previous.rater == r.rater:
+        return "the rater has two ratings for this band"
+    return None
 
 
 def _units(metric: str, group: list[Rating]) -> list[Unit]:

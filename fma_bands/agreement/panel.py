@@ -4,6 +4,7 @@ rule (bands.consensus), what is disputed, and how far apart the raters are."""
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from fma_bands.bands import (
@@ -35,6 +36,7 @@ class BandAgreement:
         return len(self.bands)
 
 
+@lru_cache(maxsize=4096)  # raters mostly repeat a few bands: each is sorted once
 def band_label(band: AnyBand) -> tuple:
     """A band as the band metric compares it: its values, or for orders (required, defensible)."""
     if isinstance(band, MultilabelBand):
