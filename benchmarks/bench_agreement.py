@@ -69,9 +69,21 @@ def machine() -> list[str]:
     ]
 
 
+def cpu_timed(fn: Callable[[], Any], repeat: int) -> list[float]:
+    """CPU seconds of `repeat` calls: what other work on a shared machine disturbs least."""
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return times
+
+
 def bench_report(ratings, B: int, repeat: int) -> tuple[list[str], dict]:
     rss_before = maxrss_mb()
     times, report = timed(lambda: agreement_report(ratings, bootstrap=B), repeat)
+    cpu = cpu_timed(lambda: agreement_report(ratings, bootstrap=B), repeat)
     rss_after = maxrss_mb()
     gc.collect()
     tracemalloc.start()
@@ -86,6 +98,7 @@ def bench_report(ratings, B: int, repeat: int) -> tuple[list[str], dict]:
         "|---|---|",
         f"| wall time, min of {repeat} | {fmt(result['min'])} |",
         f"| wall time, median of {repeat} | {fmt(result['median'])} |",
+        f"| CPU time (process), min / median of {repeat} | {spread(cpu)} |",
         f"| peak traced allocation of one report (tracemalloc) | {result['traced_mb']:.1f} MB |",
         f"| process peak RSS (ru_maxrss) before the report runs | {rss_before:.1f} MB |",
         f"| process peak RSS (ru_maxrss) after the report runs | {rss_after:.1f} MB |",

@@ -38,26 +38,6 @@ POOLABLE = ("band", "membership", "verdict")
 REVIEW_MODE = "review"
 MIN_BANDS = 10  # below this, no reading at all (DESIGN 2.5)
 
-# The rule of each metric, as the page and the documentation state it.
-RULES = {
-    "band": "Jaccard distance between two raters' bands as sets of values (an interval is its "
-    "integers, a boolean band false and/or true); for orders, the mean of the Jaccard distances "
-    "of required and of defensible. Unit: a band rated by two or more raters who did not DECLINE.",
-    "membership": "Nominal alpha over units (band, value), for every value at least one of the "
-    "band's raters admits: in or out of each rater's band. Ordinal and boolean sub-actions.",
-    "lower": "Alpha over the lowest value each rater admits, however the band was written: "
-    "ordinal level for ESI and analgesia, interval level for urgency and follow-up. Never pooled.",
-    "upper": "Alpha over the highest value each rater admits, however the band was written: "
-    "ordinal level for ESI and analgesia, interval level for urgency and follow-up. Never pooled.",
-    "verdict": "Nominal alpha over ACCEPT, AMEND and DECLINE, review-mode reviews only; here "
-    "DECLINE is a category (elsewhere it is missing data).",
-}
-POOLING_RULE = (
-    "Pooled (stratified by sub-action): 1 − Σ n(s) Do(s) / Σ n(s) De(s) over sub-actions s, each "
-    "sub-action's observed and expected disagreement Do(s), De(s) from its own coincidence "
-    "matrix and n(s) its pairable values; pairs across sub-actions never enter."
-)
-
 NO_VARIATION = "no variation"
 TOO_FEW_RATERS = "no band has two raters"
 NOT_APPLICABLE = {

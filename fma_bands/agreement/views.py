@@ -13,8 +13,6 @@ from fma_bands.agreement.metrics import (
     MIN_BANDS,
     POOLED,
     POOLED_LABEL,
-    POOLING_RULE,
-    RULES,
     Alpha,
     Report,
 )
@@ -34,6 +32,26 @@ METRIC_LABELS = {
     "upper": "upper (highest value)",
     "verdict": "verdict (nominal, review mode)",
 }
+# The rule of each metric, as the page and the documentation state it.
+RULES = {
+    "band": "Jaccard distance between two raters' bands as sets of values (an interval is its "
+    "integers, a boolean band false and/or true); for orders, the mean of the Jaccard distances "
+    "of required and of defensible. Unit: a band rated by two or more raters who did not DECLINE.",
+    "membership": "Nominal alpha over units (band, value), for every value at least one of the "
+    "band's raters admits: in or out of each rater's band. Ordinal and boolean sub-actions.",
+    "lower": "Alpha over the lowest value each rater admits, however the band was written: "
+    "ordinal level for ESI and analgesia, interval level for urgency and follow-up. Never pooled.",
+    "upper": "Alpha over the highest value each rater admits, however the band was written: "
+    "ordinal level for ESI and analgesia, interval level for urgency and follow-up. Never pooled.",
+    "verdict": "Nominal alpha over ACCEPT, AMEND and DECLINE, review-mode reviews only; here "
+    "DECLINE is a category (elsewhere it is missing data).",
+}
+POOLING_RULE = (
+    "Pooled (stratified by sub-action): 1 − Σ n(s) Do(s) / Σ n(s) De(s) over sub-actions s, each "
+    "sub-action's observed and expected disagreement Do(s), De(s) from its own coincidence "
+    "matrix and n(s) its pairable values; pairs across sub-actions never enter."
+)
+
 READING_RULE = (
     f"Reading, from the 95% interval: under {MIN_BANDS} bands, too few bands; lower bound >= "
     "0.800, reliable; >= 0.667, tentative; upper bound < 0.667, unreliable; otherwise "
