@@ -344,4 +344,9 @@ def test_an_analgesia_band_of_one_beside_a_boolean_band_draws_every_band(
     for label in ("membership (nominal)", "lower (lowest value)", "verdict (nominal, review mode)"):
         choose_metric(page, label)
         expect(page.get_by_test_id("stMain").get_by_test_id("stDataFrame")).to_have_count(1)
+        # Another metric changes the table only: every band is still drawn as it was.
+        expect(analgesia.get_by_text("Consensus: 1 - NSAID", exact=True)).to_be_visible()
+        expect(analgesia.locator('[aria-label*="label: 1 - NSAID;"]').first).to_be_attached()
+        expect(caution.get_by_text("Consensus: yes", exact=True)).to_be_visible()
+        expect(page.get_by_test_id("stMain").get_by_test_id("stVegaLiteChart")).to_have_count(5)
     shoot(page, "agreement-demo-closed-verdict")
