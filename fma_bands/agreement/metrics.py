@@ -231,7 +231,7 @@ def _alpha(
     sized = Alpha(
         metric,
         scope,
-        levels.pop() if len(levels) == 1 else "per sub-action",
+        levels.pop() if len(levels) == 1 else ("per sub-action" if levels else None),
         None,
         None,
         n_bands=sum(p.n_bands for p in parts),
@@ -269,9 +269,9 @@ def metric_alpha(
     """One metric over the given ratings: of their sub-action, or pooled (stratified by
     sub-action) when they hold several; lower and upper are never pooled."""
     groups = group_ratings(ratings)
-    names = {name for _, name in groups}
-    scope = names.pop() if len(names) == 1 else POOLED
-    if scope == POOLED and metric not in POOLABLE:
+    names = sorted({name for _, name in groups})
+    scope = names[0] if len(names) == 1 else POOLED
+    if len(names) > 1 and metric not in POOLABLE:
         return Alpha(metric, scope, None, None, NEVER_POOLED)
     parts = _parts(metric, groups)
     if groups and not parts:

@@ -2,12 +2,15 @@
 with missing data, declines and 2 to 10 raters; and the engine against the krippendorff package
 at every standard level."""
 
+import krippendorff
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from nltk.metrics.agreement import AnnotationTask
 from nltk.metrics.distance import jaccard_distance
 
-from fma_bands.agreement import band_alpha, metric_strata
+from fma_bands.agreement import band_alpha, metric_alpha, metric_strata
 from fma_bands.agreement.engine import package_alpha, point_alpha
 from fma_bands.agreement.panel import mean_distance
 from tests.agreement.build import rate, studies
@@ -107,7 +110,7 @@ def test_each_bands_mean_distance_is_the_mean_of_nltks_pairwise_distances(rating
 @SLOW
 @given(
     studies(["esi_acuity"]) | studies(["analgesia_tier"]) | studies(["urgency_score"]),
-    __import__("hypothesis").strategies.sampled_from(["lower", "upper", "membership", "verdict"]),
+    st.sampled_from(["lower", "upper", "membership", "verdict"]),
 )
 def test_the_engine_equals_the_krippendorff_package_at_every_standard_level(ratings, metric):
     for stratum in metric_strata(metric, ratings):
@@ -116,3 +119,49 @@ def test_the_engine_equals_the_krippendorff_package_at_every_standard_level(rati
         assert (via_package is None) == (own is None)
         if own is not None:
             assert own == pytest.approx(via_package, abs=1e-12)
+
+
+def package_reference(metric, ratings, level):
+    """The krippendorff package on a raters x bands matrix built here from the ratings: each
+    rater's lowest (or highest) admitted value, DECLINE and absent ratings missing."""
+    raters = sorted({r.rater for r in ratings})
+    bands = sorted({r.vignette_id for r in ratings})
+    data = np.full((len(raters), len(bands)), np.nan)
+    pick = min if metric == "lower" else max
+    for r in ratings:
+        if r.verdict != "DECLINE":
+            data[raters.index(r.rater), bands.index(r.vignette_id)] = pick(r.band.values())
+    present = data[~np.isnan(data)]
+    if len(set(present)) < 2 or not ((~np.isnan(data)).sum(axis=0) >= 2).any():
+        return None
+    with np.errstate(invalid="ignore"):  # 0 / 0 when the pairable values do not vary
+        value = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+    return None if np.isnan(value) else value
+
+
+@SLOW
+@given(
+    studies(["esi_acuity"]) | studies(["analgesia_tier"]),
+    st.sampled_from(["lower", "upper"]),
+)
+def test_lower_and_upper_of_ordinal_sub_actions_are_the_packages_ordinal_alpha(ratings, metric):
+    ours = metric_alpha(metric, ratings, bootstrap=0)
+    want = package_reference(metric, ratings, "ordinal")
+    assert ours.level == ("ordinal" if ratings else None)
+    assert (ours.alpha is None) == (want is None)
+    if want is not None:
+        assert ours.alpha == pytest.approx(want, abs=1e-12)
+
+
+@SLOW
+@given(
+    studies(["urgency_score"]) | studies(["followup_days"]),
+    st.sampled_from(["lower", "upper"]),
+)
+def test_lower_and_upper_of_scores_and_counts_are_the_packages_interval_alpha(ratings, metric):
+    ours = metric_alpha(metric, ratings, bootstrap=0)
+    want = package_reference(metric, ratings, "interval")
+    assert ours.level == ("interval" if ratings else None)
+    assert (ours.alpha is None) == (want is None)
+    if want is not None:
+        assert ours.alpha == pytest.approx(want, abs=1e-12)
