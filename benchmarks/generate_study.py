@@ -10,6 +10,7 @@ import random
 from collections import Counter
 
 from fma_bands.agreement import Rating
+from fma_bands.bands import AnyBand, IntervalBand, MultilabelBand, SetBand
 
 ORDERABLES = (
     "cbc",
@@ -32,11 +33,6 @@ ORDERABLES = (
 BOOLEANS = ("admit", "escalate_icu", "controlled_substance_caution", "referral")
 # Clinicians write follow-up in familiar steps, not arbitrary day counts.
 FOLLOWUP_TICKS = (0, 1, 2, 3, 5, 7, 10, 14, 21, 28, 30, 42, 60, 90, 180, 365)
-DOMAINS = {
-    "esi_acuity": tuple(range(1, 6)),
-    "analgesia_tier": tuple(range(4)),
-    **{b: (False, True) for b in BOOLEANS},
-}
 P_DECLINE = 0.05
 
 
@@ -54,20 +50,20 @@ def _nudge(rng: random.Random, interval: tuple[int, int], step: int, p: float, f
     return _interval(lo, hi, floor, ceiling)
 
 
-def _ordinal(rng: random.Random, floor: int, ceiling: int):
+def _ordinal(rng: random.Random, name: str, floor: int, ceiling: int):
     """A true band on a small ordinal scale and a function drawing one rater's reading of it."""
     centre = rng.randint(floor, ceiling)
     true = _interval(centre, centre + rng.choice((0, 0, 1)), floor, ceiling)
     as_interval = rng.random() < 0.5
 
-    def read(rng: random.Random):
+    def read(rng: random.Random) -> AnyBand:
         lo, hi = _nudge(rng, true, 1, 0.15, floor, ceiling)
         if as_interval:
-            return frozenset(range(lo, hi + 1)), (lo, hi)
+            return IntervalBand(sub_action=name, min=lo, max=hi)
         values = set(range(lo, hi + 1))
         if rng.random() < 0.05:  # now and then a non-contiguous set, e.g. {1, 3}
             values.add(rng.randint(floor, ceiling))
-        return frozenset(values), None
+        return SetBand(sub_action=name, members=tuple(sorted(values)))
 
     return read
 
@@ -76,9 +72,9 @@ def _urgency(rng: random.Random):
     lo = 5 * rng.randint(2, 15)
     true = _interval(lo, lo + 5 * rng.randint(1, 6), 0, 100)
 
-    def read(rng: random.Random):
+    def read(rng: random.Random) -> AnyBand:
         lo, hi = _nudge(rng, true, 5, 0.3, 0, 100)
-        return frozenset(range(lo, hi + 1)), (lo, hi)
+        return IntervalBand(sub_action="urgency_score", min=lo, max=hi)
 
     return read
 
@@ -87,10 +83,11 @@ def _followup(rng: random.Random):
     i = rng.randint(1, len(FOLLOWUP_TICKS) - 4)
     true = (i, i + rng.randint(1, 3))
 
-    def read(rng: random.Random):
+    def read(rng: random.Random) -> AnyBand:
         a, b = _nudge(rng, true, 1, 0.3, 0, len(FOLLOWUP_TICKS) - 1)
-        lo, hi = FOLLOWUP_TICKS[a], FOLLOWUP_TICKS[b]
-        return frozenset(range(lo, hi + 1)), (lo, hi)
+        return IntervalBand(
+            sub_action="followup_days", min=FOLLOWUP_TICKS[a], max=FOLLOWUP_TICKS[b]
+        )
 
     return read
 
@@ -98,39 +95,44 @@ def _followup(rng: random.Random):
 def _orders(rng: random.Random):
     keys = rng.sample(ORDERABLES, 6)
     true = set(rng.sample(keys, rng.randint(2, 4)))
+    needed = set(rng.sample(sorted(true), 1))
 
-    def read(rng: random.Random):
-        chosen = {k for k in keys if (k in true) != (rng.random() < 0.08)}
-        return frozenset(chosen or true), None
+    def read(rng: random.Random) -> AnyBand:
+        chosen = {k for k in keys if (k in true) != (rng.random() < 0.08)} or true
+        # Required orders: the true one(s) where still defensible, now and then one more or less.
+        required = {k for k in chosen if (k in needed) != (rng.random() < 0.1)}
+        return MultilabelBand(
+            sub_action="orders", required=tuple(sorted(required)), defensible=tuple(sorted(chosen))
+        )
 
     return read
 
 
-def _boolean(rng: random.Random):
-    options = (frozenset({True}), frozenset({False}), frozenset({False, True}))
+def _boolean(rng: random.Random, name: str):
+    options = [SetBand(sub_action=name, members=m) for m in ((True,), (False,), (False, True))]
     true = rng.choices(options, weights=(4, 4, 2))[0]
 
-    def read(rng: random.Random):
-        return (rng.choice(options) if rng.random() < 0.12 else true), None
+    def read(rng: random.Random) -> AnyBand:
+        return rng.choice(options) if rng.random() < 0.12 else true
 
     return read
 
 
 def _readers(rng: random.Random) -> dict:
     return {
-        "esi_acuity": _ordinal(rng, 1, 5),
+        "esi_acuity": _ordinal(rng, "esi_acuity", 1, 5),
         "urgency_score": _urgency(rng),
         "orders": _orders(rng),
-        **{b: _boolean(rng) for b in BOOLEANS},
-        "analgesia_tier": _ordinal(rng, 0, 3),
+        **{b: _boolean(rng, b) for b in BOOLEANS},
+        "analgesia_tier": _ordinal(rng, "analgesia_tier", 0, 3),
         "followup_days": _followup(rng),
     }
 
 
 def generate_study(
     n_vignettes: int = 300, n_raters: int = 10, seed: int = 20261129
-) -> tuple[list[Rating], dict[str, tuple]]:
-    """(ratings, domains) for a review-mode study: ACCEPT when a rater's band equals the proposal
+) -> list[Rating]:
+    """The ratings of a review-mode study: ACCEPT when a rater's band equals the proposal
     (itself one reading of the true band), AMEND otherwise, DECLINE with probability 5%."""
     rng = random.Random(seed)
     ratings = []
@@ -143,10 +145,10 @@ def generate_study(
                 if rng.random() < P_DECLINE:
                     ratings.append(Rating(vignette, sub, rater, "DECLINE", None))
                     continue
-                values, interval = proposal if rng.random() < 0.5 else read(rng)
-                verdict = "ACCEPT" if (values, interval) == proposal else "AMEND"
-                ratings.append(Rating(vignette, sub, rater, verdict, values, interval))
-    return ratings, dict(DOMAINS)
+                band = proposal if rng.random() < 0.5 else read(rng)
+                verdict = "ACCEPT" if band == proposal else "AMEND"
+                ratings.append(Rating(vignette, sub, rater, verdict, band))
+    return ratings
 
 
 def generate_free_followup(
@@ -168,19 +170,18 @@ def generate_free_followup(
                     "followup_days",
                     f"adjudicator-{r + 1:02d}",
                     "AMEND",
-                    frozenset(range(a, b + 1)),
-                    (a, b),
+                    IntervalBand(sub_action="followup_days", min=min(a, 365), max=min(b, 365)),
                 )
             )
     return ratings
 
 
 def main() -> None:
-    ratings, _ = generate_study()
+    ratings = generate_study()
     print(f"{len(ratings)} ratings")
     verdicts = Counter((r.sub_action, r.verdict) for r in ratings)
     for sub in sorted({r.sub_action for r in ratings}):
-        distinct = len({r.values for r in ratings if r.sub_action == sub and r.values is not None})
+        distinct = len({r.band for r in ratings if r.sub_action == sub and r.band is not None})
         counts = ", ".join(f"{v} {verdicts[(sub, v)]}" for v in ("ACCEPT", "AMEND", "DECLINE"))
         print(f"{sub}: {distinct} distinct bands; {counts}")
 

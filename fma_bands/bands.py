@@ -416,3 +416,43 @@ def describe(band: AnyBand) -> str:
     if action.kind == "boolean" and len(band.members) == 2:
         return "either (yes or no)"
     return ", ".join(action.label_for(v) for v in band.members)
+
+
+# Values in words, as ranges (for the agreement screens: a consensus or a disputed span) -------
+
+
+def value_runs(values: Iterable[int]) -> list[tuple[int, int]]:
+    """Integers as inclusive runs, in order: {1, 2, 3, 6} -> [(1, 3), (6, 6)]."""
+    runs: list[tuple[int, int]] = []
+    for value in sorted(set(values)):
+        if runs and runs[-1][1] == value - 1:
+            runs[-1] = (runs[-1][0], value)
+        else:
+            runs.append((value, value))
+    return runs
+
+
+def describe_values(name: str, values: Iterable[Value]) -> str:
+    """A set of values of sub-action `name` in words, runs written as ranges: "1 to 6 and 15 to
+    30 days", "2 - emergent to 3 - urgent", "yes", "cbc, ecg"; "none" for no value."""
+    action = sub_action(name)
+    chosen = sorted(set(values))
+    if not chosen:
+        return "none"
+    if action.kind == "boolean":
+        return "either (yes or no)" if len(chosen) == 2 else action.label_for(chosen[0])
+    if action.kind == "multilabel":
+        return ", ".join(str(v) for v in chosen)
+    runs = value_runs(int(v) for v in chosen)
+    if action.unit:
+        # The unit once, at the end: "1 to 6 and 15 to 30 days", but "1 day".
+        numbers = _joined([str(lo) if lo == hi else f"{lo} to {hi}" for lo, hi in runs])
+        unit = action.unit.removesuffix("s") if chosen == [1] else action.unit
+        return f"{numbers} {unit}"
+    label = action.label_for
+    return _joined([label(lo) if lo == hi else f"{label(lo)} to {label(hi)}" for lo, hi in runs])
+
+
+def _joined(parts: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

@@ -1,10 +1,24 @@
 """`fma-bands agreement`: Krippendorff's alpha of the submitted reviews, with consensus bands."""
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from fma_bands.cli.base import cli, coordinator, print_json, store, synced
+
+if TYPE_CHECKING:
+    from fma_bands.agreement import Report
+
+# The table's columns, in order, under short headings; each row's interval method and cautions
+# follow it on indented lines of their own.
+SHORT = {
+    "pairable values": "pairable",
+    "undefined resamples": "undefined",
+    "P(alpha < 0.800)": "P(<0.800)",
+    "P(alpha < 0.667)": "P(<0.667)",
+}
+BELOW = ("interval method", "cautions")
+GAP = "  "  # between columns; no cell holds two spaces running
 
 
 @cli.command()
@@ -21,7 +35,7 @@ from fma_bands.cli.base import cli, coordinator, print_json, store, synced
 def agreement(as_json: bool, bootstrap: int, seed: int) -> None:
     """Krippendorff's alpha of the submitted reviews, with consensus bands."""
     from fma_bands.agreement import report_to_json
-    from fma_bands.ratings import harness_span, study_report
+    from fma_bands.ratings import study_report
 
     with store() as session:
         found, _ = synced(session)
@@ -29,37 +43,40 @@ def agreement(as_json: bool, bootstrap: int, seed: int) -> None:
             session, found, viewer=coordinator(session), bootstrap=bootstrap, seed=seed
         )
     if as_json:
-        print_json(report_to_json(report, harness_span))
+        print_json(report_to_json(report))
         return
     click.echo(format_report(report))
 
 
-def format_report(report: Any) -> str:
-    from fma_bands.ratings import harness_span, reading
+def table(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as aligned columns (each as wide as its widest cell)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [GAP.join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
-    lines = [
-        f"{'scope':<30} {'metric':<11} {'alpha':>7}  {'95% interval':<17} "
-        f"{'units':>5} {'raters':>6} {'pairable':>8}  reading"
+
+def format_report(report: "Report") -> str:
+    """The alpha table (every field of the JSON, one alpha to a row), then the bands."""
+    from fma_bands.agreement.panel import consensus_text, disputed_text
+    from fma_bands.agreement.views import HEADINGS, alpha_rows, rule_text
+
+    columns = [h for h in HEADINGS if h not in BELOW]
+    rows = alpha_rows(report)
+    aligned = table([[SHORT.get(h, h) for h in columns], *([r[h] for h in columns] for r in rows)])
+    lines = [aligned[0]]
+    for row, line in zip(rows, aligned[1:], strict=True):
+        lines.append(line)
+        lines += [f"    {name}: {row[name]}" for name in BELOW if row[name] not in ("-", "none")]
+    bands = [
+        [f"{b.vignette_id} {b.sub_action}", str(b.n_raters), str(b.n_declined), rule_text(b)]
+        for b in report.bands
     ]
-    for scope, metrics in report.metrics.items():
-        for metric, a in metrics.items():
-            alpha = "-" if a.alpha is None else f"{a.alpha:.3f}"
-            interval = (
-                f"[{a.ci_low:.3f}, {a.ci_high:.3f}]" if a.ci_low is not None else "not computed"
-            )
-            lines.append(
-                f"{scope:<30} {metric:<11} {alpha:>7}  {interval:<17} {a.n_units:>5} "
-                f"{a.n_raters:>6} {a.n_pairable:>8}  {reading(a.alpha, a.reason)}"
-            )
-    methods = {a.method for m in report.metrics.values() for a in m.values() if a.method}
-    lines += ["", *(f"interval: {m}" for m in sorted(methods))]
-    lines += ["", f"{'band':<40} {'raters':>6}  {'rule':<8} consensus / disputed"]
-    for b in report.bands:
-        c = b.consensus
-        shown = harness_span(b.sub_action, c.consensus) if c.consensus else "-"
-        disputed = harness_span(b.sub_action, c.disputed) if c.disputed else "-"
-        lines.append(
-            f"{b.vignette_id + ' ' + b.sub_action:<40} {b.n_raters:>6}  {c.rule:<8} "
-            f"{shown} / {disputed}"
-        )
+    aligned = table([["band", "raters", "declined", "rule"], *bands])
+    lines += ["", aligned[0]]
+    for b, line in zip(report.bands, aligned[1:], strict=True):
+        lines.append(line)
+        for name, text in (
+            ("consensus", consensus_text(b.consensus)),
+            ("disputed span", disputed_text(b.sub_action, b.consensus)),
+        ):
+            lines += [f"    {name}: {text}"] if text else []
     return "\n".join(lines)

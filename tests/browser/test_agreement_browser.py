@@ -1,9 +1,13 @@
-"""Agreement in a real browser (DESIGN 2.4, 2.5), on FairMedAgent's vignettes and a database
-`fma-bands demo` prepared: rater-02 hands back reviews on paper (imported with the command),
-rater-01 reviews in the browser and disagrees on one band; while the phase is open a rater's
-Agreement page shows no figure, the coordinator's shows them all; once the coordinator closes
-the phase, rater-01 sees the alpha table, its chart and the bands most disputed first, with the
-same numbers as `fma-bands agreement --json`."""
+"""Agreement in a real browser (DESIGN 2.4, 2.5).
+
+On FairMedAgent's vignettes and a database `fma-bands demo` prepared: rater-02 hands back
+reviews on paper (imported with the command), rater-01 reviews in the browser and disagrees on
+one band; while the phase is open a rater's Agreement page shows no figure, the coordinator's
+shows them all; once the coordinator closes the phase, rater-01 sees the alpha table, its chart
+and the bands most disputed first, with the same numbers as `fma-bands agreement --json`.
+
+On the bundled demo vignettes: the crash of issue 10 (an analgesia band of {1} beside a
+boolean band of {true}, after the phase closes) leaves no traceback and every band drawn."""
 
 import json
 import re
@@ -11,6 +15,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.agreement.demo import CRASH
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
     assert_no_exception,
@@ -41,9 +46,9 @@ draft_medication_01 | analgesia_tier | ACCEPT | NSAID first, a weak opioid defen
 CLOSED_FOR_RATERS = (
     "Agreement between raters is shown once the coordinator closes the review phase."
 )
-POOLED = "all sub-actions (pooled)"
+POOLED = "pooled (stratified by sub-action)"
 # The dataframe's columns a reader needs first (wider tables scroll: later ones may be hidden).
-COLUMNS = ("sub-action", "alpha", "95% interval", "units", "raters", "pairable values", "reading")
+COLUMNS = ("sub-action", "alpha", "95% interval", "reading", "bands", "raters")
 LABELS = {
     "followup_days": "Follow-up interval (days)",
     "esi_acuity": "ESI acuity level",
@@ -147,10 +152,11 @@ def same(rows: dict[str, dict[str, str]], report: dict, metric: str) -> None:
     for scope, label in LABELS.items():
         expected = report["metrics"][scope][metric]
         row = rows[label]
-        assert int(row["units"]) == expected["n_units"], (scope, row, expected)
+        assert int(row["bands"]) == expected["n_bands"], (scope, row, expected)
         assert int(row["raters"]) == expected["n_raters"], (scope, row, expected)
+        assert row["reading"] == expected["reading"], (scope, row, expected)
         if expected["alpha"] is None:
-            assert row["reading"].startswith("undefined ("), (scope, row, expected)
+            assert row["alpha"] == "undefined", (scope, row, expected)
             assert expected["reason"] in row["reading"], (scope, row, expected)
         else:
             assert float(row["alpha"]) == round(expected["alpha"], 3), (scope, row, expected)
@@ -198,7 +204,8 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
 
     report = cli_report(server)
     pooled = report["metrics"]["pooled"]["band"]
-    assert pooled["alpha"] is not None and pooled["n_units"] == 2, pooled
+    assert pooled["alpha"] is not None and pooled["n_bands"] == 2, pooled
+    assert pooled["reading"] == "too few bands (2)"
 
     # The coordinator sees agreement at any time, then closes the phase.
     context = browser.new_context()
@@ -228,9 +235,9 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
     expect(page.get_by_text(CLOSED_FOR_RATERS)).to_have_count(0)
     rows = assert_same_numbers(page, report, "band")
     assert float(rows[POOLED]["alpha"]) == round(pooled["alpha"], 3)
-    assert int(rows[POOLED]["units"]) == pooled["n_units"] == 2
+    assert int(rows[POOLED]["bands"]) == pooled["n_bands"] == 2
     chart = alpha_chart(page)
-    point = chart.locator(f'[aria-label*="; scope: {POOLED}; units: {pooled["n_units"]}"]')
+    point = chart.locator(f'[aria-label*="; scope: {POOLED}; bands: {pooled["n_bands"]}"]')
     expect(point).to_have_count(1)
     drawn = re.match(r"alpha: (-?[\d.]+);", point.get_attribute("aria-label") or "")
     assert drawn and round(float(drawn[1]), 3) == round(pooled["alpha"], 3), drawn
@@ -242,8 +249,8 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
     followup, triage = band_box(page, FOLLOWUP), band_box(page, TRIAGE)
     analgesia = band_box(page, ANALGESIA)
     expect(followup).to_contain_text("2 raters with a band, 0 declined · intersection rule applied")
-    expect(followup.get_by_text("Consensus: 1 day to 14 days", exact=True)).to_be_visible()
-    expect(followup.get_by_text("Disputed span: 15 days to 30 days", exact=True)).to_be_visible()
+    expect(followup.get_by_text("Consensus: 1 to 14 days", exact=True)).to_be_visible()
+    expect(followup.get_by_text("Disputed span: 15 to 30 days", exact=True)).to_be_visible()
     expect(followup.get_by_test_id("stVegaLiteChart")).to_have_count(1)
     for rater in ("rater-01", "rater-02", "consensus"):
         expect(followup.locator(f'[aria-label*="row: {rater};"]').first).to_be_attached()
@@ -264,5 +271,82 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
     shoot(page, "agreement-rater-closed")
 
     # Another metric, the same agreement with the command.
-    choose(page, "Metric", "verdict (nominal)")
+    choose_metric(page, "verdict (nominal, review mode)")
     assert_same_numbers(page, report, "verdict")
+
+
+def choose_metric(page: Page, label: str) -> None:
+    """The metric is a segmented control, which the browser exposes as a radio group."""
+    choose(page, "Metric", label)
+
+
+# The crash of issue 10, on the demo study ---------------------------------------------------
+
+CAUTION = "demo_med_inter_01 · Controlled-substance caution"
+
+
+@pytest.fixture(scope="module")
+def demo(demo_server):
+    return demo_server(fresh=True)
+
+
+def test_an_analgesia_band_of_one_beside_a_boolean_band_draws_every_band(
+    page: Page, browser: Browser, demo, tmp_path
+):
+    # rater-02 hands back all four bands on paper; rater-01 three on paper and one in the browser.
+    for rater, text in CRASH.items():
+        if rater == "rater-01":
+            in_browser = "demo_med_inter_01 | controlled_substance_caution |"
+            text = "".join(
+                line for line in text.splitlines(True) if not line.startswith(in_browser)
+            )
+        path = tmp_path / f"{rater}.txt"
+        path.write_text(text, encoding="utf-8")
+        run_cli(demo.env, "handback", "import", str(path), "--rater", rater)
+    sign_in_as(page, demo.url, "rater-01", "My queue")
+    accept_band(page, CAUTION, "Controlled-substance caution", disputed=False)
+
+    # The coordinator closes the phase in the browser.
+    context = browser.new_context()
+    try:
+        desk = context.new_page()
+        sign_in_as(desk, demo.url, "coordinator", "Study admin")
+        desk.get_by_role("button", name="Close the review phase", exact=True).click()
+        wait_for_app(desk)
+        assert_no_exception(desk)
+        expect(desk.get_by_text("The review phase is closed.", exact=True)).to_be_visible()
+    finally:
+        context.close()
+    report = json.loads(run_cli(demo.env, "agreement", "--json"))
+    assert len(report["bands"]) == 4
+
+    open_agreement(page)
+    rows = alpha_table(page)
+    assert rows[POOLED]["reading"] == report["metrics"]["pooled"]["band"]["reading"]
+    alpha_chart(page)
+    boxes = page.get_by_test_id("stLayoutWrapper").filter(has=page.get_by_role("link"))
+    for band in report["bands"]:
+        label = {"analgesia_tier": "Analgesia tier"}.get(
+            band["sub_action"], "Controlled-substance caution"
+        )
+        box = band_box(page, f"{band['vignette_id']} · {label}")
+        expect(box.get_by_test_id("stVegaLiteChart")).to_have_count(1)
+        expect(box.get_by_test_id("stVegaLiteChart").get_by_role("img")).to_be_visible()
+        if band["consensus_text"]:
+            consensus = f"Consensus: {band['consensus_text']}"
+            expect(box.get_by_text(consensus, exact=True)).to_be_visible()
+    analgesia = band_box(page, "demo_med_border_01 · Analgesia tier")
+    expect(analgesia.get_by_text("Consensus: 1 - NSAID", exact=True)).to_be_visible()
+    caution = band_box(page, CAUTION)
+    expect(caution.get_by_text("Consensus: yes", exact=True)).to_be_visible()
+    assert boxes.count() >= 4
+    shoot(page, "agreement-demo-closed")
+    for label in ("membership (nominal)", "lower (lowest value)", "verdict (nominal, review mode)"):
+        choose_metric(page, label)
+        expect(page.get_by_test_id("stMain").get_by_test_id("stDataFrame")).to_have_count(1)
+        # Another metric changes the table only: every band is still drawn as it was.
+        expect(analgesia.get_by_text("Consensus: 1 - NSAID", exact=True)).to_be_visible()
+        expect(analgesia.locator('[aria-label*="label: 1 - NSAID;"]').first).to_be_attached()
+        expect(caution.get_by_text("Consensus: yes", exact=True)).to_be_visible()
+        expect(page.get_by_test_id("stMain").get_by_test_id("stVegaLiteChart")).to_have_count(5)
+    shoot(page, "agreement-demo-closed-verdict")

@@ -1,0 +1,47 @@
+"""Agreement among raters (DESIGN 2.5): `metrics` holds the public alphas, the report and its
+JSON; `engine` the coincidence arithmetic; `bootstrap` the vignette-cluster intervals;
+`panel` each band's raters and consensus; `views` what the page and the command's table show."""
+
+from fma_bands.agreement.bootstrap import DEFAULT_B, DEFAULT_SEED
+from fma_bands.agreement.metrics import (
+    METRICS,
+    POOLED,
+    POOLED_LABEL,
+    Alpha,
+    Rating,
+    Report,
+    agreement_report,
+    band_agreements,
+    band_alpha,
+    lower_alpha,
+    membership_alpha,
+    metric_alpha,
+    metric_strata,
+    report_to_json,
+    upper_alpha,
+    verdict_alpha,
+)
+from fma_bands.agreement.panel import BandAgreement, most_disputed_first
+
+__all__ = [
+    "DEFAULT_B",
+    "DEFAULT_SEED",
+    "METRICS",
+    "POOLED",
+    "POOLED_LABEL",
+    "Alpha",
+    "BandAgreement",
+    "Rating",
+    "Report",
+    "agreement_report",
+    "band_agreements",
+    "band_alpha",
+    "lower_alpha",
+    "membership_alpha",
+    "metric_alpha",
+    "metric_strata",
+    "most_disputed_first",
+    "report_to_json",
+    "upper_alpha",
+    "verdict_alpha",
+]

@@ -1,0 +1,232 @@
+"""The coincidence engine (Krippendorff 2011): one sub-action's pairable values for one metric,
+alpha from its observed and expected disagreement, and the same for weighted resamples of its
+vignettes, so that the bootstrap and the stratified pooled alpha are a few matrix products.
+"""
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal, cast
+
+import krippendorff
+import numpy as np
+
+# Levels of measurement: Krippendorff's standard ones, the Jaccard distance between two sets of
+# values, and for orders the mean of the Jaccard distances of `required` and of `defensible`.
+STANDARD_LEVELS = ("nominal", "ordinal", "interval")
+LEVELS = (*STANDARD_LEVELS, "jaccard", "orders")
+# krippendorff.alpha builds several units x values x values float arrays; past this size the
+# engine computes the same alpha itself (the tests hold the two together at 1e-12).
+PACKAGE_MEMORY_BUDGET = 64 * 2**20
+
+# One unit: the vignette it belongs to, and each rater's value for it.
+Unit = tuple[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, eq=False)
+class Stratum:
+    """One sub-action's pairable values for one metric: its units with two or more values.
+
+    `unit_counts[u, c]` is how many raters gave unit u the value `labels[c]`; unit u lies in
+    vignette `vignettes[unit_vignette[u]]`. `distance` is labels x labels, or None at the
+    ordinal level, whose distances depend on how often each value occurs (so on the resample).
+    """
+
+    level: str
+    labels: tuple
+    vignettes: tuple[str, ...]
+    unit_vignette: np.ndarray
+    unit_counts: np.ndarray
+    distance: np.ndarray | None
+    raters: frozenset[str]
+
+    @property
+    def n_units(self) -> int:
+        return len(self.unit_vignette)
+
+    @property
+    def n_pairable(self) -> int:
+        return int(self.unit_counts.sum())
+
+    # Per-vignette sums, each computed once: every disagreement is linear in them, so a resample
+    # of vignettes (the bootstrap, and each pool the stratum is part of) reuses them.
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """vignettes x values: the pairable values of each value in each vignette."""
+        per_vignette = np.zeros((len(self.vignettes), len(self.labels)))
+        np.add.at(per_vignette, self.unit_vignette, self.unit_counts)
+        return per_vignette
+
+    @cached_property
+    def coincidences(self) -> np.ndarray:
+        """vignettes x values^2: each vignette's sum over its units of c c' / (m_u - 1)."""
+        m = self.unit_counts.sum(axis=1)
+        share = self.unit_counts / (m - 1.0)[:, None]
+        pairs = np.zeros((len(self.vignettes), len(self.labels), len(self.labels)))
+        np.add.at(pairs, self.unit_vignette, share[:, :, None] * self.unit_counts[:, None, :])
+        return pairs.reshape(len(self.vignettes), len(self.labels) ** 2)
+
+    @cached_property
+    def observed(self) -> np.ndarray:
+        """Per vignette, at a fixed distance: the sum over its units of c'Dc / (m_u - 1)."""
+        assert self.distance is not None
+        m = self.unit_counts.sum(axis=1)
+        within = ((self.unit_counts @ self.distance) * self.unit_counts).sum(axis=1) / (m - 1.0)
+        return np.bincount(self.unit_vignette, within, minlength=len(self.vignettes))
+
+    @cached_property
+    def gram(self) -> np.ndarray:
+        """vignettes x vignettes: C D C', so that t'Dt = w'Gw for a resample w (t = w'C)."""
+        assert self.distance is not None
+        return self.counts @ self.distance @ self.counts.T
+
+
+def stratum(level: str, units: Iterable[Unit]) -> Stratum:
+    """The pairable part of `units` at `level`: units with fewer than two values are dropped
+    (a lone value pairs with nothing). Labels are sorted, so nothing depends on input order."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
+    kept = [(vignette, values) for vignette, values in units if len(values) >= 2]
+    labels = tuple(sorted({label for _, values in kept for label in values.values()}))
+    vignettes = tuple(sorted({vignette for vignette, _ in kept}))
+    column = {label: i for i, label in enumerate(labels)}
+    row = {vignette: i for i, vignette in enumerate(vignettes)}
+    cells = [(u, column[label]) for u, (_, values) in enumerate(kept) for label in values.values()]
+    counts = np.zeros((len(kept), len(labels)))
+    np.add.at(counts, tuple(np.array(cells, dtype=np.intp).reshape(-1, 2).T), 1.0)
+    return Stratum(
+        level=level,
+        labels=labels,
+        vignettes=vignettes,
+        unit_vignette=np.array([row[vignette] for vignette, _ in kept], dtype=np.intp),
+        unit_counts=counts,
+        distance=None if level == "ordinal" else DISTANCES[level](labels),
+        raters=frozenset(rater for _, values in kept for rater in values),
+    )
+
+
+# --- distances -----------------------------------------------------------------------------------
+
+
+def nominal_distances(labels: Sequence) -> np.ndarray:
+    return 1.0 - np.eye(len(labels))
+
+
+def interval_distances(labels: Sequence) -> np.ndarray:
+    a = np.asarray(labels, dtype=float)
+    return (a[:, None] - a[None, :]) ** 2
+
+
+def ordinal_distances(totals: np.ndarray) -> np.ndarray:
+    """Krippendorff's ordinal distances for each row of `totals` (resamples x values, the values
+    in order): (n_c/2 + the n_g strictly between + n_k/2)^2, the interval distance between the
+    values' mid-ranks. Returns resamples x values x values."""
+    mid = np.cumsum(totals, axis=1) - totals / 2.0
+    return (mid[:, :, None] - mid[:, None, :]) ** 2
+
+
+def jaccard_distances(sets: Sequence[Collection]) -> np.ndarray:
+    """1 - |A n B| / |A u B| between every two sets; two empty sets are at distance 0.
+
+    Computed as NLTK's jaccard_distance is, (|A u B| - |A n B|) / |A u B|, from exact integer
+    counts, so the two agree to the last bit."""
+    elements = {e: i for i, e in enumerate(sorted({e for s in sets for e in s}))}
+    member = np.zeros((len(sets), len(elements)))
+    for i, s in enumerate(sets):
+        member[i, [elements[e] for e in s]] = 1.0
+    both = member @ member.T
+    sizes = member.sum(axis=1)
+    either = sizes[:, None] + sizes[None, :] - both
+    return np.divide(either - both, either, out=np.zeros_like(both), where=either > 0)
+
+
+def orders_distances(labels: Sequence[tuple[Collection, Collection]]) -> np.ndarray:
+    """Orders bands as (required, defensible): the mean of the two Jaccard distances, so two
+    raters who differ only in what they require do not agree."""
+    required = jaccard_distances([r for r, _ in labels])
+    defensible = jaccard_distances([d for _, d in labels])
+    return (required + defensible) / 2.0
+
+
+DISTANCES: dict[str, Callable[[Sequence], np.ndarray]] = {
+    "nominal": nominal_distances,
+    "interval": interval_distances,
+    "jaccard": jaccard_distances,
+    "orders": orders_distances,
+}
+
+
+# --- disagreement and alpha ----------------------------------------------------------------------
+
+
+def disagreement(s: Stratum, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Observed and expected disagreement of each weighted resample, as n D_o and n D_e.
+
+    `weights[b, v]` is how often resample b draws vignette `s.vignettes[v]` (ones: the data as
+    they are). n D_o is the sum over units of c'Dc / (m_u - 1), c the unit's value counts and m_u
+    their sum; n D_e is t'Dt / (n - 1), t the counts over all units and n their sum. Distances
+    of a value to itself are 0, so the diagonals of both coincidence matrices drop out.
+    """
+    weights = np.atleast_2d(np.asarray(weights, dtype=float))
+    totals = weights @ s.counts
+    n = totals.sum(axis=1)
+    if s.distance is None:  # ordinal: the distances follow each resample's value counts
+        d = ordinal_distances(totals)
+        observed = ((weights @ s.coincidences).reshape(d.shape) * d).sum(axis=(1, 2))
+        expected = (totals[:, :, None] * d * totals[:, None, :]).sum(axis=(1, 2))
+    else:
+        observed = weights @ s.observed
+        if len(s.labels) > len(s.vignettes):
+            # Many distinct values (orders bands, say): vignettes x vignettes per resample
+            # instead of values x values.
+            expected = ((weights @ s.gram) * weights).sum(axis=1)
+        else:
+            expected = ((totals @ s.distance) * totals).sum(axis=1)
+    # With fewer than two values t'Dt is 0 already; the guard only keeps 0 / 0 out.
+    return observed, expected / np.maximum(n - 1.0, 1.0)
+
+
+def alphas(strata: Sequence[Stratum], weights: np.ndarray, vignettes: Sequence[str]) -> np.ndarray:
+    """alpha = 1 - sum_s n_s D_o(s) / sum_s n_s D_e(s) for each resample (rows of `weights`,
+    columns the given vignettes); NaN where no stratum varies (alpha is undefined there).
+
+    With one stratum this is Krippendorff's alpha; with several it is the alpha stratified by
+    sub-action: pairs across strata never enter either disagreement.
+    """
+    weights = np.atleast_2d(np.asarray(weights, dtype=float))
+    column = {v: i for i, v in enumerate(vignettes)}
+    observed = np.zeros(weights.shape[0])
+    expected = np.zeros(weights.shape[0])
+    for s in strata:
+        o, e = disagreement(s, weights[:, [column[v] for v in s.vignettes]])
+        observed += o
+        expected += e
+    out = np.full(weights.shape[0], np.nan)
+    varies = expected > 0.0
+    out[varies] = 1.0 - observed[varies] / expected[varies]
+    return out
+
+
+def point_alpha(strata: Sequence[Stratum]) -> float | None:
+    """alpha of the data as they are; None when undefined (no variation, or nothing pairable)."""
+    vignettes = sorted({v for s in strata for v in s.vignettes})
+    value = float(alphas(strata, np.ones((1, len(vignettes))), vignettes)[0])
+    return None if np.isnan(value) else value
+
+
+def package_alpha(s: Stratum) -> float | None:
+    """alpha of one stratum at a standard level through the krippendorff package (the reference
+    implementation), or through the engine when the package's arrays would not fit in memory."""
+    if s.level not in STANDARD_LEVELS:
+        raise ValueError(f"the krippendorff package has no {s.level!r} level")
+    if s.n_units == 0 or len(s.labels) < 2:
+        return None  # nothing pairable, or no variation: the package would raise
+    if 8 * 3 * s.n_units * len(s.labels) ** 2 > PACKAGE_MEMORY_BUDGET:
+        return point_alpha([s])
+    value = krippendorff.alpha(
+        value_counts=s.unit_counts,
+        value_domain=np.asarray(s.labels, dtype=float),
+        level_of_measurement=cast(Literal["nominal", "ordinal", "interval"], s.level),
+    )
+    return float(value)

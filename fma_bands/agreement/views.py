@@ -1,0 +1,222 @@
+"""What the Agreement page and `fma-bands agreement` show, as plain data: every alpha as one row
+of labelled text carrying the same fields as the JSON, and every band's raters, consensus and
+disputed span written as ranges.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from fma_bands.actions import sub_action
+from fma_bands.agreement.bootstrap import FEW_VIGNETTES
+from fma_bands.agreement.metrics import (
+    METRICS,
+    MIN_BANDS,
+    POOLED,
+    POOLED_LABEL,
+    Alpha,
+    Report,
+)
+from fma_bands.agreement.panel import (
+    BandAgreement,
+    consensus_text,
+    disputed_text,
+    most_disputed_first,
+)
+from fma_bands.bands import MultilabelBand, band_from_values
+from fma_bands.picture import Row
+
+METRIC_LABELS = {
+    "band": "band (Jaccard, primary)",
+    "membership": "membership (nominal)",
+    "lower": "lower (lowest value)",
+    "upper": "upper (highest value)",
+    "verdict": "verdict (nominal, review mode)",
+}
+# The rule of each metric, as the page and the documentation state it.
+RULES = {
+    "band": "Jaccard distance between two raters' bands as sets of values (an interval is its "
+    "integers, a boolean band false and/or true); for orders, the mean of the Jaccard distances "
+    "of required and of defensible. Unit: a band rated by two or more raters who did not DECLINE.",
+    "membership": "Nominal alpha over units (band, value), for every value at least one of the "
+    "band's raters admits: in or out of each rater's band. Ordinal and boolean sub-actions.",
+    "lower": "Alpha over the lowest value each rater admits, however the band was written: "
+    "ordinal level for ESI and analgesia, interval level for urgency and follow-up. Never pooled.",
+    "upper": "Alpha over the highest value each rater admits, however the band was written: "
+    "ordinal level for ESI and analgesia, interval level for urgency and follow-up. Never pooled.",
+    "verdict": "Nominal alpha over ACCEPT, AMEND and DECLINE, review-mode reviews only; here "
+    "DECLINE is a category (elsewhere it is missing data).",
+}
+POOLING_RULE = (
+    "Pooled (stratified by sub-action): 1 − Σ n(s) Do(s) / Σ n(s) De(s) over sub-actions s, each "
+    "sub-action's observed and expected disagreement Do(s), De(s) from its own coincidence "
+    "matrix and n(s) its pairable values; pairs across sub-actions never enter."
+)
+
+READING_RULE = (
+    f"Reading, from the 95% interval: under {MIN_BANDS} bands, too few bands; lower bound >= "
+    "0.800, reliable; >= 0.667, tentative; upper bound < 0.667, unreliable; otherwise "
+    "inconclusive (Krippendorff: rely on >= 0.800, tentative conclusions from 0.667)."
+)
+INTERVAL_RULE = (
+    "Interval: vignette-cluster bootstrap, vignettes resampled with replacement (each with all "
+    "its bands and ratings) and raters held fixed; 95% percentile interval over the resamples "
+    f"in which alpha is defined. Below {FEW_VIGNETTES} vignettes its coverage is poor."
+)
+
+
+def scope_label(scope: str) -> str:
+    return POOLED_LABEL if scope == POOLED else sub_action(scope).label
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+# Each column of the table: its heading and how it is written from an Alpha. Every JSON field
+# of an alpha is in one column (reason within the reading, the bounds within the interval).
+COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
+    ("sub-action", lambda a: scope_label(a.scope)),
+    ("alpha", lambda a: "undefined" if a.alpha is None else f"{a.alpha:.3f}"),
+    (
+        "95% interval",
+        lambda a: "none" if a.ci_low is None else f"{_number(a.ci_low)} to {_number(a.ci_high)}",
+    ),
+    ("reading", lambda a: a.reading),
+    ("bands", lambda a: str(a.n_bands)),
+    ("raters", lambda a: str(a.n_raters)),
+    ("pairable values", lambda a: str(a.n_pairable)),
+    ("declined", lambda a: str(a.n_declined)),
+    ("units", lambda a: str(a.n_units)),
+    ("vignettes", lambda a: str(a.n_vignettes)),
+    ("metric", lambda a: a.metric),
+    ("level", lambda a: a.level or "-"),
+    (
+        "undefined resamples",
+        lambda a: "-" if a.undefined_resamples is None else f"{a.undefined_resamples:.1%}",
+    ),
+    ("P(alpha < 0.800)", lambda a: _number(a.p_below_0800)),
+    ("P(alpha < 0.667)", lambda a: _number(a.p_below_0667)),
+    ("interval method", lambda a: a.method or "none"),
+    ("cautions", lambda a: "; ".join(a.warnings) or "-"),
+)
+HEADINGS = tuple(heading for heading, _ in COLUMNS)
+
+
+def alpha_row(a: Alpha) -> dict[str, str]:
+    return {heading: write(a) for heading, write in COLUMNS}
+
+
+def alpha_rows(report: Report, metric: str | None = None) -> list[dict[str, str]]:
+    """One row per alpha the report has (of `metric`, or of all), sub-actions then pooled."""
+    return [
+        alpha_row(a)
+        for m in METRICS
+        if metric in (None, m)
+        for by_metric in report.metrics.values()
+        for a in [by_metric.get(m)]
+        if a is not None
+    ]
+
+
+def notes(metric: str, rows: Sequence[Mapping[str, str]] = ()) -> list[str]:
+    """What is printed under a metric's table: each row's cautions (also in the row, whose last
+    columns may be scrolled out of sight), then the rules of the metric, pooling, interval and
+    reading."""
+    cautions = [f"{r['sub-action']}: {r['cautions']}." for r in rows if r["cautions"] != "-"]
+    if not rows:
+        cautions = [f"No sub-action in this study takes the {metric} metric."]
+    pooling = [POOLING_RULE] if metric in ("band", "membership", "verdict") else []
+    return [*cautions, RULES[metric], *pooling, INTERVAL_RULE, READING_RULE]
+
+
+def chart_points(report: Report, metric: str) -> list[dict]:
+    """The defined alphas of `metric` with their intervals, for the chart under the table."""
+    return [
+        {
+            "scope": scope_label(a.scope),
+            "alpha": a.alpha,
+            "lo": a.ci_low,
+            "hi": a.ci_high,
+            "bands": a.n_bands,
+            "reading": a.reading,
+        }
+        for by_metric in report.metrics.values()
+        for a in [by_metric.get(metric)]
+        if a is not None and a.alpha is not None
+    ]
+
+
+# --- bands ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BandView:
+    """One band's box on the Agreement page."""
+
+    vignette_id: str
+    sub_action: str
+    title: str
+    caption: str
+    rows: tuple[Row, ...]  # each rater's band, then the consensus with its disputed span
+    orderables: tuple[str, ...]
+    consensus: str | None  # "Consensus: ..." in words, None without one
+    disputed: str | None
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The query of the band's vignette page."""
+        return {"id": self.vignette_id}
+
+
+@dataclass(frozen=True)
+class Screen:
+    tables: Mapping[str, list[dict[str, str]]]  # metric -> rows
+    notes: Mapping[str, list[str]]  # metric -> the lines under its table
+    points: Mapping[str, list[dict]]  # metric -> chart points
+    bands: tuple[BandView, ...]  # most disputed first
+
+
+def rule_text(b: BandAgreement) -> str:
+    c = b.consensus
+    if c.rule == "applied":
+        return "intersection rule applied"
+    if c.rule == "absent":
+        if b.n_raters == 0:
+            return "every rater declined: no band to compare"
+        return "one rater only: the intersection rule does not bind"
+    shared = frozenset.intersection(*(band.values() for _, band in b.bands))
+    if shared and isinstance(b.bands[0][1], MultilabelBand):
+        return "no consensus: an order one rater requires is not defensible to every rater"
+    return "no consensus: the raters' bands share no value"
+
+
+def band_view(b: BandAgreement, orderables: tuple[str, ...]) -> BandView:
+    c = b.consensus
+    rows = [Row(rater, band) for rater, band in b.bands]
+    if c.band is not None:
+        rows.append(Row("consensus", c.band, band_from_values(b.sub_action, c.disputed)))
+    raters = f"{b.n_raters} rater{'s' if b.n_raters != 1 else ''} with a band"
+    agreed, disputed = consensus_text(c), disputed_text(b.sub_action, c)
+    return BandView(
+        vignette_id=b.vignette_id,
+        sub_action=b.sub_action,
+        title=f"{b.vignette_id} · {sub_action(b.sub_action).label}",
+        caption=f"{raters}, {b.n_declined} declined · {rule_text(b)}",
+        rows=tuple(rows),
+        orderables=orderables,
+        consensus=None if agreed is None else f"Consensus: {agreed}",
+        disputed=None if disputed is None else f"Disputed span: {disputed}",
+    )
+
+
+def screen(report: Report, orderables: Mapping[str, tuple[str, ...]]) -> Screen:
+    tables = {m: alpha_rows(report, m) for m in METRICS}
+    return Screen(
+        tables=tables,
+        notes={m: notes(m, tables[m]) for m in METRICS},
+        points={m: chart_points(report, m) for m in METRICS},
+        bands=tuple(
+            band_view(b, orderables.get(b.vignette_id, ()))
+            for b in most_disputed_first(report.bands)
+        ),
+    )

@@ -1,0 +1,60 @@
+"""The coincidence engine's parts: distances as NLTK computes them, the package's memory guard,
+declines as missing data, and bands ordered by how far apart their raters are."""
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from nltk.metrics.distance import jaccard_distance
+
+from fma_bands.agreement import band_agreements, band_alpha, metric_strata, most_disputed_first
+from fma_bands.agreement import engine as engine_module
+from fma_bands.agreement.engine import jaccard_distances, package_alpha, point_alpha
+from tests.agreement.build import rate, studies
+
+
+def test_jaccard_distances_are_nltks_to_the_last_bit_and_two_empty_sets_are_equal():
+    rng = random.Random(5)
+    sets = [frozenset(rng.sample(range(150), rng.randint(0, 40))) for _ in range(120)]
+    sets = list(dict.fromkeys([*sets, frozenset(), frozenset({1})]))
+    d = jaccard_distances(sets)
+    for i, a in enumerate(sets):
+        for j, b in enumerate(sets):
+            assert d[i, j] == (0.0 if not (a or b) else jaccard_distance(a, b))
+
+
+def test_the_memory_guard_gives_the_packages_alpha(monkeypatch):
+    ratings = [
+        rate(f"v{v}", "followup_days", r, {"min": (v * 3 + k) % 20, "max": 30 + (v + k) % 9})
+        for v in range(30)
+        for k, r in enumerate("abc")
+    ]
+    [stratum] = metric_strata("upper", ratings)
+    before = package_alpha(stratum)
+    monkeypatch.setattr(engine_module, "PACKAGE_MEMORY_BUDGET", 0)
+    assert package_alpha(stratum) == pytest.approx(before, abs=1e-12)
+    assert point_alpha([stratum]) == pytest.approx(before, abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(studies(["esi_acuity", "orders", "admit"]))
+def test_an_extra_decline_never_moves_the_band_alpha(ratings):
+    extra = [*ratings, rate("v0", ratings[0].sub_action if ratings else "admit", "late")]
+    assert band_alpha(extra, bootstrap=0).alpha == band_alpha(ratings, bootstrap=0).alpha
+
+
+def test_bands_most_disputed_first_and_declines_out_of_the_consensus():
+    ratings = [
+        rate("a", "esi_acuity", "r1", [1]), rate("a", "esi_acuity", "r2", [1]),
+        rate("b", "esi_acuity", "r1", [1]), rate("b", "esi_acuity", "r2", [5]),
+        rate("c", "esi_acuity", "r1", [1, 2]), rate("c", "esi_acuity", "r2", [2]),
+        rate("c", "esi_acuity", "r3"),
+        rate("d", "esi_acuity", "r1", [3]),
+    ]  # fmt: skip
+    bands = band_agreements(ratings)
+    assert [b.vignette_id for b in most_disputed_first(bands)] == ["b", "c", "a", "d"]
+    c = next(b for b in bands if b.vignette_id == "c")
+    assert (c.n_raters, c.n_declined, c.disagreement) == (2, 1, 0.5)
+    assert c.consensus.band.values() == {2} and c.consensus.rule == "applied"
+    d = next(b for b in bands if b.vignette_id == "d")
+    assert (d.consensus.rule, d.disagreement) == ("absent", None)

@@ -1,0 +1,185 @@
+"""The report: values typed by sub-action from the ratings to the JSON (True is never 1), every
+metric in every scope with its sizes and reading, the consensus by the one intersection rule,
+disputed spans as ranges, and bad ratings refused by name."""
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fma_bands.actions import sub_action
+from fma_bands.agreement import METRICS, POOLED, agreement_report, report_to_json
+from fma_bands.agreement.metrics import ALPHA_FIELDS, NEVER_POOLED, NOT_APPLICABLE
+from fma_bands.bands import consensus, parse_band
+from fma_bands.errors import FmaBandsError
+from tests.agreement.build import rate, raw_band
+
+BAND_KEYS = {
+    "vignette_id", "sub_action", "n_raters", "n_declined", "intersection_rule", "consensus",
+    "disputed_span", "consensus_text", "disputed_text", "disagreement",
+}  # fmt: skip
+MIXED = ["analgesia_tier", "controlled_substance_caution", "esi_acuity", "admit", "orders"]
+
+
+def json_values(sub, entry):
+    """The values of a consensus or span as the JSON writes them, back from JSON text."""
+    if entry is None:
+        return []
+    if isinstance(entry, dict) and "min" in entry:
+        return [entry["min"], entry["max"]]
+    if isinstance(entry, dict):
+        return [*entry["required"], *entry["defensible"]]
+    return entry
+
+
+def assert_typed(sub, values):
+    expected = sub_action(sub).value_type
+    for value in values:
+        assert type(value) is expected, (sub, value)
+
+
+@st.composite
+def mixed_arrivals(draw):
+    """Boolean, ordinal and orders bands on the same vignettes, in any order of arrival."""
+    ratings = []
+    for v in range(draw(st.integers(1, 3))):
+        for sub in MIXED:
+            for r in range(draw(st.integers(1, 3))):
+                ratings.append(rate(f"v{v}", sub, f"r{r}", draw(raw_band(sub))))
+    return draw(st.permutations(ratings))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed_arrivals())
+def test_values_keep_their_sub_actions_type_whatever_the_order_of_arrival(ratings):
+    report = agreement_report(ratings, bootstrap=0)
+    for b in report.bands:
+        c = b.consensus
+        assert_typed(b.sub_action, c.disputed)
+        if c.band is not None:
+            assert c.band.sub_action == b.sub_action
+            assert_typed(b.sub_action, c.band.values())
+        # The one intersection rule, as the registry applies it.
+        assert c == consensus([band for _, band in b.bands])
+    data = json.loads(json.dumps(report_to_json(report)))
+    for entry in data["bands"]:
+        for key in ("consensus", "disputed_span"):
+            assert_typed(entry["sub_action"], json_values(entry["sub_action"], entry[key]))
+    assert report_to_json(agreement_report(sorted(ratings, key=repr), bootstrap=0)) == data
+
+
+def test_a_boolean_band_and_an_analgesia_band_of_one_are_never_merged():
+    # The crash: frozenset({True}) == frozenset({1}) gave the analgesia band the value True.
+    ratings = [
+        rate("v1", "controlled_substance_caution", "a", [True]),
+        rate("v1", "controlled_substance_caution", "b", [True]),
+        rate("v1", "analgesia_tier", "a", [1]),
+        rate("v1", "analgesia_tier", "b", [1, 2]),
+    ]
+    for order in (ratings, ratings[::-1]):
+        bands = {b.sub_action: b for b in agreement_report(order, bootstrap=0).bands}
+        analgesia = bands["analgesia_tier"].consensus.band
+        assert analgesia.values() == {1} and type(next(iter(analgesia.values()))) is int
+        assert bands["controlled_substance_caution"].consensus.band.values() == {True}
+        data = report_to_json(agreement_report(order, bootstrap=0))["bands"]
+        by_sub = {b["sub_action"]: b for b in data}
+        assert json.dumps(by_sub["analgesia_tier"]["consensus"]) == "[1]"
+        assert json.dumps(by_sub["controlled_substance_caution"]["consensus"]) == "[true]"
+        assert by_sub["analgesia_tier"]["consensus_text"] == "1 - NSAID"
+        assert by_sub["analgesia_tier"]["disputed_text"] == "2 - weak opioid"
+
+
+def test_json_lists_every_metric_in_every_scope_with_sizes_and_reading():
+    ratings = [
+        rate("v1", "esi_acuity", "a", [2]),
+        rate("v1", "esi_acuity", "b", {"min": 2, "max": 3}),
+        rate("v1", "esi_acuity", "c"),
+        rate("v1", "orders", "a", {"required": ["ecg"], "defensible": ["ecg", "cbc"]}),
+        rate("v2", "esi_acuity", "a", [4]),
+        rate("v2", "esi_acuity", "b", [4], mode="blind"),
+    ]
+    data = json.loads(json.dumps(report_to_json(agreement_report(ratings, bootstrap=50))))
+    assert set(data) == {"metrics", "bands"}
+    assert set(data["metrics"]) == {"esi_acuity", "orders", POOLED}
+    for scope, by_metric in data["metrics"].items():
+        assert list(by_metric) == list(METRICS), scope
+        for entry in by_metric.values():
+            assert tuple(entry) == ALPHA_FIELDS
+            assert (entry["alpha"] is None) == (entry["reason"] is not None)
+    esi = data["metrics"]["esi_acuity"]
+    assert {k: esi["band"][k] for k in ("n_bands", "n_units", "n_raters", "n_pairable")} == {
+        "n_bands": 2,
+        "n_units": 2,
+        "n_raters": 2,
+        "n_pairable": 4,
+    }
+    assert esi["band"]["n_declined"] == 1
+    # Membership: v1 admits 2 and 3, v2 admits 4: three units.
+    assert (esi["membership"]["n_bands"], esi["membership"]["n_units"]) == (2, 3)
+    # Verdicts in review mode only: v2's second review is blind, so v1 alone pairs.
+    assert (esi["verdict"]["n_bands"], esi["verdict"]["n_pairable"]) == (1, 3)
+    assert esi["lower"]["level"] == "ordinal"
+    assert data["metrics"]["orders"]["membership"]["reason"] == NOT_APPLICABLE["membership"]
+    assert data["metrics"]["orders"]["lower"]["reason"] == NOT_APPLICABLE["lower"]
+    for metric in ("lower", "upper"):
+        assert data["metrics"][POOLED][metric]["reason"] == NEVER_POOLED
+    assert all(set(b) == BAND_KEYS for b in data["bands"])
+    orders = next(b for b in data["bands"] if b["sub_action"] == "orders")
+    assert (orders["n_raters"], orders["intersection_rule"], orders["consensus"]) == (
+        1,
+        "absent",
+        None,
+    )
+
+
+def test_orders_consensus_is_the_union_of_required_inside_the_intersection_of_defensible():
+    ratings = [
+        rate("v1", "orders", "a", {"required": ["ecg"], "defensible": ["ecg", "cbc", "cxr"]}),
+        rate("v1", "orders", "b", {"required": ["cbc"], "defensible": ["ecg", "cbc"]}),
+        rate("v2", "orders", "a", {"required": ["cxr"], "defensible": ["cxr", "ecg"]}),
+        rate("v2", "orders", "b", {"required": [], "defensible": ["ecg"]}),
+    ]
+    data = report_to_json(agreement_report(ratings, bootstrap=0))["bands"]
+    one, two = data
+    assert one["consensus"] == {"required": ["cbc", "ecg"], "defensible": ["cbc", "ecg"]}
+    assert one["consensus_text"] == "required: cbc, ecg; defensible: cbc, ecg"
+    assert (one["disputed_span"], one["disputed_text"]) == (["cxr"], "cxr")
+    # a requires cxr, which b does not find defensible: no consensus.
+    assert (two["intersection_rule"], two["consensus"]) == ("empty", None)
+
+
+def test_disputed_spans_read_as_ranges():
+    ratings = [
+        rate("v1", "followup_days", "a", {"min": 1, "max": 30}),
+        rate("v1", "followup_days", "b", {"min": 7, "max": 14}),
+    ]
+    [band] = report_to_json(agreement_report(ratings, bootstrap=0))["bands"]
+    assert band["consensus"] == {"min": 7, "max": 14}
+    assert band["consensus_text"] == "7 to 14 days"
+    assert band["disputed_text"] == "1 to 6 and 15 to 30 days"
+    assert band["disputed_span"] == [*range(1, 7), *range(15, 31)]  # the harness form
+
+
+@pytest.mark.parametrize(
+    ("rating", "message"),
+    [
+        (rate("v1", "esi_acuity", "a", [1], "MAYBE"), "v1 / esi_acuity / a: verdict 'MAYBE'"),
+        (rate("v1", "esi_acuity", "a", None, "ACCEPT"), "an ACCEPT rating needs its band"),
+        (
+            rate("v1", "esi_acuity", "a", [1]).__class__(
+                "v1", "esi_acuity", "a", "AMEND", parse_band("analgesia_tier", [1])
+            ),
+            "its band is for analgesia_tier",
+        ),
+    ],
+)
+def test_bad_ratings_are_refused_by_name(rating, message):
+    with pytest.raises(FmaBandsError, match=message):
+        agreement_report([rating])
+
+
+def test_a_raters_second_rating_of_a_band_is_refused():
+    twice = [rate("v3", "esi_acuity", "b", [1]), rate("v3", "esi_acuity", "b", [2])]
+    with pytest.raises(FmaBandsError, match="v3 / esi_acuity / b: the rater has two ratings"):
+        agreement_report(twice)
