@@ -149,7 +149,13 @@ def test_cli_agreement_json_matches_the_page_numbers(tmp_path):
         str(SHARED_VIGNETTES),
         "--attestations",
         str(tmp_path / "att"),
+        # Coordinator commands name and authenticate the coordinator (issue 9).
+        "--as",
+        "coordinator",
+        "--passphrase-file",
+        str(tmp_path / "coordinator.pass"),
     ]
+    (tmp_path / "coordinator.pass").write_text("coordinator-demo\n")
     run = dict(cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
     subprocess.run([*base, "demo"], **run)
     (tmp_path / "b.txt").write_text(SECOND)

@@ -89,12 +89,30 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
     from alembic import command
 
     try:
-        with engine.begin() as connection:
-            config = _alembic_config(connection)
-            tables = set(inspect(connection).get_table_names())
-            if "alembic_version" not in tables and "review" in tables:
-                command.stamp(config, BASELINE)
-            command.upgrade(config, revision)
+        with engine.connect() as connection:
+            sqlite = connection.dialect.name == "sqlite"
+            if sqlite:
+                # Batch migrations rebuild a table that others point at (SQLite cannot alter one
+                # in place), and dropping the old copy would trip their foreign keys: off while
+                # the migrations run (a no-op inside a transaction, so before it), checked after.
+                connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+                connection.commit()
+            try:
+                with connection.begin():
+                    config = _alembic_config(connection)
+                    tables = set(inspect(connection).get_table_names())
+                    if "alembic_version" not in tables and "review" in tables:
+                        command.stamp(config, BASELINE)
+                    command.upgrade(config, revision)
+                    if sqlite and connection.exec_driver_sql("PRAGMA foreign_key_check").first():
+                        raise FmaBandsError(
+                            f"cannot upgrade the database {engine.url!r}: a migration would "
+                            "break its foreign keys; nothing was changed"
+                        )
+            finally:
+                if sqlite:
+                    connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                    connection.commit()
         return current_revision(engine)
     except SQLAlchemyError as exc:
         raise FmaBandsError(f"cannot upgrade the database {engine.url!r}: {_cause(exc)}") from None
