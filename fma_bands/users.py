@@ -310,8 +310,10 @@ def activate(
         and user.enrolment_code_expires_at > now
         and hmac.compare_digest(user.enrolment_code_hash, _code_digest(user.pseudonym, code))
     )
-    if _blocked(throttles, now) or not valid or user is None:
-        _failed(throttles, now)
+    blocked = _blocked(throttles, now)
+    if blocked or not valid or user is None:
+        if not blocked:  # an attempt refused unchecked does not lengthen the wait
+            _failed(throttles, now)
         audit.record(
             session,
             kind="activation_failed",
@@ -510,7 +512,8 @@ def sign_in(
     stored = user.passphrase_hash if user is not None else None
     ok = _verify(stored or _dummy_hash(), passphrase or "") and stored is not None
     if blocked or not ok or user is None:
-        _failed(throttles, now)
+        if not blocked:  # an attempt refused unchecked does not lengthen the wait
+            _failed(throttles, now)
         payload: dict = _who_failed(session, user, pseudonym)
         audit.record(
             session,
