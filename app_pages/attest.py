@@ -1,5 +1,5 @@
-"""Sign an attestation: the statement, the declarations, every review it covers, the passphrase
-again, and the signature manifestation once signed."""
+"""Sign an attestation: the statement, the declarations, every review it covers (hand-backs only
+once confirmed), the passphrase again, and the signature manifestation once signed."""
 
 from datetime import datetime
 from pathlib import Path
@@ -7,10 +7,8 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages.common import library, require_user, session, settings
-from fma_bands.actions import sub_action
-from fma_bands.attestations import attest, plan
-from fma_bands.bands import describe, parse_band
-from fma_bands.envelopes import read_folder, signed_revisions
+from fma_bands.attestations import attest, covered_rows, imported_rows, plan
+from fma_bands.envelopes import read_folder
 from fma_bands.errors import FmaBandsError
 from fma_bands.identity import is_recorded
 from fma_bands.protocol import DECLARATIONS, STATEMENT_TEXT
@@ -22,10 +20,10 @@ def _when(stamp: str) -> str:
 
 
 user = require_user("rater")
-lib = library()
-folder = settings().attestations
+lib, folder = library(), settings().attestations
+confirm = st.session_state.get("attest:confirm", False)
 with session() as s:
-    signing = plan(s, lib, user)
+    signing = plan(s, lib, user, folder, confirm_imported=confirm)
     identity_recorded = is_recorded(s, [user.pseudonym])[user.pseudonym]
 
 st.title("Sign your attestation")
@@ -33,8 +31,7 @@ st.caption(
     "Your signature makes your reviews count as clinician adjudication. It is checked by anyone "
     "with the attestations folder, with no database and no trust in the coordinator."
 )
-just_signed = st.session_state.pop("signed", None)
-if just_signed:
+if just_signed := st.session_state.pop("signed", None):
     st.success("Signed. Signature manifestation:", icon=":material/verified:")
     st.table(
         {
@@ -44,7 +41,6 @@ if just_signed:
             "File": [Path(just_signed["file"]).name],
         }
     )
-
 if not identity_recorded:
     st.warning(
         "Your private identity (name, qualifications, registration) is not recorded yet. The "
@@ -53,49 +49,29 @@ if not identity_recorded:
 
 st.subheader("Statement")
 st.write(STATEMENT_TEXT)
+if signing.imported:
+    st.subheader("Imported from your paper hand-back")
+    st.caption(
+        "Entered by the coordinator from your paper hand-back. Your signature covers them "
+        "only if you confirm that they are your own verdicts."
+    )
+    st.dataframe(imported_rows(signing), hide_index=True)
+    st.checkbox("These are my verdicts: cover them with my signature", key="attest:confirm")
 st.subheader(f"The {len(signing.reviews)} reviews this signature covers")
 if signing.reviews:
-    st.dataframe(
-        [
-            {
-                "vignette": r["vignette_id"],
-                "sub-action": sub_action(r["sub_action"]).label,
-                "verdict": r["verdict"],
-                "band attested": "none (declined)"
-                if r["attested_band"] is None
-                else describe(parse_band(r["sub_action"], r["attested_band"])),
-                "revision": r["revision"],
-            }
-            for r in signing.reviews
-        ],
-        hide_index=True,
-    )
+    st.dataframe(covered_rows(signing), hide_index=True)
 else:
     st.info("You have no current submitted review to sign.")
 for skipped in signing.skipped:
     st.caption(f"Not covered: {skipped}")
-signed = signed_revisions(folder, user.pseudonym)
-changed = [
-    f"{r['vignette_id']} · {sub_action(r['sub_action']).label}"
-    for r in signing.reviews
-    if (r["vignette_id"], r["sub_action"]) in signed
-    and signed[(r["vignette_id"], r["sub_action"])] != r["revision"]
-]
-if changed:
-    st.warning(
-        "You changed these reviews after signing: " + "; ".join(changed) + ". Your attestation "
-        "on file still covers the earlier versions, and the registry counts those until you sign "
-        "again; signing now supersedes them."
-    )
 
 with st.form("attest", clear_on_submit=True):
     st.markdown("**Declarations** (all are required)")
     ticks = {key: st.checkbox(text, key=f"declare:{key}") for key, text in DECLARATIONS.items()}
-    meaning = "adjudication"
     st.caption(
         "Meaning of this signature: adjudication, your clinical judgement of each band listed. "
         "The printed name is your pseudonym; your real name stays private, bound to it by the "
-        "published identity commitment."
+        "identity commitment in your signed public record."
     )
     passphrase = st.text_input("Your passphrase, again", type="password")
     sign = st.form_submit_button(
@@ -109,12 +85,12 @@ if sign:
                 lib,
                 rater=user,
                 passphrase=passphrase,
-                meaning=meaning,
+                meaning="adjudication",
                 declarations=[k for k, ticked in ticks.items() if ticked],
                 folder=folder,
+                confirm_imported=confirm,
             )
-        _, checked = read_folder(folder, [path])
-        manifest = checked[0].statement["predicate"]["signature_manifestation"]
+        manifest = read_folder(folder, [path])[1][0].predicate["signature_manifestation"]
         st.session_state.signed = {
             "name": manifest["printed_name"],
             "at": manifest["signed_at"],
@@ -123,16 +99,18 @@ if sign:
         }
         st.rerun()
     except FmaBandsError as exc:
-        st.error(str(exc))
+        st.error(exc.message)
 
 mine = [
-    c for c in read_folder(folder)[1] if c.pseudonym == user.pseudonym and c.kind == "adjudication"
+    c
+    for c in read_folder(folder)[1]
+    if c.pseudonym == user.pseudonym and not c.error and c.kind == "adjudication"
 ]
 if mine:
     st.subheader("Your attestations on file")
     for c in mine:
-        m = c.statement["predicate"]["signature_manifestation"]
+        m = c.predicate["signature_manifestation"]
         st.caption(
             f"{c.path.name}: signed {_when(m['signed_at'])} ({m['meaning']}), "
-            f"{len(c.statement['subject'])} bands"
+            f"{len(c.predicate['reviews'])} bands"
         )

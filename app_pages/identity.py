@@ -4,7 +4,6 @@ editor; only a salted commitment is ever published."""
 import streamlit as st
 
 from app_pages.common import require_user, session, settings
-from fma_bands.attestations import publish_adjudicators
 from fma_bands.errors import FmaBandsError
 from fma_bands.identity import is_recorded, reveal_identity, set_identity
 from fma_bands.protocol import IDENTITY_FIELDS
@@ -18,7 +17,8 @@ with session() as s:
 st.title("Rater identities")
 st.caption(
     "Full name, qualifications, registration and institution stay private: never in "
-    "attestations, exports or logs. The public record carries a salted SHA-256 commitment."
+    "attestations, exports or logs. The rater's self-signed public record carries a salted "
+    "SHA-256 commitment to it, signed when they next sign an attestation."
 )
 if not raters:
     st.info("No rater is enrolled yet.")
@@ -40,8 +40,10 @@ if save:
                 key_path=settings().identity_key,
                 source="form",
             )
-            publish_adjudicators(s, settings().attestations)
-        st.success(f"Identity of {who} recorded; its commitment is published.")
+        st.success(
+            f"Identity of {who} recorded. Its commitment is published in {who}'s public record "
+            "when they next sign."
+        )
     except FmaBandsError as exc:
         st.error(exc.message)
 

@@ -236,15 +236,16 @@ def attest(
     # The public record the statement names is the one the rater signs now, with this key.
     ensure_record(session, user=user, key=key, private_key=private_key, folder=folder, now=when)
     seq, head_hash = audit.head(session) or (0, audit.GENESIS)
+    subjects = [
+        {
+            "name": subject_name(r["vignette_id"], r["sub_action"]),
+            "digest": {"sha256": str(r.get("band_digest") or "").removeprefix("sha256:")},
+        }
+        for r in signing.reviews
+    ]
     statement = {
         "_type": STATEMENT_TYPE,
-        "subject": [
-            {
-                "name": subject_name(r["vignette_id"], r["sub_action"]),
-                "digest": {"sha256": str(r.get("band_digest") or "").removeprefix("sha256:")},
-            }
-            for r in signing.reviews
-        ],
+        "subject": subjects,
         "predicateType": ADJUDICATION_TYPE,
         "predicate": {
             "adjudicator": public_record(user, key),
@@ -277,7 +278,7 @@ def attest(
         actor=user.pseudonym,
         payload={
             "file": path.name,
-            "bands": [s["name"] for s in statement["subject"]],
+            "bands": [s["name"] for s in subjects],
             "signed_as_before": signing.carried,
             "confirmed_imports": confirmed,
             "meaning": meaning,

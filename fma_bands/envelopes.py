@@ -376,14 +376,14 @@ def read_evidence(folder: Path, paths: Iterable[Path] | None = None) -> Evidence
         by_path = {e.path.resolve(): e for e in loaded}
         asked = []
         for path in paths:
-            env = by_path.get(Path(path).resolve())
-            if env is None:
-                env = _load(Path(path))
-                if _kind_claimed(env) == "record":
-                    _check_record(env)
+            found = by_path.get(Path(path).resolve())
+            if found is None:
+                found = _load(Path(path))
+                if _kind_claimed(found) == "record":
+                    _check_record(found)
                 else:
-                    _check_signed(env, adjudicators)
-            asked.append(env)
+                    _check_signed(found, adjudicators)
+            asked.append(found)
     return Evidence(adjudicators, asked, problems, _head(loaded))
 
 

@@ -123,14 +123,15 @@ def import_handback(
     """Turn a hand-back into submitted reviews of that rater, all or nothing (audited)."""
     authorize(session, actor, "import_handback")
     rater = session.exec(select(User).where(User.pseudonym == rater_pseudonym)).first()
-    if rater is None or rater.role != "rater":
+    if rater is None or rater.role != "rater" or rater.id is None:
         raise refused(source, [(0, f"{rater_pseudonym!r} is not an enrolled rater")])
+    rater_id = rater.id
     mode = study(session).mode
     lines = parse_handback(text, library, source, mode=mode)
     latest_rows = {}
     drafts = []
     for line in lines:
-        rows = revisions(session, rater.id, line.vignette_id, line.sub_action)
+        rows = revisions(session, rater_id, line.vignette_id, line.sub_action)
         latest_rows[line.number] = rows[-1] if rows else None
         if rows and rows[-1].status == "draft":
             # Never overwrite work in progress: the rater submits or the import waits.
@@ -148,11 +149,12 @@ def import_handback(
     for line in lines:
         vignette = library.vignettes[line.vignette_id]
         proposal = vignette.proposal(line.sub_action)
+        assert proposal is not None, "parse_handback checked every band is proposed"
         latest = latest_rows[line.number]
         row = Review(
             vignette_id=line.vignette_id,
             sub_action=line.sub_action,
-            rater_id=rater.id,
+            rater_id=rater_id,
             revision=(latest.revision + 1) if latest else 1,
             supersedes_id=latest.id if latest else None,
             status="submitted",

@@ -187,7 +187,7 @@ def decide(
         subjects = {s["name"]: s["digest"].get("sha256") for s in env.statement["subject"]}
         adjudicator = evidence.adjudicators[env.pseudonym]
         for review in env.predicate["reviews"]:
-            name = subject_name(review["vignette_id"], review["sub_action"])
+            subject = subject_name(review["vignette_id"], review["sub_action"])
             entries.setdefault((review["vignette_id"], review["sub_action"]), []).append(
                 _Entry(
                     pseudonym=env.pseudonym,
@@ -196,7 +196,7 @@ def decide(
                     keyid=env.keyid,
                     signed_at=env.signed_at,
                     review=review,
-                    subject_digest=subjects.get(name),
+                    subject_digest=subjects.get(subject),
                     payload_sha256=env.payload_sha256 or "",
                 )
             )

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from fma_bands import audit
 from fma_bands.actions import SUB_ACTIONS
@@ -96,18 +96,19 @@ def queue(session: Session, library: Library, rater: UserPublic) -> list[QueueIt
             mine[key] = row
     items = []
     for vignette, proposal in bands_to_review(library):
-        row = mine.get((vignette.id, proposal.sub_action))
-        if row is None:
-            status, stale = "to do", False
-        else:
-            status, stale = row.status, _is_stale(row, library)
+        found = mine.get((vignette.id, proposal.sub_action))
+        status: Literal["to do", "draft", "submitted"] = "to do"
+        stale = False
+        if found is not None:
+            status = "submitted" if found.status == "submitted" else "draft"
+            stale = _is_stale(found, library)
         items.append(
             QueueItem(
                 vignette.id,
                 proposal.sub_action,
                 vignette.domain,
                 status,
-                row.revision if row else None,
+                found.revision if found else None,
                 stale,
             )
         )
@@ -140,11 +141,11 @@ def next_item(items: list[QueueItem]) -> QueueItem | None:
 # One rater's own review --------------------------------------------------------------------
 
 
-def revisions(session, rater_id: int, vid: str, name: str) -> list[Review]:
+def revisions(session: Session, rater_id: int, vid: str, name: str) -> list[Review]:
     query = (
         select(Review)
         .where(Review.rater_id == rater_id, Review.vignette_id == vid, Review.sub_action == name)
-        .order_by(Review.revision)
+        .order_by(col(Review.revision))
     )
     return list(session.exec(query))
 
@@ -270,7 +271,7 @@ def save(
     rows = revisions(session, rater.id, vid, name)
     latest = rows[-1] if rows else None
     now = utcnow()
-    values = {
+    values: dict[str, Any] = {
         "verdict": form.verdict,
         "band": to_file(band) if band is not None else None,
         "answers": {k: dict(v) for k, v in form.answers.items()},
@@ -309,10 +310,10 @@ def save(
         # Compare-and-set on the version: of two tabs saving the same draft, the second loses.
         result = session.execute(
             update(Review)
-            .where(Review.id == latest.id, Review.version == expected_version)
-            .values(version=Review.version + 1, **values)
+            .where(col(Review.id) == latest.id, col(Review.version) == expected_version)
+            .values(version=col(Review.version) + 1, **values)
         )
-        if result.rowcount != 1:
+        if result.rowcount != 1:  # type: ignore[attr-defined]
             raise _conflict()
         session.refresh(latest)
         row = latest
@@ -369,7 +370,7 @@ def band_reviews(
 def _latest_submitted(session: Session, vignette_ids: list[str] | None = None) -> list[Review]:
     query = select(Review).where(Review.status == "submitted")
     if vignette_ids is not None:
-        query = query.where(Review.vignette_id.in_(vignette_ids))
+        query = query.where(col(Review.vignette_id).in_(vignette_ids))
     latest: dict[tuple[str, str, int], Review] = {}
     for row in session.exec(query):
         key = (row.vignette_id, row.sub_action, row.rater_id)
@@ -399,7 +400,9 @@ def attested_band(review: ReviewData, library: Library) -> AnyBand | None:
         return None
     vignette = library.vignettes[review.vignette_id]
     if review.verdict == "ACCEPT":
-        return vignette.proposal(review.sub_action).acceptable
+        proposal = vignette.proposal(review.sub_action)
+        assert proposal is not None, "a review is of a proposed band"
+        return proposal.acceptable
     return parse_band(review.sub_action, review.band, orderables=vignette.orderables)
 
 

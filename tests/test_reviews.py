@@ -503,7 +503,7 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
         if action == "sign":
             continue  # tests/test_attestations.py tries signing with every credential
         outsider = a if rule.roles == ("coordinator",) else coordinator
-        with session_scope(engine) as s, pytest.raises(AccessDenied, match="only|hidden"):
+        with session_scope(engine) as s, pytest.raises(AccessDenied, match=r"only|hidden"):
             attempts[action](s, outsider)
         with session_scope(engine) as s, pytest.raises(AccessDenied):
             authorize(s, outsider, action)
