@@ -60,6 +60,8 @@ if signing.imported:
 st.subheader(f"The {len(signing.reviews)} reviews this signature covers")
 if signing.reviews:
     st.dataframe(covered_rows(signing), hide_index=True)
+elif signing.imported:
+    st.info("Nothing to sign yet: confirm the imported reviews above, or review bands yourself.")
 else:
     st.info("You have no current submitted review to sign.")
 for skipped in signing.skipped:

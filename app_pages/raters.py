@@ -5,9 +5,12 @@ import streamlit as st
 
 from app_pages.common import require_user, session
 from fma_bands.errors import FmaBandsError
-from fma_bands.users import enrol, list_users, reset
+from fma_bands.users import enrol, get_user, list_users, reset, roster
 
+EMPTY = {"enrol:pseudonym": "", "enrol:specialty": "", "enrol:jurisdiction": "", "enrol:years": 0}
 user = require_user("coordinator")
+if st.session_state.pop("enrol:done", False):
+    st.session_state.update(EMPTY)  # the form is empty again, ready for the next rater
 with session() as s:
     raters = list_users(s, role="rater")
 
@@ -20,15 +23,34 @@ if issued := st.session_state.pop("raters:code", None):
     )
     st.code(issued["code"], language=None)
 
+
+def handed_over(what: str, name: str, code: str) -> None:
+    """Show the code on the next run only, and empty the form for the next rater."""
+    with session() as s:
+        expires = get_user(s, name).code_expires_at  # type: ignore[union-attr]
+    st.session_state["raters:code"] = {"what": what, "name": name, "code": code, "expires": expires}
+    st.session_state["enrol:done"] = True
+    st.rerun()
+
+
 st.subheader("Enrol a rater")
 with st.form("enrol"):
     left, right = st.columns(2)
     pseudonym = left.text_input(
-        "Pseudonym", placeholder="adjudicator-02", help="Public; never a real name."
+        "Pseudonym",
+        key="enrol:pseudonym",
+        placeholder="adjudicator-02",
+        help="Public; never a real name.",
     )
-    specialty = right.text_input("Specialty", placeholder="emergency medicine")
-    jurisdiction = left.text_input("Jurisdiction", placeholder="Australia")
-    years = right.number_input("Years since registration", min_value=0, max_value=70, step=1)
+    specialty = right.text_input(
+        "Specialty", key="enrol:specialty", placeholder="emergency medicine"
+    )
+    jurisdiction = left.text_input(
+        "Jurisdiction", key="enrol:jurisdiction", placeholder="Australia"
+    )
+    years = right.number_input(
+        "Years since registration", key="enrol:years", min_value=0, max_value=70, step=1
+    )
     submitted = st.form_submit_button("Enrol rater")
 if submitted:
     try:
@@ -42,34 +64,15 @@ if submitted:
                 jurisdiction=jurisdiction,
                 years_post_registration=int(years),
             )
-        st.session_state["raters:code"] = {
-            "what": f"Enrolled {made.pseudonym}.",
-            "code": code,
-            "name": made.pseudonym,
-            "expires": made.code_expires_at,
-        }
-        st.rerun()
     except FmaBandsError as exc:
         for field, message in (exc.fields or {"": exc.message}).items():
             st.error(f"{field.replace('_', ' ').capitalize()}: {message}" if field else message)
+    else:
+        handed_over(f"Enrolled {made.pseudonym}.", made.pseudonym, code)
 
 if raters:
     st.subheader("Enrolled raters")
-    st.dataframe(
-        [
-            {
-                "pseudonym": r.pseudonym,
-                "specialty": r.specialty,
-                "jurisdiction": r.jurisdiction,
-                "years since registration": r.years_post_registration,
-                "account": ("active" if r.active else "awaiting activation")
-                + (" (demo)" if r.demo else ""),
-                "signing key": r.keyid,
-            }
-            for r in raters
-        ],
-        hide_index=True,
-    )
+    st.dataframe(roster(raters), hide_index=True)
     with st.form("reset"):
         who = st.selectbox(
             "Rater who lost their passphrase", [r.pseudonym for r in raters], index=None
@@ -81,11 +84,4 @@ if raters:
         if st.form_submit_button("Issue a new enrolment code") and who:
             with session() as s:
                 code = reset(s, actor=user, pseudonym=who)
-                expires = next(u.code_expires_at for u in list_users(s) if u.pseudonym == who)
-            st.session_state["raters:code"] = {
-                "what": f"{who} was reset.",
-                "code": code,
-                "name": who,
-                "expires": expires,
-            }
-            st.rerun()
+            handed_over(f"{who} was reset.", who, code)

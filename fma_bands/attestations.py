@@ -93,9 +93,9 @@ def imported_rows(signing: SigningPlan) -> list[dict[str, Any]]:
             "sub-action": sub_action(r["sub_action"]).label,
             "verdict": r["verdict"],
             "band": "" if r["band"] is None else describe(parse_band(r["sub_action"], r["band"])),
-            "reason": r["reason"],
             "entered": f"entered from your paper hand-back by {r['entered_by']} on "
             f"{r['entered_at']:%d %b %Y}",
+            "reason": r["reason"],
         }
         for r in signing.imported
     ]

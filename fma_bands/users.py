@@ -28,7 +28,7 @@ from sqlmodel import Session, col, func, select
 from fma_bands import audit
 from fma_bands.errors import FmaBandsError
 from fma_bands.keys import generate_keypair, reseal_private_key, unseal_private_key
-from fma_bands.records import key_history, sign_record
+from fma_bands.records import sign_record
 from fma_bands.store.models import AppSecret, SigningKey, SignInThrottle, User, utcnow
 from fma_bands.study import authorize
 
@@ -185,11 +185,19 @@ def list_users(session: Session, role: str | None = None) -> list[UserPublic]:
     return [public(u, keys.get(u.id)) for u in users if u.id is not None]
 
 
-def key_changes(session: Session, user_id: int) -> list[dict[str, object]]:
-    """Every key the user has had, oldest first, with the dates it was made and retired."""
+def roster(users: list[UserPublic]) -> list[dict[str, object]]:
+    """Users as the Raters page lists them: their public record and the state of their account."""
     return [
-        {"keyid": k.keyid, "created_at": k.created_at, "retired_at": k.retired_at}
-        for k in key_history(session, user_id)
+        {
+            "pseudonym": u.pseudonym,
+            "specialty": u.specialty,
+            "jurisdiction": u.jurisdiction,
+            "years since registration": u.years_post_registration,
+            "account": ("active" if u.active else "awaiting activation")
+            + (" (demo)" if u.demo else ""),
+            "signing key": u.keyid,
+        }
+        for u in users
     ]
 
 
