@@ -1,26 +1,26 @@
 """Sign an attestation: the statement, the declarations, every review it covers (hand-backs only
 once confirmed), the passphrase again, and the signature manifestation once signed."""
 
-from datetime import datetime
-from pathlib import Path
-
 import streamlit as st
 
 from app_pages.common import library, require_user, session, settings
-from fma_bands.attestations import attest, covered_rows, imported_rows, plan
-from fma_bands.envelopes import read_folder
+from fma_bands.attestations import (
+    attest,
+    covered_rows,
+    imported_rows,
+    manifestation,
+    on_file,
+    plan,
+)
 from fma_bands.errors import FmaBandsError
 from fma_bands.identity import is_recorded
 from fma_bands.protocol import DECLARATIONS, STATEMENT_TEXT
 
-
-def _when(stamp: str) -> str:
-    """'2026-11-29T19:30:07.378140Z' as '29 Nov 2026, 19:30:07 UTC'."""
-    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").strftime("%d %b %Y, %H:%M:%S UTC")
-
-
 user = require_user("rater")
 lib, folder = library(), settings().attestations
+if "signed" in st.session_state:  # signed: the form starts afresh (after an error it keeps all)
+    st.session_state.update({f"declare:{k}": False for k in DECLARATIONS})
+    st.session_state["attest:passphrase"] = ""
 confirm = st.session_state.get("attest:confirm", False)
 with session() as s:
     signing = plan(s, lib, user, folder, confirm_imported=confirm)
@@ -33,14 +33,7 @@ st.caption(
 )
 if just_signed := st.session_state.pop("signed", None):
     st.success("Signed. Signature manifestation:", icon=":material/verified:")
-    st.table(
-        {
-            "Printed name": [just_signed["name"]],
-            "Signed at": [_when(just_signed["at"])],
-            "Meaning": [just_signed["meaning"]],
-            "File": [Path(just_signed["file"]).name],
-        }
-    )
+    st.table(just_signed)
 if not identity_recorded:
     st.warning(
         "Your private identity (name, qualifications, registration) is not recorded yet. The "
@@ -67,7 +60,7 @@ else:
 for skipped in signing.skipped:
     st.caption(f"Not covered: {skipped}")
 
-with st.form("attest", clear_on_submit=True):
+with st.form("attest"):
     st.markdown("**Declarations** (all are required)")
     ticks = {key: st.checkbox(text, key=f"declare:{key}") for key, text in DECLARATIONS.items()}
     st.caption(
@@ -75,7 +68,7 @@ with st.form("attest", clear_on_submit=True):
         "The printed name is your pseudonym; your real name stays private, bound to it by the "
         "identity commitment in your signed public record."
     )
-    passphrase = st.text_input("Your passphrase, again", type="password")
+    passphrase = st.text_input("Your passphrase, again", type="password", key="attest:passphrase")
     sign = st.form_submit_button(
         "Sign attestation", type="primary", disabled=not (signing.reviews and identity_recorded)
     )
@@ -92,27 +85,12 @@ if sign:
                 folder=folder,
                 confirm_imported=confirm,
             )
-        manifest = read_folder(folder, [path])[1][0].predicate["signature_manifestation"]
-        st.session_state.signed = {
-            "name": manifest["printed_name"],
-            "at": manifest["signed_at"],
-            "meaning": manifest["meaning"],
-            "file": str(path),
-        }
+        st.session_state.signed = manifestation(folder, path)
         st.rerun()
     except FmaBandsError as exc:
         st.error(exc.message)
 
-mine = [
-    c
-    for c in read_folder(folder)[1]
-    if c.pseudonym == user.pseudonym and not c.error and c.kind == "adjudication"
-]
-if mine:
+if mine := on_file(folder, user.pseudonym):
     st.subheader("Your attestations on file")
-    for c in mine:
-        m = c.predicate["signature_manifestation"]
-        st.caption(
-            f"{c.path.name}: signed {_when(m['signed_at'])} ({m['meaning']}), "
-            f"{len(c.predicate['reviews'])} bands"
-        )
+    for line in mine:
+        st.caption(line)

@@ -25,9 +25,16 @@ if not raters:
     st.stop()
 st.dataframe([{"rater": p, "identity recorded": ok} for p, ok in recorded.items()], hide_index=True)
 
+if done := st.session_state.pop("identity:done", None):
+    # Recorded: the private values leave the screen (they stay on it after an error).
+    st.session_state.update({f"identity:{f}": "" for f in IDENTITY_FIELDS})
+    st.success(done)
 who = st.selectbox("Rater", list(recorded))
-with st.form("identity", clear_on_submit=True):
-    values = {f: st.text_input(f.replace("_", " ").capitalize()) for f in IDENTITY_FIELDS}
+with st.form("identity"):
+    values = {
+        f: st.text_input(f.replace("_", " ").capitalize(), key=f"identity:{f}")
+        for f in IDENTITY_FIELDS
+    }
     save = st.form_submit_button("Record identity")
 if save:
     try:
@@ -40,12 +47,14 @@ if save:
                 key_path=settings().identity_key,
                 source="form",
             )
-        st.success(
+    except FmaBandsError as exc:
+        st.error(exc.message)
+    else:
+        st.session_state["identity:done"] = (
             f"Identity of {who} recorded. Its commitment is published in {who}'s public record "
             "when they next sign."
         )
-    except FmaBandsError as exc:
-        st.error(exc.message)
+        st.rerun()
 
 if recorded.get(who) and st.button(f"Reveal {who}'s identity (audited)"):
     with session() as s:

@@ -24,6 +24,7 @@ from fma_bands.envelopes import (
     ADJUDICATION_TYPE,
     ENVELOPE_SUFFIX,
     REVOCATION_TYPE,
+    STAMP,
     latest_signed_reviews,
     read_evidence,
     record_links,
@@ -60,6 +61,34 @@ class SigningPlan:
             for r in self.reviews
             if subject_name(r["vignette_id"], r["sub_action"]) not in self.carried
         ]
+
+
+def shown_time(stamp: str) -> str:
+    """'2026-11-29T19:30:07.378140Z' as '29 Nov 2026, 19:30:07 UTC'."""
+    return datetime.strptime(stamp, STAMP).strftime("%d %b %Y, %H:%M:%S UTC")
+
+
+def manifestation(folder: Path, path: Path) -> dict[str, list[str]]:
+    """The signature manifestation of one signed attestation, as a one-row table."""
+    [checked] = read_evidence(folder, [path]).envelopes
+    signed = checked.predicate["signature_manifestation"]
+    return {
+        "Printed name": [signed["printed_name"]],
+        "Signed at": [shown_time(signed["signed_at"])],
+        "Meaning": [signed["meaning"]],
+        "File": [Path(path).name],
+    }
+
+
+def on_file(folder: Path, pseudonym: str) -> list[str]:
+    """One line for each valid attestation of the rater in the folder."""
+    return [
+        f"{c.path.name}: signed {shown_time(c.signed_at)} "
+        f"({c.predicate['signature_manifestation']['meaning']}), "
+        f"{len(c.predicate['reviews'])} bands"
+        for c in read_evidence(folder).envelopes
+        if c.pseudonym == pseudonym and not c.error and c.kind == "adjudication"
+    ]
 
 
 def covered_rows(signing: SigningPlan) -> list[dict[str, Any]]:

@@ -189,3 +189,26 @@ def test_signing_again_from_the_review_page_covers_no_later_import(signed_study,
         d for d in decide(shared_library, folder).decisions if d.vignette_id == "draft_ordering_01"
     )
     assert decision.as_dict()["acceptable"] == [2, 3]
+
+
+def test_the_coordinators_passphrase_signs_nothing_on_any_page(signed_study, shared_library):
+    """Even in a rater's browser session, the coordinator's passphrase neither signs an
+    attestation nor signs again after a change: the rater's key opens with hers alone."""
+    rater, folder, _, _ = signed_study
+    before = sorted(folder.iterdir())
+    at = revise_triage(rater)
+    at.text_input(key=f"{KEY}:passphrase").set_value("coordinator pass").run()
+    submit(at)
+    assert any("that passphrase is not right" in e.value for e in at.error)
+
+    at.switch_page("app_pages/attest.py").run()
+    for box in at.checkbox:
+        box.check()
+    at.text_input(key="attest:passphrase").set_value("coordinator pass")
+    [sign] = [b for b in at.button if b.label == "Sign attestation"]
+    sign.click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["that passphrase is not right; nothing was signed"]
+    # The form keeps what was entered, so the rater can correct it.
+    assert all(box.value for box in at.checkbox if box.key.startswith("declare:"))
+    assert sorted(folder.iterdir()) == before
