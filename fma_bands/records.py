@@ -1,5 +1,6 @@
-"""The adjudicators' self-signed public records (DESIGN 2.6): at activation the new key signs the
-rater's public record, and the record is signed again whenever it changes; adjudicators.yaml is
+"""Raters' keys and their self-signed public records (DESIGN 2.6): a key is made when the rater
+activates their account (the one in use retired, its private half erased), the new key signs the
+rater's public record, and the record is signed again whenever it changes. adjudicators.yaml is
 generated from those signed records and is only a convenience for people.
 """
 
@@ -24,6 +25,7 @@ from fma_bands.envelopes import (
     record_links,
 )
 from fma_bands.files import write_atomically, write_json_atomically
+from fma_bands.keys import generate_keypair, unseal_private_key
 from fma_bands.store.models import SigningKey, User, utcnow
 
 
@@ -55,6 +57,37 @@ def key_history(session: Session, user_id: int) -> list[SigningKey]:
         .order_by(col(SigningKey.created_at), col(SigningKey.id))
     )
     return list(session.exec(query))
+
+
+def current_keys(session: Session, user_ids: list[int]) -> dict[int, SigningKey]:
+    """The key in use of each of these users (one query)."""
+    query = select(SigningKey).where(
+        col(SigningKey.user_id).in_(user_ids), col(SigningKey.retired_at).is_(None)
+    )
+    return {key.user_id: key for key in session.exec(query)}
+
+
+def new_key(
+    session: Session, user: User, passphrase: str, now: datetime
+) -> tuple[SigningKey, Ed25519PrivateKey]:
+    """A new key pair for the user; the one in use (if any) is retired and its private half
+    erased, so it can never sign again, while its public half stays for older signatures."""
+    assert user.id is not None
+    for old in current_keys(session, [user.id]).values():
+        old.retired_at = now
+        old.encrypted_private_key = ""
+    session.flush()
+    pair = generate_keypair(passphrase)
+    key = SigningKey(
+        user_id=user.id,
+        keyid=pair.keyid,
+        public_key=pair.public_key_b64,
+        encrypted_private_key=pair.sealed_private_key,
+        created_at=now,
+    )
+    session.add(key)
+    session.flush()
+    return key, unseal_private_key(pair.sealed_private_key, passphrase)
 
 
 def sign_record(

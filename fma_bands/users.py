@@ -20,16 +20,13 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, func, select
 
-from fma_bands import audit
+from fma_bands import audit, throttle
 from fma_bands.errors import FmaBandsError
-from fma_bands.keys import generate_keypair, reseal_private_key, unseal_private_key
-from fma_bands.records import sign_record
-from fma_bands.store.models import AppSecret, SigningKey, SignInThrottle, User, utcnow
+from fma_bands.keys import reseal_private_key, unseal_private_key
+from fma_bands.records import current_keys, new_key, sign_record
+from fma_bands.store.models import SigningKey, User, utcnow
 from fma_bands.study import authorize
 
 SIGN_IN_FAILED = "Sign-in failed: check your name and passphrase."
@@ -40,9 +37,6 @@ ACTIVATION_FAILED = (
 MIN_PASSPHRASE, MAX_PASSPHRASE = 12, 1024
 CODE_BYTES = 20  # 160 random bits
 CODE_LIFETIME = timedelta(days=14)
-# Failed attempts allowed before each further one must wait, and the longest wait.
-FREE_FAILURES = 3
-MAX_DELAY = timedelta(minutes=15)
 _hasher = PasswordHasher()
 
 
@@ -117,13 +111,6 @@ def passphrase_problem(passphrase: str | None) -> str | None:
 # Reading accounts -------------------------------------------------------------------------------
 
 
-def _current_keys(session: Session, user_ids: list[int]) -> dict[int, SigningKey]:
-    query = select(SigningKey).where(
-        col(SigningKey.user_id).in_(user_ids), col(SigningKey.retired_at).is_(None)
-    )
-    return {key.user_id: key for key in session.exec(query)}
-
-
 def public(user: User, key: SigningKey | None = None) -> UserPublic:
     assert user.id is not None
     return UserPublic(
@@ -143,7 +130,7 @@ def public(user: User, key: SigningKey | None = None) -> UserPublic:
 
 def _public(session: Session, user: User) -> UserPublic:
     assert user.id is not None
-    return public(user, _current_keys(session, [user.id]).get(user.id))
+    return public(user, current_keys(session, [user.id]).get(user.id))
 
 
 def has_users(session: Session) -> bool:
@@ -181,7 +168,7 @@ def list_users(session: Session, role: str | None = None) -> list[UserPublic]:
     if role:
         query = query.where(User.role == role)
     users = list(session.exec(query))
-    keys = _current_keys(session, [u.id for u in users if u.id is not None])
+    keys = current_keys(session, [u.id for u in users if u.id is not None])
     return [public(u, keys.get(u.id)) for u in users if u.id is not None]
 
 
@@ -310,7 +297,7 @@ def activate(
     if problem := passphrase_problem(passphrase):
         raise _refused({"passphrase": problem})
     user = _row(session, pseudonym)
-    throttles = _throttles(session, [_account_key(session, pseudonym)])
+    held = throttle.rows(session, [throttle.account_key(session, pseudonym)])
     valid = (
         user is not None
         and user.enrolment_code_hash is not None
@@ -318,10 +305,10 @@ def activate(
         and user.enrolment_code_expires_at > now
         and hmac.compare_digest(user.enrolment_code_hash, _code_digest(user.pseudonym, code))
     )
-    blocked = _blocked(throttles, now)
-    if blocked or not valid or user is None:
-        if not blocked:  # an attempt refused unchecked does not lengthen the wait
-            _failed(throttles, now)
+    too_soon = throttle.blocked(held, now)
+    if too_soon or not valid or user is None:
+        if not too_soon:  # an attempt refused unchecked does not lengthen the wait
+            throttle.fail(held, now)
         audit.record(
             session,
             kind="activation_failed",
@@ -329,14 +316,14 @@ def activate(
             payload=_who_failed(session, user, pseudonym),
         )
         return None
-    _cleared(throttles)
+    throttle.clear(held)
     user.passphrase_hash = _hasher.hash(passphrase)
     user.enrolment_code_hash = user.enrolment_code_expires_at = None
     user.activated_at = now
     user.demo = False
     key = None
     if user.role == "rater":
-        key, private_key = _new_key(session, user, passphrase, now)
+        key, private_key = new_key(session, user, passphrase, now)
     audit.record(
         session,
         kind="account_activated",
@@ -354,29 +341,6 @@ def activate(
             now=now,
         )
     return _public(session, user)
-
-
-def _new_key(
-    session: Session, user: User, passphrase: str, now: datetime
-) -> tuple[SigningKey, Ed25519PrivateKey]:
-    """A new key pair for the user; the one in use (if any) is retired and its private half
-    erased, so it can never sign again, while its public half stays for older signatures."""
-    assert user.id is not None
-    for old in _current_keys(session, [user.id]).values():
-        old.retired_at = now
-        old.encrypted_private_key = ""
-    session.flush()
-    pair = generate_keypair(passphrase)
-    key = SigningKey(
-        user_id=user.id,
-        keyid=pair.keyid,
-        public_key=pair.public_key_b64,
-        encrypted_private_key=pair.sealed_private_key,
-        created_at=now,
-    )
-    session.add(key)
-    session.flush()
-    return key, unseal_private_key(pair.sealed_private_key, passphrase)
 
 
 def create_first_coordinator(session: Session, *, pseudonym: str, passphrase: str) -> UserPublic:
@@ -414,7 +378,7 @@ def create_user(
     )
     key = None
     if user.role == "rater":
-        key, private_key = _new_key(session, user, passphrase, now)
+        key, private_key = new_key(session, user, passphrase, now)
     _audit_enrolled(session, user, actor, key.keyid if key else None)
     if key is not None and folder is not None:
         sign_record(
@@ -432,72 +396,10 @@ def create_user(
 # Signing in ---------------------------------------------------------------------------------
 
 
-def _secret(session: Session, name: str) -> bytes:
-    """A server-side secret made on first use (kept in the store, never shown or logged)."""
-    _insert_ignore(session, AppSecret, [{"name": name, "value": secrets.token_hex(32)}])
-    row = session.get(AppSecret, name)
-    assert row is not None
-    return bytes.fromhex(row.value)
-
-
-def _name_hash(session: Session, typed: str) -> str:
-    """A keyed hash of a typed name: failed attempts on one name can be told apart in the audit
-    log without the log ever holding what was typed (perhaps a passphrase in the wrong box)."""
-    key = _secret(session, "sign-in-names")
-    return hmac.new(key, typed.strip().encode(), hashlib.sha256).hexdigest()[:16]
-
-
-def _account_key(session: Session, typed: str) -> str:
-    return f"account:{_name_hash(session, typed or '')}"
-
-
-def _insert_ignore(session: Session, table, rows: list[dict]) -> None:
-    dialect = session.connection().dialect.name
-    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
-    session.execute(insert(table).values(rows).on_conflict_do_nothing())
-
-
-def _throttles(session: Session, keys: list[str]) -> list[SignInThrottle]:
-    """The throttle rows for these keys, locked until commit so that parallel guesses wait for
-    each other instead of all slipping through before the first failure is counted."""
-    if session.connection().dialect.name == "sqlite":
-        # Take SQLite's write lock before reading, as the audit log does.
-        session.execute(text("UPDATE sign_in_throttle SET failures = failures WHERE 1 = 0"))
-    _insert_ignore(session, SignInThrottle, [{"key": k, "failures": 0} for k in keys])
-    query = select(SignInThrottle).where(col(SignInThrottle.key).in_(keys)).with_for_update()
-    return list(session.exec(query))
-
-
-def wait_after(failures: int) -> timedelta:
-    """How long the next attempt must wait after this many failures in a row: nothing for the
-    first few, then twice as long each time, up to MAX_DELAY."""
-    if failures < FREE_FAILURES:
-        return timedelta(0)
-    return min(timedelta(seconds=2 ** (failures - FREE_FAILURES)), MAX_DELAY)
-
-
-def _blocked(rows: list[SignInThrottle], now: datetime) -> bool:
-    return any(
-        row.last_failure_at is not None and now < row.last_failure_at + wait_after(row.failures)
-        for row in rows
-    )
-
-
-def _failed(rows: list[SignInThrottle], now: datetime) -> None:
-    for row in rows:
-        row.failures += 1
-        row.last_failure_at = now
-
-
-def _cleared(rows: list[SignInThrottle]) -> None:
-    for row in rows:
-        row.failures, row.last_failure_at = 0, None
-
-
 def _who_failed(session: Session, user: User | None, typed: str) -> dict[str, str]:
     if user is not None:
         return {"pseudonym": user.pseudonym}
-    return {"unknown_name_hmac": _name_hash(session, typed or "")}
+    return {"unknown_name_hmac": throttle.name_hash(session, typed or "")}
 
 
 def sign_in(
@@ -513,34 +415,28 @@ def sign_in(
     Failures are throttled per account and per client (a browser session): after a few, each
     attempt must wait longer, and one made too soon fails whatever passphrase it carries."""
     now = now or utcnow()
-    keys = [_account_key(session, pseudonym)] + ([f"client:{client}"] if client else [])
-    throttles = _throttles(session, keys)
+    keys = [throttle.account_key(session, pseudonym)] + ([f"client:{client}"] if client else [])
+    held = throttle.rows(session, keys)
     user = _row(session, pseudonym)
-    blocked = _blocked(throttles, now)
+    too_soon = throttle.blocked(held, now)
     stored = user.passphrase_hash if user is not None else None
     ok = _verify(stored or _dummy_hash(), passphrase or "") and stored is not None
-    if blocked or not ok or user is None:
-        if not blocked:  # an attempt refused unchecked does not lengthen the wait
-            _failed(throttles, now)
+    if too_soon or not ok or user is None:
+        if not too_soon:  # an attempt refused unchecked does not lengthen the wait
+            throttle.fail(held, now)
         payload: dict = _who_failed(session, user, pseudonym)
         audit.record(
             session,
             kind="sign_in_failed",
             actor=None,
-            payload={**payload, "throttled": blocked, "via": "browser" if client else "cli"},
+            payload={**payload, "throttled": too_soon, "via": "browser" if client else "cli"},
         )
         return None
-    _cleared(throttles)
+    throttle.clear(held)
     if stored is not None and _hasher.check_needs_rehash(stored):
         user.passphrase_hash = _hasher.hash(passphrase)
     audit.record(session, kind="sign_in", actor=user.pseudonym, payload={})
     return _public(session, user)
-
-
-def check_passphrase(session: Session, user_id: int, passphrase: str) -> bool:
-    """Re-authentication before signing: the passphrase again, checked against the stored hash."""
-    user = session.get(User, user_id)
-    return user is not None and _verify(user.passphrase_hash or "", passphrase or "")
 
 
 def change_passphrase(session: Session, user_id: int, old: str, new: str) -> None:
@@ -551,7 +447,7 @@ def change_passphrase(session: Session, user_id: int, old: str, new: str) -> Non
     if problem := passphrase_problem(new):
         raise _refused({"new": problem})
     user.passphrase_hash = _hasher.hash(new)
-    for key in _current_keys(session, [user_id]).values():
+    for key in current_keys(session, [user_id]).values():
         key.encrypted_private_key = reseal_private_key(key.encrypted_private_key, old, new)
     audit.record(session, kind="passphrase_changed", actor=user.pseudonym, payload={})
 
@@ -560,7 +456,7 @@ def unlock_signing_key(
     session: Session, user_id: int, passphrase: str
 ) -> tuple[SigningKey, Ed25519PrivateKey]:
     """The rater's key in use and its private half, for signing; raises WrongPassphrase."""
-    key = _current_keys(session, [user_id]).get(user_id)
+    key = current_keys(session, [user_id]).get(user_id)
     if key is None:
         raise FmaBandsError("this account has no signing key: activate it first")
     return key, unseal_private_key(key.encrypted_private_key, passphrase)

@@ -21,9 +21,9 @@ from fma_bands.bands import describe
 from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import set_mode, sync_vignettes
+from fma_bands.throttle import FREE_FAILURES
 from fma_bands.users import (
     ACTIVATION_FAILED,
-    FREE_FAILURES,
     SIGN_IN_FAILED,
     UserPublic,
     create_user,

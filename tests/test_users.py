@@ -14,9 +14,8 @@ from fma_bands.envelopes import read_adjudicators, read_evidence
 from fma_bands.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import AuditEvent, SigningKey, User, utcnow
+from fma_bands.throttle import FREE_FAILURES, MAX_DELAY, wait_after
 from fma_bands.users import (
-    FREE_FAILURES,
-    MAX_DELAY,
     activate,
     change_passphrase,
     create_first_coordinator,
@@ -27,7 +26,6 @@ from fma_bands.users import (
     reset,
     sign_in,
     unlock_signing_key,
-    wait_after,
 )
 
 RATER = dict(
