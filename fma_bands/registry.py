@@ -120,9 +120,13 @@ class Decision:
 @dataclass
 class Registry:
     decisions: list[Decision]
+    # The policy applied: policy.yaml with any override; without a valid policy.yaml nothing is
+    # granted, `policy_problem` says why, and `policy` only shows the values that were asked.
     policy: Policy
     file_problems: list[str] = field(default_factory=list)
     valid_signers: dict[str, str] = field(default_factory=dict)  # pseudonym -> latest date
+    policy_problem: str | None = None
+    head: tuple[int, str] = (0, "")  # the records it was decided from (envelopes.records_head)
 
     def grants(self) -> dict[tuple[str, str], Grant]:
         return {(d.vignette_id, d.sub_action): d.grant() for d in self.decisions}
@@ -164,7 +168,9 @@ def decide(
         scope if scope is not None else (stored.scope if stored else "warn"),
     )
     evidence = read_evidence(folder)
-    registry = Registry([], policy)
+    registry = Registry([], policy, head=evidence.head)
+    if stored is None:
+        registry.policy_problem = everywhere[0].message
     for code, message in evidence.problems:
         registry.file_problems.append(f"{code}: {message}")
         if code == "missing_record":

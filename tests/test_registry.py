@@ -717,3 +717,12 @@ def test_a_reset_retires_the_key_keeps_old_signatures_and_shows_the_change(files
     forged = folder / "adjudicator-01-backdated.dsse.json"
     forge(forged, statement, old_private, old_key.keyid)
     assert error_codes(folder)[forged.name] == "unknown_key"
+
+
+def test_the_registry_says_what_it_was_decided_from(files):
+    study, folder, _ = files
+    registry = decide(study.library, folder)
+    assert registry.head == records_head(folder) and registry.policy_problem is None
+    (folder / POLICY_FILE).unlink()
+    missing = decide(study.library, folder)
+    assert "no policy.yaml" in missing.policy_problem
