@@ -4,7 +4,7 @@ import streamlit as st
 
 from app_pages.common import session
 from fma_bands.errors import FmaBandsError
-from fma_bands.users import create_first_coordinator
+from fma_bands.users import MIN_PASSPHRASE, create_first_coordinator
 
 st.title("Set up fma-bands")
 st.write(
@@ -15,7 +15,11 @@ with st.form("first_run"):
     pseudonym = st.text_input(
         "Coordinator name", value="coordinator", help="Shown in the audit log."
     )
-    passphrase = st.text_input("Passphrase", type="password", help="At least 10 characters.")
+    passphrase = st.text_input(
+        "Passphrase",
+        type="password",
+        help=f"At least {MIN_PASSPHRASE} characters; only you know it.",
+    )
     repeat = st.text_input("Repeat the passphrase", type="password")
     create = st.form_submit_button("Create coordinator account", type="primary")
 

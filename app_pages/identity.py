@@ -4,7 +4,6 @@ editor; only a salted commitment is ever published."""
 import streamlit as st
 
 from app_pages.common import require_user, session, settings
-from fma_bands.attestations import publish_adjudicators
 from fma_bands.errors import FmaBandsError
 from fma_bands.identity import is_recorded, reveal_identity, set_identity
 from fma_bands.protocol import IDENTITY_FIELDS
@@ -18,16 +17,24 @@ with session() as s:
 st.title("Rater identities")
 st.caption(
     "Full name, qualifications, registration and institution stay private: never in "
-    "attestations, exports or logs. The public record carries a salted SHA-256 commitment."
+    "attestations, exports or logs. The rater's self-signed public record carries a salted "
+    "SHA-256 commitment to it, signed when they next sign an attestation."
 )
 if not raters:
     st.info("No rater is enrolled yet.")
     st.stop()
 st.dataframe([{"rater": p, "identity recorded": ok} for p, ok in recorded.items()], hide_index=True)
 
+if done := st.session_state.pop("identity:done", None):
+    # Recorded: the private values leave the screen (they stay on it after an error).
+    st.session_state.update({f"identity:{f}": "" for f in IDENTITY_FIELDS})
+    st.success(done)
 who = st.selectbox("Rater", list(recorded))
-with st.form("identity", clear_on_submit=True):
-    values = {f: st.text_input(f.replace("_", " ").capitalize()) for f in IDENTITY_FIELDS}
+with st.form("identity"):
+    values = {
+        f: st.text_input(f.replace("_", " ").capitalize(), key=f"identity:{f}")
+        for f in IDENTITY_FIELDS
+    }
     save = st.form_submit_button("Record identity")
 if save:
     try:
@@ -40,10 +47,14 @@ if save:
                 key_path=settings().identity_key,
                 source="form",
             )
-            publish_adjudicators(s, settings().attestations)
-        st.success(f"Identity of {who} recorded; its commitment is published.")
     except FmaBandsError as exc:
         st.error(exc.message)
+    else:
+        st.session_state["identity:done"] = (
+            f"Identity of {who} recorded. Its commitment is published in {who}'s public record "
+            "when they next sign."
+        )
+        st.rerun()
 
 if recorded.get(who) and st.button(f"Reveal {who}'s identity (audited)"):
     with session() as s:

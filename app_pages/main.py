@@ -22,6 +22,9 @@ ADDRESSES = (
     "registry_page",
     "identity",
     "audit_log",
+    "raters",
+    "handbacks",
+    "passphrase",
 )
 
 
@@ -40,10 +43,15 @@ def run() -> None:
     library = page("library", "Vignette library", "menu_book")
     vignette = page("vignette", "Vignette", "description")
     agreement = page("agreement", "Agreement", "insights")
+    passphrase = page("passphrase", "Change passphrase", "password")
     if first_run:
         pages = [page("first_run", "Set up", "key")]
     elif user is None:
-        pages = [page("sign_in", "Sign in", "login")] + [
+        # Activation is reached from the sign-in page, so signed out there is nothing to choose.
+        pages = [
+            page("sign_in", "Sign in", "login"),
+            page("activate", "Activate your account", "how_to_reg", visibility="hidden"),
+        ] + [
             page("sign_in", "Sign in", "login", url_path=path, visibility="hidden")
             for path in ADDRESSES
         ]
@@ -55,16 +63,20 @@ def run() -> None:
             vignette,
             agreement,
             page("attest", "Sign attestation", "signature"),
+            passphrase,
         ]
     else:
         pages = [
             page("admin", "Study admin", "tune", default=True),
+            page("raters", "Raters", "group"),
+            page("handbacks", "Import a hand-back", "upload_file"),
             library,
             vignette,
             agreement,
             page("registry_page", "Band registry", "verified"),
             page("identity", "Rater identities", "badge"),
             page("audit_log", "Audit log", "receipt_long"),
+            passphrase,
         ]
     if user is not None:
         with st.sidebar:

@@ -14,14 +14,13 @@ from app_pages.common import (
 )
 from app_pages.common import settings as settings_of_app
 from fma_bands.actions import STEPS, sub_action
-from fma_bands.attestations import attest
+from fma_bands.attestations import resign
 from fma_bands.bands import describe, parse_band
 from fma_bands.errors import ConflictError, FmaBandsError
 from fma_bands.picture import Row, band_chart, straddle_sentence
-from fma_bands.protocol import CHOICES, DECLARATIONS, QUESTIONS
+from fma_bands.protocol import CHOICES, QUESTIONS
 from fma_bands.reviews import ReviewForm, current_review, next_item, queue, save
-from fma_bands.study import study
-from fma_bands.users import check_passphrase
+from fma_bands.study import study, verdicts_for
 
 user = require_user("rater")
 lib = library()
@@ -37,8 +36,10 @@ if (vid, name) not in {(i.vignette_id, i.sub_action) for i in items}:
         st.stop()
     vid, name = resume.vignette_id, resume.sub_action
     st.query_params.update({"vignette": vid, "sub_action": name})
+assert vid is not None and name is not None  # a band of the queue, just checked
 vignette = lib.vignettes[vid]
 proposal = vignette.proposal(name)
+assert proposal is not None
 action = sub_action(name)
 step = STEPS[action.step]
 key = f"{vid}:{name}"
@@ -148,7 +149,7 @@ if settings.mode == "review":
         show_errors(errors, q)
 
 st.subheader("Your verdict")
-verdicts = ["ACCEPT", "AMEND", "DECLINE"] if settings.mode == "review" else ["AMEND", "DECLINE"]
+verdicts = list(verdicts_for(settings.mode))
 labels = {
     "ACCEPT": "ACCEPT: the band stands as written",
     "AMEND": "AMEND: correct the band or its clause"
@@ -188,27 +189,23 @@ signed = (vid, name) in signed_bands(user.pseudonym)
 if signed:
     st.info(
         "Your signed attestation covers this band. Submitting a change signs your attestation "
-        "again, over your reviews as they now stand, with the declarations you made before; the "
-        "new signature supersedes the old one for this band."
+        "again, with the declarations you made before: it covers exactly what you signed before "
+        "plus this change (nothing imported for you since), and supersedes the old signature for "
+        "this band."
     )
     st.text_input("Your passphrase, to sign again", type="password", key=f"{key}:passphrase")
     show_errors(errors, "passphrase")
 
 
-def _sign_again(s, passphrase: str) -> None:
-    try:
-        attest(
-            s,
-            lib,
-            rater=user,
-            passphrase=passphrase,
-            meaning="adjudication",
-            declarations=list(DECLARATIONS),
-            folder=settings_of_app().attestations,
-        )
-    except FmaBandsError as exc:
-        message = f"{exc.message}; nothing was submitted"
-        raise FmaBandsError(message, fields={"passphrase": message}) from None
+def resign_after_change(s, passphrase: str) -> None:
+    resign(
+        s,
+        lib,
+        rater=user,
+        passphrase=passphrase,
+        bands=[(vignette.id, action.name)],
+        folder=settings_of_app().attestations,
+    )
 
 
 def _save(submit: bool) -> None:
@@ -227,25 +224,26 @@ def _save(submit: bool) -> None:
         reason=state.get(f"{key}:reason"),
     )
     form.answers = {k: v for k, v in form.answers.items() if v}
-    resign = submit and signed
+    sign_again = submit and signed
     passphrase = state.get(f"{key}:passphrase") or ""
     try:
         with session() as s:
-            if resign and not check_passphrase(s, user.id, passphrase):
-                wrong = "that passphrase is not right"
-                raise FmaBandsError(wrong, fields={"passphrase": wrong})
             saved = save(
                 s,
                 lib,
                 user,
-                vid,
-                name,
+                vignette.id,
+                action.name,
                 form,
                 expected_version=state.get(f"{key}:version", 0),
                 submit=submit,
             )
-            if resign:
-                _sign_again(s, passphrase)
+            if sign_again:
+                try:
+                    resign_after_change(s, passphrase)
+                except FmaBandsError as exc:
+                    message = f"{exc.message}; nothing was submitted"
+                    raise FmaBandsError(message, fields={"passphrase": message}) from None
     except ConflictError as exc:
         state[f"{key}:conflict"] = str(exc)
         return
@@ -258,7 +256,7 @@ def _save(submit: bool) -> None:
     state[f"{key}:version"] = saved.version
     if submit:
         band_editor.forget(key)
-        again = " and your attestation signed again" if resign else ""
+        again = " and your attestation signed again" if sign_again else ""
         state[f"{key}:flash"] = f"Review submitted (revision {saved.revision}){again}."
     else:
         state[f"{key}:flash"] = "Draft saved."

@@ -1,20 +1,30 @@
-"""Sign in: one generic message for any failure, so the form tells nobody who is enrolled."""
+"""Sign in: one generic message for any failure, so the form tells nobody who is enrolled, and
+failed attempts are throttled per account and per browser session."""
+
+import secrets
 
 import streamlit as st
 
 from app_pages.common import session
 from fma_bands.users import SIGN_IN_FAILED, sign_in
 
+client = st.session_state.setdefault("client", secrets.token_hex(16))
+
 st.title("Sign in")
-st.write("Sign in with the name and passphrase your study coordinator gave you.")
+st.write("Sign in with your study name and the passphrase you chose.")
 with st.form("sign_in"):
     pseudonym = st.text_input("Name", placeholder="your study name, e.g. rater-01")
     passphrase = st.text_input("Passphrase", type="password")
     submitted = st.form_submit_button("Sign in", type="primary")
+st.page_link(
+    "app_pages/activate.py",
+    label="First time here, or given a new enrolment code? Activate your account",
+    icon=":material/how_to_reg:",
+)
 
 if submitted:
     with session() as s:
-        user = sign_in(s, pseudonym, passphrase)
+        user = sign_in(s, pseudonym, passphrase, client=client)
     if user is None:
         st.error(SIGN_IN_FAILED)
         st.stop()

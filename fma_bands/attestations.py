@@ -1,120 +1,227 @@
-"""Signed attestations (DESIGN 2.6, 4): a rater's submitted reviews as an in-toto statement in
-a DSSE envelope, revocations, and the public adjudicator records published beside them.
+"""Signed attestations (DESIGN 2.6, 4): a rater's reviews as an in-toto statement in a DSSE
+envelope, and revocations. Only the rater can sign: the key is sealed under the passphrase the
+rater chose at activation.
 
-Everything an editor needs to check a claim lives in files (read back by envelopes.py); the
-database only helps write them.
+What a signature covers is decided here: the reviews the rater submitted in the app, hand-back
+reviews only once the rater confirms them, and on signing again exactly what was signed before
+plus the change, never an unconfirmed import.
 """
 
-import base64
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from fma_bands import audit
-from fma_bands.bands import to_file
+from fma_bands.actions import sub_action
+from fma_bands.bands import describe, parse_band, to_file
 from fma_bands.canonical import canonical_json
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, sign_envelope
 from fma_bands.envelopes import (
     ADJUDICATION_TYPE,
-    ADJUDICATORS_FILE,
-    ADJUDICATORS_FORMAT,
     ENVELOPE_SUFFIX,
     REVOCATION_TYPE,
-    read_adjudicators,
-    read_envelope,
+    STAMP,
+    latest_signed_reviews,
+    read_evidence,
+    record_links,
     subject_name,
 )
-from fma_bands.errors import AccessDenied, FmaBandsError
-from fma_bands.files import write_atomically, write_json_atomically
-from fma_bands.keys import keyid_for
+from fma_bands.errors import FmaBandsError, WrongPassphrase
+from fma_bands.files import write_json_atomically
 from fma_bands.protocol import DECLARATIONS, MEANINGS, STATEMENT_TEXT
-from fma_bands.reviews import attested_band, my_latest_submitted
-from fma_bands.store.models import User, utcnow
-from fma_bands.study import study
-from fma_bands.users import UserPublic, check_passphrase, unlock_signing_key
+from fma_bands.records import ensure_record, public_record, stamp
+from fma_bands.reviews import ReviewData, attested_band, my_latest_submitted
+from fma_bands.store.models import Review, User, utcnow
+from fma_bands.study import authorize, study
+from fma_bands.users import UserPublic, unlock_signing_key
 from fma_bands.vignettes import Library
 
-# Public records -----------------------------------------------------------------------------
-
-
-def public_record(user: User) -> dict[str, Any]:
-    """The harness's Adjudicator fields plus the key and the identity commitment."""
-    raw = base64.b64decode(user.public_key)
-    return {
-        "pseudonym": user.pseudonym,
-        "specialty": user.specialty,
-        "jurisdiction": user.jurisdiction,
-        "years_post_registration": user.years_post_registration,
-        "anonymous_to_readers": True,
-        "keyid": user.keyid,
-        "public_key": user.public_key,
-        "public_key_sha256": keyid_for(user.public_key).removeprefix("sha256:"),
-        "public_key_bytes": len(raw),
-        "identity_commitment": user.identity_commitment,
-    }
-
-
-def publish_adjudicators(session: Session, folder: Path) -> Path:
-    """Write attestations/adjudicators.yaml: every enrolled rater's public half."""
-    query = select(User).where(User.role == "rater").order_by(User.pseudonym)  # type: ignore[arg-type]
-    raters = session.exec(query)
-    document = {
-        "format": ADJUDICATORS_FORMAT,
-        "adjudicators": [public_record(u) for u in raters if u.public_key],
-    }
-    header = "# Public records of the enrolled adjudicators; no private identity is kept here.\n"
-    return write_atomically(
-        Path(folder) / ADJUDICATORS_FILE,
-        header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
-    )
-
-
-# Statements and signing --------------------------------------------------------------------------
+Band = tuple[str, str]
+NOT_SIGNED = "that passphrase is not right; nothing was signed"
 
 
 @dataclass
 class SigningPlan:
     """What a signature would cover, shown to the rater before they sign."""
 
-    reviews: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    reviews: list[dict[str, Any]] = field(default_factory=list)  # what the statement will hold
+    carried: list[str] = field(default_factory=list)  # bands signed before, signed again as then
+    # Hand-backs the rater has not confirmed yet (covered only when confirmed with this signature).
+    imported: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # why a band is not covered
+
+    @property
+    def fresh(self) -> list[dict[str, Any]]:
+        return [
+            r
+            for r in self.reviews
+            if subject_name(r["vignette_id"], r["sub_action"]) not in self.carried
+        ]
 
 
-def plan(session: Session, library: Library, rater: UserPublic) -> SigningPlan:
-    """Every current submitted review of the rater, as it would be signed; stale ones skipped."""
+def shown_time(stamp: str) -> str:
+    """'2026-11-29T19:30:07.378140Z' as '29 Nov 2026, 19:30:07 UTC'."""
+    return datetime.strptime(stamp, STAMP).strftime("%d %b %Y, %H:%M:%S UTC")
+
+
+def manifestation(folder: Path, path: Path) -> dict[str, list[str]]:
+    """The signature manifestation of one signed attestation, as a one-row table."""
+    [checked] = read_evidence(folder, [path]).envelopes
+    signed = checked.predicate["signature_manifestation"]
+    return {
+        "Printed name": [signed["printed_name"]],
+        "Signed at": [shown_time(signed["signed_at"])],
+        "Meaning": [signed["meaning"]],
+        "File": [Path(path).name],
+    }
+
+
+def on_file(folder: Path, pseudonym: str) -> list[str]:
+    """One line for each valid attestation of the rater in the folder."""
+    return [
+        f"{c.path.name}: signed {shown_time(c.signed_at)} "
+        f"({c.predicate['signature_manifestation']['meaning']}), "
+        f"{len(c.predicate['reviews'])} bands"
+        for c in read_evidence(folder).envelopes
+        if c.pseudonym == pseudonym and not c.error and c.kind == "adjudication"
+    ]
+
+
+def covered_rows(signing: SigningPlan) -> list[dict[str, Any]]:
+    """The reviews a signature covers, as the Sign attestation page lists them."""
+    rows = []
+    for r in signing.reviews:
+        label = subject_name(r["vignette_id"], r["sub_action"])
+        origin = "app" if r.get("origin", "app") == "app" else "paper hand-back, confirmed by you"
+        attested = r.get("attested_band")
+        rows.append(
+            {
+                "vignette": r["vignette_id"],
+                "sub-action": sub_action(r["sub_action"]).label,
+                "verdict": r["verdict"],
+                "band attested": "none (declined)"
+                if attested is None
+                else describe(parse_band(r["sub_action"], attested)),
+                "revision": r.get("revision"),
+                "origin": origin,
+                "as signed before": label in signing.carried,
+            }
+        )
+    return rows
+
+
+def imported_rows(signing: SigningPlan) -> list[dict[str, Any]]:
+    """Hand-back reviews awaiting the rater's confirmation, each saying who entered it, when."""
+    return [
+        {
+            "vignette": r["vignette_id"],
+            "sub-action": sub_action(r["sub_action"]).label,
+            "verdict": r["verdict"],
+            "band": "" if r["band"] is None else describe(parse_band(r["sub_action"], r["band"])),
+            "entered": f"entered from your paper hand-back by {r['entered_by']} on "
+            f"{r['entered_at']:%d %b %Y}",
+            "reason": r["reason"],
+        }
+        for r in signing.imported
+    ]
+
+
+def _review_entry(review: ReviewData, library: Library) -> dict[str, Any]:
+    vignette = library.vignettes[review.vignette_id]
+    proposal = vignette.proposal(review.sub_action)
+    assert proposal is not None
+    band = attested_band(review, library)
+    entry: dict[str, Any] = {
+        "vignette_id": review.vignette_id,
+        "sub_action": review.sub_action,
+        "round": review.round,
+        "revision": review.revision,
+        "origin": "app" if review.origin == "browser" else "handback",
+        "mode": review.mode,
+        "verdict": review.verdict,
+        "proposed_band": to_file(proposal.acceptable) if review.mode == "review" else None,
+        "band_digest": review.band_digest,
+        "proposal_digest": review.proposal_digest,
+        "context_digest": review.context_digest,
+        "attested_band": to_file(band) if band is not None else None,
+        "answers": review.answers,
+        "reason": review.reason,
+    }
+    if review.origin == "handback":
+        entry["entered_by"] = review.entered_by or "(not recorded)"
+        entry["entered_at"] = stamp(review.submitted_at or review.updated_at)
+        entry["confirmed_by_rater"] = True
+    return entry
+
+
+def imported_entry(review: ReviewData) -> dict[str, Any]:
+    """A hand-back review as the Sign attestation page lists it for confirmation."""
+    return {
+        "vignette_id": review.vignette_id,
+        "sub_action": review.sub_action,
+        "verdict": review.verdict,
+        "band": review.band,
+        "reason": review.reason,
+        "entered_by": review.entered_by or "the coordinator (name not recorded)",
+        "entered_at": review.submitted_at or review.updated_at,
+        "revision": review.revision,
+    }
+
+
+def plan(
+    session: Session,
+    library: Library,
+    rater: UserPublic,
+    folder: Path,
+    *,
+    confirm_imported: bool = False,
+    only: Collection[Band] | None = None,
+) -> SigningPlan:
+    """What a signature by `rater` would cover now.
+
+    For each band: the latest submitted review if the rater may sign it (made in the app, or a
+    hand-back they confirmed before or confirm now); otherwise the review exactly as they last
+    signed it, if they have. With `only`, just those bands are taken afresh and every other band
+    is what was signed before: signing again after a change covers that and the change."""
     result = SigningPlan()
     latest = my_latest_submitted(session, library, rater)
+    before = latest_signed_reviews(read_evidence(folder), rater.pseudonym)
     for vignette in library:
         for proposal in vignette.proposals:
-            review = latest.get((vignette.id, proposal.sub_action))
-            if review is None:
-                continue
-            label = subject_name(vignette.id, proposal.sub_action)
-            if review.stale:
-                result.skipped.append(f"{label}: the vignette changed after you submitted")
-                continue
-            band = attested_band(review, library)
-            result.reviews.append(
-                {
-                    "vignette_id": vignette.id,
-                    "sub_action": proposal.sub_action,
-                    "revision": review.revision,
-                    "mode": review.mode,
-                    "verdict": review.verdict,
-                    "proposed_band": to_file(proposal.acceptable),
-                    "band_digest": proposal.acceptable.digest(),
-                    "attested_band": to_file(band) if band is not None else None,
-                    "answers": review.answers,
-                    "reason": review.reason,
-                    "context_digest": review.context_digest,
-                    "origin": review.origin,
-                }
-            )
+            band = (vignette.id, proposal.sub_action)
+            label = subject_name(*band)
+            review = latest.get(band)
+            entry = None
+            if review is not None and (only is None or band in only):
+                if review.stale:
+                    result.skipped.append(f"{label}: the vignette changed after you submitted")
+                elif review.origin == "handback" and not review.confirmed_at:
+                    result.imported.append(imported_entry(review))
+                    if confirm_imported:
+                        entry = _review_entry(review, library)
+                else:
+                    entry = _review_entry(review, library)
+            if entry is None and band in before:
+                entry = before[band]
+                result.carried.append(label)
+            if entry is not None:
+                result.reviews.append(entry)
     return result
+
+
+def _check_request(meaning: str, declarations: list[str]) -> None:
+    missing = [d for d in DECLARATIONS if d not in declarations]
+    unknown = [d for d in declarations if d not in DECLARATIONS]
+    if unknown:
+        raise FmaBandsError(f"unknown declaration(s): {', '.join(unknown)}")
+    if missing:
+        raise FmaBandsError(f"every declaration is required; missing: {', '.join(missing)}")
+    if meaning not in MEANINGS:
+        raise FmaBandsError(f"meaning must be one of {', '.join(MEANINGS)}")
 
 
 def attest(
@@ -126,19 +233,14 @@ def attest(
     meaning: str,
     declarations: list[str],
     folder: Path,
+    confirm_imported: bool = False,
+    only: Collection[Band] | None = None,
     now: datetime | None = None,
 ) -> Path:
-    """Sign every current submitted review of the rater into one DSSE envelope (audited)."""
-    if rater.role != "rater":
-        raise AccessDenied("only enrolled raters sign attestations")
-    missing = [d for d in DECLARATIONS if d not in declarations]
-    unknown = [d for d in declarations if d not in DECLARATIONS]
-    if unknown:
-        raise FmaBandsError(f"unknown declaration(s): {', '.join(unknown)}")
-    if missing:
-        raise FmaBandsError(f"every declaration is required; missing: {', '.join(missing)}")
-    if meaning not in MEANINGS:
-        raise FmaBandsError(f"meaning must be one of {', '.join(MEANINGS)}")
+    """Sign what `plan` says into one DSSE envelope (audited). The passphrase is the rater's:
+    it unseals the key they made at activation, and nothing else can."""
+    authorize(session, rater, "sign")
+    _check_request(meaning, declarations)
     user = session.get(User, rater.id)
     assert user is not None, "a signed-in rater is in the store"
     if not user.identity_commitment:
@@ -146,30 +248,40 @@ def attest(
             "your private identity is not recorded yet: the coordinator records it "
             "(fma-bands identity set) before you can sign"
         )
-    if not check_passphrase(session, rater.id, passphrase):
-        raise FmaBandsError("that passphrase is not right; nothing was signed")
-    signing = plan(session, library, rater)
-    if not signing.reviews:
-        raise FmaBandsError("you have no current submitted review to sign")
-    key = unlock_signing_key(session, rater.id, passphrase)
-    when = (now or utcnow()).astimezone(UTC)
+    signing = plan(session, library, rater, folder, confirm_imported=confirm_imported, only=only)
+    if not signing.fresh:
+        waiting = (
+            f" ({len(signing.imported)} imported from your paper hand-back wait for you to "
+            "confirm them)"
+            if signing.imported and not confirm_imported
+            else ""
+        )
+        raise FmaBandsError(f"you have no current submitted review to sign{waiting}")
+    try:
+        key, private_key = unlock_signing_key(session, rater.id, passphrase)
+    except WrongPassphrase:
+        raise WrongPassphrase(NOT_SIGNED) from None
+    when = now or utcnow()
+    # The public record the statement names is the one the rater signs now, with this key.
+    ensure_record(session, user=user, key=key, private_key=private_key, folder=folder, now=when)
     seq, head_hash = audit.head(session) or (0, audit.GENESIS)
+    subjects = [
+        {
+            "name": subject_name(r["vignette_id"], r["sub_action"]),
+            "digest": {"sha256": str(r.get("band_digest") or "").removeprefix("sha256:")},
+        }
+        for r in signing.reviews
+    ]
     statement = {
         "_type": STATEMENT_TYPE,
-        "subject": [
-            {
-                "name": subject_name(r["vignette_id"], r["sub_action"]),
-                "digest": {"sha256": r["band_digest"].removeprefix("sha256:")},
-            }
-            for r in signing.reviews
-        ],
+        "subject": subjects,
         "predicateType": ADJUDICATION_TYPE,
         "predicate": {
-            "adjudicator": public_record(user),
+            "adjudicator": public_record(user, key),
             "identity_commitment": user.identity_commitment,
             "signature_manifestation": {
                 "printed_name": user.pseudonym,
-                "signed_at": when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                "signed_at": stamp(when),
                 "meaning": meaning,
             },
             "declarations": {
@@ -178,25 +290,77 @@ def attest(
             },
             "study_mode": study(session).mode,
             "reviews": signing.reviews,
+            "records": record_links(folder),
             "audit_head": {"seq": seq, "hash": head_hash},
         },
     }
-    payload = canonical_json(statement)
-    envelope = sign_envelope(payload, IN_TOTO_PAYLOAD_TYPE, key, user.keyid)
-    path = Path(folder) / f"{user.pseudonym}-{when.strftime('%Y%m%dT%H%M%S%fZ')}{ENVELOPE_SUFFIX}"
-    publish_adjudicators(session, folder)
+    envelope = sign_envelope(
+        canonical_json(statement), IN_TOTO_PAYLOAD_TYPE, private_key, key.keyid
+    )
+    compact = stamp(when).replace("-", "").replace(":", "").replace(".", "")
+    path = Path(folder) / f"{user.pseudonym}-{compact}{ENVELOPE_SUFFIX}"
     write_json_atomically(path, envelope)
+    confirmed = _confirm_imports(session, rater, signing, when)
     audit.record(
         session,
         kind="attestation_signed",
         actor=user.pseudonym,
         payload={
             "file": path.name,
-            "bands": [s["name"] for s in statement["subject"]],
+            "bands": [s["name"] for s in subjects],
+            "signed_as_before": signing.carried,
+            "confirmed_imports": confirmed,
             "meaning": meaning,
         },
     )
     return path
+
+
+def _confirm_imports(
+    session: Session, rater: UserPublic, signing: SigningPlan, when: datetime
+) -> list[str]:
+    """Mark the hand-back reviews this signature covers as confirmed by the rater."""
+    wanted = {
+        (r["vignette_id"], r["sub_action"], r["revision"])
+        for r in signing.fresh
+        if r.get("origin") == "handback"
+    }
+    if not wanted:
+        return []
+    query = select(Review).where(
+        Review.rater_id == rater.id,
+        Review.origin == "handback",
+        col(Review.confirmed_at).is_(None),
+    )
+    done = []
+    for row in session.exec(query):
+        if (row.vignette_id, row.sub_action, row.revision) in wanted:
+            row.confirmed_at = when
+            done.append(subject_name(row.vignette_id, row.sub_action))
+    return sorted(done)
+
+
+def resign(
+    session: Session,
+    library: Library,
+    *,
+    rater: UserPublic,
+    passphrase: str,
+    bands: Collection[Band],
+    folder: Path,
+) -> Path:
+    """Sign again after the rater changed these bands in the app: what they signed before, with
+    the change, under the declarations every attestation makes. No import is covered."""
+    return attest(
+        session,
+        library,
+        rater=rater,
+        passphrase=passphrase,
+        meaning="adjudication",
+        declarations=list(DECLARATIONS),
+        folder=folder,
+        only=bands,
+    )
 
 
 def revoke(
@@ -209,37 +373,39 @@ def revoke(
     folder: Path,
 ) -> Path:
     """A signed revocation of one of the rater's own attestations (audited)."""
+    authorize(session, rater, "sign")
     if not reason.strip():
         raise FmaBandsError("say why the attestation is revoked")
-    if not check_passphrase(session, rater.id, passphrase):
-        raise FmaBandsError("that passphrase is not right; nothing was signed")
-    checked = read_envelope(attestation, read_adjudicators(folder))
-    if checked.error or checked.pseudonym != rater.pseudonym:
-        raise FmaBandsError(f"{attestation.name} is not a valid attestation of yours")
-    user = session.get(User, rater.id)
-    assert user is not None, "a signed-in rater is in the store"
-    key = unlock_signing_key(session, rater.id, passphrase)
+    [checked] = read_evidence(folder, [Path(attestation)]).envelopes
+    if checked.error or checked.kind != "adjudication" or checked.pseudonym != rater.pseudonym:
+        raise FmaBandsError(f"{Path(attestation).name} is not a valid attestation of yours")
+    try:
+        key, private_key = unlock_signing_key(session, rater.id, passphrase)
+    except WrongPassphrase:
+        raise WrongPassphrase(NOT_SIGNED) from None
     when = utcnow()
     statement = {
         "_type": STATEMENT_TYPE,
-        "subject": [{"name": attestation.name, "digest": {"sha256": checked.payload_sha256}}],
+        "subject": [{"name": Path(attestation).name, "digest": {"sha256": checked.payload_sha256}}],
         "predicateType": REVOCATION_TYPE,
         "predicate": {
-            "adjudicator": {"pseudonym": user.pseudonym, "keyid": user.keyid},
-            "revokes": attestation.name,
+            "adjudicator": {"pseudonym": rater.pseudonym, "keyid": key.keyid},
+            "revokes": Path(attestation).name,
             "reason": reason.strip(),
-            "revoked_at": when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "revoked_at": stamp(when),
+            "records": record_links(folder),
         },
     }
-    envelope = sign_envelope(canonical_json(statement), IN_TOTO_PAYLOAD_TYPE, key, user.keyid)
-    path = Path(folder) / (
-        f"{user.pseudonym}-{when.strftime('%Y%m%dT%H%M%S%fZ')}-revocation{ENVELOPE_SUFFIX}"
+    envelope = sign_envelope(
+        canonical_json(statement), IN_TOTO_PAYLOAD_TYPE, private_key, key.keyid
     )
+    compact = stamp(when).replace("-", "").replace(":", "").replace(".", "")
+    path = Path(folder) / f"{rater.pseudonym}-{compact}-revocation{ENVELOPE_SUFFIX}"
     write_json_atomically(path, envelope)
     audit.record(
         session,
         kind="attestation_revoked",
-        actor=user.pseudonym,
-        payload={"file": path.name, "revokes": attestation.name},
+        actor=rater.pseudonym,
+        payload={"file": path.name, "revokes": Path(attestation).name},
     )
     return path

@@ -1,50 +1,59 @@
-"""Reading attestations/ from files alone: the published adjudicator records and every signed
-envelope, checked offline. No database here (a test keeps sqlmodel out of this import), so
-`fma-bands verify`, the registry and an editor's own check need nothing but the folder.
+"""Reading attestations/ from files alone: the self-signed public records of the adjudicators and
+every signed envelope, checked offline, with the hash links between them. No database here (a
+test keeps sqlmodel out of this import), so `fma-bands verify`, the registry and an editor's own
+check need nothing but the folder.
 """
 
 import base64
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from fma_bands.canonical import canonical_json, sha256_digest
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, verify_envelope
 from fma_bands.errors import FmaBandsError
+from fma_bands.keys import keyid_for
+from fma_bands.vignettes import Proposal
 
 ADJUDICATION_TYPE = "https://fma-bands.org/attestation/adjudication/v1"
 REVOCATION_TYPE = "https://fma-bands.org/attestation/revocation/v1"
+RECORD_TYPE = "https://fma-bands.org/attestation/adjudicator-record/v1"
+KINDS = {ADJUDICATION_TYPE: "adjudication", REVOCATION_TYPE: "revocation", RECORD_TYPE: "record"}
 ADJUDICATORS_FILE = "adjudicators.yaml"
-ADJUDICATORS_FORMAT = "fma-bands/adjudicators/v1"
+ADJUDICATORS_FORMAT = "fma-bands/adjudicators/v2"
 ENVELOPE_SUFFIX = ".dsse.json"
+STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
+# What a public record says, in the order adjudicators.yaml lists it.
+RECORD_FIELDS = (
+    "pseudonym",
+    "specialty",
+    "jurisdiction",
+    "years_post_registration",
+    "anonymous_to_readers",
+    "identity_commitment",
+    "keyid",
+    "public_key",
+    "demo",
+)
+MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
 
 
 def subject_name(vignette_id: str, sub_action: str) -> str:
     return f"{vignette_id}/{sub_action}"
 
 
-def read_adjudicators(folder: Path) -> dict[str, dict[str, Any]]:
-    """pseudonym -> public record, from the published file alone."""
-    path = Path(folder) / ADJUDICATORS_FILE
-    if not path.exists():
-        return {}
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        records = data["adjudicators"]
-        return {r["pseudonym"]: r for r in records}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise FmaBandsError(f"not a readable adjudicators file ({exc})", file=str(path)) from None
+def proposal_digest(proposal: Proposal) -> str:
+    """The digest of the whole proposal a rater judged: values, disputed span, threshold, source,
+    clause, reasoning, notes and provenance. A change to any of them after signing shows."""
+    return sha256_digest(proposal.as_data())
 
 
-def trusted_keys(adjudicators: dict[str, dict[str, Any]]) -> dict[str, str]:
-    return {
-        r["keyid"]: r["public_key"]
-        for r in adjudicators.values()
-        if isinstance(r, dict) and isinstance(r.get("keyid"), str) and r.get("public_key")
-    }
+# One envelope ---------------------------------------------------------------------------------
 
 
 @dataclass
@@ -58,15 +67,15 @@ class CheckedEnvelope:
     pseudonym: str | None = None
     keyid: str | None = None
     payload_sha256: str | None = None
+    file_sha256: str | None = None
+    envelope: Any = field(default=None, repr=False)
 
     @property
     def kind(self) -> str | None:
         found = self.statement or self.claimed or {}
         if not isinstance(found, dict):
             return None
-        return {ADJUDICATION_TYPE: "adjudication", REVOCATION_TYPE: "revocation"}.get(
-            found.get("predicateType")  # type: ignore[arg-type]
-        )
+        return KINDS.get(found.get("predicateType"))  # type: ignore[arg-type]
 
     @property
     def predicate(self) -> dict[str, Any]:
@@ -74,66 +83,97 @@ class CheckedEnvelope:
         assert self.statement is not None, f"{self.path} did not verify"
         return self.statement["predicate"]
 
+    @property
+    def signed_at(self) -> str:
+        """When the signer says they signed (a verified envelope only)."""
+        predicate = self.predicate
+        if self.kind == "adjudication":
+            return predicate["signature_manifestation"]["signed_at"]
+        if self.kind == "revocation":
+            return predicate["revoked_at"]
+        return predicate["signed_at"]
 
-def read_envelope(path: Path, adjudicators: dict[str, dict[str, Any]]) -> CheckedEnvelope:
+    def fail(self, code: str, message: str) -> "CheckedEnvelope":
+        self.error, self.statement = (code, message), None
+        return self
+
+
+def _load(path: Path) -> CheckedEnvelope:
     checked = CheckedEnvelope(Path(path))
     try:
-        envelope = json.loads(Path(path).read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_ENVELOPE_BYTES:
+            return checked.fail("malformed", "larger than any fma-bands envelope")
+        raw = Path(path).read_bytes()
+        checked.file_sha256 = hashlib.sha256(raw).hexdigest()
+        checked.envelope = json.loads(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        checked.error = ("malformed", f"not a readable JSON envelope: {exc}")
-        return checked
+        return checked.fail("malformed", f"not a readable JSON envelope: {exc}")
     try:
-        payload = base64.b64decode(envelope["payload"], validate=True)
-        checked.claimed = json.loads(payload)
+        payload = base64.b64decode(checked.envelope["payload"], validate=True)
         checked.payload_sha256 = hashlib.sha256(payload).hexdigest()
+        checked.claimed = json.loads(payload)
     except (KeyError, TypeError, ValueError):
         checked.claimed = None
-    try:
-        verified = verify_envelope(envelope, trusted_keys(adjudicators))
-    except FmaBandsError as exc:
-        checked.error = (exc.code or "malformed", exc.message)
-        return checked
-    if verified.payload_type != IN_TOTO_PAYLOAD_TYPE:
-        checked.error = ("malformed", f"payloadType is {verified.payload_type}, not in-toto")
-        return checked
-    statement = checked.claimed
-    if not _well_formed(statement):
-        checked.error = ("malformed", "the payload is not an fma-bands in-toto statement")
-        return checked
-    assert statement is not None
-    claimed_by = statement["predicate"]["adjudicator"]["pseudonym"]
-    enrolled = adjudicators.get(claimed_by)
-    if enrolled is None or enrolled.get("keyid") not in verified.keyids:
-        checked.error = (
-            "wrong_signer",
-            f"signed by {', '.join(verified.keyids)}, which is not the key enrolled for "
-            f"{claimed_by}",
-        )
-        return checked
-    checked.statement = statement
-    checked.pseudonym = claimed_by
-    checked.keyid = enrolled["keyid"]
     return checked
+
+
+def _verify(checked: CheckedEnvelope, trusted: dict[str, str]) -> list[str] | None:
+    """The keyids whose signatures verify, or None with checked.error set."""
+    if checked.error:
+        return None
+    try:
+        verified = verify_envelope(checked.envelope, trusted)
+    except FmaBandsError as exc:
+        checked.fail(exc.code or "malformed", exc.message)
+        return None
+    if verified.payload_type != IN_TOTO_PAYLOAD_TYPE:
+        checked.fail("malformed", f"payloadType is {verified.payload_type}, not in-toto")
+        return None
+    if not _well_formed(checked.claimed):
+        checked.fail("malformed", "the payload is not an fma-bands in-toto statement")
+        return None
+    return verified.keyids
+
+
+def _links_ok(predicate: dict[str, Any]) -> bool:
+    links = predicate.get("records", [])
+    return isinstance(links, list) and all(
+        isinstance(link, dict) and isinstance(link.get("sha256"), str) for link in links
+    )
 
 
 def _well_formed(statement: Any) -> bool:
     """The shape the registry relies on; a signed statement of any other shape is refused."""
     try:
         predicate = statement["predicate"]
+        kind = statement["predicateType"]
         ok = (
             statement["_type"] == STATEMENT_TYPE
-            and isinstance(predicate["adjudicator"]["pseudonym"], str)
+            and isinstance(predicate, dict)
+            and _links_ok(predicate)
             and all(
                 isinstance(s["name"], str) and isinstance(s["digest"]["sha256"], str)
                 for s in statement["subject"]
             )
         )
-        if statement["predicateType"] == REVOCATION_TYPE:
-            return ok and isinstance(predicate["revokes"], str) and len(statement["subject"]) == 1
-        if statement["predicateType"] != ADJUDICATION_TYPE:
+        if kind == RECORD_TYPE:
+            record = predicate["record"]
+            return (
+                ok
+                and isinstance(predicate["signed_at"], str)
+                and all(isinstance(record[k], str) for k in ("pseudonym", "keyid", "public_key"))
+                and isinstance(predicate.get("keys", []), list)
+            )
+        if not (ok and isinstance(predicate["adjudicator"]["pseudonym"], str)):
             return False
+        if kind == REVOCATION_TYPE:
+            return (
+                isinstance(predicate["revokes"], str)
+                and isinstance(predicate["revoked_at"], str)
+                and len(statement["subject"]) == 1
+            )
         return (
-            ok
+            kind == ADJUDICATION_TYPE
             and isinstance(predicate["signature_manifestation"]["signed_at"], str)
             and all(
                 isinstance(r["vignette_id"], str) and isinstance(r["sub_action"], str)
@@ -144,25 +184,336 @@ def _well_formed(statement: Any) -> bool:
         return False
 
 
+def _claimed_pseudonym(checked: CheckedEnvelope) -> str | None:
+    try:
+        claimed = checked.claimed
+        assert claimed is not None
+        if claimed.get("predicateType") == RECORD_TYPE:
+            name = claimed["predicate"]["record"]["pseudonym"]
+        else:
+            name = claimed["predicate"]["adjudicator"]["pseudonym"]
+    except (AssertionError, AttributeError, KeyError, TypeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
+# The adjudicators' self-signed public records ---------------------------------------------------
+
+
+@dataclass
+class KeyUse:
+    """One key of one adjudicator: from its first self-signed record until the next key's."""
+
+    keyid: str
+    public_key: str
+    since: str
+    until: str | None = None  # retired when the adjudicator activated a later key
+
+
+@dataclass
+class Adjudicator:
+    """What the self-signed records of one pseudonym establish."""
+
+    pseudonym: str
+    record: dict[str, Any]  # the latest signed public record
+    keys: list[KeyUse]
+    files: list[str]
+    duplicate_keys: set[str] = field(default_factory=set)
+
+    def key(self, keyid: str) -> KeyUse | None:
+        return next((k for k in self.keys if k.keyid == keyid), None)
+
+    def as_published(self) -> dict[str, Any]:
+        """The entry adjudicators.yaml carries for this adjudicator."""
+        entry: dict[str, Any] = {k: self.record.get(k) for k in RECORD_FIELDS}
+        entry["keys"] = [
+            {"keyid": k.keyid, "public_key": k.public_key, "since": k.since, "retired": k.until}
+            for k in self.keys
+        ]
+        entry["record_files"] = list(self.files)
+        return entry
+
+
+def _check_record(checked: CheckedEnvelope) -> None:
+    """A public record counts only if the key it names signed it (proof the key holder claims
+    it); anything else is an unsigned record."""
+    try:
+        record = checked.claimed["predicate"]["record"]  # type: ignore[index]
+        keyid, public_key = record["keyid"], record["public_key"]
+        honest = isinstance(keyid, str) and keyid == keyid_for(public_key)
+    except (KeyError, TypeError, FmaBandsError):
+        honest = False
+    if not honest:
+        checked.fail("unsigned_record", "the record's key id is not the hash of its public key")
+        return
+    keyids = _verify(checked, {keyid: public_key})
+    if keyids is None:
+        code, message = checked.error or ("unsigned_record", "")
+        checked.fail("unsigned_record", f"not signed by the key it names ({code}: {message})")
+        return
+    checked.statement = checked.claimed
+    checked.pseudonym = record["pseudonym"]
+    checked.keyid = keyid
+
+
+def _adjudicators(records: list[CheckedEnvelope]) -> dict[str, Adjudicator]:
+    by_name: dict[str, list[CheckedEnvelope]] = {}
+    for env in records:
+        if env.error is None and env.pseudonym:
+            by_name.setdefault(env.pseudonym, []).append(env)
+    found: dict[str, Adjudicator] = {}
+    for name, group in by_name.items():
+        group.sort(key=lambda e: e.signed_at)
+        keys: list[KeyUse] = []
+        for env in group:
+            record = env.predicate["record"]
+            if not any(k.keyid == record["keyid"] for k in keys):
+                if keys:
+                    keys[-1].until = env.signed_at
+                keys.append(KeyUse(record["keyid"], record["public_key"], env.signed_at))
+        latest = group[-1].predicate["record"]
+        found[name] = Adjudicator(name, dict(latest), keys, [e.path.name for e in group])
+    owners: dict[str, set[str]] = {}
+    for adjudicator in found.values():
+        for key in adjudicator.keys:
+            owners.setdefault(key.keyid, set()).add(adjudicator.pseudonym)
+    for keyid, names in owners.items():
+        if len(names) > 1:
+            for name in names:
+                found[name].duplicate_keys.add(keyid)
+    return found
+
+
+# Attestations and revocations -------------------------------------------------------------------
+
+
+def _check_signed(checked: CheckedEnvelope, adjudicators: dict[str, Adjudicator]) -> None:
+    claimed_by = _claimed_pseudonym(checked)
+    trusted = {k.keyid: k.public_key for a in adjudicators.values() for k in a.keys}
+    if checked.error:
+        return
+    if claimed_by is not None and claimed_by not in adjudicators:
+        checked.fail(
+            "unsigned_record",
+            f"no public record of {claimed_by} signed by their own key is in the folder",
+        )
+        return
+    keyids = _verify(checked, trusted)
+    if keyids is None:
+        return
+    if claimed_by is None:
+        checked.fail("malformed", "the statement does not name its adjudicator")
+        return
+    adjudicator = adjudicators[claimed_by]
+    own = [k for k in keyids if adjudicator.key(k)]
+    if not own:
+        checked.fail(
+            "wrong_signer",
+            f"signed by {', '.join(keyids)}, which is not a key of {claimed_by}'s public record",
+        )
+        return
+    keyid = own[0]
+    checked.statement, checked.pseudonym, checked.keyid = checked.claimed, claimed_by, keyid
+    if keyid in adjudicator.duplicate_keys:
+        checked.fail(
+            "duplicate_key",
+            f"the key {keyid} is in the self-signed records of more than one pseudonym, so it "
+            "counts for none of them",
+        )
+        return
+    use = adjudicator.key(keyid)
+    assert use is not None
+    if use.until is not None and checked.signed_at >= use.until:
+        checked.fail(
+            "unknown_key",
+            f"signed with a key {claimed_by} retired on {use.until[:10]}, when a new key was "
+            "activated",
+        )
+
+
+# The folder --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Evidence:
+    """Everything attestations/ establishes, read from its files alone."""
+
+    adjudicators: dict[str, Adjudicator]
+    envelopes: list[CheckedEnvelope]  # every envelope asked about, records included, checked
+    problems: list[tuple[str, str]]  # (code, message) of the folder as a whole
+    head: tuple[int, str]
+
+    @property
+    def missing(self) -> list[tuple[str, str]]:
+        return [p for p in self.problems if p[0] == "missing_record"]
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        """pseudonym -> the latest self-signed public record."""
+        return {name: a.as_published() for name, a in sorted(self.adjudicators.items())}
+
+
+def envelope_files(folder: Path) -> list[Path]:
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob(f"*{ENVELOPE_SUFFIX}") if p.is_file())
+
+
+def read_evidence(folder: Path, paths: Iterable[Path] | None = None) -> Evidence:
+    """The records and every envelope in the folder (or only `paths`, checked against the
+    folder's records), the hash links between them, and the folder's head."""
+    loaded = [_load(p) for p in envelope_files(folder)]
+    records = [e for e in loaded if _kind_claimed(e) == "record"]
+    for env in records:
+        _check_record(env)
+    adjudicators = _adjudicators(records)
+    for env in loaded:
+        if _kind_claimed(env) != "record":
+            _check_signed(env, adjudicators)
+    problems = _missing_links(loaded) + _published_mismatches(folder, adjudicators)
+    asked = loaded
+    if paths is not None:
+        by_path = {e.path.resolve(): e for e in loaded}
+        asked = []
+        for path in paths:
+            found = by_path.get(Path(path).resolve())
+            if found is None:
+                found = _load(Path(path))
+                if _kind_claimed(found) == "record":
+                    _check_record(found)
+                else:
+                    _check_signed(found, adjudicators)
+            asked.append(found)
+    return Evidence(adjudicators, asked, problems, _head(loaded))
+
+
+def _kind_claimed(env: CheckedEnvelope) -> str | None:
+    claimed = env.claimed if isinstance(env.claimed, dict) else {}
+    return KINDS.get(claimed.get("predicateType"))  # type: ignore[arg-type]
+
+
+def _missing_links(loaded: list[CheckedEnvelope]) -> list[tuple[str, str]]:
+    """A record that a signed record names, gone from the folder (or changed, so its digest
+    is no longer there): a deleted revocation cannot silently restore an attestation."""
+    present = {e.payload_sha256 for e in loaded if e.payload_sha256}
+    problems = []
+    for env in loaded:
+        if env.error or env.statement is None:
+            continue
+        for link in env.predicate.get("records", []):
+            if link["sha256"] not in present:
+                name = link.get("file") if isinstance(link.get("file"), str) else "a record"
+                problems.append(
+                    (
+                        "missing_record",
+                        f"{env.path.name} was signed with {name} ({link['sha256'][:12]}) in the "
+                        "folder, and it is no longer there unchanged",
+                    )
+                )
+    return problems
+
+
+def _head(loaded: list[CheckedEnvelope]) -> tuple[int, str]:
+    digests = sorted(e.payload_sha256 or e.file_sha256 or e.path.name for e in loaded)
+    return len(digests), "sha256:" + hashlib.sha256(canonical_json(digests)).hexdigest()
+
+
+def records_head(folder: Path) -> tuple[int, str]:
+    """The head of attestations/: how many signed records it holds and one digest of them all,
+    so an export can say exactly what it was decided from."""
+    return _head([_load(p) for p in envelope_files(folder)])
+
+
+def record_links(folder: Path) -> list[dict[str, str]]:
+    """What a new signed record names: every record present in the folder, by payload digest."""
+    links = []
+    for env in (_load(p) for p in envelope_files(folder)):
+        if env.payload_sha256:
+            links.append({"file": env.path.name, "sha256": env.payload_sha256})
+    return links
+
+
+def _published_mismatches(
+    folder: Path, adjudicators: dict[str, Adjudicator]
+) -> list[tuple[str, str]]:
+    """adjudicators.yaml is generated from the signed records; where it says anything else,
+    somebody edited it, and only the signed record counts."""
+    path = Path(folder) / ADJUDICATORS_FILE
+    if not path.is_file():
+        return []
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        entries = data["adjudicators"]
+        published = {e["pseudonym"]: e for e in entries}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError) as exc:
+        return [("unsigned_record", f"{ADJUDICATORS_FILE} is not readable ({exc})")]
+    problems = []
+    for name, entry in published.items():
+        signed = adjudicators.get(name)
+        if signed is None:
+            problems.append(
+                (
+                    "unsigned_record",
+                    f"{ADJUDICATORS_FILE} lists {name}, who has no self-signed record: ignored",
+                )
+            )
+            continue
+        expected = signed.as_published()
+        for key in (*RECORD_FIELDS, "keys"):
+            if entry.get(key) != expected.get(key):
+                problems.append(
+                    (
+                        "unsigned_record",
+                        f"{ADJUDICATORS_FILE} gives {name}'s {key} as {entry.get(key)!r}, not as "
+                        f"their signed record does ({expected.get(key)!r}): the signed record "
+                        "counts",
+                    )
+                )
+    return problems
+
+
 def read_folder(
     folder: Path, paths: list[Path] | None = None
 ) -> tuple[dict[str, dict[str, Any]], list[CheckedEnvelope]]:
-    """The published adjudicators and every envelope in the folder (or the given paths), checked."""
-    adjudicators = read_adjudicators(folder)
-    files = paths if paths else sorted(Path(folder).glob(f"*{ENVELOPE_SUFFIX}"))
-    return adjudicators, [read_envelope(p, adjudicators) for p in files]
+    """The adjudicators' signed records and every envelope (or the given paths), checked."""
+    evidence = read_evidence(folder, paths)
+    return evidence.records(), evidence.envelopes
+
+
+def read_adjudicators(folder: Path) -> dict[str, dict[str, Any]]:
+    """pseudonym -> the latest public record that the adjudicator's own key signed."""
+    return read_evidence(folder).records()
+
+
+def latest_signed_reviews(
+    evidence: Evidence, pseudonym: str
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """For each band, the review exactly as the rater's latest valid attestation covering it
+    signed it (revoked attestations aside)."""
+    revoked = revoked_digests(evidence)
+    covered: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+    for env in evidence.envelopes:
+        if env.error or env.kind != "adjudication" or env.pseudonym != pseudonym:
+            continue
+        if (env.pseudonym, env.payload_sha256) in revoked:
+            continue
+        for review in env.predicate["reviews"]:
+            band = (review["vignette_id"], review["sub_action"])
+            if band not in covered or covered[band][0] < env.signed_at:
+                covered[band] = (env.signed_at, review)
+    return {band: review for band, (_, review) in covered.items()}
+
+
+def revoked_digests(evidence: Evidence) -> set[tuple[str | None, str]]:
+    """(pseudonym, payload digest) of every attestation revoked by a valid revocation."""
+    return {
+        (env.pseudonym, env.statement["subject"][0]["digest"]["sha256"])
+        for env in evidence.envelopes
+        if env.error is None and env.kind == "revocation" and env.statement is not None
+    }
 
 
 def signed_revisions(folder: Path, pseudonym: str) -> dict[tuple[str, str], int]:
     """For each band, the review revision the rater's latest valid attestation covers."""
-    _, checked = read_folder(folder)
-    covered: dict[tuple[str, str], tuple[str, int]] = {}
-    for env in checked:
-        if env.error or env.kind != "adjudication" or env.pseudonym != pseudonym:
-            continue
-        signed_at = env.predicate["signature_manifestation"]["signed_at"]
-        for review in env.predicate["reviews"]:
-            band = (review["vignette_id"], review["sub_action"])
-            if band not in covered or covered[band][0] < signed_at:
-                covered[band] = (signed_at, review.get("revision"))
-    return {band: revision for band, (_, revision) in covered.items()}
+    reviews = latest_signed_reviews(read_evidence(folder), pseudonym)
+    return {band: review.get("revision") for band, review in reviews.items()}  # type: ignore[misc]

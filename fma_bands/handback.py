@@ -1,5 +1,8 @@
 """Paper hand-backs (DESIGN 2.3): `vignette_id | sub_action | VERDICT [band] | reason` lines
 from a rater who reviewed on paper, parsed and imported as that rater's reviews, all or nothing.
+
+An imported review records who entered it; the rater's signature covers it only once the rater
+confirms it as theirs when signing (DESIGN 2.6). A closed phase takes no import.
 """
 
 from dataclasses import dataclass
@@ -9,11 +12,12 @@ from sqlmodel import Session, select
 from fma_bands import audit
 from fma_bands.actions import sub_action
 from fma_bands.bands import AnyBand, parse_notation, to_file
+from fma_bands.envelopes import proposal_digest
 from fma_bands.errors import FmaBandsError, Problem
 from fma_bands.protocol import VERDICTS
 from fma_bands.reviews import ReviewData, as_data, revisions
 from fma_bands.store.models import Review, User, utcnow
-from fma_bands.study import require_coordinator
+from fma_bands.study import authorize, study, verdicts_for
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
@@ -39,8 +43,11 @@ class HandbackLine:
     reason: str
 
 
-def parse_handback(text: str, library: Library, source: str = "hand-back") -> list[HandbackLine]:
-    """Every line of the form `vignette_id | sub_action | VERDICT [band] | reason`."""
+def parse_handback(
+    text: str, library: Library, source: str = "hand-back", *, mode: str = "review"
+) -> list[HandbackLine]:
+    """Every line of the form `vignette_id | sub_action | VERDICT [band] | reason`; in blind
+    mode an ACCEPT line is refused, as in the browser (there is no proposal to accept)."""
     lines: list[HandbackLine] = []
     problems: list[tuple[int, str]] = []
     seen: dict[tuple[str, str], int] = {}
@@ -55,6 +62,11 @@ def parse_handback(text: str, library: Library, source: str = "hand-back") -> li
         vid, name, verdict_text, reason = parts
         try:
             line = _handback_line(number, vid, name, verdict_text, reason, library)
+            if line.verdict not in verdicts_for(mode):
+                raise FmaBandsError(
+                    "the study is in blind mode, which has no proposal to ACCEPT: give the "
+                    "rater's own band (AMEND {...}) or DECLINE"
+                )
         except FmaBandsError as exc:
             problems.append((number, exc.message))
             continue
@@ -109,15 +121,17 @@ def import_handback(
     source: str,
 ) -> list[ReviewData]:
     """Turn a hand-back into submitted reviews of that rater, all or nothing (audited)."""
-    require_coordinator(actor, "import a hand-back")
+    authorize(session, actor, "import_handback")
     rater = session.exec(select(User).where(User.pseudonym == rater_pseudonym)).first()
-    if rater is None or rater.role != "rater":
+    if rater is None or rater.role != "rater" or rater.id is None:
         raise refused(source, [(0, f"{rater_pseudonym!r} is not an enrolled rater")])
-    lines = parse_handback(text, library, source)
+    rater_id = rater.id
+    mode = study(session).mode
+    lines = parse_handback(text, library, source, mode=mode)
     latest_rows = {}
     drafts = []
     for line in lines:
-        rows = revisions(session, rater.id, line.vignette_id, line.sub_action)
+        rows = revisions(session, rater_id, line.vignette_id, line.sub_action)
         latest_rows[line.number] = rows[-1] if rows else None
         if rows and rows[-1].status == "draft":
             # Never overwrite work in progress: the rater submits or the import waits.
@@ -135,22 +149,26 @@ def import_handback(
     for line in lines:
         vignette = library.vignettes[line.vignette_id]
         proposal = vignette.proposal(line.sub_action)
+        assert proposal is not None, "parse_handback checked every band is proposed"
         latest = latest_rows[line.number]
         row = Review(
             vignette_id=line.vignette_id,
             sub_action=line.sub_action,
-            rater_id=rater.id,
+            rater_id=rater_id,
             revision=(latest.revision + 1) if latest else 1,
             supersedes_id=latest.id if latest else None,
             status="submitted",
-            mode="review",
+            mode=mode,
+            version=(latest.version + 1) if latest else 1,
             verdict=line.verdict,
             band=to_file(line.band) if line.band is not None else None,
             answers={},
             reason=line.reason,
             context_digest=vignette.context_digest_for(line.sub_action),
-            proposal_digest=proposal.acceptable.digest(),
+            band_digest=proposal.acceptable.digest(),
+            proposal_digest=proposal_digest(proposal) if mode == "review" else None,
             origin="handback",
+            entered_by=actor.pseudonym,
             submitted_at=now,
             updated_at=now,
         )

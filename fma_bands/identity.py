@@ -16,11 +16,12 @@ from sqlmodel import Session, select
 
 from fma_bands import audit
 from fma_bands.canonical import canonical_json
-from fma_bands.errors import AccessDenied, FmaBandsError
+from fma_bands.errors import FmaBandsError
 from fma_bands.files import write_atomically
 from fma_bands.keys import new_seal_key, seal, unseal
 from fma_bands.protocol import IDENTITY_FIELDS
 from fma_bands.store.models import User
+from fma_bands.study import authorize
 from fma_bands.users import UserPublic
 
 
@@ -56,11 +57,6 @@ def check_identity(data: Any, source: str) -> dict[str, str]:
     return {k: str(data[k]).strip() for k in IDENTITY_FIELDS}
 
 
-def _may_handle(actor: UserPublic, pseudonym: str, what: str) -> None:
-    if not (actor.is_coordinator or actor.pseudonym == pseudonym):
-        raise AccessDenied(f"only the coordinator or the rater may {what} a rater's identity")
-
-
 def _rater(session: Session, pseudonym: str) -> User:
     user = session.exec(select(User).where(User.pseudonym == pseudonym)).first()
     if user is None or user.role != "rater":
@@ -89,7 +85,7 @@ def set_identity(
     source: str = "identity",
 ) -> str:
     """Seal the private identity and store its salted commitment; returns the commitment."""
-    _may_handle(actor, pseudonym, "record")
+    authorize(session, actor, "record_identity", about=pseudonym)
     checked = check_identity(record, source)
     user = _rater(session, pseudonym)
     commitment, salt = identity_commitment(checked)
@@ -110,7 +106,7 @@ def reveal_identity(
     session: Session, *, actor: UserPublic, pseudonym: str, key_path: Path
 ) -> dict[str, Any]:
     """The private record with its salt and commitment, for an editor who asks (audited)."""
-    _may_handle(actor, pseudonym, "see")
+    authorize(session, actor, "reveal_identity", about=pseudonym)
     user = _rater(session, pseudonym)
     if not user.identity_sealed:
         raise FmaBandsError(f"no identity is recorded for {pseudonym!r}")

@@ -1,5 +1,6 @@
 """The registry's policy, attestations/policy.yaml: how many adjudicators a band needs and
-whether the specialty scope rule is required. Read from the file alone, like every registry input.
+whether the specialty scope rule is required. Read from the file alone, like every registry input,
+and required: a folder without a valid policy grants nothing (it never falls back to a default).
 """
 
 from dataclasses import dataclass
@@ -43,17 +44,29 @@ def check_policy(quorum: Any, scope: Any, *, file: str | None = None) -> Policy:
 
 
 def read_policy(folder: Path) -> Policy:
-    """The policy in force; a missing file is the default policy."""
+    """The policy in force; FmaBandsError with code no_policy when it is missing or invalid."""
     path = Path(folder) / POLICY_FILE
-    if not path.exists():
-        return Policy()
+    if not path.is_file():
+        raise FmaBandsError(
+            "there is no policy.yaml: nothing is granted until the coordinator sets one "
+            "(Study admin page, or fma-bands policy set)",
+            file=str(path),
+            code="no_policy",
+        )
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise FmaBandsError(f"cannot read the policy: {exc}", file=str(path)) from None
-    if not isinstance(data, dict):
-        raise FmaBandsError("the policy is a mapping with quorum and scope", file=str(path))
-    return check_policy(data.get("quorum", 1), data.get("scope", "warn"), file=str(path))
+        raise FmaBandsError(
+            f"cannot read the policy: {exc}", file=str(path), code="no_policy"
+        ) from None
+    if not isinstance(data, dict) or set(data) != {"quorum", "scope"}:
+        raise FmaBandsError(
+            "the policy is a mapping of exactly quorum and scope", file=str(path), code="no_policy"
+        )
+    try:
+        return check_policy(data["quorum"], data["scope"], file=str(path))
+    except FmaBandsError as exc:
+        raise FmaBandsError(exc.message, file=exc.file, field=exc.field, code="no_policy") from None
 
 
 def write_policy_file(folder: Path, policy: Policy) -> Path:

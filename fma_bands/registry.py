@@ -1,7 +1,8 @@
 """The band registry (DESIGN 2.7): the only code that makes a band clinician-adjudicated.
 
-It decides from files alone (the vignette files, the envelopes and adjudicators.yaml in
-attestations/, and policy.yaml), so an editor can redo every decision with no database.
+It decides from files alone (the vignette files, and in attestations/ the adjudicators'
+self-signed records, the signed envelopes and policy.yaml), so an editor can redo every decision
+with no database. adjudicators.yaml is never read for a decision.
 """
 
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from typing import Any
 
 from fma_bands.actions import sub_action
 from fma_bands.bands import AnyBand, band_from_values, consensus, parse_band, to_harness
-from fma_bands.envelopes import read_folder, subject_name
+from fma_bands.envelopes import proposal_digest, read_evidence, revoked_digests, subject_name
 from fma_bands.errors import FmaBandsError
 from fma_bands.policy import Policy, check_policy, read_policy
 from fma_bands.vignettes import Library, Proposal, Vignette
@@ -20,17 +21,31 @@ REASONS = {
     "no_attestation": "no attestation on file covers this band",
     "malformed": "an attestation file is not a well-formed signed statement",
     "bad_signature": "an attestation's signature does not match its content: it was altered",
-    "unknown_key": "an attestation is signed by a key that is not enrolled",
+    "unknown_key": "an attestation is signed by a key that no self-signed public record holds "
+    "(or one retired before it was used)",
+    "duplicate_key": "one key is in the public records of two pseudonyms, so it counts for none",
+    "unsigned_record": "the adjudicator has no public record signed by their own key, or it was "
+    "altered",
     "wrong_signer": "an attestation is signed by a key enrolled for someone other than its "
     "named adjudicator",
     "wrong_subject": "an attestation covers an identical band of another vignette, not this one",
     "digest_mismatch": "the band was changed after it was signed",
     "stale_context": "the vignette's clinical information changed after the band was signed",
+    "proposal_changed": "the proposal (its source, clause, reasoning, notes, span, threshold or "
+    "provenance) changed after it was signed",
     "revoked": "the attestation was revoked by its signer",
     "declined": "the adjudicator declined this band, which counts for nothing",
     "out_of_scope": "the adjudicator's specialty is outside the scope rule for this sub-action",
     "quorum_not_met": "fewer valid attestations than the policy's quorum",
     "no_consensus": "the adjudicators' bands share no value",
+    "missing_record": "a record that a signed record names is no longer in the folder",
+    "no_policy": "attestations/policy.yaml is missing or invalid, so nothing is granted",
+}
+# Warnings travel with a granted band; they never refuse it.
+WARNINGS = {
+    "out_of_scope": REASONS["out_of_scope"],
+    "demo_account": "the adjudicator's passphrase was set by fma-bands demo, not chosen by them",
+    "key_changed": "the adjudicator's key was replaced (an account reset): check with them",
 }
 
 
@@ -123,9 +138,13 @@ class Decision:
 @dataclass
 class Registry:
     decisions: list[Decision]
+    # The policy applied: policy.yaml with any override; without a valid policy.yaml nothing is
+    # granted, `policy_problem` says why, and `policy` only shows the values that were asked.
     policy: Policy
     file_problems: list[str] = field(default_factory=list)
     valid_signers: dict[str, str] = field(default_factory=dict)  # pseudonym -> latest date
+    policy_problem: str | None = None
+    head: tuple[int, str] = (0, "")  # the records it was decided from (envelopes.records_head)
 
     def grants(self) -> dict[tuple[str, str], Grant]:
         return {(d.vignette_id, d.sub_action): d.grant() for d in self.decisions}
@@ -134,13 +153,18 @@ class Registry:
 @dataclass
 class _Entry:
     pseudonym: str
-    specialty: str
+    record: dict[str, Any]
     file: str
     keyid: str
     signed_at: str
     review: dict[str, Any]
     subject_digest: str | None
     payload_sha256: str
+
+    @property
+    def round(self) -> int:
+        value = self.review.get("round", 1)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
 def decide(
@@ -151,44 +175,53 @@ def decide(
     scope: str | None = None,
 ) -> Registry:
     """Every proposed band's provenance, with stable reason codes where it is not granted."""
-    stored = read_policy(folder)
+    everywhere: list[Reason] = []
+    try:
+        stored: Policy | None = read_policy(folder)
+    except FmaBandsError as exc:
+        stored = None
+        everywhere.append(Reason("no_policy", str(exc)))
     policy = check_policy(
-        stored.quorum if quorum is None else quorum, stored.scope if scope is None else scope
+        quorum if quorum is not None else (stored.quorum if stored else 1),
+        scope if scope is not None else (stored.scope if stored else "warn"),
     )
-    adjudicators, envelopes = read_folder(folder)
+    evidence = read_evidence(folder)
+    registry = Registry([], policy, head=evidence.head)
+    if stored is None:
+        registry.policy_problem = everywhere[0].message
+    for code, message in evidence.problems:
+        registry.file_problems.append(f"{code}: {message}")
+        if code == "missing_record":
+            everywhere.append(Reason(code, message))
     entries: dict[tuple[str, str], list[_Entry]] = {}
     failures: dict[tuple[str, str], list[Reason]] = {}
-    revocations: set[tuple[str, str]] = set()
-    registry = Registry([], policy)
-    for env in envelopes:
+    revocations = revoked_digests(evidence)
+    for env in evidence.envelopes:
         if env.error:
             code, message = env.error
             claims = _claimed_names(env.claimed)
             for name in claims:
                 failures.setdefault(name, []).append(Reason(code, f"{env.path.name}: {message}"))
-            if not claims:
+            if (not claims and env.kind != "record") or env.kind == "record":
                 registry.file_problems.append(f"{env.path.name}: {code}: {message}")
             continue
-        predicate = env.statement["predicate"]
-        if env.kind == "revocation":
-            # Matched on the revoked payload's digest, so renaming the file does not undo it.
-            digest = env.statement["subject"][0]["digest"]["sha256"]
-            revocations.add((env.pseudonym, digest))
+        if env.kind != "adjudication":
             continue
+        assert env.statement is not None and env.pseudonym and env.keyid
         subjects = {s["name"]: s["digest"].get("sha256") for s in env.statement["subject"]}
-        record = adjudicators[env.pseudonym]
-        for review in predicate["reviews"]:
-            name = subject_name(review["vignette_id"], review["sub_action"])
+        adjudicator = evidence.adjudicators[env.pseudonym]
+        for review in env.predicate["reviews"]:
+            subject = subject_name(review["vignette_id"], review["sub_action"])
             entries.setdefault((review["vignette_id"], review["sub_action"]), []).append(
                 _Entry(
                     pseudonym=env.pseudonym,
-                    specialty=record.get("specialty") or "",
+                    record=dict(adjudicator.record, n_keys=len(adjudicator.keys)),
                     file=env.path.name,
                     keyid=env.keyid,
-                    signed_at=predicate["signature_manifestation"]["signed_at"],
+                    signed_at=env.signed_at,
                     review=review,
-                    subject_digest=subjects.get(name),
-                    payload_sha256=env.payload_sha256,
+                    subject_digest=subjects.get(subject),
+                    payload_sha256=env.payload_sha256 or "",
                 )
             )
     revoked = {
@@ -204,18 +237,20 @@ def decide(
                 vignette,
                 proposal,
                 entries.get(key, []),
-                failures.get(key, []),
+                everywhere + failures.get(key, []),
                 revoked,
                 policy,
             )
             if not entries.get(key):
                 decision.reasons += _copies(proposal, vignette, entries)
             registry.decisions.append(decision)
-    for env in envelopes:
+    for env in evidence.envelopes:
         if env.error is None and env.kind == "adjudication" and env.path.name not in revoked:
-            date = env.statement["predicate"]["signature_manifestation"]["signed_at"][:10]
-            known = registry.valid_signers.get(env.pseudonym, date)
-            registry.valid_signers[env.pseudonym] = max(date, known)
+            date = env.signed_at[:10]
+            known = registry.valid_signers.get(env.pseudonym or "", date)
+            registry.valid_signers[env.pseudonym or ""] = max(date, known)
+    if everywhere:
+        registry.valid_signers.clear()
     return registry
 
 
@@ -258,41 +293,39 @@ def _decide_band(
     decision = Decision(vignette.id, name, proposal.provenance, proposal.acceptable)
     decision.disputed_span = proposal.disputed_span
     decision.reasons += failures
+    blocked = any(r.code in ("no_policy", "missing_record") for r in failures)
+    # Each adjudicator's latest unrevoked signed review of the band's latest round counts: an
+    # earlier one of theirs is superseded, and a round-1 review never stands beside a round 2.
+    standing = [e for e in entries if e.file not in revoked]
+    for name_revoked in sorted({e.pseudonym for e in entries} - {e.pseudonym for e in standing}):
+        files = ", ".join(sorted({e.file for e in entries if e.pseudonym == name_revoked}))
+        decision.reasons.append(
+            Reason("revoked", f"{REASONS['revoked']}: {name_revoked} ({files})")
+        )
+    last_round = max((e.round for e in standing), default=1)
     latest: dict[str, _Entry] = {}
-    # A later signature by the same adjudicator supersedes the earlier one for this band.
-    for entry in sorted(entries, key=lambda e: e.signed_at):
-        latest[entry.pseudonym] = entry
+    for entry in sorted(standing, key=lambda e: e.signed_at):
+        if entry.round == last_round:
+            latest[entry.pseudonym] = entry
     counted: list[tuple[_Entry, AnyBand]] = []
     band_digest = proposal.acceptable.digest().removeprefix("sha256:")
     for entry in latest.values():
         who = f"{entry.pseudonym} ({entry.file})"
-        if entry.file in revoked:
-            decision.reasons.append(Reason("revoked", f"{REASONS['revoked']}: {who}"))
+        reason = _refusal(entry, vignette, proposal, band_digest)
+        if reason is not None:
+            decision.reasons.append(Reason(reason, f"{REASONS[reason]}: {who}"))
             continue
-        if entry.subject_digest != band_digest or entry.review.get("band_digest") != (
-            "sha256:" + band_digest
-        ):
-            decision.reasons.append(
-                Reason("digest_mismatch", f"{REASONS['digest_mismatch']}: {who}")
-            )
-            continue
-        if entry.review.get("context_digest") != vignette.context_digest_for(name):
-            decision.reasons.append(Reason("stale_context", f"{REASONS['stale_context']}: {who}"))
-            continue
-        if entry.review.get("verdict") == "DECLINE":
-            decision.reasons.append(Reason("declined", f"{REASONS['declined']}: {who}"))
-            continue
-        in_scope = action.in_scope(entry.specialty)
+        in_scope = action.in_scope(entry.record.get("specialty") or "")
         if in_scope is False:
-            reason = Reason(
+            scope_reason = Reason(
                 "out_of_scope",
-                f"{REASONS['out_of_scope']}: {entry.pseudonym} ({entry.specialty}) for "
-                f"{action.label.lower()}",
+                f"{REASONS['out_of_scope']}: {entry.pseudonym} "
+                f"({entry.record.get('specialty')}) for {action.label.lower()}",
             )
             if policy.scope == "require":
-                decision.reasons.append(reason)
+                decision.reasons.append(scope_reason)
                 continue
-            decision.warnings.append(reason)
+            decision.warnings.append(scope_reason)
         try:
             attested = parse_band(
                 name, entry.review["attested_band"], orderables=vignette.orderables
@@ -301,9 +334,11 @@ def _decide_band(
             decision.reasons.append(Reason("malformed", f"{who}: attested band unreadable: {exc}"))
             continue
         counted.append((entry, attested))
-    if not entries and not failures:
+    if not entries and not [f for f in failures if f.code not in ("no_policy", "missing_record")]:
         decision.reasons.append(Reason("no_attestation", REASONS["no_attestation"]))
     decision.n_raters = len(counted)
+    if blocked:
+        return decision
     if len(counted) < policy.quorum:
         if entries or failures:
             decision.reasons.append(
@@ -336,14 +371,38 @@ def _decide_band(
     decision.verdicts = [
         Verdict(
             e.pseudonym,
-            e.specialty,
+            str(e.record.get("specialty") or ""),
             e.review["verdict"],
             e.review.get("reason"),
             band,
-            # Reviews signed before rounds were recorded are round 1: there was no other.
-            int(e.review.get("round") or 1),
+            e.round,
         )
         for e, band in ordered
     ]
     decision.round = max(v.round for v in decision.verdicts)
+    for entry, _ in ordered:
+        if entry.record.get("demo"):
+            decision.warnings.append(
+                Reason("demo_account", f"{WARNINGS['demo_account']}: {entry.pseudonym}")
+            )
+        if entry.record.get("n_keys", 1) > 1:
+            decision.warnings.append(
+                Reason("key_changed", f"{WARNINGS['key_changed']}: {entry.pseudonym}")
+            )
     return decision
+
+
+def _refusal(entry: _Entry, vignette: Vignette, proposal: Proposal, band_digest: str) -> str | None:
+    """Why this signed review cannot count for the band as the files hold it now, or None."""
+    review = entry.review
+    if entry.subject_digest != band_digest or review.get("band_digest") != f"sha256:{band_digest}":
+        return "digest_mismatch"
+    if review.get("context_digest") != vignette.context_digest_for(proposal.sub_action):
+        return "stale_context"
+    if review.get("mode", "review") != "blind" and review.get("proposal_digest") != (
+        proposal_digest(proposal)
+    ):
+        return "proposal_changed"
+    if review.get("verdict") == "DECLINE":
+        return "declined"
+    return None

@@ -1,7 +1,8 @@
 """Reviews (DESIGN 2.3, 2.4): the queue, drafts, submissions and revisions, and the blinding
 that keeps each rater's work from every other rater while the review phase is open.
 
-A submitted review is never changed: revising it writes a new revision that supersedes it.
+A submitted review is never changed: revising it writes a new revision that supersedes it, and
+the version a screen saw is checked across revisions, so a stale tab never overwrites a newer one.
 """
 
 from collections import Counter
@@ -11,15 +12,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import update
-from sqlmodel import Session, select
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Session, col, select
 
 from fma_bands import audit
 from fma_bands.actions import SUB_ACTIONS
 from fma_bands.bands import AnyBand, parse_band, to_file
-from fma_bands.errors import AccessDenied, ConflictError, FmaBandsError
-from fma_bands.protocol import CHOICES, QUESTION_KEYS, QUESTIONS, VERDICTS
+from fma_bands.envelopes import proposal_digest
+from fma_bands.errors import ConflictError, FmaBandsError
+from fma_bands.protocol import CHOICES, QUESTION_KEYS, QUESTIONS
 from fma_bands.store.models import Review, User, utcnow
-from fma_bands.study import require_coordinator, study
+from fma_bands.study import authorize, is_current, study, verdicts_for
 from fma_bands.users import UserPublic, pseudonyms
 from fma_bands.vignettes import Library, Proposal, Vignette
 
@@ -41,8 +44,12 @@ class ReviewData(BaseModel):
     answers: dict[str, Any]
     reason: str | None
     context_digest: str
+    band_digest: str | None = None
     proposal_digest: str | None
     origin: str
+    round: int = 1
+    entered_by: str | None = None
+    confirmed_at: datetime | None = None
     version: int
     submitted_at: datetime | None
     updated_at: datetime
@@ -89,18 +96,19 @@ def queue(session: Session, library: Library, rater: UserPublic) -> list[QueueIt
             mine[key] = row
     items = []
     for vignette, proposal in bands_to_review(library):
-        row = mine.get((vignette.id, proposal.sub_action))
-        if row is None:
-            status, stale = "to do", False
-        else:
-            status, stale = row.status, _is_stale(row, library)
+        found = mine.get((vignette.id, proposal.sub_action))
+        status: Literal["to do", "draft", "submitted"] = "to do"
+        stale = False
+        if found is not None:
+            status = "submitted" if found.status == "submitted" else "draft"
+            stale = _is_stale(found, library)
         items.append(
             QueueItem(
                 vignette.id,
                 proposal.sub_action,
                 vignette.domain,
                 status,
-                row.revision if row else None,
+                found.revision if found else None,
                 stale,
             )
         )
@@ -133,11 +141,11 @@ def next_item(items: list[QueueItem]) -> QueueItem | None:
 # One rater's own review --------------------------------------------------------------------
 
 
-def revisions(session, rater_id: int, vid: str, name: str) -> list[Review]:
+def revisions(session: Session, rater_id: int, vid: str, name: str) -> list[Review]:
     query = (
         select(Review)
         .where(Review.rater_id == rater_id, Review.vignette_id == vid, Review.sub_action == name)
-        .order_by(Review.revision)
+        .order_by(col(Review.revision))
     )
     return list(session.exec(query))
 
@@ -192,8 +200,13 @@ def check_form(
             band = parse_band(proposal.sub_action, form.band, orderables=vignette.orderables)
         except FmaBandsError as exc:
             errors["band"] = exc.message
-    if form.verdict is not None and form.verdict not in VERDICTS:
-        errors["verdict"] = f"choose one of {', '.join(VERDICTS)}"
+    allowed = verdicts_for(mode)
+    if form.verdict is not None and form.verdict not in allowed:
+        errors["verdict"] = (
+            "blind mode shows no proposal to accept: write your own band, or decline"
+            if form.verdict == "ACCEPT" and mode == "blind"
+            else f"choose one of {', '.join(allowed)}"
+        )
     for key in form.answers:
         if key not in QUESTION_KEYS:
             errors[key] = "not a protocol question"
@@ -201,7 +214,7 @@ def check_form(
         return band, errors
     verdict = form.verdict
     if verdict is None:
-        errors["verdict"] = "choose a verdict: ACCEPT, AMEND or DECLINE"
+        errors["verdict"] = f"choose a verdict: {', '.join(allowed[:-1])} or {allowed[-1]}"
     reason = (form.reason or "").strip()
     if verdict == "AMEND" and band is None and "band" not in errors:
         errors["band"] = "an amendment needs the corrected band (it may keep the same values)"
@@ -247,12 +260,9 @@ def save(
 ) -> ReviewData:
     """Save the rater's draft, or submit it. `expected_version` is the version the screen
     showed (0 for a review not yet saved); anything else saved since is a ConflictError."""
-    if rater.role != "rater":
-        raise AccessDenied("only enrolled raters review bands")
+    authorize(session, rater, "review")
     vignette, proposal = _band_under_review(library, vid, name)
     settings = study(session)
-    if settings.phase != "open":
-        raise AccessDenied("the review phase is closed: reviews can no longer change")
     band, errors = check_form(
         form, vignette=vignette, proposal=proposal, mode=settings.mode, final=submit
     )
@@ -261,14 +271,15 @@ def save(
     rows = revisions(session, rater.id, vid, name)
     latest = rows[-1] if rows else None
     now = utcnow()
-    values = {
+    values: dict[str, Any] = {
         "verdict": form.verdict,
         "band": to_file(band) if band is not None else None,
         "answers": {k: dict(v) for k, v in form.answers.items()},
         "reason": (form.reason or "").strip() or None,
         "mode": settings.mode,
         "context_digest": vignette.context_digest_for(name),
-        "proposal_digest": proposal.acceptable.digest(),
+        "band_digest": proposal.acceptable.digest(),
+        "proposal_digest": proposal_digest(proposal) if settings.mode == "review" else None,
         "updated_at": now,
     }
     if submit:
@@ -277,25 +288,32 @@ def save(
         seen = latest.version if latest else 0
         if expected_version != seen:
             raise _conflict()
+        # The version runs on across revisions: a tab that saw revision 1 cannot save over 2.
         row = Review(
             vignette_id=vid,
             sub_action=name,
             rater_id=rater.id,
             revision=(latest.revision + 1) if latest else 1,
+            version=seen + 1,
             supersedes_id=latest.id if latest else None,
             origin="browser",
             **values,
         )
         session.add(row)
-        session.flush()
+        try:
+            session.flush()
+        except (IntegrityError, OperationalError):
+            # Another tab wrote this revision between our read and our write (PostgreSQL: the
+            # unique revision; SQLite: its snapshot is stale). The caller's session rolls back.
+            raise _conflict() from None
     else:
         # Compare-and-set on the version: of two tabs saving the same draft, the second loses.
         result = session.execute(
             update(Review)
-            .where(Review.id == latest.id, Review.version == expected_version)
-            .values(version=Review.version + 1, **values)
+            .where(col(Review.id) == latest.id, col(Review.version) == expected_version)
+            .values(version=col(Review.version) + 1, **values)
         )
-        if result.rowcount != 1:
+        if result.rowcount != 1:  # type: ignore[attr-defined]
             raise _conflict()
         session.refresh(latest)
         row = latest
@@ -325,12 +343,7 @@ def _conflict() -> ConflictError:
 
 
 def _may_see_others(session: Session, viewer: UserPublic) -> None:
-    if viewer.is_coordinator:
-        return
-    if study(session).phase == "open":
-        raise AccessDenied(
-            "other raters' reviews stay hidden until the coordinator closes the review phase"
-        )
+    authorize(session, viewer, "see_reviews")
 
 
 def submitted_reviews(
@@ -357,7 +370,7 @@ def band_reviews(
 def _latest_submitted(session: Session, vignette_ids: list[str] | None = None) -> list[Review]:
     query = select(Review).where(Review.status == "submitted")
     if vignette_ids is not None:
-        query = query.where(Review.vignette_id.in_(vignette_ids))
+        query = query.where(col(Review.vignette_id).in_(vignette_ids))
     latest: dict[tuple[str, str, int], Review] = {}
     for row in session.exec(query):
         key = (row.vignette_id, row.sub_action, row.rater_id)
@@ -367,9 +380,7 @@ def _latest_submitted(session: Session, vignette_ids: list[str] | None = None) -
 
 
 def _is_stale(row: Review, library: Library) -> bool:
-    return not library.is_current(
-        row.vignette_id, row.sub_action, row.context_digest, row.proposal_digest
-    )
+    return not is_current(library, row)
 
 
 def as_data(row: Review, library: Library, names: dict[int, str]) -> ReviewData:
@@ -389,7 +400,9 @@ def attested_band(review: ReviewData, library: Library) -> AnyBand | None:
         return None
     vignette = library.vignettes[review.vignette_id]
     if review.verdict == "ACCEPT":
-        return vignette.proposal(review.sub_action).acceptable
+        proposal = vignette.proposal(review.sub_action)
+        assert proposal is not None, "a review is of a proposed band"
+        return proposal.acceptable
     return parse_band(review.sub_action, review.band, orderables=vignette.orderables)
 
 
@@ -400,7 +413,7 @@ def rater_progress(
 
     Counts only, never contents; still the coordinator's alone, since even how far another rater
     has got is none of a rater's business during the phase."""
-    require_coordinator(viewer, "see every rater's progress")
+    authorize(session, viewer, "see_progress")
     raters = session.exec(select(User).where(User.role == "rater").order_by(User.pseudonym))
     rows = []
     for rater in raters:

@@ -1,23 +1,31 @@
-"""The study: its phase and mode, who may run it, and its vignettes kept in line with the files.
+"""The study: its phase and mode, who may do what in it, and its vignettes kept in line with the
+files.
 
-Every coordinator-only action goes through `require_coordinator`, so the rule lives here and
-not in the pages or the command line.
+Every coordinator-only action, the frozen closed phase, the blinding between raters and the
+verdicts each mode allows go through `authorize` and `verdicts_for`, so each rule lives here
+once and the pages and commands only call it.
 """
+
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from sqlmodel import Session, select
 
 from fma_bands import audit
+from fma_bands.envelopes import proposal_digest
 from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.policy import Policy, check_policy, read_policy, write_policy_file
+from fma_bands.protocol import VERDICTS
 from fma_bands.store.models import Review, StudySettings, VignetteRecord, utcnow
-from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library, Vignette
+
+if TYPE_CHECKING:
+    from fma_bands.users import UserPublic
 
 PHASES = ("open", "closed")
 MODES = ("review", "blind")
@@ -31,11 +39,83 @@ class StudyPublic(BaseModel):
     updated_at: datetime
 
 
-def require_coordinator(actor: UserPublic | None, what: str = "do this") -> UserPublic:
-    """The one check behind every coordinator-only action, in every page and command."""
-    if actor is None or not actor.is_coordinator:
-        raise AccessDenied(f"only the study coordinator can {what}")
+# Who may do what ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Who may take an action: the roles, and the conditions that hold whoever asks."""
+
+    what: str
+    roles: tuple[str, ...] = ("coordinator",)
+    # Refused once the review phase is closed: a closed round's reviews are frozen.
+    open_phase: bool = False
+    # A rater may also do it about themselves (their own identity, their own account).
+    oneself: bool = False
+    # Raters may too once the phase is closed (seeing others' work breaks the blinding before).
+    raters_once_closed: bool = False
+
+
+RULES: dict[str, Rule] = {
+    "enrol": Rule("enrol people in the study"),
+    "reset": Rule("issue a new enrolment code"),
+    "set_phase": Rule("open or close the review phase"),
+    "set_mode": Rule("change the review mode"),
+    "set_policy": Rule("set the registry policy"),
+    "import_handback": Rule("import a hand-back", open_phase=True),
+    "see_progress": Rule("see every rater's progress"),
+    "record_identity": Rule("record a rater's identity", oneself=True),
+    "reveal_identity": Rule("see a rater's identity", oneself=True),
+    "see_reviews": Rule("see other raters' reviews", raters_once_closed=True),
+    "review": Rule("review bands", roles=("rater",), open_phase=True),
+    "sign": Rule("sign attestations", roles=("rater",)),
+}
+
+
+def authorize(
+    session: Session, actor: UserPublic | None, action: str, *, about: str | None = None
+) -> UserPublic:
+    """The actor, if they may take `action` (about the person named `about`); else AccessDenied
+    saying why. The one check behind every page and command."""
+    rule = RULES[action]
+    if actor is None:
+        raise AccessDenied(f"sign in first to {rule.what}")
+    allowed = actor.role in rule.roles or (rule.oneself and about == actor.pseudonym)
+    if not allowed and rule.raters_once_closed and actor.role == "rater":
+        if study(session).phase == "open":
+            raise AccessDenied(
+                "other raters' reviews stay hidden until the coordinator closes the review phase"
+            )
+        allowed = True
+    if not allowed:
+        who = " or ".join(
+            {"coordinator": "the study coordinator", "rater": "a rater"}[r] for r in rule.roles
+        )
+        raise AccessDenied(f"only {who} can {rule.what}")
+    if rule.open_phase and study(session).phase != "open":
+        raise AccessDenied(
+            f"the review phase is closed: its reviews are frozen, so nobody can {rule.what} now"
+        )
     return actor
+
+
+def verdicts_for(mode: str) -> tuple[str, ...]:
+    """The verdicts a mode allows: blind mode shows no proposal, so there is none to ACCEPT."""
+    return tuple(v for v in VERDICTS if mode == "review" or v != "ACCEPT")
+
+
+def is_current(library: Library, row: Review) -> bool:
+    """Was this review made of the band as the files hold it now: the same context, the same
+    proposed band and, in review mode, the same whole proposal (text, span, threshold)?"""
+    found = library.band(row.vignette_id, row.sub_action)
+    if found is None:
+        return False
+    vignette, proposal = found
+    if row.context_digest != vignette.context_digest_for(row.sub_action):
+        return False
+    if row.band_digest != proposal.acceptable.digest():
+        return False
+    return row.mode == "blind" or row.proposal_digest == proposal_digest(proposal)
 
 
 def study(session: Session) -> StudyPublic:
@@ -58,7 +138,7 @@ def set_mode(session: Session, *, actor: UserPublic, mode: str) -> StudyPublic:
 def _set(
     session: Session, *, actor: UserPublic, name: str, value: str, allowed: tuple[str, ...]
 ) -> StudyPublic:
-    require_coordinator(actor, f"change the review {name}")
+    authorize(session, actor, f"set_{name}")
     if value not in allowed:
         message = f"{name} must be one of {', '.join(allowed)}"
         raise FmaBandsError(message, field=name, fields={name: message})
@@ -83,7 +163,7 @@ def set_policy(
     session: Session, folder: Path, *, actor: UserPublic, quorum: Any, scope: Any
 ) -> Policy:
     """Write attestations/policy.yaml (audited): the registry reads it from the folder alone."""
-    require_coordinator(actor, "set the registry policy")
+    authorize(session, actor, "set_policy")
     policy = check_policy(quorum, scope)
     try:
         before: dict[str, Any] | None = read_policy(folder).as_dict()
@@ -170,10 +250,7 @@ def _stale_count(session: Session, library: Library, vignette_ids: list[str]) ->
         key = (row.vignette_id, row.sub_action, row.rater_id)
         if key not in latest or row.revision > latest[key].revision:
             latest[key] = row
-    return sum(
-        not library.is_current(r.vignette_id, r.sub_action, r.context_digest, r.proposal_digest)
-        for r in latest.values()
-    )
+    return sum(not is_current(library, r) for r in latest.values())
 
 
 def _record_data(vignette: Vignette) -> dict[str, Any]:

@@ -1,5 +1,7 @@
-"""Signed attestations end to end on the FairMedAgent data: identity, signing, the statement,
-an independent verifier, privacy, and what the registry and the export make of it.
+"""Signed attestations end to end on the FairMedAgent data: enrolment by code, identity, signing,
+the statement, an independent verifier, privacy, what a signature covers (hand-backs only once
+confirmed; signing again covers what was signed plus the change), and what the registry and the
+export make of it.
 
 Enrolment and signing cost Argon2 time, so the file-only checks share one signed study per
 module (a SQLite template); the database-facing steps run on SQLite and PostgreSQL (`engine`).
@@ -21,28 +23,36 @@ from securesystemslib.signer import SSlibKey
 from sqlmodel import select
 
 from fma_bands import audit
-from fma_bands.attestations import attest, publish_adjudicators
+from fma_bands.attestations import attest, plan, resign
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE
-from fma_bands.envelopes import ADJUDICATION_TYPE, read_adjudicators, read_folder
-from fma_bands.errors import AccessDenied, FmaBandsError
+from fma_bands.envelopes import (
+    ADJUDICATION_TYPE,
+    RECORD_FIELDS,
+    proposal_digest,
+    read_adjudicators,
+    read_folder,
+)
+from fma_bands.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.export import export_document, load_adjudicators, load_bands, write_bands
 from fma_bands.handback import import_handback
 from fma_bands.identity import check_revealed, reveal_identity, set_identity
+from fma_bands.policy import Policy, write_policy_file
 from fma_bands.protocol import DECLARATIONS, IDENTITY_FIELDS, STATEMENT_TEXT
+from fma_bands.records import ensure_record
 from fma_bands.registry import ADJUDICATED, decide
-from fma_bands.reviews import ReviewForm, save
+from fma_bands.reviews import ReviewForm, current_review, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import AuditEvent, User
 from fma_bands.study import sync_vignettes
-from fma_bands.users import create_user
+from fma_bands.users import activate, create_first_coordinator, unlock_signing_key
+from fma_bands.users import enrol as enrol_person
 from tests.conftest import HANDBACK
 
-COORDINATOR = dict(pseudonym="coordinator", passphrase="coordinator passphrase", role="coordinator")
+COORDINATOR = dict(pseudonym="coordinator", passphrase="coordinator passphrase")
 PASS_01 = "passphrase of adjudicator one"
 PASS_02 = "passphrase of adjudicator two"
 RATER_01 = dict(
     pseudonym="adjudicator-01",
-    passphrase=PASS_01,
     role="rater",
     specialty="geriatrics",
     jurisdiction="Australia",
@@ -50,7 +60,6 @@ RATER_01 = dict(
 )
 RATER_02 = dict(
     pseudonym="adjudicator-02",
-    passphrase=PASS_02,
     role="rater",
     specialty="emergency medicine",
     jurisdiction="New Zealand",
@@ -104,12 +113,26 @@ class Study:
     commitment: str | None = None
 
 
-def enrol(engine, library, *, second_rater: bool = False):
+def enrol_and_activate(engine, coordinator, fields, passphrase, folder):
+    """The real path: the coordinator enrols the rater and gets a code; the rater activates
+    with it and chooses their passphrase, and their new key signs their public record."""
+    with session_scope(engine) as s:
+        _, code = enrol_person(s, actor=coordinator, **fields)
+    with session_scope(engine) as s:
+        made = activate(
+            s, pseudonym=fields["pseudonym"], code=code, passphrase=passphrase, folder=folder
+        )
+    assert made is not None
+    return made
+
+
+def enrol(engine, library, folder, *, second_rater: bool = False):
     with session_scope(engine) as s:
         sync_vignettes(s, library, actor="test")
-        coordinator = create_user(s, actor=None, **COORDINATOR)
-        a = create_user(s, actor="coordinator", **RATER_01)
-        b = create_user(s, actor="coordinator", **RATER_02) if second_rater else None
+        coordinator = create_first_coordinator(s, **COORDINATOR)
+    a = enrol_and_activate(engine, coordinator, RATER_01, PASS_01, folder)
+    b = enrol_and_activate(engine, coordinator, RATER_02, PASS_02, folder) if second_rater else None
+    write_policy_file(folder, Policy())
     return coordinator, a, b
 
 
@@ -125,7 +148,9 @@ def import_adjudicator_01(engine, library, coordinator):
         )
 
 
-def sign(engine, library, rater, passphrase, folder, *, now=None, declarations=None) -> Path:
+def sign(
+    engine, library, rater, passphrase, folder, *, now=None, declarations=None, confirm=True
+) -> Path:
     with session_scope(engine) as s:
         return attest(
             s,
@@ -135,13 +160,15 @@ def sign(engine, library, rater, passphrase, folder, *, now=None, declarations=N
             meaning="adjudication",
             declarations=ALL_DECLARATIONS if declarations is None else declarations,
             folder=folder,
+            confirm_imported=confirm,
             now=now,
         )
 
 
 def build_study(engine, library, root: Path, *, second_rater: bool = False) -> Study:
-    """Enrol, import adjudicator-01's hand-back, record identities and sign her reviews."""
-    coordinator, a, b = enrol(engine, library, second_rater=second_rater)
+    """Enrol, import adjudicator-01's hand-back, record identities, and sign her reviews (she
+    confirms the imported hand-back as hers)."""
+    coordinator, a, b = enrol(engine, library, root / "attestations", second_rater=second_rater)
     study = Study(
         engine=engine,
         library=library,
@@ -236,10 +263,15 @@ def test_end_to_end_signed_bands_reach_the_export(engine, shared_library, tmp_pa
     library, folder = shared_library, study.folder
 
     adjudicators, checked = read_folder(folder)
-    assert [(c.path, c.error, c.kind, c.pseudonym) for c in checked] == [
-        (study.envelope, None, "adjudication", "adjudicator-01")
+    assert [(c.error, c.kind, c.pseudonym) for c in checked] == [
+        (None, "record", "adjudicator-01"),  # signed at activation
+        (None, "record", "adjudicator-01"),  # signed again with the identity commitment
+        (None, "adjudication", "adjudicator-01"),
     ]
+    assert checked[2].path == study.envelope
     assert adjudicators["adjudicator-01"]["keyid"] == study.a.keyid
+    assert adjudicators["adjudicator-01"]["identity_commitment"] == study.commitment
+    assert adjudicators["adjudicator-01"]["demo"] is False
 
     warned = by_band(decide(library, folder))
     documentation = warned["draft_documentation_01/followup_days"]
@@ -311,8 +343,8 @@ def test_end_to_end_signed_bands_reach_the_export(engine, shared_library, tmp_pa
 
 def test_signing_is_refused_until_everything_is_in_place(engine, shared_library, tmp_path):
     library, folder = shared_library, tmp_path / "attestations"
-    folder.mkdir()
-    coordinator, a, _ = enrol(engine, library)
+    coordinator, a, _ = enrol(engine, library, folder)
+    before = {p.name for p in folder.iterdir()}
 
     with pytest.raises(FmaBandsError, match="identity is not recorded"):
         sign(engine, library, a, PASS_01, folder)
@@ -364,7 +396,7 @@ def test_signing_is_refused_until_everything_is_in_place(engine, shared_library,
         )
     with pytest.raises(FmaBandsError, match="passphrase is not right"):
         sign(engine, library, a, "not the passphrase at all", folder)
-    assert list(folder.iterdir()) == []
+    assert {p.name for p in folder.iterdir()} == before
     with session_scope(engine) as s:
         kinds = [e.kind for e in s.exec(select(AuditEvent)).all()]
     assert "attestation_signed" not in kinds
@@ -396,7 +428,7 @@ def test_the_envelope_holds_an_in_toto_statement_of_every_reviewed_band(signed):
 
     predicate = statement["predicate"]
     published = read_adjudicators(study.folder)["adjudicator-01"]
-    assert predicate["adjudicator"] == published
+    assert predicate["adjudicator"] == {k: published[k] for k in RECORD_FIELDS}
     assert predicate["adjudicator"]["keyid"] == study.a.keyid
     assert predicate["adjudicator"]["public_key"] == study.a.public_key
     assert predicate["identity_commitment"] == study.commitment == published["identity_commitment"]
@@ -427,6 +459,15 @@ def test_the_envelope_holds_an_in_toto_statement_of_every_reviewed_band(signed):
         assert review["reason"] == handback[vid]
         assert review["context_digest"] == library.vignettes[vid].context_digest_for(sub)
         assert review["band_digest"] == "sha256:" + expected_subjects[name]
+        # Each signed review binds the whole proposal, and says where it came from.
+        assert review["proposal_digest"] == proposal_digest(library.vignettes[vid].proposal(sub))
+        assert (review["origin"], review["round"], review["mode"]) == ("handback", 1, "review")
+        assert review["entered_by"] == "coordinator" and review["confirmed_by_rater"] is True
+        assert review["entered_at"].endswith("Z")
+    # The statement names every record present when it was signed: her two public records.
+    assert {link["file"] for link in predicate["records"]} == {
+        p.name for p in study.folder.glob("*-record.dsse.json")
+    }
 
     with session_scope(study.engine) as s:
         [signing] = audit.events(s, kinds=["attestation_signed"])
@@ -462,8 +503,8 @@ def test_securesystemslib_verifies_a_real_attestation(signed):
 def test_identity_is_checked_sealed_revealed_and_matches_its_commitment(
     engine, shared_library, tmp_path
 ):
-    coordinator, a, _ = enrol(engine, shared_library)
     key_path, folder = tmp_path / "identity.key", tmp_path / "attestations"
+    coordinator, a, _ = enrol(engine, shared_library, folder)
 
     incomplete = {k: v for k, v in IDENTITY.items() if k != "email"}
     with session_scope(engine) as s, pytest.raises(FmaBandsError, match="missing email"):
@@ -485,8 +526,12 @@ def test_identity_is_checked_sealed_revealed_and_matches_its_commitment(
         commitment = set_identity(
             s, actor=coordinator, pseudonym="adjudicator-01", record=IDENTITY, key_path=key_path
         )
-        publish_adjudicators(s, folder)
     assert commitment.startswith("sha256:")
+    # Only the rater's key publishes it: until she signs, her signed record has none.
+    assert read_adjudicators(folder)["adjudicator-01"]["identity_commitment"] is None
+    with session_scope(engine) as s:
+        key, private_key = unlock_signing_key(s, a.id, PASS_01)
+        ensure_record(s, user=s.get(User, a.id), key=key, private_key=private_key, folder=folder)
     published = read_adjudicators(folder)
     assert published["adjudicator-01"]["identity_commitment"] == commitment
     assert leaked(files_text(folder)) == []
@@ -536,8 +581,7 @@ def test_revealing_with_the_wrong_identity_key_is_refused_and_creates_no_key(sig
 
 def test_identity_is_recorded_only_by_the_coordinator_or_the_rater(signed_copy, tmp_path):
     study, engine = signed_copy
-    with session_scope(engine) as s:
-        b = create_user(s, actor="coordinator", **RATER_02)
+    b = enrol_and_activate(engine, study.coordinator, RATER_02, PASS_02, study.folder)
     with session_scope(engine) as s, pytest.raises(AccessDenied):
         set_identity(
             s, actor=b, pseudonym="adjudicator-01", record=IDENTITY, key_path=study.key_path
@@ -548,3 +592,151 @@ def test_identity_is_recorded_only_by_the_coordinator_or_the_rater(signed_copy, 
         set_identity(
             s, actor=b, pseudonym="adjudicator-02", record=IDENTITY_02, key_path=study.key_path
         )
+
+
+# What a signature covers ------------------------------------------------------------------------
+
+
+def identify(engine, coordinator, key_path, *names):
+    with session_scope(engine) as s:
+        for name, record in zip(names, (IDENTITY, IDENTITY_02), strict=False):
+            set_identity(s, actor=coordinator, pseudonym=name, record=record, key_path=key_path)
+
+
+def test_a_handback_is_covered_only_once_the_rater_confirms_it(engine, shared_library, tmp_path):
+    library, folder = shared_library, tmp_path / "attestations"
+    coordinator, a, _ = enrol(engine, library, folder)
+    identify(engine, coordinator, tmp_path / "k", "adjudicator-01")
+    import_adjudicator_01(engine, library, coordinator)
+
+    with session_scope(engine) as s:
+        waiting = plan(s, library, a, folder)
+    assert waiting.reviews == []
+    assert len(waiting.imported) == 4
+    assert {r["entered_by"] for r in waiting.imported} == {"coordinator"}
+    with pytest.raises(FmaBandsError, match="4 imported from your paper hand-back wait"):
+        sign(engine, library, a, PASS_01, folder, confirm=False)
+    assert not list(folder.glob("adjudicator-01-*Z.dsse.json"))
+
+    path = sign(engine, library, a, PASS_01, folder, confirm=True)
+    reviews = statement_of(path)["predicate"]["reviews"]
+    assert sorted(r["origin"] for r in reviews) == ["handback"] * 4
+    with session_scope(engine) as s:
+        [event] = audit.events(s, kinds=["attestation_signed"])
+        # Once confirmed, a later signature covers them without asking again.
+        assert plan(s, library, a, folder).imported == []
+        assert len(plan(s, library, a, folder).reviews) == 4
+    assert len(event["payload"]["confirmed_imports"]) == 4
+
+
+def app_review(engine, library, rater, band, form):
+    with session_scope(engine) as s:
+        current = current_review(s, library, rater, *band)
+        return save(
+            s,
+            library,
+            rater,
+            *band,
+            form,
+            expected_version=current.version if current else 0,
+            submit=True,
+        )
+
+
+def test_signing_again_after_a_change_covers_exactly_what_was_signed_plus_the_change(
+    engine, shared_library, tmp_path
+):
+    """The attack of issue 9: a rater signs; the coordinator imports a hand-back in her name;
+    she revises one other band and gives her passphrase. The new signature must not take in
+    the imported lines (which would make a band clinician-adjudicated on verdicts she never
+    wrote)."""
+    library, folder = shared_library, tmp_path / "attestations"
+    coordinator, a, _ = enrol(engine, library, folder)
+    identify(engine, coordinator, tmp_path / "k", "adjudicator-01")
+    triage, doc = ("draft_triage_01", "esi_acuity"), ("draft_documentation_01", "followup_days")
+    app_review(engine, library, a, triage, ReviewForm(verdict="ACCEPT", answers=ANSWERS))
+    amend = ReviewForm(
+        verdict="AMEND", band={"min": 1, "max": 21}, reason="3 weeks.", answers=ANSWERS
+    )
+    app_review(engine, library, a, doc, amend)
+    first = sign(engine, library, a, PASS_01, folder, confirm=False)
+
+    with session_scope(engine) as s:
+        import_handback(
+            s,
+            library,
+            actor=coordinator,
+            rater_pseudonym="adjudicator-01",
+            text="draft_triage_01 | esi_acuity | AMEND {1, 2, 3, 4, 5} | anything goes\n"
+            "draft_ordering_01 | esi_acuity | AMEND {1, 2, 3, 4, 5} | anything goes\n",
+            source="forged.txt",
+        )
+    revised = ReviewForm(
+        verdict="AMEND", band={"min": 1, "max": 28}, reason="4 weeks.", answers=ANSWERS
+    )
+    app_review(engine, library, a, doc, revised)
+    with session_scope(engine) as s:
+        again = resign(s, library, rater=a, passphrase=PASS_01, bands=[doc], folder=folder)
+
+    before = {
+        (r["vignette_id"], r["sub_action"]): r for r in statement_of(first)["predicate"]["reviews"]
+    }
+    after = {
+        (r["vignette_id"], r["sub_action"]): r for r in statement_of(again)["predicate"]["reviews"]
+    }
+    assert set(after) == {triage, doc}  # no imported ordering line
+    assert after[triage] == before[triage]  # exactly as signed before: her ACCEPT
+    assert (after[doc]["revision"], after[doc]["attested_band"]) == (2, {"min": 1, "max": 28})
+    assert all(r["origin"] == "app" for r in after.values())
+    decisions = by_band(decide(library, folder))
+    assert decisions["draft_triage_01/esi_acuity"].as_dict()["acceptable"] == [2]
+    assert decisions["draft_ordering_01/esi_acuity"].provenance != ADJUDICATED
+    assert decisions["draft_documentation_01/followup_days"].as_dict()["acceptable"] == {
+        "min": 1,
+        "max": 28,
+    }
+
+
+def test_the_coordinator_cannot_sign_for_a_rater(engine, shared_library, tmp_path):
+    """With the coordinator's credentials, no function of the package signs as the rater: the
+    rater's key is sealed under a passphrase only the rater chose."""
+    from fma_bands.attestations import revoke
+    from fma_bands.users import change_passphrase, sign_in
+
+    library, folder = shared_library, tmp_path / "attestations"
+    coordinator, a, _ = enrol(engine, library, folder)
+    identify(engine, coordinator, tmp_path / "k", "adjudicator-01")
+    import_adjudicator_01(engine, library, coordinator)
+    envelope = sign(engine, library, a, PASS_01, folder)
+    files = sorted(folder.iterdir())
+    theirs = COORDINATOR["passphrase"]
+
+    with pytest.raises(WrongPassphrase, match="nothing was signed"):
+        sign(engine, library, a, theirs, folder)
+    with pytest.raises(AccessDenied, match="only a rater can sign"):
+        sign(engine, library, coordinator, theirs, folder)
+    with session_scope(engine) as s, pytest.raises(WrongPassphrase):
+        revoke(s, rater=a, passphrase=theirs, attestation=envelope, reason="x", folder=folder)
+    with session_scope(engine) as s, pytest.raises(WrongPassphrase):
+        unlock_signing_key(s, a.id, theirs)
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="not right"):
+        change_passphrase(s, a.id, theirs, "the coordinator's choice")
+    with session_scope(engine) as s:
+        assert sign_in(s, "adjudicator-01", theirs) is None
+    assert sorted(folder.iterdir()) == files
+    with session_scope(engine) as s:
+        stored = s.get(User, a.id)
+        assert stored.enrolment_code_hash is None and stored.demo is False
+
+    # An enrolment code works once: whoever saw it cannot use it again to make a second key.
+    with session_scope(engine) as s:
+        _, code = enrol_person(s, actor=coordinator, **RATER_02)
+    for passphrase, expected in ((PASS_02, "adjudicator-02"), (theirs, None)):
+        with session_scope(engine) as s:
+            made = activate(
+                s, pseudonym="adjudicator-02", code=code, passphrase=passphrase, folder=folder
+            )
+        assert (made.pseudonym if made else None) == expected
+    with session_scope(engine) as s:
+        assert sign_in(s, "adjudicator-02", theirs) is None
+        assert sign_in(s, "adjudicator-02", PASS_02) is not None

@@ -1,5 +1,6 @@
-"""Identity, attestation, verification, policy, registry and export through the fma-bands
-command, run as a coordinator runs it: a subprocess on a SQLite file. No traceback, ever.
+"""Enrolment by code, identity, attestation, verification, policy, registry and export through
+the fma-bands command, run as a coordinator and a rater run it: a subprocess on a SQLite file.
+No traceback, ever, and no command signs for a rater with the coordinator's credentials.
 
 One study is set up per module (enrolment and signing cost Argon2 time); tests that change it
 work on copies of its store and attestations folder.
@@ -41,6 +42,10 @@ class Cli:
     vignettes: Path
     attestations: Path
     identity_key: Path
+
+    def coordinator(self, *args: str) -> subprocess.CompletedProcess:
+        """A coordinator command, naming and authenticating the coordinator."""
+        return self("--as", "coordinator", "--passphrase-file", "coordinator.pass", *args)
 
     def __call__(self, *args: str) -> subprocess.CompletedProcess:
         result = subprocess.run(
@@ -103,7 +108,7 @@ def study(tmp_path_factory, shared_vignettes):
         )
     )
     enrolled = ok(
-        cli(
+        cli.coordinator(
             "user",
             "add",
             "adjudicator-01",
@@ -113,28 +118,40 @@ def study(tmp_path_factory, shared_vignettes):
             "Australia",
             "--years",
             "12",
+            "--code-file",
+            "code.txt",
+        )
+    )
+    assert "enrolled adjudicator-01 (rater), awaiting activation" in enrolled
+    # The rater, at her own terminal, activates with the code and her own passphrase.
+    assert "activated adjudicator-01 (rater); signing key sha256:" in ok(
+        cli(
+            "user",
+            "activate",
+            "adjudicator-01",
+            "--code-file",
+            "code.txt",
             "--passphrase-file",
             "rater.pass",
         )
     )
-    assert "enrolled adjudicator-01 (rater), signing key sha256:" in enrolled
     assert "imported 4 submitted reviews" in ok(
-        cli("handback", "import", str(HANDBACK), "--rater", "adjudicator-01")
+        cli.coordinator("handback", "import", str(HANDBACK), "--rater", "adjudicator-01")
     )
     assert "commitment sha256:" in ok(
-        cli("identity", "set", "adjudicator-01", "--from", "identity.yaml")
+        cli.coordinator("identity", "set", "adjudicator-01", "--from", "identity.yaml")
     )
-    signed = ok(
-        cli(
-            "attest",
-            "--rater",
-            "adjudicator-01",
-            "--passphrase-file",
-            "rater.pass",
-            *declares(*DECLARATIONS),
-        )
+    assert "quorum 1, scope warn" in ok(
+        cli.coordinator("policy", "set", "--quorum", "1", "--scope", "warn")
     )
-    [envelope] = sorted(cli.attestations.glob("*.dsse.json"))
+    attest = ("attest", "--rater", "adjudicator-01", "--passphrase-file", "rater.pass")
+    unconfirmed = cli(*attest, *declares(*DECLARATIONS))
+    assert unconfirmed.returncode == 1
+    assert "4 imported from your paper hand-back wait for you to confirm them" in unconfirmed.stderr
+    signed = ok(cli(*attest, *declares(*DECLARATIONS), "--confirm-imported"))
+    assert signed.count("confirmed and covered: ") == 4
+    assert "entered from your paper hand-back by coordinator on " in signed
+    envelope = next(p for p in cli.attestations.glob("*.dsse.json") if "record" not in p.name)
     assert f"signed {envelope}" in signed
     return cli, envelope
 
@@ -159,7 +176,7 @@ def test_identity_set_names_what_is_missing_or_unknown(study):
     broken = cli.root / "broken-identity.yaml"
     record = {k: v for k, v in IDENTITY.items() if k != "email"} | {"nickname": "Immy"}
     broken.write_text(yaml.safe_dump(record))
-    result = cli("identity", "set", "adjudicator-01", "--from", str(broken))
+    result = cli.coordinator("identity", "set", "adjudicator-01", "--from", str(broken))
     assert result.returncode == 1
     assert str(broken) in result.stderr
     assert "missing email" in result.stderr and "nickname" in result.stderr
@@ -167,7 +184,7 @@ def test_identity_set_names_what_is_missing_or_unknown(study):
 
 def test_identity_reveal_then_check_against_the_published_commitment(study, tmp_path):
     cli, _ = study
-    revealed = ok(cli("identity", "reveal", "adjudicator-01"))
+    revealed = ok(cli.coordinator("identity", "reveal", "adjudicator-01"))
     record = yaml.safe_load(revealed)
     assert record["record"] == IDENTITY and record["salt"]
     path = tmp_path / "revealed.yaml"
@@ -183,7 +200,7 @@ def test_identity_reveal_then_check_against_the_published_commitment(study, tmp_
 def test_identity_reveal_with_a_missing_key_file_fails_cleanly(study, tmp_path):
     cli, _ = study
     missing = tmp_path / "no-such.key"
-    result = replace(cli, identity_key=missing)("identity", "reveal", "adjudicator-01")
+    result = replace(cli, identity_key=missing).coordinator("identity", "reveal", "adjudicator-01")
     assert result.returncode == 1
     assert str(missing) in result.stderr
     assert not missing.exists()
@@ -202,14 +219,14 @@ def test_attest_needs_every_declaration(study):
     )
     assert result.returncode == 1
     assert "consent-editor-disclosure" in result.stderr
-    assert sorted(cli.attestations.glob("*.dsse.json")) == [envelope]
+    assert [p for p in cli.attestations.glob("*.dsse.json") if "record" not in p.name] == [envelope]
 
 
 def test_verify_passes_then_names_an_edited_envelope(study, copied):
     cli, envelope = study
     out = ok(cli("verify"))
     assert f"ok   {envelope}: adjudication by adjudicator-01" in out
-    assert "1 of 1 envelope(s) verified" in out
+    assert "3 of 3 envelope(s) verified; folder head: 3 records, sha256:" in out
 
     mine, tampered = copied
     data = json.loads(tampered.read_text())
@@ -220,7 +237,7 @@ def test_verify_passes_then_names_an_edited_envelope(study, copied):
     result = mine("verify")
     assert result.returncode == 1
     assert f"FAIL {tampered}: bad_signature" in result.stdout
-    assert "0 of 1 envelope(s) verified" in result.stdout
+    assert "2 of 3 envelope(s) verified" in result.stdout
 
 
 def test_registry_json_has_the_documented_shape(study):
@@ -244,7 +261,7 @@ def test_registry_json_has_the_documented_shape(study):
 def test_policy_then_registry_and_export_with_an_override(copied, tmp_path):
     cli, _ = copied
     assert "quorum 2, scope require" in ok(
-        cli("policy", "set", "--quorum", "2", "--scope", "require")
+        cli.coordinator("policy", "set", "--quorum", "2", "--scope", "require")
     )
     assert "quorum 2, scope require" in ok(cli("policy", "show"))
     data, bands = registry_json(cli)
@@ -270,3 +287,95 @@ def test_policy_then_registry_and_export_with_an_override(copied, tmp_path):
         "quorum": 2,
         "scope": "require",
     }
+
+
+def test_verify_names_an_edited_adjudicators_file_and_a_deleted_record(copied):
+    cli, envelope = copied
+    published = cli.attestations / "adjudicators.yaml"
+    published.write_text(published.read_text().replace("geriatrics", "emergency medicine"))
+    result = cli("verify")
+    assert result.returncode == 1
+    assert "unsigned_record: adjudicators.yaml gives adjudicator-01's specialty" in result.stdout
+    _, bands = registry_json(cli, "--scope", "require")
+    assert "out_of_scope" in bands[TRIAGE]["reasons"]  # the signed specialty still counts
+    [record] = sorted(cli.attestations.glob("*-record.dsse.json"))[:1]
+    record.unlink()
+    result = cli("verify")
+    assert result.returncode == 1
+    assert f"missing_record: {envelope.name} was signed with {record.name}" in result.stdout
+    _, bands = registry_json(cli)
+    assert all("missing_record" in b["reasons"] for b in bands.values())
+
+
+def test_no_command_signs_for_a_rater_with_the_coordinators_credentials(copied):
+    """Every command that signs, or could get at the rater's key, tried with the coordinator's
+    passphrase: each is refused and no file changes."""
+    cli, envelope = copied
+    before = {p.name: p.read_bytes() for p in cli.attestations.iterdir()}
+    assert (cli.root / "code.txt").exists()  # the code she activated with, now spent
+    attempts = [
+        (
+            "attest",
+            "--rater",
+            "adjudicator-01",
+            "--passphrase-file",
+            "coordinator.pass",
+            *declares(*DECLARATIONS),
+            "--confirm-imported",
+        ),
+        (
+            "--as",
+            "coordinator",
+            "--passphrase-file",
+            "coordinator.pass",
+            "attest",
+            "--rater",
+            "adjudicator-01",
+            "--passphrase-file",
+            "coordinator.pass",
+            *declares(*DECLARATIONS),
+        ),
+        (
+            "attest",
+            "--rater",
+            "coordinator",
+            "--passphrase-file",
+            "coordinator.pass",
+            *declares(*DECLARATIONS),
+        ),
+        (
+            "revoke",
+            str(envelope),
+            "--rater",
+            "adjudicator-01",
+            "--passphrase-file",
+            "coordinator.pass",
+            "--reason",
+            "x",
+        ),
+        (
+            "user",
+            "passphrase",
+            "adjudicator-01",
+            "--passphrase-file",
+            "coordinator.pass",
+            "--new-passphrase-file",
+            "coordinator.pass",
+        ),
+        (
+            "user",
+            "activate",
+            "adjudicator-01",
+            "--code-file",
+            "code.txt",
+            "--passphrase-file",
+            "coordinator.pass",
+        ),
+        ("--as", "adjudicator-01", "--passphrase-file", "coordinator.pass", "phase", "closed"),
+    ]
+    for args in attempts:
+        result = cli(*args)
+        assert result.returncode == 1, (args, result.stdout)
+        assert result.stderr.startswith("fma-bands: error: "), result.stderr
+    assert {p.name: p.read_bytes() for p in cli.attestations.iterdir()} == before
+    assert "adjudicator-01" in ok(cli("user", "list"))

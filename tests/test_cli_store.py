@@ -1,6 +1,10 @@
-"""The store-backed fma-bands commands, run as a coordinator runs them: a subprocess each."""
+"""The store-backed fma-bands commands, run as a coordinator runs them: a subprocess each.
+
+Coordinator commands name and authenticate the coordinator (`--as NAME --passphrase-file P`);
+people are enrolled with a one-time code and choose their own passphrase (`user activate`)."""
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -10,12 +14,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import study, sync_vignettes
-from fma_bands.users import create_user, get_user, list_users, sign_in
+from fma_bands.users import create_first_coordinator, create_user, get_user, list_users, sign_in
 from fma_bands.vignettes import load_library
 from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
+
+COORDINATOR_PASS = "coordinator passphrase"
 
 
 class Store:
@@ -25,6 +32,10 @@ class Store:
         self.path = folder / "x.db"
         self.url = f"sqlite:///{self.path}"
         self.folder = folder
+        self.attestations = folder / "attestations"
+        self.coordinator_file = self.passphrase_file(COORDINATOR_PASS, "coordinator.pass")
+        # What a coordinator puts before a coordinator command.
+        self.as_coordinator = ("--as", "coordinator", "--passphrase-file", self.coordinator_file)
 
     def fma(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -36,6 +47,8 @@ class Store:
                 self.url,
                 "--vignettes",
                 str(SHARED_VIGNETTES),
+                "--attestations",
+                str(self.attestations),
                 *args,
             ],
             cwd=ROOT,
@@ -102,13 +115,7 @@ def template(tmp_path_factory, shared_library) -> Path:
     upgrade(engine)
     with session_scope(engine) as s:
         sync_vignettes(s, shared_library, actor="cli")
-        create_user(
-            s,
-            actor="cli",
-            pseudonym="coordinator",
-            passphrase="coordinator passphrase",
-            role="coordinator",
-        )
+        create_first_coordinator(s, pseudonym="coordinator", passphrase=COORDINATOR_PASS)
         create_user(
             s,
             actor="cli",
@@ -146,8 +153,20 @@ ADD_ADJUDICATOR = (
     "Australia",
     "--years",
     "12",
-    "--passphrase-file",
 )
+
+
+def first_coordinator(store: Store) -> None:
+    out = store.ok(
+        "user",
+        "add",
+        "coordinator",
+        "--role",
+        "coordinator",
+        "--passphrase-file",
+        store.coordinator_file,
+    )
+    assert out.strip() == "enrolled coordinator (coordinator), the study's first"
 
 
 # init and demo -----------------------------------------------------------------------------
@@ -164,7 +183,7 @@ def test_init_is_idempotent(store):
     assert store.sql("SELECT kind FROM audit_event") == [("vignettes_synced",)]
 
 
-def test_demo_creates_three_accounts_once(store):
+def test_demo_creates_three_marked_accounts_and_refuses_an_existing_study(store):
     out = store.ok("demo")
     passphrases = {}
     for line in out.splitlines():
@@ -172,72 +191,272 @@ def test_demo_creates_three_accounts_once(store):
         if len(words) >= 3 and words[1] == "passphrase":
             passphrases[words[0]] = words[2]
     assert set(passphrases) == {"coordinator", "rater-01", "rater-02"}
+    assert "demo accounts" in out
     with store.session() as s:
         users = {u.pseudonym: u for u in list_users(s)}
-        assert {name: u.role for name, u in users.items()} == {
-            "coordinator": "coordinator",
-            "rater-01": "rater",
-            "rater-02": "rater",
+        assert {name: (u.role, u.demo) for name, u in users.items()} == {
+            "coordinator": ("coordinator", True),
+            "rater-01": ("rater", True),
+            "rater-02": ("rater", True),
         }
         for name, passphrase in passphrases.items():
             assert sign_in(s, name, passphrase) is not None, name
+    # The raters' keys signed their public records, which say they are demo accounts; the
+    # demo's policy is the default one.
+    records = yaml.safe_load((store.attestations / "adjudicators.yaml").read_text())
+    assert {a["pseudonym"]: a["demo"] for a in records["adjudicators"]} == {
+        "rater-01": True,
+        "rater-02": True,
+    }
+    assert yaml.safe_load((store.attestations / "policy.yaml").read_text()) == {
+        "quorum": 1,
+        "scope": "warn",
+    }
     events = store.sql("SELECT count(*) FROM audit_event")
 
-    again = store.ok("demo")
-    assert "already exists" in again
+    error = store.fails("demo")
+    assert "already holds a study" in error
     with store.session() as s:
         assert {u.pseudonym: u for u in list_users(s)} == users  # same keys, same everything
     assert store.sql("SELECT count(*) FROM audit_event") == events
 
 
-# user add ----------------------------------------------------------------------------------
+# user add, activate, passphrase, reset -----------------------------------------------------
 
 
-def test_user_add_enrols_a_rater(store):
-    out = store.ok(*ADD_ADJUDICATOR, store.passphrase_file("a long passphrase"))
-    assert out.startswith("enrolled adjudicator-01 (rater), signing key ")
+def test_the_first_coordinator_only_while_there_is_none(store):
+    first_coordinator(store)
+    error = store.fails(
+        "user",
+        "add",
+        "another",
+        "--role",
+        "coordinator",
+        "--passphrase-file",
+        store.coordinator_file,
+    )
+    assert "nobody sets another person's passphrase" in error
+    error = store.fails(*ADD_ADJUDICATOR)
+    assert "--as NAME --passphrase-file P" in error
+    with store.session() as s:
+        assert [u.pseudonym for u in list_users(s)] == ["coordinator"]
+
+
+def test_a_rater_is_enrolled_with_a_code_and_chooses_the_passphrase(store):
+    first_coordinator(store)
+    code_file = store.folder / "code.txt"
+    out = store.ok(*store.as_coordinator, *ADD_ADJUDICATOR, "--code-file", str(code_file))
+    assert out.startswith("enrolled adjudicator-01 (rater), awaiting activation\n")
+    assert f"written to {code_file}" in out
+    code = code_file.read_text().strip()
+    assert code not in out and oct(code_file.stat().st_mode & 0o777) == "0o600"
+    assert "awaiting activation" in store.ok("user", "list")
+    with store.session() as s:
+        assert sign_in(s, "adjudicator-01", code) is None
+
+    chosen = store.passphrase_file("adjudicator's own passphrase", "mine.pass")
+    out = store.ok(
+        "user",
+        "activate",
+        "adjudicator-01",
+        "--code-file",
+        str(code_file),
+        "--passphrase-file",
+        chosen,
+    )
+    assert out.startswith("activated adjudicator-01 (rater); signing key sha256:")
+    error = store.fails(
+        "user",
+        "activate",
+        "adjudicator-01",
+        "--code-file",
+        str(code_file),
+        "--passphrase-file",
+        chosen,
+    )
+    assert "Activation failed" in error
     with store.session() as s:
         rater = get_user(s, "adjudicator-01")
-        assert (rater.role, rater.specialty, rater.jurisdiction) == (
+        assert (rater.role, rater.specialty, rater.jurisdiction, rater.active, rater.demo) == (
             "rater",
             "geriatrics",
             "Australia",
+            True,
+            False,
         )
         assert rater.years_post_registration == 12 and rater.keyid in out
-        assert sign_in(s, "adjudicator-01", "a long passphrase") is not None
+        assert sign_in(s, "adjudicator-01", "adjudicator's own passphrase") is not None
     listed = store.ok("user", "list")
     assert "adjudicator-01" in listed and "geriatrics, Australia, 12 y" in listed
+    assert [
+        p.name.endswith("-record.dsse.json") for p in store.attestations.glob("*.dsse.json")
+    ] == [True]
+
+    # Without --code-file the code is printed once.
+    out = store.ok(
+        *store.as_coordinator,
+        "user",
+        "add",
+        "adjudicator-02",
+        "--specialty",
+        "x",
+        "--jurisdiction",
+        "y",
+        "--years",
+        "3",
+    )
+    assert "shown this once" in out
+    assert len(out.split("shown this once")[1].splitlines()[1].strip()) == 39
 
 
-def test_user_add_without_a_passphrase_file(store):
-    error = store.fails(*ADD_ADJUDICATOR, str(store.folder / "missing.txt"))
+def test_passphrase_and_reset_through_the_command(store):
+    first_coordinator(store)
+    code_file = store.folder / "code.txt"
+    store.ok(*store.as_coordinator, *ADD_ADJUDICATOR, "--code-file", str(code_file))
+    old = store.passphrase_file("the first passphrase", "old.pass")
+    new = store.passphrase_file("the second passphrase", "new.pass")
+    out = store.ok(
+        "user",
+        "activate",
+        "adjudicator-01",
+        "--code-file",
+        str(code_file),
+        "--passphrase-file",
+        old,
+    )
+    keyid = out.split("signing key ")[1].split(",")[0]
+    assert "passphrase of adjudicator-01 changed" in store.ok(
+        "user",
+        "passphrase",
+        "adjudicator-01",
+        "--passphrase-file",
+        old,
+        "--new-passphrase-file",
+        new,
+    )
+    assert "not right" in store.fails(
+        "user",
+        "passphrase",
+        "adjudicator-01",
+        "--passphrase-file",
+        old,
+        "--new-passphrase-file",
+        new,
+    )
+    with store.session() as s:
+        assert get_user(s, "adjudicator-01").keyid == keyid  # the same key, resealed
+
+    assert "only the study coordinator" in store.fails(
+        "--as", "adjudicator-01", "--passphrase-file", new, "user", "reset", "adjudicator-01"
+    )
+    out = store.ok(
+        *store.as_coordinator, "user", "reset", "adjudicator-01", "--code-file", str(code_file)
+    )
+    assert "their passphrase no longer works" in out
+    with store.session() as s:
+        assert sign_in(s, "adjudicator-01", "the second passphrase") is None
+    out = store.ok(
+        "user",
+        "activate",
+        "adjudicator-01",
+        "--code-file",
+        str(code_file),
+        "--passphrase-file",
+        old,
+    )
+    assert keyid not in out
+    records = yaml.safe_load((store.attestations / "adjudicators.yaml").read_text())
+    [entry] = records["adjudicators"]
+    old, new = entry["keys"]
+    assert old["keyid"] == keyid and old["retired"] and new["retired"] is None
+
+
+def test_user_add_with_a_missing_passphrase_file(store):
+    error = store.fails(
+        "user",
+        "add",
+        "coordinator",
+        "--role",
+        "coordinator",
+        "--passphrase-file",
+        str(store.folder / "missing.txt"),
+    )
     assert len(error.splitlines()) == 1
     assert "passphrase file" in error and "missing.txt" in error
     assert not store.path.exists() or store.sql("SELECT count(*) FROM user") == [(0,)]
 
 
 @pytest.mark.parametrize(
-    ("change", "passphrase", "field"),
+    ("change", "field"),
     [
-        ({"adjudicator-01": "Jane.Smith"}, "a long passphrase", "pseudonym"),
-        ({"12": "99"}, "a long passphrase", "years_post_registration"),
-        ({"geriatrics": ""}, "a long passphrase", "specialty"),
-        ({}, "too short", "passphrase"),
+        ({"adjudicator-01": "Jane.Smith"}, "pseudonym"),
+        ({"12": "99"}, "years_post_registration"),
+        ({"geriatrics": ""}, "specialty"),
     ],
 )
-def test_user_add_names_the_bad_field(store, change, passphrase, field):
+def test_user_add_names_the_bad_field(enrolled, change, field):
     args = [change.get(a, a) for a in ADD_ADJUDICATOR]
-    error = store.fails(*args, store.passphrase_file(passphrase))
+    args[2] = change.get("adjudicator-01", "adjudicator-09")
+    error = enrolled.fails(*enrolled.as_coordinator, *args)
     assert len(error.splitlines()) == 1
     assert error.startswith(f"fma-bands: error: {field}: ")
-    assert store.sql("SELECT count(*) FROM user") == [(0,)]
+    assert enrolled.sql("SELECT count(*) FROM user") == [(2,)]
+
+
+def test_a_first_coordinator_passphrase_too_short(store):
+    short = store.passphrase_file("too short", "short.pass")
+    error = store.fails(
+        "user", "add", "coordinator", "--role", "coordinator", "--passphrase-file", short
+    )
+    assert error.startswith("fma-bands: error: passphrase: choose a passphrase of at least 12")
+
+
+def test_a_coordinator_command_needs_the_coordinator_and_their_passphrase(enrolled):
+    error = enrolled.fails("phase", "closed")
+    assert "this is a coordinator action" in error
+    wrong = enrolled.passphrase_file("not the coordinator's passphrase", "wrong.pass")
+    for name in ("coordinator", "nobody"):
+        error = enrolled.fails("--as", name, "--passphrase-file", wrong, "phase", "closed")
+        assert error == "fma-bands: error: Authentication failed: check your name and passphrase."
+    typed = enrolled.sql("SELECT payload FROM audit_event WHERE kind = 'sign_in_failed'")
+    assert len(typed) == 2 and "nobody" not in str(typed)
+    # The environment names them just as well, and the audit log says who did it.
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fma_bands.cli",
+            "--db",
+            enrolled.url,
+            "--vignettes",
+            str(SHARED_VIGNETTES),
+            "phase",
+            "closed",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={
+            **os.environ,
+            "FMA_BANDS_AS": "coordinator",
+            "FMA_BANDS_PASSPHRASE_FILE": enrolled.coordinator_file,
+        },
+    )
+    assert result.returncode == 0, result.stderr
+    assert enrolled.sql("SELECT actor FROM audit_event WHERE kind = 'phase_changed'") == [
+        ("coordinator",)
+    ]
 
 
 # hand-back import --------------------------------------------------------------------------
 
 
 def test_handback_import_creates_four_submitted_reviews(enrolled):
-    out = enrolled.ok("handback", "import", str(HANDBACK), "--rater", "adjudicator-01")
+    out = enrolled.ok(
+        *enrolled.as_coordinator, "handback", "import", str(HANDBACK), "--rater", "adjudicator-01"
+    )
     assert "imported 4 submitted reviews for adjudicator-01" in out
     rows = enrolled.reviews()
     assert [(r[0], r[2], r[3], r[4], r[6]) for r in rows] == [
@@ -260,14 +479,18 @@ def test_a_broken_handback_stores_nothing(enrolled):
     broken = enrolled.folder / "handback-broken.txt"
     broken.write_text("".join(lines), encoding="utf-8")
 
-    error = enrolled.fails("handback", "import", str(broken), "--rater", "adjudicator-01")
+    error = enrolled.fails(
+        *enrolled.as_coordinator, "handback", "import", str(broken), "--rater", "adjudicator-01"
+    )
     assert f"{broken}:{number}:" in error and "nothing was imported" in error
     assert enrolled.reviews() == []
     assert enrolled.sql("SELECT count(*) FROM audit_event WHERE kind = 'handback_imported'") == [
         (0,)
     ]
 
-    enrolled.ok("handback", "import", str(HANDBACK), "--rater", "adjudicator-01")
+    enrolled.ok(
+        *enrolled.as_coordinator, "handback", "import", str(HANDBACK), "--rater", "adjudicator-01"
+    )
     assert [(r[0], r[2]) for r in enrolled.reviews()] == [
         ("draft_documentation_01", 1),
         ("draft_medication_01", 1),
@@ -277,7 +500,9 @@ def test_a_broken_handback_stores_nothing(enrolled):
 
 
 def test_handback_for_someone_not_enrolled(enrolled):
-    error = enrolled.fails("handback", "import", str(HANDBACK), "--rater", "adjudicator-99")
+    error = enrolled.fails(
+        *enrolled.as_coordinator, "handback", "import", str(HANDBACK), "--rater", "adjudicator-99"
+    )
     assert "'adjudicator-99' is not an enrolled rater" in error
     assert enrolled.reviews() == []
 
@@ -287,11 +512,12 @@ def test_handback_for_someone_not_enrolled(enrolled):
 
 def test_phase_and_mode(enrolled):
     assert enrolled.ok("phase").strip() == "review phase open"
-    assert enrolled.ok("phase", "closed").strip() == "review phase closed"
+    coordinator = enrolled.as_coordinator
+    assert enrolled.ok(*coordinator, "phase", "closed").strip() == "review phase closed"
     with enrolled.session() as s:
         assert study(s).phase == "closed"
-    assert enrolled.ok("phase", "open").strip() == "review phase open"
-    assert enrolled.ok("mode", "blind").strip() == "blind mode"
+    assert enrolled.ok(*coordinator, "phase", "open").strip() == "review phase open"
+    assert enrolled.ok(*coordinator, "mode", "blind").strip() == "blind mode"
     with enrolled.session() as s:
         assert (study(s).phase, study(s).mode) == ("open", "blind")
     changes = enrolled.sql(
@@ -347,6 +573,9 @@ def test_audit_verify_names_a_deleted_event(enrolled):
         ["init"],
         ["demo"],
         ["user", "add"],
+        ["user", "activate"],
+        ["user", "passphrase"],
+        ["user", "reset"],
         ["user", "list"],
         ["phase"],
         ["mode"],

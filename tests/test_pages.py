@@ -4,6 +4,7 @@ Each test works on its own SQLite file, copied from a template made once per mod
 Argon2 hashes and signing keys are what is slow to make), and checks the store, not only the page.
 """
 
+import json
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +21,14 @@ from fma_bands.bands import describe
 from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import set_mode, sync_vignettes
-from fma_bands.users import SIGN_IN_FAILED, UserPublic, create_user, list_users
+from fma_bands.throttle import FREE_FAILURES
+from fma_bands.users import (
+    ACTIVATION_FAILED,
+    SIGN_IN_FAILED,
+    UserPublic,
+    create_user,
+    list_users,
+)
 from fma_bands.vignettes import Library
 from tests.conftest import ROOT, SHARED_VIGNETTES
 
@@ -276,7 +284,7 @@ def test_first_run_creates_the_coordinator_and_lands_on_admin(app_env):
     assert users_in(app_env) == []
 
     fill_first_run(at, "short", "short")
-    assert [e.value for e in at.error] == ["choose a passphrase of at least 10 characters"]
+    assert [e.value for e in at.error] == ["choose a passphrase of at least 12 characters"]
     assert users_in(app_env) == []
 
     fill_first_run(at, "long enough passphrase", "long enough passphrase")
@@ -630,12 +638,12 @@ def test_no_page_shows_one_rater_anything_of_another(study):
 # Study admin -------------------------------------------------------------------------------
 
 
-def enrol(at: AppTest, pseudonym: str, passphrase: str = "initial passphrase") -> AppTest:
+def enrol(at: AppTest, pseudonym: str) -> AppTest:
+    go(at, "app_pages/raters.py")
     by_label(at.text_input, "Pseudonym").input(pseudonym)
     by_label(at.text_input, "Specialty").input("geriatrics")
     by_label(at.text_input, "Jurisdiction").input("Australia")
     by_label(at.number_input, "Years since registration").set_value(12)
-    by_label(at.text_input, "Initial passphrase").input(passphrase)
     return click(at, "Enrol rater")
 
 
@@ -644,11 +652,19 @@ def rater_table(at: AppTest):
     return table
 
 
-def test_coordinator_enrols_a_rater(study):
+def test_coordinator_enrols_a_rater_and_is_shown_the_code_once(study):
+    enrol_and_read_code(study)
+
+
+def enrol_and_read_code(study) -> str:
     at = open_app(study.coordinator)
     assert title(at) == "Study admin"
     enrol(at, "adjudicator-02")
-    assert any(s.value.startswith("Enrolled adjudicator-02") for s in at.success)
+    assert not at.exception
+    [success] = at.success
+    assert success.value.startswith("Enrolled adjudicator-02. Give adjudicator-02 this enrolment")
+    [code] = at.code
+    assert len(code.value) == 39  # 8 groups of 4 base32 characters: 160 bits
     made = {u.pseudonym: u for u in users_in(study.url)}["adjudicator-02"]
     assert (made.role, made.specialty, made.jurisdiction, made.years_post_registration) == (
         "rater",
@@ -656,7 +672,15 @@ def test_coordinator_enrols_a_rater(study):
         "Australia",
         12,
     )
-    assert "adjudicator-02" in list(rater_table(at)["pseudonym"])
+    assert not made.active and made.keyid is None
+    table = rater_table(at)
+    assert list(table[table["pseudonym"] == "adjudicator-02"]["account"]) == ["awaiting activation"]
+    # The coordinator's form has no passphrase field at all.
+    assert not [w for w in at.text_input if "assphrase" in w.label]
+    # Shown once: the next rerun no longer shows it.
+    run(at)
+    assert not at.code and code.value not in shown(at)
+    return code.value
 
 
 def test_a_real_name_is_refused_naming_the_field(study):
@@ -666,7 +690,90 @@ def test_a_real_name_is_refused_naming_the_field(study):
     [error] = [e.value for e in at.error]
     assert error.startswith("Pseudonym:") and "never a real name" in error
     assert not at.success
+    assert by_label(at.text_input, "Pseudonym").value == "Dr Jane Smith"  # input kept
     assert users_in(study.url) == before
+
+
+def activate_in(at: AppTest, name: str, code: str, passphrase: str, repeat: str | None = None):
+    by_label(at.text_input, "Name").input(name)
+    by_label(at.text_input, "Enrolment code").input(code)
+    by_label(at.text_input, "Choose a passphrase").input(passphrase)
+    by_label(at.text_input, "Repeat the passphrase").input(passphrase if repeat is None else repeat)
+    return click(at, "Activate")
+
+
+def test_a_rater_activates_with_the_code_and_chooses_the_passphrase(study, monkeypatch, tmp_path):
+    monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "attestations"))
+    code = enrol_and_read_code(study)
+    at = go(open_app(), "app_pages/activate.py")
+    assert title(at) == "Activate your account"
+
+    activate_in(at, "adjudicator-02", code, "my very own passphrase", "a typo in the repeat")
+    assert [e.value for e in at.error] == ["The two passphrases differ."]
+    activate_in(at, "adjudicator-02", "WRONG-CODE", "my very own passphrase")
+    assert [e.value for e in at.error] == [ACTIVATION_FAILED]
+    assert by_label(at.text_input, "Name").value == "adjudicator-02"  # input kept
+    activate_in(at, "adjudicator-02", code, "short")
+    assert [e.value for e in at.error] == ["choose a passphrase of at least 12 characters"]
+
+    activate_in(at, "adjudicator-02", code, "my very own passphrase")
+    assert title(at) == "My queue"
+    assert at.session_state["user"]["pseudonym"] == "adjudicator-02"
+    made = {u.pseudonym: u for u in users_in(study.url)}["adjudicator-02"]
+    assert made.active and made.keyid
+    assert [
+        p.name.endswith("-record.dsse.json")
+        for p in (tmp_path / "attestations").glob("*.dsse.json")
+    ] == [True]
+    # The code is spent, and the chosen passphrase signs in.
+    again = activate_in(
+        go(open_app(), "app_pages/activate.py"), "adjudicator-02", code, "another passphrase!"
+    )
+    assert [e.value for e in again.error] == [ACTIVATION_FAILED]
+    assert title(sign_in_as(open_app(), "adjudicator-02", "my very own passphrase")) == "My queue"
+    with study.store() as s:
+        log = json.dumps(audit.events(s), default=str)
+    assert "my very own passphrase" not in log and code not in log
+
+
+def test_everyone_can_change_their_own_passphrase(study):
+    for user in (study.rater, study.coordinator):
+        at = go(open_app(user), "app_pages/passphrase.py")
+        assert title(at) == "Change your passphrase"
+        old = PASSPHRASES[user.pseudonym]
+        for label, value in (
+            ("Current passphrase", "not it at all"),
+            ("New passphrase", "a new passphrase 1"),
+            ("Repeat the new passphrase", "a new passphrase 1"),
+        ):
+            by_label(at.text_input, label).input(value)
+        click(at, "Change passphrase")
+        assert [e.value for e in at.error] == ["the current passphrase is not right"]
+        assert by_label(at.text_input, "New passphrase").value == "a new passphrase 1"  # kept
+        by_label(at.text_input, "Current passphrase").input(old)
+        click(at, "Change passphrase")
+        assert [s.value for s in at.success] == [
+            "Your passphrase is changed. Use the new one from now on."
+        ]
+        assert by_label(at.text_input, "New passphrase").value == ""  # not left on screen
+        assert title(sign_in_as(open_app(), user.pseudonym, "a new passphrase 1")) != "Sign in"
+
+
+def test_repeated_failed_sign_ins_are_throttled_with_the_same_message(study):
+    at = open_app()
+    for _ in range(FREE_FAILURES):
+        sign_in_as(at, "rater-01", "not the passphrase")
+        assert [e.value for e in at.error] == [SIGN_IN_FAILED]
+    # The right passphrase, too soon after: the same message, and no way in.
+    sign_in_as(at, "rater-01", PASSPHRASES["rater-01"])
+    assert [e.value for e in at.error] == [SIGN_IN_FAILED]
+    assert "user" not in at.session_state
+
+
+def test_the_coordinator_reaches_no_signing_page(study):
+    at = open_app(study.coordinator)
+    offered = pages_of(at)
+    assert "app_pages/attest.py" not in offered and "app_pages/review.py" not in offered
 
 
 def test_closing_the_review_phase_stops_reviews(study):

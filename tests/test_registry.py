@@ -6,6 +6,8 @@ SQLite template); each test tampers with its own copy of the files or the store.
 import base64
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -14,16 +16,16 @@ from fma_bands import audit
 from fma_bands.attestations import revoke
 from fma_bands.canonical import canonical_json
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
-from fma_bands.envelopes import read_folder
+from fma_bands.envelopes import read_adjudicators, read_evidence, read_folder, records_head
 from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.export import export_document, load_adjudicators, load_bands, write_bands
 from fma_bands.keys import generate_keypair, unseal_private_key
-from fma_bands.policy import POLICY_FILE, Policy, read_policy
+from fma_bands.policy import POLICY_FILE, Policy, read_policy, write_policy_file
 from fma_bands.registry import ADJUDICATED, REASONS, decide
 from fma_bands.reviews import ReviewForm, current_review, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import set_policy
-from fma_bands.users import unlock_signing_key
+from fma_bands.users import activate, reset, unlock_signing_key
 from fma_bands.vignettes import load_library
 from tests.test_attestations import (
     ANSWERS,
@@ -111,8 +113,9 @@ def forge(path, statement, private_key, keyid):
 
 
 def error_codes(folder):
+    """Each attestation's or revocation's error code (None when it verifies)."""
     _, checked = read_folder(folder)
-    return {c.path.name: c.error[0] if c.error else None for c in checked}
+    return {c.path.name: c.error[0] if c.error else None for c in checked if c.kind != "record"}
 
 
 def not_granted(decision):
@@ -136,6 +139,11 @@ def test_every_reason_code_has_a_sentence():
         "no_consensus",
         "out_of_scope",
         "revoked",
+        "duplicate_key",
+        "unsigned_record",
+        "proposal_changed",
+        "missing_record",
+        "no_policy",
     ):
         assert REASONS[code].strip(), code
 
@@ -160,6 +168,7 @@ def test_the_signed_study_is_granted_and_the_decision_is_reproducible(files):
 
 def test_no_attestation_leaves_bands_as_the_files_say(signed, tmp_path):
     study, _ = signed
+    write_policy_file(tmp_path / "empty", Policy())
     registry = decide(study.library, tmp_path / "empty")
     for decision in registry.decisions:
         assert decision.provenance == "author-derived"
@@ -247,7 +256,7 @@ def test_5_an_enrolled_key_signing_for_another_pseudonym_is_the_wrong_signer(fil
     statement = statement_of(envelope)
     assert statement["predicate"]["adjudicator"]["pseudonym"] == "adjudicator-01"
     with session_scope(store) as s:
-        key_02 = unlock_signing_key(s, study.b.id, PASS_02)
+        _, key_02 = unlock_signing_key(s, study.b.id, PASS_02)
     forged = folder / "adjudicator-01-by-02.dsse.json"
     forge(forged, statement, key_02, study.b.keyid)
     envelope.unlink()
@@ -332,17 +341,15 @@ def amend_02(engine, library, rater, band, version=0):
 def test_9_two_raters_consensus_is_the_intersection_or_nothing(files, store, tmp_path):
     study, folder, _ = files
     first = amend_02(store, study.library, study.b, {"min": 31, "max": 60})
-    apart = sign(store, study.library, study.b, PASS_02, tmp_path / "scratch-1")
-    shutil.copy(apart, folder)
+    sign(store, study.library, study.b, PASS_02, folder)
     decision = by_band(decide(study.library, folder))[DOC]
     assert not_granted(decision)
     assert "no_consensus" in codes(decision)
     assert decision.as_dict()["acceptable"] == {"min": 1, "max": 14}
 
-    (folder / apart.name).unlink()
+    # Her later signature supersedes the earlier one for this band.
     amend_02(store, study.library, study.b, {"min": 7, "max": 60}, version=first.version)
-    overlapping = sign(store, study.library, study.b, PASS_02, tmp_path / "scratch-2")
-    shutil.copy(overlapping, folder)
+    sign(store, study.library, study.b, PASS_02, folder)
     decision = by_band(decide(study.library, folder))[DOC]
     assert decision.provenance == ADJUDICATED, codes(decision)
     assert decision.as_dict()["acceptable"] == {"min": 7, "max": 30}
@@ -444,10 +451,13 @@ def test_a_later_attestation_by_the_same_rater_supersedes_the_earlier(files, sto
 
 def test_the_policy_is_the_coordinators_and_round_trips(files, store):
     study, folder, _ = files
+    (folder / POLICY_FILE).unlink()
     with session_scope(store) as s, pytest.raises(AccessDenied):
         set_policy(s, folder, actor=study.a, quorum=2, scope="require")
     assert not (folder / POLICY_FILE).exists()
-    assert read_policy(folder) == Policy(1, "warn")
+    with pytest.raises(FmaBandsError, match=r"no policy\.yaml") as missing:
+        read_policy(folder)
+    assert missing.value.code == "no_policy"
 
     with session_scope(store) as s:
         written = set_policy(s, folder, actor=study.coordinator, quorum=2, scope="require")
@@ -457,15 +467,13 @@ def test_the_policy_is_the_coordinators_and_round_trips(files, store):
     with session_scope(store) as s:
         [event] = audit.events(s, kinds=["policy_set"])
     assert event["actor"] == "coordinator"
-    assert event["payload"] == {
-        "from": {"quorum": 1, "scope": "warn"},
-        "to": {"quorum": 2, "scope": "require"},
-    }
+    assert event["payload"] == {"from": None, "to": {"quorum": 2, "scope": "require"}}
 
 
 @pytest.mark.parametrize(("quorum", "scope"), [(0, "warn"), (1, "always"), (True, "warn")])
 def test_a_bad_policy_is_refused(files, store, quorum, scope):
     study, folder, _ = files
+    (folder / POLICY_FILE).unlink()
     with session_scope(store) as s, pytest.raises(FmaBandsError):
         set_policy(s, folder, actor=study.coordinator, quorum=quorum, scope=scope)
     assert not (folder / POLICY_FILE).exists()
@@ -505,3 +513,216 @@ def test_overrides_apply_and_the_export_records_the_policy_used(files, store, tm
         for g in load_bands(sensitivity).values()
         for e in g
     )
+
+
+# Files alone, and what they cannot be made to say (issue 9) ------------------------------------
+
+
+def test_the_registry_reads_files_without_the_database():
+    code = (
+        "import sys, fma_bands.registry, fma_bands.envelopes\n"
+        "assert 'sqlmodel' not in sys.modules and 'sqlalchemy' not in sys.modules, "
+        "sorted(m for m in sys.modules if m.startswith('sql'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+PROPOSAL_EDITS = {
+    "source": ("ADA Standards of Care", "ADA Standards of Kare"),
+    "clause": ("within one month of discharge", "within two months of discharge"),
+    "reasoning": ("Resolving mild DKA", "Resolved mild DKA"),
+    "notes": ("PROVISIONAL, not adjudicated.", "Adjudicated."),
+    "disputed_span": ("    min: 15\n    max: 30\n", "    min: 15\n    max: 29\n"),
+    "threshold": ("  source: 'ADA", "  threshold: value <= 21\n  source: 'ADA"),
+    "provenance": ("provenance: author-derived", "provenance: guideline-derived"),
+}
+
+
+@pytest.mark.parametrize("field", list(PROPOSAL_EDITS))
+def test_any_proposal_field_edited_after_signing_is_proposal_changed(files, tmp_path, field):
+    study, folder, _ = files
+    vignettes = vignettes_copy(study.library, tmp_path)
+    edit_file(vignettes / "draft_documentation_01.yaml", *PROPOSAL_EDITS[field])
+    decisions = by_band(decide(reload(vignettes), folder))
+    assert not_granted(decisions[DOC])
+    assert codes(decisions[DOC]) == ["proposal_changed", "quorum_not_met"]
+    assert decisions[TRIAGE].provenance == ADJUDICATED
+
+
+def signed_statement(path):
+    return statement_of(path), json.loads(path.read_text())
+
+
+def latest_record(folder, pseudonym="adjudicator-01"):
+    return sorted(folder.glob(f"{pseudonym}-*-record.dsse.json"))[-1]
+
+
+def test_one_key_under_two_pseudonyms_counts_for_neither(files, store):
+    """adjudicator-01's key also signs a public record and an attestation as adjudicator-99,
+    to meet a quorum of two on her own."""
+    study, folder, envelope = files
+    with session_scope(store) as s:
+        key, private_key = unlock_signing_key(s, study.a.id, PASS_01)
+    record = statement_of(latest_record(folder))
+    record["predicate"]["record"]["pseudonym"] = "adjudicator-99"
+    record["predicate"]["record"]["specialty"] = "emergency medicine"
+    forge(folder / "adjudicator-99-record.dsse.json", record, private_key, key.keyid)
+    attestation = statement_of(envelope)
+    attestation["predicate"]["adjudicator"]["pseudonym"] = "adjudicator-99"
+    forge(folder / "adjudicator-99.dsse.json", attestation, private_key, key.keyid)
+
+    assert set(error_codes(folder).values()) == {"duplicate_key"}
+    for quorum in (1, 2):
+        decisions = by_band(decide(study.library, folder, quorum=quorum))
+        for name in ALL_BANDS:
+            assert not_granted(decisions[name])
+            assert {"duplicate_key", "quorum_not_met"} <= set(codes(decisions[name]))
+
+
+def test_an_altered_public_record_is_unsigned(files):
+    study, folder, _ = files
+    path = latest_record(folder)
+    record = statement_of(path)
+    record["predicate"]["record"]["specialty"] = "emergency medicine"
+    replace_payload(path, record)
+    _, checked = read_folder(folder)
+    assert {c.path.name: c.error[0] for c in checked if c.error} == {path.name: "unsigned_record"}
+    decisions = by_band(decide(study.library, folder, scope="require"))
+    # The altered record is also no longer the record the attestation was signed beside.
+    for name in ALL_BANDS:
+        assert not_granted(decisions[name])
+        assert "missing_record" in codes(decisions[name])
+
+
+def test_an_edited_adjudicators_yaml_changes_no_grant(files):
+    """adjudicators.yaml is for people: making the geriatrician an emergency physician there
+    does not put triage in her scope, and verify names the edit."""
+    study, folder, _ = files
+    before = {
+        k: d.as_dict() for k, d in by_band(decide(study.library, folder, scope="require")).items()
+    }
+    edit_file(
+        folder / "adjudicators.yaml", "specialty: geriatrics", "specialty: emergency medicine"
+    )
+    after = decide(study.library, folder, scope="require")
+    assert {k: d.as_dict() for k, d in by_band(after).items()} == before
+    assert not_granted(by_band(after)[TRIAGE])
+    assert any(
+        p.startswith("unsigned_record: adjudicators.yaml gives") for p in after.file_problems
+    )
+    assert read_evidence(folder).problems[0][0] == "unsigned_record"
+
+
+def test_an_attestation_with_no_self_signed_record_is_unsigned(files):
+    study, folder, envelope = files
+    statement = statement_of(envelope)
+    statement["predicate"]["adjudicator"]["pseudonym"] = "adjudicator-77"
+    pair = generate_keypair("a stranger's passphrase")
+    forged = folder / "adjudicator-77.dsse.json"
+    forge(
+        forged,
+        statement,
+        unseal_private_key(pair.sealed_private_key, "a stranger's passphrase"),
+        pair.keyid,
+    )
+    assert error_codes(folder)[forged.name] == "unsigned_record"
+    assert "unsigned_record" in codes(by_band(decide(study.library, folder))[DOC])
+
+
+@pytest.mark.parametrize("policy", [None, "quorum: 0\nscope: warn\n", "quorum: 1\n", "[1, 2]\n"])
+def test_without_a_valid_policy_nothing_is_granted(files, policy):
+    study, folder, _ = files
+    if policy is None:
+        (folder / POLICY_FILE).unlink()
+    else:
+        (folder / POLICY_FILE).write_text(policy)
+    registry = decide(study.library, folder)
+    for decision in registry.decisions:
+        assert not_granted(decision)
+        assert "no_policy" in codes(decision)
+    assert registry.valid_signers == {}
+    # Overriding quorum and scope for a sensitivity run does not stand in for the policy.
+    assert not any(
+        d.adjudicated for d in decide(study.library, folder, quorum=1, scope="warn").decisions
+    )
+
+
+def test_a_deleted_revocation_is_a_missing_record(files, store):
+    """Deleting a revocation used to restore the grants; now the next record signed names it."""
+    study, folder, envelope = files
+    with session_scope(store) as s:
+        revocation = revoke(
+            s,
+            rater=study.a,
+            passphrase=PASS_01,
+            attestation=envelope,
+            reason="wrong hand-back",
+            folder=folder,
+        )
+    amend_02(store, study.library, study.b, {"min": 7, "max": 60})
+    later = sign(store, study.library, study.b, PASS_02, folder)
+    assert revocation.name in {link["file"] for link in statement_of(later)["predicate"]["records"]}
+    revocation.unlink()
+
+    registry = decide(study.library, folder)
+    for decision in registry.decisions:
+        assert not_granted(decision)
+        assert "missing_record" in codes(decision)
+    assert any(revocation.name in p for p in registry.file_problems)
+    assert registry.valid_signers == {}
+
+
+def test_the_head_counts_and_digests_every_record(files):
+    _, folder, envelope = files
+    count, digest = records_head(folder)
+    assert count == len(list(folder.glob("*.dsse.json"))) == 4  # 3 records, 1 attestation
+    assert digest.startswith("sha256:") and len(digest) == 71
+    copy = folder.parent / "copy"
+    shutil.copytree(folder, copy)
+    assert records_head(copy) == (count, digest)  # file names and places do not matter
+    envelope.unlink()
+    assert records_head(folder)[0] == count - 1 and records_head(folder)[1] != digest
+
+
+def test_a_reset_retires_the_key_keeps_old_signatures_and_shows_the_change(files, store):
+    study, folder, envelope = files
+    with session_scope(store) as s:
+        old_key, old_private = unlock_signing_key(s, study.a.id, PASS_01)
+        code = reset(s, actor=study.coordinator, pseudonym="adjudicator-01")
+    with session_scope(store) as s:
+        made = activate(
+            s,
+            pseudonym="adjudicator-01",
+            code=code,
+            passphrase="a brand new passphrase",
+            folder=folder,
+        )
+    assert made is not None and made.keyid != old_key.keyid
+
+    published = read_adjudicators(folder)["adjudicator-01"]
+    keys = published["keys"]
+    assert [k["keyid"] for k in keys] == [old_key.keyid, made.keyid]
+    assert keys[0]["retired"] is not None and keys[1]["retired"] is None
+    decisions = by_band(decide(study.library, folder))
+    # Her attestation signed with the old key still stands, and the key change shows.
+    assert decisions[DOC].provenance == ADJUDICATED
+    assert "key_changed" in [w.code for w in decisions[DOC].warnings]
+    # The old key cannot sign any more: its private half is gone from the store ...
+    with session_scope(store) as s:
+        assert unlock_signing_key(s, study.a.id, "a brand new passphrase")[0].keyid == made.keyid
+    # ... and a signature made with a copy of it after the reset is refused.
+    statement = statement_of(envelope)
+    statement["predicate"]["signature_manifestation"]["signed_at"] = "2999-01-01T00:00:00.000000Z"
+    forged = folder / "adjudicator-01-backdated.dsse.json"
+    forge(forged, statement, old_private, old_key.keyid)
+    assert error_codes(folder)[forged.name] == "unknown_key"
+
+
+def test_the_registry_says_what_it_was_decided_from(files):
+    study, folder, _ = files
+    registry = decide(study.library, folder)
+    assert registry.head == records_head(folder) and registry.policy_problem is None
+    (folder / POLICY_FILE).unlink()
+    missing = decide(study.library, folder)
+    assert "no policy.yaml" in missing.policy_problem

@@ -329,3 +329,183 @@ def test_a_duplicate_handback_line_is_refused(study):
             text=text,
             source="dup.txt",
         )
+
+
+# Issue 9: revisions, blind mode and the closed phase, held in the domain ----------------------
+
+
+def test_a_stale_tab_cannot_overwrite_a_newer_revision(study):
+    """Tabs A and B both show submitted revision 1; A submits revision 2; B, still showing
+    revision 1, used to submit revision 3 over it and be told "submitted"."""
+    engine, library, _, a, _ = study
+    band = ("draft_triage_01", "esi_acuity")
+    first = submit(engine, library, a, *band, ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS))
+    seen_by_both_tabs = first.version
+    tab_a = ReviewForm(verdict="AMEND", band=[2, 3], reason="TAB A", answers=GOOD_ANSWERS)
+    second = submit(engine, library, a, *band, tab_a, version=seen_by_both_tabs)
+    assert second.version > seen_by_both_tabs
+    tab_b = ReviewForm(
+        verdict="AMEND", band=[1, 2], reason="TAB B: stale tab", answers=GOOD_ANSWERS
+    )
+    with pytest.raises(ConflictError, match="changed in another tab"):
+        submit(engine, library, a, *band, tab_b, version=seen_by_both_tabs)
+    # A draft saved from the stale tab is refused the same way.
+    with pytest.raises(ConflictError), session_scope(engine) as s:
+        save(s, library, a, *band, tab_b, expected_version=seen_by_both_tabs)
+    with session_scope(engine) as s:
+        history = my_reviews(s, library, a, *band)
+    assert [(r.revision, r.reason) for r in history] == [(1, None), (2, "TAB A")]
+
+
+def test_two_tabs_writing_the_same_revision_at_once_get_a_conflict(study, monkeypatch):
+    """If the other tab's revision lands between this save's read and its write, the unique
+    revision number refuses it: a ConflictError, never a raw IntegrityError."""
+    from fma_bands import reviews
+
+    engine, library, _, a, _ = study
+    band = ("draft_triage_01", "esi_acuity")
+    first = submit(engine, library, a, *band, ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS))
+    with session_scope(engine) as s:
+        read_before = [r for r in reviews.revisions(s, a.id, *band)]
+        s.expunge_all()
+    tab_a = ReviewForm(verdict="AMEND", band=[2, 3], reason="TAB A", answers=GOOD_ANSWERS)
+    submit(engine, library, a, *band, tab_a, version=first.version)
+    monkeypatch.setattr(reviews, "revisions", lambda *args: read_before)
+    tab_b = ReviewForm(verdict="DECLINE", reason="TAB B", answers=GOOD_ANSWERS)
+    with pytest.raises(ConflictError):
+        submit(engine, library, a, *band, tab_b, version=first.version)
+    monkeypatch.undo()
+    with session_scope(engine) as s:
+        assert [r.reason for r in my_reviews(s, library, a, *band)] == [None, "TAB A"]
+
+
+def test_blind_mode_refuses_accept_in_the_domain(study):
+    engine, library, coordinator, a, _ = study
+    with session_scope(engine) as s:
+        set_mode(s, actor=coordinator, mode="blind")
+    with pytest.raises(FmaBandsError) as caught:
+        submit(
+            engine,
+            library,
+            a,
+            "draft_triage_01",
+            "esi_acuity",
+            ReviewForm(verdict="ACCEPT", reason="fine"),
+        )
+    assert "no proposal to accept" in caught.value.fields["verdict"]
+    with pytest.raises(FmaBandsError), session_scope(engine) as s:
+        save(
+            s,
+            library,
+            a,
+            "draft_triage_01",
+            "esi_acuity",
+            ReviewForm(verdict="ACCEPT"),
+            expected_version=0,
+        )
+    with session_scope(engine) as s:
+        assert s.exec(select(Review)).all() == []
+        with pytest.raises(FmaBandsError) as caught:
+            import_handback(
+                s,
+                library,
+                actor=coordinator,
+                rater_pseudonym="adjudicator-01",
+                text=HANDBACK.read_text(),
+                source="blind.txt",
+            )
+    [problem] = caught.value.problems
+    assert "blind mode" in problem.message and problem.line == 5
+    # A blind review binds no proposal: the rater saw none.
+    done = submit(
+        engine,
+        library,
+        a,
+        "draft_triage_01",
+        "esi_acuity",
+        ReviewForm(verdict="AMEND", band=[2], reason="x"),
+    )
+    assert (done.mode, done.proposal_digest) == ("blind", None) and done.band_digest
+
+
+def test_a_handback_is_refused_once_the_phase_is_closed(study):
+    engine, library, coordinator, _, _ = study
+    with session_scope(engine) as s:
+        set_phase(s, actor=coordinator, phase="closed")
+    with session_scope(engine) as s, pytest.raises(AccessDenied, match="phase is closed"):
+        import_handback(
+            s,
+            library,
+            actor=coordinator,
+            rater_pseudonym="adjudicator-01",
+            text=HANDBACK.read_text(),
+            source=HANDBACK.name,
+        )
+    with session_scope(engine) as s:
+        assert s.exec(select(Review)).all() == []
+
+
+def test_an_imported_review_says_who_entered_it(study):
+    engine, library, coordinator, _, _ = study
+    with session_scope(engine) as s:
+        created = import_handback(
+            s,
+            library,
+            actor=coordinator,
+            rater_pseudonym="adjudicator-01",
+            text=HANDBACK.read_text(),
+            source=HANDBACK.name,
+        )
+    assert {(r.origin, r.entered_by, r.confirmed_at) for r in created} == {
+        ("handback", "coordinator", None)
+    }
+
+
+def test_every_rule_goes_through_one_table(study, tmp_path):
+    """Each coordinator-only action is refused to a rater, and each rater action to the
+    coordinator, by fma_bands.study.authorize, whichever module the action lives in."""
+    from fma_bands.identity import reveal_identity, set_identity
+    from fma_bands.reviews import rater_progress
+    from fma_bands.study import RULES, authorize, set_policy
+    from fma_bands.users import enrol, reset
+
+    engine, library, coordinator, a, _ = study
+    attempts = {
+        "enrol": lambda s, who: enrol(
+            s,
+            actor=who,
+            pseudonym="x-01",
+            role="rater",
+            specialty="x",
+            jurisdiction="x",
+            years_post_registration=1,
+        ),
+        "reset": lambda s, who: reset(s, actor=who, pseudonym="adjudicator-02"),
+        "set_phase": lambda s, who: set_phase(s, actor=who, phase="closed"),
+        "set_mode": lambda s, who: set_mode(s, actor=who, mode="blind"),
+        "set_policy": lambda s, who: set_policy(s, tmp_path, actor=who, quorum=1, scope="warn"),
+        "import_handback": lambda s, who: import_handback(
+            s, library, actor=who, rater_pseudonym="adjudicator-01", text="", source="x"
+        ),
+        "see_progress": lambda s, who: rater_progress(s, library, viewer=who),
+        "record_identity": lambda s, who: set_identity(
+            s, actor=who, pseudonym="adjudicator-02", record={}, key_path=tmp_path / "k"
+        ),
+        "reveal_identity": lambda s, who: reveal_identity(
+            s, actor=who, pseudonym="adjudicator-02", key_path=tmp_path / "k"
+        ),
+        "see_reviews": lambda s, who: submitted_reviews(s, library, viewer=who),
+        "review": lambda s, who: save(
+            s, library, who, "draft_triage_01", "esi_acuity", ReviewForm(), expected_version=0
+        ),
+    }
+    for action, rule in RULES.items():
+        if action == "sign":
+            continue  # tests/test_attestations.py tries signing with every credential
+        outsider = a if rule.roles == ("coordinator",) else coordinator
+        with session_scope(engine) as s, pytest.raises(AccessDenied, match=r"only|hidden"):
+            attempts[action](s, outsider)
+        with session_scope(engine) as s, pytest.raises(AccessDenied):
+            authorize(s, outsider, action)
+    with session_scope(engine) as s, pytest.raises(AccessDenied, match="sign in first"):
+        authorize(s, None, "review")

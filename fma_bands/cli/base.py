@@ -88,6 +88,22 @@ def _log_bug(ctx: click.Context, exc: Exception) -> str:
     help="Key sealing private identities (default ./fma-bands-identity.key, or "
     "$FMA_BANDS_IDENTITY_KEY); keep it out of attestations/ and out of version control.",
 )
+@click.option(
+    "--as",
+    "acting_as",
+    metavar="NAME",
+    envvar="FMA_BANDS_AS",
+    help="The coordinator taking a coordinator action (or $FMA_BANDS_AS); the audit log names "
+    "them.",
+)
+@click.option(
+    "--passphrase-file",
+    "acting_passphrase_file",
+    metavar="P",
+    envvar="FMA_BANDS_PASSPHRASE_FILE",
+    help="File whose first line is that coordinator's passphrase (or "
+    "$FMA_BANDS_PASSPHRASE_FILE); without it the passphrase is asked for at a terminal.",
+)
 @click.pass_context
 def cli(ctx: click.Context, **options: Any) -> None:
     """Clinician adjudication of FairMedAgent acceptable-action bands."""
@@ -163,12 +179,39 @@ def synced(session: "Session") -> tuple["Library", "SyncReport"]:
 
 
 def coordinator(session: "Session") -> "UserPublic":
-    from fma_bands.users import list_users
+    """The person taking a coordinator action, named by --as and authenticated by their passphrase
+    (a file, $FMA_BANDS_PASSPHRASE_FILE, or a prompt at a terminal), so the audit log says who
+    did what. Failed attempts are throttled and audited like failed sign-ins."""
+    from fma_bands.errors import AccessDenied
+    from fma_bands.users import SIGN_IN_FAILED, has_coordinator, sign_in
 
-    coordinators = list_users(session, role="coordinator")
-    if not coordinators:
-        raise FmaBandsError("no coordinator is enrolled: run `fma-bands demo` or `user add`")
-    return coordinators[0]
+    if not has_coordinator(session):
+        raise FmaBandsError(
+            "no coordinator is enrolled: run `fma-bands demo`, or "
+            "`fma-bands user add NAME --role coordinator --passphrase-file P`"
+        )
+    options = click.get_current_context().find_root().obj or {}
+    name = options.get("acting_as")
+    if not name:
+        raise AccessDenied(
+            "this is a coordinator action: say who you are with --as NAME --passphrase-file P "
+            "before the command (or FMA_BANDS_AS and FMA_BANDS_PASSPHRASE_FILE)"
+        )
+    if options.get("acting_passphrase_file"):
+        passphrase = read_secret(options["acting_passphrase_file"])
+    elif sys.stdin.isatty():
+        passphrase = click.prompt(f"Passphrase of {name}", hide_input=True)
+    else:
+        raise AccessDenied(
+            f"give {name}'s passphrase with --passphrase-file P (or FMA_BANDS_PASSPHRASE_FILE)"
+        )
+    user = sign_in(session, name, passphrase)
+    if user is None:
+        # Keep the failed attempt (throttle and audit) although the command stops here.
+        session.commit()
+        raise AccessDenied(SIGN_IN_FAILED.replace("Sign-in", "Authentication"))
+    # What this person may do is the domain's to say (fma_bands.study.authorize).
+    return user
 
 
 def read_text(path: str | Path, what: str = "file") -> str:

@@ -22,7 +22,6 @@ def identity() -> None:
 )
 def set_(name: str, source: str) -> None:
     """Record rater NAME's private identity from a YAML file (sealed at rest)."""
-    from fma_bands.attestations import publish_adjudicators
     from fma_bands.identity import set_identity
 
     data = read_yaml(source, "identity file")
@@ -35,8 +34,10 @@ def set_(name: str, source: str) -> None:
             key_path=settings().identity_key,
             source=source,
         )
-        publish_adjudicators(session, settings().attestations)
-    click.echo(f"identity of {name} recorded; commitment {commitment} published")
+    click.echo(
+        f"identity of {name} recorded; commitment {commitment}, published in their public record "
+        "when they next sign"
+    )
 
 
 @identity.command()

@@ -3,6 +3,7 @@
 import click
 
 from fma_bands.cli.base import cli, coordinator, done, settings, store, synced
+from fma_bands.errors import FmaBandsError
 
 # The accounts `fma-bands demo` makes: demo only, printed, never secret.
 DEMO_USERS = (
@@ -41,24 +42,36 @@ def init() -> None:
 
 @cli.command()
 def demo() -> None:
-    """Set up a ready demo study (coordinator and two raters) and say how to sign in."""
-    from fma_bands.attestations import publish_adjudicators
-    from fma_bands.users import create_user, get_user
+    """Set up a ready demo study (coordinator and two raters) and say how to sign in.
 
+    Refused on a database that already holds a study: the demo accounts' passphrases are
+    printed, so they never join a real one."""
+    from fma_bands.policy import POLICY_FILE, Policy, write_policy_file
+    from fma_bands.users import create_user, has_users
+
+    folder = settings().attestations
     with store() as session:
+        if has_users(session):
+            raise FmaBandsError(
+                f"{settings().database_url} already holds a study: `fma-bands demo` only sets up "
+                "a new one. Give another --db (or delete that database file) to start over."
+            )
         found, _ = synced(session)
         for fields in DEMO_USERS:
-            if get_user(session, str(fields["pseudonym"])) is None:
-                create_user(session, actor="demo", **fields)
-            elif fields["role"] == "coordinator":
-                click.echo("the demo study already exists; its accounts are unchanged")
-        publish_adjudicators(session, settings().attestations)
+            create_user(session, actor="demo", folder=folder, **fields)
+        if not (folder / POLICY_FILE).exists():
+            write_policy_file(folder, Policy())
     click.echo(f"Demo study ready in {settings().database_url}: {len(found)} vignettes.")
     click.echo("Run `streamlit run app.py` and sign in with one of these (demo only, not secret):")
     for fields in DEMO_USERS:
         click.echo(
             f"  {fields['pseudonym']:<12} passphrase {fields['passphrase']:<17} ({fields['role']})"
         )
+    click.echo(
+        "These are demo accounts: their passphrases are printed here, so the raters' public "
+        "records say demo and the registry warns. A real rater is enrolled with a code and "
+        "chooses their own passphrase."
+    )
 
 
 @cli.command()

@@ -1,13 +1,33 @@
-"""`fma-bands user add` and `user list`: enrolling the study's people."""
+"""`fma-bands user ...`: enrolling people with a one-time code, activating an account, changing
+one's passphrase, resetting an account, listing who is enrolled."""
+
+from pathlib import Path
 
 import click
 
-from fma_bands.cli.base import cli, read_secret, settings, store
+from fma_bands.cli.base import cli, coordinator, read_secret, settings, store
+from fma_bands.errors import AccessDenied, FmaBandsError
 
 
 @cli.group()
 def user() -> None:
-    """Enrol and list users."""
+    """Enrol, activate, reset and list users."""
+
+
+def _hand_over(name: str, code: str, code_file: str | None, expires: object) -> str:
+    """Write the one-time code to its file (readable by its owner only), or say it once."""
+    until = f"valid until {expires:%d %b %Y %H:%M} UTC" if expires else "valid 14 days"
+    if code_file:
+        from fma_bands.files import write_atomically
+
+        # Written through a private temporary file, so it is never readable by others.
+        path = write_atomically(Path(code_file), code + "\n")
+        path.chmod(0o600)
+        return f"enrolment code for {name} written to {path} ({until}; it works once)"
+    return (
+        f"enrolment code for {name} (shown this once, {until}; give it to them privately):\n"
+        f"  {code}"
+    )
 
 
 @user.command()
@@ -17,10 +37,14 @@ def user() -> None:
 @click.option("--jurisdiction")
 @click.option("--years", type=int, help="Years since registration.")
 @click.option(
-    "--passphrase-file",
-    required=True,
+    "--code-file",
     metavar="F",
-    help="File whose first line is the passphrase (keeps it out of shell history).",
+    help="Write the one-time enrolment code to F instead of printing it.",
+)
+@click.option(
+    "--passphrase-file",
+    metavar="P",
+    help="The first coordinator only: the file whose first line is their passphrase.",
 )
 def add(
     name: str,
@@ -28,32 +52,113 @@ def add(
     specialty: str | None,
     jurisdiction: str | None,
     years: int | None,
-    passphrase_file: str,
+    code_file: str | None,
+    passphrase_file: str | None,
 ) -> None:
-    """Enrol a user (a rater unless --role coordinator); NAME is the public pseudonym."""
-    from fma_bands.attestations import publish_adjudicators
-    from fma_bands.users import create_user
+    """Enrol NAME (the public pseudonym) and issue their one-time enrolment code.
 
-    passphrase = read_secret(passphrase_file)
+    The person activates the account with the code and chooses their own passphrase; a rater's
+    signing key is made then. The study's first coordinator instead gives their passphrase with
+    --passphrase-file, which works only while no coordinator exists."""
+    from fma_bands.users import create_first_coordinator, enrol, has_coordinator
+
     with store() as session:
-        made = create_user(
+        if role == "coordinator" and not has_coordinator(session):
+            if not passphrase_file:
+                raise FmaBandsError(
+                    "the first coordinator chooses a passphrase: give it with --passphrase-file P"
+                )
+            made = create_first_coordinator(
+                session, pseudonym=name, passphrase=read_secret(passphrase_file)
+            )
+            click.echo(f"enrolled {made.pseudonym} (coordinator), the study's first")
+            return
+        if passphrase_file:
+            raise AccessDenied(
+                "nobody sets another person's passphrase: they choose it when they activate "
+                "their account with the enrolment code (fma-bands user activate)"
+            )
+        made, code = enrol(
             session,
-            actor="cli",
+            actor=coordinator(session),
             pseudonym=name,
             role=role,
-            passphrase=passphrase,
             specialty=specialty,
             jurisdiction=jurisdiction,
             years_post_registration=years,
         )
-        publish_adjudicators(session, settings().attestations)
-    key = f", signing key {made.keyid}" if made.keyid else ""
-    click.echo(f"enrolled {made.pseudonym} ({made.role}){key}")
+    click.echo(f"enrolled {made.pseudonym} ({made.role}), awaiting activation")
+    click.echo(_hand_over(made.pseudonym, code, code_file, made.code_expires_at))
+    click.echo(
+        f"they activate with `fma-bands user activate {made.pseudonym} --code-file F "
+        "--passphrase-file P`, or on the app's sign-in page"
+    )
+
+
+@user.command()
+@click.argument("name")
+@click.option("--code-file", required=True, metavar="F", help="File holding the enrolment code.")
+@click.option(
+    "--passphrase-file",
+    required=True,
+    metavar="P",
+    help="File whose first line is the passphrase you choose (12 to 1024 characters).",
+)
+def activate(name: str, code_file: str, passphrase_file: str) -> None:
+    """Activate your account NAME with your enrolment code, choosing your passphrase; a rater's
+    new key then signs their public record into the attestations folder."""
+    from fma_bands.users import ACTIVATION_FAILED
+    from fma_bands.users import activate as activate_account
+
+    code = read_secret(code_file)
+    passphrase = read_secret(passphrase_file)
+    with store() as session:
+        made = activate_account(
+            session,
+            pseudonym=name,
+            code=code,
+            passphrase=passphrase,
+            folder=settings().attestations,
+        )
+    if made is None:
+        raise AccessDenied(ACTIVATION_FAILED)
+    key = f"; signing key {made.keyid}, public record signed" if made.keyid else ""
+    click.echo(f"activated {made.pseudonym} ({made.role}){key}")
+
+
+@user.command()
+@click.argument("name")
+@click.option("--passphrase-file", required=True, metavar="OLD", help="Your current passphrase.")
+@click.option("--new-passphrase-file", required=True, metavar="NEW", help="The one you choose.")
+def passphrase(name: str, passphrase_file: str, new_passphrase_file: str) -> None:
+    """Change your passphrase (a rater's key stays the same, resealed under the new one)."""
+    from fma_bands.users import change_passphrase, require_user
+
+    old, new = read_secret(passphrase_file), read_secret(new_passphrase_file)
+    with store() as session:
+        change_passphrase(session, require_user(session, name).id, old, new)
+    click.echo(f"passphrase of {name} changed")
+
+
+@user.command()
+@click.argument("name")
+@click.option("--code-file", metavar="F", help="Write the new enrolment code to F.")
+def reset(name: str, code_file: str | None) -> None:
+    """Issue NAME a new enrolment code (coordinator). Their passphrase stops working; their next
+    activation makes a new key, and the old one stays on record as retired."""
+    from fma_bands.users import get_user
+    from fma_bands.users import reset as reset_account
+
+    with store() as session:
+        code = reset_account(session, actor=coordinator(session), pseudonym=name)
+        made = get_user(session, name)
+    click.echo(f"{name} reset: their passphrase no longer works")
+    click.echo(_hand_over(name, code, code_file, made.code_expires_at if made else None))
 
 
 @user.command("list")
 def list_() -> None:
-    """List enrolled users."""
+    """List enrolled users and whether each has activated their account."""
     from fma_bands.users import list_users
 
     with store() as session:
@@ -62,4 +167,7 @@ def list_() -> None:
         detail = (
             f"{u.specialty}, {u.jurisdiction}, {u.years_post_registration} y" if u.specialty else ""
         )
-        click.echo(f"{u.pseudonym:<20} {u.role:<12} {detail}")
+        state = "active" if u.active else "awaiting activation"
+        if u.demo:
+            state += " (demo)"
+        click.echo(f"{u.pseudonym:<20} {u.role:<12} {state:<26} {detail}")

@@ -90,33 +90,27 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
         with engine.connect() as connection:
             sqlite = connection.dialect.name == "sqlite"
             if sqlite:
-                # SQLite alters a table by copying it; with foreign keys on, dropping the old copy
-                # fails for every row that points at it. Off for the migration (a PRAGMA that only
-                # works outside a transaction), then every key is checked before going on.
+                # Batch migrations rebuild a table that others point at (SQLite cannot alter one
+                # in place), and dropping the old copy would trip their foreign keys: off while
+                # the migrations run (a no-op inside a transaction, so before it), checked after.
                 connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
-            try:
-                config = _alembic_config(connection)
-                tables = set(inspect(connection).get_table_names())
-                if "alembic_version" not in tables and "review" in tables:
-                    command.stamp(config, BASELINE)
-                command.upgrade(config, revision)
-                broken = (
-                    connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
-                    if sqlite
-                    else []
-                )
-                if broken:
-                    raise FmaBandsError(
-                        f"the upgrade of {engine.url!r} would leave {len(broken)} row(s) pointing "
-                        "at nothing, so nothing was changed; report this as a bug"
-                    )
-                # One transaction for every revision: an upgrade happens whole or not at all.
                 connection.commit()
+            try:
+                with connection.begin():
+                    config = _alembic_config(connection)
+                    tables = set(inspect(connection).get_table_names())
+                    if "alembic_version" not in tables and "review" in tables:
+                        command.stamp(config, BASELINE)
+                    command.upgrade(config, revision)
+                    if sqlite and connection.exec_driver_sql("PRAGMA foreign_key_check").first():
+                        raise FmaBandsError(
+                            f"cannot upgrade the database {engine.url!r}: a migration would "
+                            "break its foreign keys; nothing was changed"
+                        )
             finally:
-                connection.rollback()
                 if sqlite:
-                    # Back on before the connection returns to the pool, whatever happened.
                     connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                    connection.commit()
         return current_revision(engine)
     except SQLAlchemyError as exc:
         raise FmaBandsError(f"cannot upgrade the database {engine.url!r}: {_cause(exc)}") from None

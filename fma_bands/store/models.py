@@ -1,4 +1,5 @@
-"""SQLModel tables: vignettes synchronised from files, users, reviews, study settings, audit events.
+"""SQLModel tables: vignettes synchronised from files, users and their signing keys, reviews, study
+settings, audit events, sign-in throttling.
 
 The schema changes only through a migration in fma_bands/store/migrations.
 
@@ -65,17 +66,39 @@ class User(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     pseudonym: str = Field(unique=True, index=True)
     role: str  # coordinator | rater
-    passphrase_hash: str
+    # None until the person activates the account with their enrolment code (DESIGN 2.6), and
+    # again after a reset: the coordinator never sets another person's passphrase.
+    passphrase_hash: str | None = None
     specialty: str | None = None
     jurisdiction: str | None = None
     years_post_registration: int | None = None
-    public_key: str | None = None
-    keyid: str | None = None
-    encrypted_private_key: str | None = None
+    # A one-time enrolment code, stored hashed; cleared once used.
+    enrolment_code_hash: str | None = None
+    enrolment_code_expires_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    activated_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    # The passphrase was chosen by whoever made the account (`fma-bands demo`, tests), not by
+    # the person: the signed public record says so, and the registry warns.
+    demo: bool = False
     # The private identity, sealed under a key only the coordinator's files hold (DESIGN 2.6).
     identity_sealed: str | None = None
     identity_commitment: str | None = None
     created_at: datetime = _when()
+
+
+class SigningKey(SQLModel, table=True):
+    """A rater's Ed25519 key pair, the private half sealed under their passphrase. A reset
+    retires the key in use (kept, so older signatures still verify) and the next activation
+    makes a new one."""
+
+    __tablename__ = "signing_key"
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    keyid: str = Field(unique=True)
+    public_key: str
+    encrypted_private_key: str
+    created_at: datetime = _when()
+    retired_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 class Review(SQLModel, table=True):
@@ -93,8 +116,15 @@ class Review(SQLModel, table=True):
     answers: dict = _json(default_factory=dict)  # "q1".."q6" -> text
     reason: str | None = None
     context_digest: str  # what the rater saw for that step
-    proposal_digest: str | None = None  # the proposed band reviewed (None in blind mode)
+    band_digest: str | None = None  # the proposed band's digest when the review was made
+    # The whole proposal the rater saw (values, span, threshold, source, clause, reasoning,
+    # notes, provenance); None in blind mode, where the rater sees no proposal.
+    proposal_digest: str | None = None
     origin: str = "browser"  # browser | handback
+    round: int = 1
+    # A hand-back is entered by the coordinator: who, and when the rater confirmed it as theirs.
+    entered_by: str | None = None
+    confirmed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     version: int = 1  # optimistic concurrency: a save must name the version it edited
     supersedes_id: int | None = Field(default=None, foreign_key="review.id")
     created_at: datetime = _when()
@@ -123,3 +153,22 @@ class AuditEvent(SQLModel, table=True):
     payload: dict = _json(default_factory=dict)
     prev_hash: str
     hash: str = Field(unique=True)
+
+
+class SignInThrottle(SQLModel, table=True):
+    """Failed sign-ins per account (a keyed hash of the name typed) and per browser session."""
+
+    __tablename__ = "sign_in_throttle"
+
+    key: str = Field(primary_key=True)
+    failures: int = 0
+    last_failure_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class AppSecret(SQLModel, table=True):
+    """Server-side secrets made on first use, such as the key of the audit log's name hashes."""
+
+    __tablename__ = "app_secret"
+
+    name: str = Field(primary_key=True)
+    value: str

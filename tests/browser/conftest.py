@@ -37,7 +37,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 START_TIMEOUT_S = 30
-# The accounts `fma-bands demo` creates (fma_bands/cli.py DEMO_USERS): demo only, not secret.
+# The accounts `fma-bands demo` creates (fma_bands/cli/study.py DEMO_USERS): demo only, not secret.
 DEMO_ACCOUNTS = {
     "coordinator": "coordinator-demo",
     "rater-01": "rater-01-demo",
@@ -122,6 +122,14 @@ def prepare_demo_database(folder: Path, vignettes: Path) -> str:
         output = result.stdout + result.stderr
         pytest.fail(f"`fma-bands demo` failed with code {result.returncode}:\n{output}")
     return url
+
+
+def coordinator_env(folder: Path) -> dict[str, str]:
+    """FMA_BANDS_AS and FMA_BANDS_PASSPHRASE_FILE for the demo coordinator, so that coordinator
+    commands run on a demo server's database authenticate (the app itself ignores them)."""
+    secret = folder / "coordinator.pass"
+    secret.write_text(DEMO_ACCOUNTS["coordinator"] + "\n", encoding="utf-8")
+    return {"FMA_BANDS_AS": "coordinator", "FMA_BANDS_PASSPHRASE_FILE": str(secret)}
 
 
 def _healthy(url: str) -> bool:
@@ -229,6 +237,8 @@ def demo_server(app_server, tmp_path_factory):
             FMA_BANDS_DATABASE_URL=url,
             FMA_BANDS_VIGNETTES=folder,
             FMA_BANDS_ATTESTATIONS=demo / "attestations",
+            # Coordinator commands run with `run_cli(server.env, ...)` name the coordinator.
+            **coordinator_env(demo),
         )
         if not fresh:
             cache[folder] = server

@@ -1,9 +1,10 @@
 """Signing an attestation in a real browser, and the registry that follows from it (DESIGN 2.6,
 2.7), on FairMedAgent's vignettes and a database `fma-bands demo` prepared, with an attestations
 folder and an identity key of the test's own: rater-01's paper hand-back is imported, the
-coordinator records rater-01's private identity on the "Rater identities" page, rater-01 signs
-(a wrong passphrase first, which signs nothing), and the coordinator's registry then shows every
-band as clinician-adjudicated and exports it so. The private identity never shows on a rater's
+coordinator records rater-01's private identity on the "Rater identities" page, rater-01 finds
+the imported reviews not covered until she confirms them as hers, signs (a wrong passphrase
+first, which signs nothing), and the coordinator's registry then shows every band as
+clinician-adjudicated and exports it so. The private identity never shows on a rater's
 page, on the registry page, in the export or in the attestations folder."""
 
 import re
@@ -14,7 +15,7 @@ import pytest
 import yaml
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import DEMO_ACCOUNTS, prepare_demo_database
+from tests.browser.conftest import DEMO_ACCOUNTS, coordinator_env, prepare_demo_database
 from tests.browser.helpers import (
     assert_no_exception,
     open_app,
@@ -64,6 +65,7 @@ def study(app_server, shared_vignettes, tmp_path_factory):
         FMA_BANDS_VIGNETTES=shared_vignettes,
         FMA_BANDS_ATTESTATIONS=folder / "attestations",
         FMA_BANDS_IDENTITY_KEY=key,
+        **coordinator_env(folder),
     )
 
 
@@ -99,7 +101,10 @@ def record_identity(page: Page) -> None:
     wait_for_app(page)
     assert_no_exception(page)
     expect(
-        page.get_by_text("Identity of rater-01 recorded; its commitment is published.")
+        page.get_by_text(
+            "Identity of rater-01 recorded. Its commitment is published in rater-01's public "
+            "record when they next sign."
+        )
     ).to_be_visible()
     # The form empties itself: the private values are not left on screen.
     for label in IDENTITY:
@@ -161,6 +166,19 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         expect(page.get_by_role("heading", name="Sign your attestation", level=1)).to_be_visible()
         expect(page.get_by_test_id("stForm").get_by_role("checkbox")).to_have_count(3)
         expect(page.get_by_text("Your private identity (name, qualifications")).to_have_count(0)
+        # The coordinator entered these from her paper hand-back: not hers until she says so.
+        expect(
+            page.get_by_role("heading", name="Imported from your paper hand-back")
+        ).to_be_visible()
+        expect(
+            page.get_by_role("heading", name="The 0 reviews this signature covers")
+        ).to_be_visible()
+        expect(page.get_by_role("button", name="Sign attestation")).to_be_disabled()
+        shoot(page, "attest-imports-unconfirmed")
+        label = "These are my verdicts: cover them with my signature"
+        page.get_by_text(label, exact=True).click()
+        expect(page.get_by_role("checkbox", name=label)).to_be_checked()
+        wait_for_app(page)
         expect(
             page.get_by_role("heading", name="The 4 reviews this signature covers")
         ).to_be_visible()
@@ -170,7 +188,7 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         expect(page.get_by_test_id("stAlert").filter(has_text=WRONG_PASSPHRASE)).to_be_visible()
         expect(page.get_by_text("Signed. Signature manifestation:")).to_have_count(0)
         assert attestation_files(folder) == before, "a refused signature wrote a file"
-        assert not any(name.endswith(".dsse.json") for name in before)
+        assert all(name.endswith("-record.dsse.json") for name in before if "dsse" in name)
 
         tick_declarations(page)
         clicked = datetime.now(UTC)
@@ -191,8 +209,9 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         # Shown to the second: the signing moment lies within the clicked-to-shown window.
         assert clicked.replace(microsecond=0) <= stamp <= signed_at, (clicked, stamp, signed_at)
         new = attestation_files(folder) - before
-        assert len(new) == 1 and next(iter(new)).startswith("rater-01-"), new
-        assert next(iter(new)).endswith(".dsse.json"), new
+        # Her attestation, and her public record signed again with the identity commitment.
+        assert len(new) == 2 and all(n.startswith("rater-01-") for n in new), new
+        assert sorted(n.endswith("-record.dsse.json") for n in new) == [False, True], new
         expect(page.get_by_role("heading", name="Your attestations on file")).to_be_visible()
         shoot(page, "attest-signed")
         assert_private_identity_absent(page)

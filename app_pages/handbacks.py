@@ -1,0 +1,47 @@
+"""Import a paper hand-back: a rater's verdicts entered by the coordinator, all or nothing. The
+rater's signature covers them only once the rater confirms them on the Sign attestation page."""
+
+import streamlit as st
+
+from app_pages.common import library, require_user, session
+from fma_bands.errors import FmaBandsError
+from fma_bands.handback import FORMAT, import_handback
+from fma_bands.users import list_users
+
+user = require_user("coordinator")
+lib = library()
+with session() as s:
+    raters = list_users(s, role="rater")
+
+st.title("Import a hand-back")
+st.caption(
+    f"Lines of `{FORMAT}` from a rater who reviewed on paper. A file with any bad line is "
+    "refused whole. The reviews are recorded as entered by you, and count for the registry "
+    "only once the rater confirms them as theirs when signing."
+)
+with st.form("handback"):
+    upload = st.file_uploader("Hand-back file", type=["txt"])
+    who = st.selectbox("Rater", [r.pseudonym for r in raters], index=None)
+    start = st.form_submit_button("Import")
+if start:
+    if upload is None or who is None:
+        st.error("Choose a file and the rater it came from.")
+        st.stop()
+    try:
+        with session() as s:
+            created = import_handback(
+                s,
+                lib,
+                actor=user,
+                rater_pseudonym=who,
+                source=upload.name,
+                text=upload.getvalue().decode("utf-8", "replace"),
+            )
+        st.success(
+            f"Imported {len(created)} submitted reviews for {who}; they wait for "
+            f"{who} to confirm them when signing."
+        )
+    except FmaBandsError as exc:
+        st.error(f"{upload.name} was not imported; nothing was stored. {exc.message}")
+        if exc.problems:
+            st.code("\n".join(str(p) for p in exc.problems), language=None)

@@ -1,0 +1,87 @@
+"""Raters: enrol one and hand them a one-time enrolment code, see who has activated, and issue a
+new code to someone who lost their passphrase. The coordinator never sets a passphrase."""
+
+import streamlit as st
+
+from app_pages.common import require_user, session
+from fma_bands.errors import FmaBandsError
+from fma_bands.users import enrol, get_user, list_users, reset, roster
+
+EMPTY = {"enrol:pseudonym": "", "enrol:specialty": "", "enrol:jurisdiction": "", "enrol:years": 0}
+user = require_user("coordinator")
+if st.session_state.pop("enrol:done", False):
+    st.session_state.update(EMPTY)  # the form is empty again, ready for the next rater
+with session() as s:
+    raters = list_users(s, role="rater")
+
+st.title("Raters")
+if issued := st.session_state.pop("raters:code", None):
+    st.success(
+        f"{issued['what']} Give {issued['name']} this enrolment code privately; it is shown "
+        f"this once, works once, and expires on {issued['expires']:%d %b %Y}. They activate "
+        "their account with it on the sign-in page and choose their own passphrase."
+    )
+    st.code(issued["code"], language=None)
+
+
+def handed_over(what: str, name: str, code: str) -> None:
+    """Show the code on the next run only, and empty the form for the next rater."""
+    with session() as s:
+        expires = get_user(s, name).code_expires_at  # type: ignore[union-attr]
+    st.session_state["raters:code"] = {"what": what, "name": name, "code": code, "expires": expires}
+    st.session_state["enrol:done"] = True
+    st.rerun()
+
+
+st.subheader("Enrol a rater")
+with st.form("enrol"):
+    left, right = st.columns(2)
+    pseudonym = left.text_input(
+        "Pseudonym",
+        key="enrol:pseudonym",
+        placeholder="adjudicator-02",
+        help="Public; never a real name.",
+    )
+    specialty = right.text_input(
+        "Specialty", key="enrol:specialty", placeholder="emergency medicine"
+    )
+    jurisdiction = left.text_input(
+        "Jurisdiction", key="enrol:jurisdiction", placeholder="Australia"
+    )
+    years = right.number_input(
+        "Years since registration", key="enrol:years", min_value=0, max_value=70, step=1
+    )
+    submitted = st.form_submit_button("Enrol rater")
+if submitted:
+    try:
+        with session() as s:
+            made, code = enrol(
+                s,
+                actor=user,
+                pseudonym=pseudonym.strip(),
+                role="rater",
+                specialty=specialty,
+                jurisdiction=jurisdiction,
+                years_post_registration=int(years),
+            )
+    except FmaBandsError as exc:
+        for field, message in (exc.fields or {"": exc.message}).items():
+            st.error(f"{field.replace('_', ' ').capitalize()}: {message}" if field else message)
+    else:
+        handed_over(f"Enrolled {made.pseudonym}.", made.pseudonym, code)
+
+if raters:
+    st.subheader("Enrolled raters")
+    st.dataframe(roster(raters), hide_index=True)
+    with st.form("reset"):
+        who = st.selectbox(
+            "Rater who lost their passphrase", [r.pseudonym for r in raters], index=None
+        )
+        st.caption(
+            "Their passphrase stops working at once. Activating with the new code makes a "
+            "new signing key; the old one stays in their public record as retired."
+        )
+        if st.form_submit_button("Issue a new enrolment code") and who:
+            with session() as s:
+                code = reset(s, actor=user, pseudonym=who)
+            handed_over(f"{who} was reset.", who, code)

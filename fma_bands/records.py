@@ -1,0 +1,177 @@
+"""Raters' keys and their self-signed public records (DESIGN 2.6): a key is made when the rater
+activates their account (the one in use retired, its private half erased), the new key signs the
+rater's public record, and the record is signed again whenever it changes. adjudicators.yaml is
+generated from those signed records and is only a convenience for people.
+"""
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlmodel import Session, col, select
+
+from fma_bands import audit
+from fma_bands.canonical import canonical_json
+from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, sign_envelope
+from fma_bands.envelopes import (
+    ADJUDICATORS_FILE,
+    ADJUDICATORS_FORMAT,
+    ENVELOPE_SUFFIX,
+    RECORD_TYPE,
+    STAMP,
+    read_evidence,
+    record_links,
+)
+from fma_bands.files import write_atomically, write_json_atomically
+from fma_bands.keys import generate_keypair, unseal_private_key
+from fma_bands.store.models import SigningKey, User, utcnow
+
+
+def stamp(when: datetime) -> str:
+    """A signing time as every signed record writes it: UTC, microseconds, a Z."""
+    return when.astimezone(UTC).strftime(STAMP)
+
+
+def public_record(user: User, key: SigningKey) -> dict[str, Any]:
+    """The harness's Adjudicator fields plus the key, the identity commitment, and whether the
+    passphrase was chosen by someone other than the rater (a demo account)."""
+    return {
+        "pseudonym": user.pseudonym,
+        "specialty": user.specialty,
+        "jurisdiction": user.jurisdiction,
+        "years_post_registration": user.years_post_registration,
+        "anonymous_to_readers": True,
+        "identity_commitment": user.identity_commitment,
+        "keyid": key.keyid,
+        "public_key": key.public_key,
+        "demo": user.demo,
+    }
+
+
+def key_history(session: Session, user_id: int) -> list[SigningKey]:
+    query = (
+        select(SigningKey)
+        .where(SigningKey.user_id == user_id)
+        .order_by(col(SigningKey.created_at), col(SigningKey.id))
+    )
+    return list(session.exec(query))
+
+
+def current_keys(session: Session, user_ids: list[int]) -> dict[int, SigningKey]:
+    """The key in use of each of these users (one query)."""
+    query = select(SigningKey).where(
+        col(SigningKey.user_id).in_(user_ids), col(SigningKey.retired_at).is_(None)
+    )
+    return {key.user_id: key for key in session.exec(query)}
+
+
+def new_key(
+    session: Session, user: User, passphrase: str, now: datetime
+) -> tuple[SigningKey, Ed25519PrivateKey]:
+    """A new key pair for the user; the one in use (if any) is retired and its private half
+    erased, so it can never sign again, while its public half stays for older signatures."""
+    assert user.id is not None
+    for old in current_keys(session, [user.id]).values():
+        old.retired_at = now
+        old.encrypted_private_key = ""
+    session.flush()
+    pair = generate_keypair(passphrase)
+    key = SigningKey(
+        user_id=user.id,
+        keyid=pair.keyid,
+        public_key=pair.public_key_b64,
+        encrypted_private_key=pair.sealed_private_key,
+        created_at=now,
+    )
+    session.add(key)
+    session.flush()
+    return key, unseal_private_key(pair.sealed_private_key, passphrase)
+
+
+def sign_record(
+    session: Session,
+    *,
+    user: User,
+    key: SigningKey,
+    private_key: Ed25519PrivateKey,
+    folder: Path,
+    event: str,
+    now: datetime | None = None,
+) -> Path:
+    """Write the rater's public record signed by `key` (audited), and publish adjudicators.yaml."""
+    assert user.id is not None
+    when = stamp(now or utcnow())
+    statement = {
+        "_type": STATEMENT_TYPE,
+        "subject": [
+            {
+                "name": f"adjudicator/{user.pseudonym}",
+                "digest": {"sha256": key.keyid.removeprefix("sha256:")},
+            }
+        ],
+        "predicateType": RECORD_TYPE,
+        "predicate": {
+            "record": public_record(user, key),
+            "keys": [
+                {
+                    "keyid": k.keyid,
+                    "public_key": k.public_key,
+                    "created_at": stamp(k.created_at),
+                    "retired_at": stamp(k.retired_at) if k.retired_at else None,
+                }
+                for k in key_history(session, user.id)
+            ],
+            "event": event,
+            "signed_at": when,
+            "records": record_links(folder),
+        },
+    }
+    envelope = sign_envelope(
+        canonical_json(statement), IN_TOTO_PAYLOAD_TYPE, private_key, key.keyid
+    )
+    name = f"{user.pseudonym}-{when.replace('-', '').replace(':', '').replace('.', '')}-record"
+    path = write_json_atomically(Path(folder) / f"{name}{ENVELOPE_SUFFIX}", envelope)
+    publish_adjudicators(folder)
+    audit.record(
+        session,
+        kind="public_record_signed",
+        actor=user.pseudonym,
+        payload={"file": path.name, "keyid": key.keyid, "event": event},
+    )
+    return path
+
+
+def ensure_record(
+    session: Session,
+    *,
+    user: User,
+    key: SigningKey,
+    private_key: Ed25519PrivateKey,
+    folder: Path,
+    now: datetime | None = None,
+) -> Path | None:
+    """Sign the public record again if the folder's latest signed record is not what the store
+    holds now (a commitment recorded since, a record signed before records were self-signed)."""
+    signed = read_evidence(folder).adjudicators.get(user.pseudonym)
+    if signed is not None and signed.record == public_record(user, key):
+        return None
+    return sign_record(
+        session, user=user, key=key, private_key=private_key, folder=folder, event="update", now=now
+    )
+
+
+def publish_adjudicators(folder: Path) -> Path:
+    """Write attestations/adjudicators.yaml from the self-signed records in the folder alone."""
+    evidence = read_evidence(folder)
+    document = {"format": ADJUDICATORS_FORMAT, "adjudicators": list(evidence.records().values())}
+    header = (
+        "# Generated from the self-signed public records (*-record.dsse.json) beside it, for\n"
+        "# people to read. fma-bands verify and the registry read the signed records, never this\n"
+        "# file. No private identity is kept here.\n"
+    )
+    return write_atomically(
+        Path(folder) / ADJUDICATORS_FILE,
+        header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
+    )
