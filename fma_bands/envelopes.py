@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from fma_bands.canonical import canonical_json, sha256_digest
+from fma_bands.canonical import sha256_digest
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, verify_envelope
 from fma_bands.errors import FmaBandsError
 from fma_bands.keys import keyid_for
@@ -414,8 +414,11 @@ def _missing_links(loaded: list[CheckedEnvelope]) -> list[tuple[str, str]]:
 
 
 def _head(loaded: list[CheckedEnvelope]) -> tuple[int, str]:
-    digests = sorted(e.payload_sha256 or e.file_sha256 or e.path.name for e in loaded)
-    return len(digests), "sha256:" + hashlib.sha256(canonical_json(digests)).hexdigest()
+    """The SHA-256 of the records' own SHA-256 hex digests, sorted, one per line: an editor redoes
+    it with `sha256sum *.dsse.json | cut -d' ' -f1 | sort | sha256sum`."""
+    digests = sorted(e.file_sha256 or hashlib.sha256(b"").hexdigest() for e in loaded)
+    lines = "".join(f"{d}\n" for d in digests).encode()
+    return len(digests), "sha256:" + hashlib.sha256(lines).hexdigest()
 
 
 def records_head(folder: Path) -> tuple[int, str]:

@@ -4,7 +4,6 @@ from it (for users who have both packages; the README shows the loader that need
 """
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -16,7 +15,7 @@ import yaml
 
 from fma_bands.actions import SUB_ACTIONS
 from fma_bands.bands import AnyBand, MultilabelBand, describe, parse_band, to_harness
-from fma_bands.envelopes import ADJUDICATORS_FILE, ENVELOPE_SUFFIX, read_adjudicators
+from fma_bands.envelopes import ADJUDICATORS_FILE, read_adjudicators, records_head
 from fma_bands.errors import FmaBandsError
 from fma_bands.files import write_atomically
 from fma_bands.harness import HarnessCheck, build, harness_note, importable_harness, private_harness
@@ -59,19 +58,10 @@ RULE_LABELS = {
 
 
 def attestations_head(folder: Path) -> dict[str, Any]:
-    """How many signed records the folder holds and one digest over all of them: the SHA-256 of
-    their files' SHA-256 hex digests, sorted, one per line, so an editor can redo it with
-    `sha256sum *.dsse.json | cut -d' ' -f1 | sort | sha256sum`."""
-    digests = []
-    for path in sorted(Path(folder).glob(f"*{ENVELOPE_SUFFIX}")):
-        if not path.is_file():
-            raise FmaBandsError("a signed record must be a regular file", file=str(path))
-        try:
-            digests.append(hashlib.sha256(path.read_bytes()).hexdigest())
-        except OSError as exc:
-            raise FmaBandsError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
-    lines = "".join(f"{d}\n" for d in sorted(digests)).encode()
-    return {"records": len(digests), "digest": "sha256:" + hashlib.sha256(lines).hexdigest()}
+    """How many signed records the folder holds and one digest over all of them
+    (envelopes.records_head, which an editor can redo with sha256sum)."""
+    count, digest = records_head(folder)
+    return {"records": count, "digest": digest}
 
 
 def attestations_header(folder: Path, relative_to: Path | None = None) -> dict[str, Any]:

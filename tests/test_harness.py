@@ -38,10 +38,18 @@ from fma_bands.registry import ADJUDICATED
 from fma_bands.reviews import ReviewForm, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import set_phase, set_policy, sync_vignettes
-from fma_bands.users import create_user
+from fma_bands.users import create_first_coordinator
 from fma_bands.vignettes import Library, load_library
 from tests.conftest import DEMO_VIGNETTES, ROOT, SHARED
-from tests.test_attestations import ANSWERS, COORDINATOR, IDENTITY, build_study, sign, statement_of
+from tests.test_attestations import (
+    ANSWERS,
+    COORDINATOR,
+    IDENTITY,
+    build_study,
+    enrol_and_activate,
+    sign,
+    statement_of,
+)
 
 HARNESS = SHARED / "harness"
 README = ROOT / "README.md"
@@ -227,24 +235,30 @@ def build_three_raters(root: Path) -> str:
     upgrade(engine)
     with session_scope(engine) as s:
         sync_vignettes(s, library, actor="test")
-        coordinator = create_user(s, actor=None, **COORDINATOR)
-        raters = []
-        for name, specialty in RATERS:
-            rater = create_user(
-                s,
-                actor="coordinator",
+        coordinator = create_first_coordinator(s, **COORDINATOR)
+    # Each rater enrolled by code and activated with a passphrase of their own (issue 9).
+    raters = [
+        enrol_and_activate(
+            engine,
+            coordinator,
+            dict(
                 pseudonym=name,
-                passphrase=f"passphrase of {name}",
                 role="rater",
                 specialty=specialty,
                 jurisdiction="Australia",
                 years_post_registration=9,
-            )
+            ),
+            f"passphrase of {name}",
+            folder,
+        )
+        for name, specialty in RATERS
+    ]
+    with session_scope(engine) as s:
+        for name, _ in RATERS:
             record = {k: f"{v} {name}" for k, v in IDENTITY.items()} | {"email": f"{name}@ex.org"}
             set_identity(
                 s, actor=coordinator, pseudonym=name, record=record, key_path=root / "id.key"
             )
-            raters.append(rater)
         for vignette in library:
             for proposal in vignette.proposals:
                 plan = PLAN.get((vignette.id, proposal.sub_action), [ACCEPT] * 3)
@@ -576,9 +590,11 @@ def test_attestation_paths_resolve_from_the_exports_folder_and_the_head_counts_t
     folder = export.attestations
     assert folder.is_dir()
     records = sorted(folder.glob("*.dsse.json"))
-    assert header["head"]["records"] == len(records) == export.n_raters
+    # Every signed record counts in the head: attestations and each rater's self-signed record.
+    assert header["head"]["records"] == len(records)
     listed = {a["file"] for _, e in export.entries for a in e["x_attestations"]}
-    assert listed == {p.name for p in records}
+    attestations = {p.name for p in records if not p.name.endswith("-record.dsse.json")}
+    assert listed == attestations and len(listed) == export.n_raters
     for _, entry in export.entries:
         for attestation in entry["x_attestations"]:
             assert "/" not in attestation["file"]

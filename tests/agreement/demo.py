@@ -83,7 +83,11 @@ class Demo:
         self.attestations = folder / "attestations"
 
     def fma(self, *args: str) -> str:
+        # Coordinator commands name and authenticate the coordinator (the demo's account).
+        secret = self.folder / "coordinator.passphrase"
+        secret.write_text("coordinator-demo\n", encoding="utf-8")
         base = ["--db", self.url, "--vignettes", str(DEMO_VIGNETTES)]
+        base += ["--as", "coordinator", "--passphrase-file", str(secret)]
         result = CliRunner().invoke(cli, [*base, "--attestations", str(self.attestations), *args])
         assert result.exit_code == 0, (args, result.output, result.exception)
         return result.output
@@ -101,12 +105,21 @@ def demo_study(folder: Path, handbacks: dict[str, str], *, close: bool = True) -
     demo = Demo(folder)
     demo.fma("demo")
     if "rater-03" in handbacks:
-        secret = folder / "rater-03.passphrase"
-        secret.write_text("rater-03-demo\n", encoding="utf-8")
+        code, secret = folder / "rater-03.code", folder / "rater-03.passphrase"
+        secret.write_text("rater-03-passphrase\n", encoding="utf-8")
         demo.fma(
             "user", "add", "rater-03", "--role", "rater", "--specialty", "geriatrics",
-            "--jurisdiction", "Australia", "--years", "11", "--passphrase-file", str(secret),
+            "--jurisdiction", "Australia", "--years", "11", "--code-file", str(code),
         )  # fmt: skip
+        demo.fma(
+            "user",
+            "activate",
+            "rater-03",
+            "--code-file",
+            str(code),
+            "--passphrase-file",
+            str(secret),
+        )
     demo.review(handbacks)
     if close:
         demo.fma("phase", "closed")

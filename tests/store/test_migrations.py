@@ -19,7 +19,7 @@ from fma_bands.store.db import (
     session_scope,
     upgrade,
 )
-from fma_bands.store.models import AuditEvent, Review, User
+from fma_bands.store.models import AuditEvent, Review, SigningKey, User
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "f9c098a"
 STUDY = json.loads((FIXTURES / "study.json").read_text())
@@ -95,8 +95,10 @@ def test_a_study_from_before_migrations_is_upgraded_intact(empty_database):
     assert report.ok, str(report)
     assert report.n_events == len(STUDY["audit_event"])
     for rows, stored, skip in (
-        (reviews, STUDY["review"], set()),
-        (users, STUDY["user"], {"active"}),  # dropped by revision 0002: nothing read it
+        # 0004 moves the band digest out of proposal_digest (checked below).
+        (reviews, STUDY["review"], {"proposal_digest"}),
+        # active: dropped by 0002 (nothing read it); the key columns moved to signing_key in 0003.
+        (users, STUDY["user"], {"active", "public_key", "keyid", "encrypted_private_key"}),
         (events, STUDY["audit_event"], set()),
     ):
         assert len(rows) == len(stored)
@@ -109,6 +111,19 @@ def test_a_study_from_before_migrations_is_upgraded_intact(empty_database):
                     _when(value).isoformat() if key in TIMESTAMPS and value else value
                 ), (key, row)
     assert "active" not in {c["name"] for c in inspect(engine).get_columns("user")}
+    for row, old in zip(reviews, STUDY["review"], strict=True):
+        assert row.band_digest == old["proposal_digest"]
+    with session_scope(engine) as s:
+        keys = {k.user_id: k for k in s.exec(select(SigningKey)).scalars()}
+    for old in STUDY["user"]:
+        if old["keyid"]:
+            key = keys[old["id"]]
+            assert (key.keyid, key.public_key, key.encrypted_private_key, key.retired_at) == (
+                old["keyid"],
+                old["public_key"],
+                old["encrypted_private_key"],
+                None,
+            )
 
 
 def test_the_upgraded_study_works_with_todays_code(empty_database):
