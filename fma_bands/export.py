@@ -15,7 +15,7 @@ import yaml
 
 from fma_bands.actions import SUB_ACTIONS
 from fma_bands.bands import AnyBand, MultilabelBand, describe, parse_band, to_harness
-from fma_bands.envelopes import ADJUDICATORS_FILE, read_adjudicators, records_head
+from fma_bands.envelopes import records_head
 from fma_bands.errors import FmaBandsError
 from fma_bands.files import write_atomically
 from fma_bands.harness import HarnessCheck, build, harness_note, importable_harness, private_harness
@@ -94,35 +94,26 @@ def export_document(
     attestation is on file. `relative_to` is the folder bands.yaml will be written to."""
     if registry is None:
         registry = decide(library, folder, quorum=quorum, scope=scope)
-    adjudicators = []
-    source = str(Path(folder) / ADJUDICATORS_FILE)
-    for i, record in enumerate(read_adjudicators(folder).values()):
-        missing = [k for k in ("pseudonym", "specialty", "jurisdiction") if not record.get(k)]
-        if missing:
-            raise FmaBandsError(
-                f"adjudicator record {i + 1} lacks {', '.join(missing)}: the file was edited by "
-                "hand or is damaged; publish it again from the store",
-                file=source,
-                field=f"adjudicators[{i}]",
-            )
-        date = registry.valid_signers.get(record["pseudonym"])
-        adjudicators.append(
-            {
-                "pseudonym": record["pseudonym"],
-                "specialty": record.get("specialty"),
-                "jurisdiction": record.get("jurisdiction"),
-                "years_post_registration": record.get("years_post_registration"),
-                "attestation_on_file": date is not None,
-                "attestation_date": date,
-                "anonymous_to_readers": record.get("anonymous_to_readers", True),
-                "notes": None,
-            }
-        )
+    # From the self-signed public records, never from adjudicators.yaml, which anyone can edit.
+    adjudicators = [
+        {
+            "pseudonym": name,
+            "specialty": record.get("specialty"),
+            "jurisdiction": record.get("jurisdiction"),
+            "years_post_registration": record.get("years_post_registration"),
+            "attestation_on_file": registry.valid_signers.get(name) is not None,
+            "attestation_date": registry.valid_signers.get(name),
+            "anonymous_to_readers": record.get("anonymous_to_readers", True),
+            "notes": None,
+        }
+        for name, record in sorted(registry.adjudicators.items())
+    ]
     return bands_document(
         library,
         grants=registry.grants(),
         adjudicators=adjudicators,
-        policy=registry.policy,
+        policy=None if registry.policy_problem else registry.policy,
+        policy_problem=registry.policy_problem,
         generated_at=generated_at,
         attestations=attestations_header(folder, relative_to),
     )
@@ -134,17 +125,21 @@ def bands_document(
     grants: Mapping[tuple[str, str], Grant] | None = None,
     adjudicators: Iterable[Mapping[str, Any]] = (),
     policy: Policy | None = None,
+    policy_problem: str | None = None,
     generated_at: datetime | None = None,
     attestations: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole export as plain data, ready for YAML."""
+    """The whole export as plain data, ready for YAML. Without a valid policy nothing is granted,
+    and the header says so (`policy: null` and the problem) rather than show a default."""
     grants = grants or {}
-    policy = policy or Policy()
+    stated = policy
     stamp = (generated_at or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     bands: dict[str, list[dict[str, Any]]] = {}
     for vignette in library:
         entries = [
-            _band_entry(proposal, grants.get((vignette.id, proposal.sub_action)), policy)
+            _band_entry(
+                proposal, grants.get((vignette.id, proposal.sub_action)), policy or Policy()
+            )
             for proposal in vignette.proposals
         ]
         if entries:
@@ -152,7 +147,8 @@ def bands_document(
     return {
         "format": FORMAT,
         "generated_at": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "policy": policy.as_dict(),
+        "policy": stated.as_dict() if stated is not None else None,
+        **({"policy_problem": policy_problem} if policy_problem else {}),
         "attestations": dict(attestations) if attestations is not None else None,
         "adjudicators": [_adjudicator_entry(a) for a in adjudicators],
         "bands": bands,

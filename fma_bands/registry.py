@@ -145,6 +145,8 @@ class Registry:
     valid_signers: dict[str, str] = field(default_factory=dict)  # pseudonym -> latest date
     policy_problem: str | None = None
     head: tuple[int, str] = (0, "")  # the records it was decided from (envelopes.records_head)
+    # pseudonym -> the latest self-signed public record: the only source of who is who.
+    adjudicators: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def grants(self) -> dict[tuple[str, str], Grant]:
         return {(d.vignette_id, d.sub_action): d.grant() for d in self.decisions}
@@ -187,6 +189,7 @@ def decide(
     )
     evidence = read_evidence(folder)
     registry = Registry([], policy, head=evidence.head)
+    registry.adjudicators = {name: dict(a.record) for name, a in evidence.adjudicators.items()}
     if stored is None:
         registry.policy_problem = everywhere[0].message
     for code, message in evidence.problems:

@@ -99,10 +99,16 @@ def test_document_header_and_adjudicators(shared_library, tmp_path):
         "attestation_on_file": False,
         "attestation_date": None,
     }
-    doc = bands_document(shared_library, adjudicators=[record], generated_at=stamp)
+    doc = bands_document(
+        shared_library, adjudicators=[record], generated_at=stamp, policy=Policy(2, "require")
+    )
     assert doc["format"] == "fma-bands/v1"
     assert doc["generated_at"] == "2026-11-29T18:00:00Z"
-    assert doc["policy"] == {"quorum": 1, "scope": "warn"}
+    assert doc["policy"] == {"quorum": 2, "scope": "require"}
+    assert "policy_problem" not in doc
+    # Without a valid policy nothing is granted, and the header shows no made-up default.
+    bare = bands_document(shared_library, policy_problem="policy.yaml: missing")
+    assert (bare["policy"], bare["policy_problem"]) == (None, "policy.yaml: missing")
     path = write_bands(tmp_path / "bands.yaml", doc)
     [adjudicator] = load_adjudicators(path)
     assert list(adjudicator) == list(ADJUDICATOR_FIELDS)

@@ -42,10 +42,14 @@ def test_a_hand_edited_adjudicators_file_is_named_and_not_believed(run, tmp_path
     assert run("demo").exit_code == 0
     path = tmp_path / "attestations" / "adjudicators.yaml"
     data = yaml.safe_load(path.read_text())
+    signed = {a["pseudonym"]: a["specialty"] for a in data["adjudicators"]}
     del data["adjudicators"][0]["specialty"]
+    data["adjudicators"][1]["specialty"] = "cardiothoracic surgery"
     path.write_text(yaml.safe_dump(data))
     # Decisions come from the signed records, so the export stands; the registry names the edit.
     assert run("export", "--out", "bands.yaml").exit_code == 0
+    exported = yaml.safe_load((tmp_path / "bands.yaml").read_text())["adjudicators"]
+    assert {a["pseudonym"]: a["specialty"] for a in exported} == signed
     listing = run("registry")
     assert listing.exit_code == 0 and "Traceback" not in listing.output
     assert "adjudicators.yaml" in listing.stdout
