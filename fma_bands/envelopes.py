@@ -6,17 +6,15 @@ check need nothing but the folder.
 
 import base64
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fma_bands.canonical import sha256_digest
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, verify_envelope
 from fma_bands.errors import FmaBandsError
+from fma_bands.files import decode_text, load_json, read_bounded, read_yaml
 from fma_bands.keys import keyid_for
 from fma_bands.vignettes import Proposal
 
@@ -101,18 +99,19 @@ class CheckedEnvelope:
 def _load(path: Path) -> CheckedEnvelope:
     checked = CheckedEnvelope(Path(path))
     try:
-        if path.stat().st_size > MAX_ENVELOPE_BYTES:
-            return checked.fail("malformed", "larger than any fma-bands envelope")
-        raw = Path(path).read_bytes()
-        checked.file_sha256 = hashlib.sha256(raw).hexdigest()
-        checked.envelope = json.loads(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return checked.fail("malformed", f"not a readable JSON envelope: {exc}")
+        # Regular files only, of bounded size and depth: a link to /dev/zero, a FIFO or a
+        # 20,000-deep nesting is refused by name, never read forever or recursed into.
+        text = read_bounded(path, limit=MAX_ENVELOPE_BYTES, what="envelope")
+        checked.file_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        checked.envelope = load_json(text, source=str(path))
+    except FmaBandsError as exc:
+        return checked.fail("malformed", f"not a readable JSON envelope: {exc.message}")
     try:
         payload = base64.b64decode(checked.envelope["payload"], validate=True)
         checked.payload_sha256 = hashlib.sha256(payload).hexdigest()
-        checked.claimed = json.loads(payload)
-    except (KeyError, TypeError, ValueError):
+        claimed = decode_text(payload, what="signed statement")
+        checked.claimed = load_json(claimed, source=f"{path} (payload)")
+    except (KeyError, TypeError, ValueError, FmaBandsError):
         checked.claimed = None
     return checked
 
@@ -445,10 +444,12 @@ def _published_mismatches(
     if not path.is_file():
         return []
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = read_yaml(path, limit=MAX_ENVELOPE_BYTES, what="adjudicators file") or {}
         entries = data["adjudicators"]
         published = {e["pseudonym"]: e for e in entries}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, TypeError) as exc:
+    except FmaBandsError as exc:
+        return [("unsigned_record", f"{ADJUDICATORS_FILE} is not readable ({exc.message})")]
+    except (KeyError, TypeError) as exc:
         return [("unsigned_record", f"{ADJUDICATORS_FILE} is not readable ({exc})")]
     problems = []
     for name, entry in published.items():

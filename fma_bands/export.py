@@ -17,7 +17,7 @@ from fma_bands.actions import SUB_ACTIONS
 from fma_bands.bands import AnyBand, MultilabelBand, describe, parse_band, to_harness
 from fma_bands.envelopes import records_head
 from fma_bands.errors import FmaBandsError
-from fma_bands.files import write_atomically
+from fma_bands.files import MIB, read_yaml, write_atomically
 from fma_bands.harness import HarnessCheck, build, harness_note, importable_harness, private_harness
 from fma_bands.policy import Policy
 from fma_bands.registry import ADJUDICATED, Grant, Registry, decide
@@ -273,10 +273,8 @@ def write_export(
 
 
 def _read(path: str | Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise FmaBandsError(f"{path}: cannot read: {exc}") from None
+    # An export of 300 vignettes is a few MB; read it with the same limits as every other file.
+    data = read_yaml(path, limit=256 * MIB, what="bands.yaml")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise FmaBandsError(f"{path}: format: not a {FORMAT} file")
     return data

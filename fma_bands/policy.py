@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from fma_bands.errors import FmaBandsError
-from fma_bands.files import write_atomically
+from fma_bands.files import KIB, read_yaml, write_atomically
 
 POLICY_FILE = "policy.yaml"
 SCOPES = ("warn", "require")
@@ -54,10 +54,13 @@ def read_policy(folder: Path) -> Policy:
             code="no_policy",
         )
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = read_yaml(path, limit=64 * KIB, what="policy")
+    except FmaBandsError as exc:
         raise FmaBandsError(
-            f"cannot read the policy: {exc}", file=str(path), code="no_policy"
+            f"cannot read the policy: {exc.message}",
+            file=str(path),
+            line=exc.line,
+            code="no_policy",
         ) from None
     if not isinstance(data, dict) or set(data) != {"quorum", "scope"}:
         raise FmaBandsError(

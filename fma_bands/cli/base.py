@@ -214,30 +214,26 @@ def coordinator(session: "Session") -> "UserPublic":
     return user
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise FmaBandsError(f"cannot read the {what}: {reason}", file=str(path)) from None
+# Files a command is handed: a hand-back, an identity record, a passphrase. Each is small; the
+# limits refuse a flood (or /dev/zero) by name at once.
+TEXT_LIMIT = 1024 * 1024
 
 
-def read_yaml(path: str | Path, what: str = "file") -> Any:
-    import yaml
+def read_text(path: str | Path, what: str = "file", limit: int = TEXT_LIMIT) -> str:
+    from fma_bands.files import read_bounded
 
-    text = read_text(path, what)
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        reason = getattr(exc, "problem", None) or str(exc)
-        raise FmaBandsError(f"not valid YAML: {reason}", file=str(path), line=line) from None
+    return read_bounded(path, limit=limit, what=what)
+
+
+def read_yaml(path: str | Path, what: str = "file", limit: int = 64 * 1024) -> Any:
+    from fma_bands.files import read_yaml as read
+
+    return read(path, limit=limit, what=what)
 
 
 def read_secret(path: str | Path) -> str:
     """The first line of a passphrase file (a file keeps the secret out of shell history)."""
-    lines = read_text(path, "passphrase file").splitlines()
+    lines = read_text(path, "passphrase file", limit=64 * 1024).splitlines()
     if not lines or not lines[0].strip():
         raise FmaBandsError("the passphrase file is empty", file=str(path))
     return lines[0]
