@@ -4,7 +4,6 @@ The harness reads a band as a Python literal with traps (a tuple is two values, 
 its end, a one-bound mapping means "no answer"); this module makes those impossible to write.
 """
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pydantic import ValidationError as PydanticValidationError
 from fma_bands.actions import SubAction, Threshold, Value, sub_action
 from fma_bands.canonical import sha256_digest
 from fma_bands.errors import FmaBandsError
+from fma_bands.files import load_json
 
 Scalar = StrictInt | StrictBool | StrictStr
 
@@ -374,8 +374,10 @@ def parse_notation(name: str, text: str, *, orderables: Iterable[str] | None = N
     text = text.strip()
     if ":" in text:
         try:
-            raw = json.loads(text)
-        except json.JSONDecodeError:
+            raw = load_json(text, source="band")
+        except FmaBandsError as exc:
+            if "nested" in exc.message:
+                raise FmaBandsError(f"the band {exc.message}") from None
             raise FmaBandsError(
                 f'cannot read {text!r}: write an interval as {{"min": 1, "max": 30}} '
                 "with double quotes around min and max"

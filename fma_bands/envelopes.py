@@ -358,6 +358,13 @@ def envelope_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob(f"*{ENVELOPE_SUFFIX}") if p.is_file())
 
 
+def _not_files(folder: Path) -> list[Path]:
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob(f"*{ENVELOPE_SUFFIX}") if not p.is_file())
+
+
 def read_evidence(folder: Path, paths: Iterable[Path] | None = None) -> Evidence:
     """The records and every envelope in the folder (or only `paths`, checked against the
     folder's records), the hash links between them, and the folder's head."""
@@ -370,6 +377,10 @@ def read_evidence(folder: Path, paths: Iterable[Path] | None = None) -> Evidence
         if _kind_claimed(env) != "record":
             _check_signed(env, adjudicators)
     problems = _missing_links(loaded) + _published_mismatches(folder, adjudicators)
+    problems += [
+        ("malformed", f"{p.name} is not a regular file (a link to a device, a FIFO?): ignored")
+        for p in _not_files(folder)
+    ]
     asked = loaded
     if paths is not None:
         by_path = {e.path.resolve(): e for e in loaded}

@@ -141,10 +141,33 @@ def _cause(exc: SQLAlchemyError) -> str:
     return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
 
 
+def _refuse_nul(session: Session, _context: object, _instances: object) -> None:
+    """No text with a NUL byte reaches the store: PostgreSQL refuses it with a raw error, and
+    SQLite would keep what no screen can show. Checked for every row about to be written."""
+    for row in (*session.new, *session.dirty):
+        for name, value in vars(row).items():
+            if not name.startswith("_") and _holds_nul(value):
+                raise FmaBandsError(
+                    "the text holds a NUL byte (\\x00), which cannot be stored: remove it",
+                    field=name,
+                )
+
+
+def _holds_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_holds_nul(v) for v in value)
+    return False
+
+
 @contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
     """A session that commits on success and rolls back on any error: nothing half-written."""
     with Session(engine, expire_on_commit=False) as session:
+        event.listen(session, "before_flush", _refuse_nul)
         try:
             yield session
             session.commit()
