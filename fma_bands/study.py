@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from fma_bands import audit
@@ -121,9 +122,14 @@ def is_current(library: Library, row: Review) -> bool:
 def study(session: Session) -> StudyPublic:
     row = session.get(StudySettings, 1)
     if row is None:
-        row = StudySettings()
-        session.add(row)
-        session.flush()
+        # Made by the migrations; only a database emptied by hand lacks it. Two first callers
+        # may race to make it: the loser's insert rolls back to the savepoint and reads the row.
+        try:
+            with session.begin_nested():
+                session.add(StudySettings())
+        except IntegrityError:
+            pass
+        row = session.get(StudySettings, 1, populate_existing=True)
     return StudyPublic.model_validate(row, from_attributes=True)
 
 

@@ -10,10 +10,16 @@ from pathlib import Path
 
 from sqlalchemy import event, inspect
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.exc import (
+    ArgumentError,
+    IntegrityError,
+    NoSuchModuleError,
+    OperationalError,
+    SQLAlchemyError,
+)
 from sqlmodel import Session, create_engine
 
-from fma_bands.errors import FmaBandsError
+from fma_bands.errors import ConflictError, FmaBandsError
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BACKENDS = ("sqlite", "postgresql")
@@ -171,6 +177,30 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         try:
             yield session
             session.commit()
+        except (IntegrityError, OperationalError) as exc:
+            session.rollback()
+            if _is_conflict(exc):
+                # Two writers met: the loser is told to reload, never shown a database error.
+                raise ConflictError(CHANGED_ELSEWHERE) from None
+            raise
         except BaseException:
             session.rollback()
             raise
+
+
+CHANGED_ELSEWHERE = (
+    "this was changed elsewhere (another tab, window or person) at the same moment; "
+    "reload to see what is saved now, and try again"
+)
+# PostgreSQL: unique_violation, serialization_failure, deadlock_detected, lock_not_available.
+_CONFLICT_STATES = {"23505", "40001", "40P01", "55P03"}
+
+
+def _is_conflict(exc: Exception) -> bool:
+    """A uniqueness, serialisation or lock conflict between concurrent writers (not a bug)."""
+    orig = getattr(exc, "orig", None)
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if state in _CONFLICT_STATES:
+        return True
+    text = str(orig or exc).lower()
+    return "unique constraint failed" in text or "database is locked" in text or "busy" in text

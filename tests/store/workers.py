@@ -1,0 +1,83 @@
+"""What one process does in the concurrency tests: a rater working through bands, or a writer
+racing another for one thing. Top-level functions, so a spawned process can import them."""
+
+from fma_bands.errors import ConflictError, FmaBandsError
+from fma_bands.reviews import ReviewForm, current_review, save
+from fma_bands.store.db import make_engine, session_scope
+from fma_bands.study import study
+from fma_bands.users import get_user
+from fma_bands.vignettes import load_library
+
+ANSWERS = {
+    "q1": {"choice": "yes"},
+    "q2": {"choice": "yes"},
+    "q3": {"choice": "no"},
+    "q4": {"choice": "no"},
+    "q5": {"note": "The band's reading is right for this patient."},
+    "q6": {"choice": "yes"},
+}
+
+
+def outcome(error: BaseException | None) -> str:
+    if error is None:
+        return "ok"
+    if isinstance(error, ConflictError):
+        return "conflict"
+    if isinstance(error, FmaBandsError):
+        return f"refused: {error.message}"
+    return f"RAW {type(error).__name__}: {error}"  # what must never happen
+
+
+def rater_day(url: str, vignettes: str, rater: str, bands: list[tuple[str, str]]) -> list[str]:
+    """Draft then submit each band, as the review screen does; every result, in order."""
+    engine = make_engine(url)
+    library = load_library([vignettes])
+    results = []
+    for vid, name in bands:
+        for submit in (False, True):
+            error = None
+            try:
+                with session_scope(engine) as s:
+                    who = get_user(s, rater)
+                    assert who is not None
+                    current = current_review(s, library, who, vid, name)
+                    form = ReviewForm(verdict="ACCEPT", answers=ANSWERS, reason=f"{rater} {vid}")
+                    save(
+                        s, library, who, vid, name, form,
+                        expected_version=current.version if current else 0, submit=submit,
+                    )  # fmt: skip
+            except BaseException as exc:
+                error = exc
+            results.append(outcome(error))
+    engine.dispose()
+    return results
+
+
+def stale_save(url: str, vignettes: str, rater: str, band: tuple[str, str], version: int) -> str:
+    """One tab saving what it last saw (version): of two tabs, one wins and one must reload."""
+    engine = make_engine(url)
+    library = load_library([vignettes])
+    try:
+        with session_scope(engine) as s:
+            who = get_user(s, rater)
+            assert who is not None
+            form = ReviewForm(verdict="ACCEPT", answers=ANSWERS, reason=f"tab {version}")
+            save(s, library, who, *band, form, expected_version=version, submit=True)
+        error = None
+    except BaseException as exc:
+        error = exc
+    engine.dispose()
+    return outcome(error)
+
+
+def first_call(url: str) -> str:
+    """The study's settings asked for by a process that may be the first ever to ask."""
+    engine = make_engine(url)
+    try:
+        with session_scope(engine) as s:
+            study(s)
+        error = None
+    except BaseException as exc:
+        error = exc
+    engine.dispose()
+    return outcome(error)
