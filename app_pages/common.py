@@ -12,6 +12,7 @@ from sqlmodel import Session
 from fma_bands.bands import describe
 from fma_bands.envelopes import signed_revisions
 from fma_bands.picture import Row, band_chart, straddle_sentence
+from fma_bands.records import recover
 from fma_bands.settings import Settings, load_settings
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import study, sync_vignettes
@@ -31,8 +32,21 @@ def _engine(url: str) -> Engine:
     return engine
 
 
+# The (database, attestations folder) pairs this process has recovered (fma_bands.records).
+_recovered: set[tuple[str, str]] = set()
+
+
 def engine() -> Engine:
-    return _engine(settings().database_url)
+    found = _engine(settings().database_url)
+    key = (settings().database_url, str(settings().attestations))
+    if key not in _recovered:
+        # A process killed halfway through signing left its record waiting: finish it first.
+        with _sync_lock:
+            if key not in _recovered:
+                with session_scope(found) as s:
+                    recover(s, settings().attestations)
+                _recovered.add(key)
+    return found
 
 
 @contextmanager

@@ -31,10 +31,11 @@ from fma_bands.envelopes import (
     subject_name,
 )
 from fma_bands.errors import FmaBandsError, WrongPassphrase
-from fma_bands.files import write_json_atomically
+from fma_bands.files import json_text
 from fma_bands.protocol import DECLARATIONS, MEANINGS, STATEMENT_TEXT
 from fma_bands.records import ensure_record, public_record, stamp
 from fma_bands.reviews import ReviewData, attested_band, my_latest_submitted
+from fma_bands.store.db import pending_files, write_on_commit
 from fma_bands.store.models import Review, User, utcnow
 from fma_bands.study import authorize, study
 from fma_bands.users import UserPublic, unlock_signing_key
@@ -290,7 +291,7 @@ def attest(
             },
             "study_mode": study(session).mode,
             "reviews": signing.reviews,
-            "records": record_links(folder),
+            "records": record_links(folder, pending_files(session)),
             "audit_head": {"seq": seq, "hash": head_hash},
         },
     }
@@ -299,7 +300,8 @@ def attest(
     )
     compact = stamp(when).replace("-", "").replace(":", "").replace(".", "")
     path = Path(folder) / f"{user.pseudonym}-{compact}{ENVELOPE_SUFFIX}"
-    write_json_atomically(path, envelope)
+    # On disk exactly when the audit event below is committed (store/db.py write_on_commit).
+    write_on_commit(session, path, json_text(envelope))
     confirmed = _confirm_imports(session, rater, signing, when)
     audit.record(
         session,
@@ -393,7 +395,7 @@ def revoke(
             "revokes": Path(attestation).name,
             "reason": reason.strip(),
             "revoked_at": stamp(when),
-            "records": record_links(folder),
+            "records": record_links(folder, pending_files(session)),
         },
     }
     envelope = sign_envelope(
@@ -401,7 +403,7 @@ def revoke(
     )
     compact = stamp(when).replace("-", "").replace(":", "").replace(".", "")
     path = Path(folder) / f"{rater.pseudonym}-{compact}-revocation{ENVELOPE_SUFFIX}"
-    write_json_atomically(path, envelope)
+    write_on_commit(session, path, json_text(envelope))
     audit.record(
         session,
         kind="attestation_revoked",

@@ -437,13 +437,18 @@ def records_head(folder: Path) -> tuple[int, str]:
     return _head([_load(p) for p in envelope_files(folder)])
 
 
-def record_links(folder: Path) -> list[dict[str, str]]:
-    """What a new signed record names: every record present in the folder, by payload digest."""
+def record_links(folder: Path, pending: Iterable[tuple[Path, Path]] = ()) -> list[dict[str, str]]:
+    """What a new signed record names: every record present in the folder, by payload digest,
+    and the records written earlier in the same transaction (final path, where it waits)."""
     links = []
     for env in (_load(p) for p in envelope_files(folder)):
         if env.payload_sha256:
             links.append({"file": env.path.name, "sha256": env.payload_sha256})
-    return links
+    for final, waiting in pending:
+        env = _load(waiting)
+        if env.payload_sha256 and Path(final).parent.resolve() == Path(folder).resolve():
+            links.append({"file": Path(final).name, "sha256": env.payload_sha256})
+    return sorted(links, key=lambda link: link["file"])
 
 
 def _published_mismatches(

@@ -47,9 +47,13 @@ def write_atomically(path: str | Path, data: bytes | str, *, overwrite: bool = T
     return path
 
 
+def json_text(obj: Any) -> str:
+    """How fma-bands writes a JSON file: sorted keys, indented, UTF-8 as is."""
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def write_json_atomically(path: str | Path, obj: Any, *, overwrite: bool = False) -> Path:
-    data = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    return write_atomically(path, data, overwrite=overwrite)
+    return write_atomically(path, json_text(obj), overwrite=overwrite)
 
 
 def _fsync_folder(folder: Path) -> None:

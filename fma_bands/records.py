@@ -4,6 +4,7 @@ rater's public record, and the record is signed again whenever it changes. adjud
 generated from those signed records and is only a convenience for people.
 """
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,9 @@ from fma_bands.envelopes import (
     read_evidence,
     record_links,
 )
-from fma_bands.files import write_atomically, write_json_atomically
+from fma_bands.files import json_text, write_atomically
 from fma_bands.keys import generate_keypair, unseal_private_key
+from fma_bands.store.db import PENDING, on_commit, pending_files, write_on_commit
 from fma_bands.store.models import SigningKey, User, utcnow
 
 
@@ -125,15 +127,16 @@ def sign_record(
             ],
             "event": event,
             "signed_at": when,
-            "records": record_links(folder),
+            "records": record_links(folder, pending_files(session)),
         },
     }
     envelope = sign_envelope(
         canonical_json(statement), IN_TOTO_PAYLOAD_TYPE, private_key, key.keyid
     )
     name = f"{user.pseudonym}-{when.replace('-', '').replace(':', '').replace('.', '')}-record"
-    path = write_json_atomically(Path(folder) / f"{name}{ENVELOPE_SUFFIX}", envelope)
-    publish_adjudicators(folder)
+    path = write_on_commit(session, Path(folder) / f"{name}{ENVELOPE_SUFFIX}", json_text(envelope))
+    # adjudicators.yaml follows the signed records, so it is made again once this one is there.
+    on_commit(session, lambda: publish_adjudicators(folder))
     audit.record(
         session,
         kind="public_record_signed",
@@ -162,8 +165,8 @@ def ensure_record(
     )
 
 
-def publish_adjudicators(folder: Path) -> Path:
-    """Write attestations/adjudicators.yaml from the self-signed records in the folder alone."""
+def adjudicators_text(folder: Path) -> str:
+    """adjudicators.yaml as the self-signed records in the folder make it."""
     evidence = read_evidence(folder)
     document = {"format": ADJUDICATORS_FORMAT, "adjudicators": list(evidence.records().values())}
     header = (
@@ -171,7 +174,59 @@ def publish_adjudicators(folder: Path) -> Path:
         "# people to read. fma-bands verify and the registry read the signed records, never this\n"
         "# file. No private identity is kept here.\n"
     )
-    return write_atomically(
-        Path(folder) / ADJUDICATORS_FILE,
-        header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True),
-    )
+    return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+
+
+def publish_adjudicators(folder: Path) -> Path:
+    """Write attestations/adjudicators.yaml from the self-signed records in the folder alone."""
+    return write_atomically(Path(folder) / ADJUDICATORS_FILE, adjudicators_text(folder))
+
+
+# The audit events that say a signed record was written, each naming its file.
+SIGNED_EVENTS = ["attestation_signed", "attestation_revoked", "public_record_signed"]
+
+
+def recover(session: Session, folder: Path) -> list[str]:
+    """Finish what a killed process left half done, and say so in the audit log.
+
+    A signed record waits beside its final name until its transaction commits (store/db.py
+    write_on_commit). One still waiting at start was either committed (its audit event is in
+    the store: the record is put in place) or not (it is removed: nothing was signed). Then
+    adjudicators.yaml is made again if it no longer follows the signed records.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    waiting = sorted(folder.glob(f".*{ENVELOPE_SUFFIX}{PENDING}"))
+    done: list[str] = []
+    if waiting:
+        committed = {
+            str(e["payload"].get("file"))
+            for e in audit.events(session, kinds=SIGNED_EVENTS)
+            if isinstance(e["payload"], dict)
+        }
+        for path in waiting:
+            final = path.with_name(path.name[1 : -len(PENDING)])
+            if final.name in committed and not final.exists():
+                os.replace(path, final)
+                kind = "interrupted_write_completed"
+            else:
+                path.unlink()
+                kind = "interrupted_write_discarded"
+            audit.record(session, kind=kind, actor=None, payload={"file": final.name})
+            done.append(f"{kind}: {final.name}")
+    published = folder / ADJUDICATORS_FILE
+    expected = adjudicators_text(folder)
+    current = published.read_text(encoding="utf-8") if published.is_file() else None
+    if current != expected and (
+        current is not None or any(folder.glob(f"*-record{ENVELOPE_SUFFIX}"))
+    ):
+        write_atomically(published, expected)
+        audit.record(
+            session,
+            kind="adjudicators_republished",
+            actor=None,
+            payload={"file": ADJUDICATORS_FILE},
+        )
+        done.append(f"adjudicators_republished: {ADJUDICATORS_FILE}")
+    return done

@@ -29,7 +29,7 @@ def test_sqlite_connections_enforce_foreign_keys_and_use_wal(tmp_path):
     with engine.connect() as conn:
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
-        assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 5000
+        assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 15000
     engine.dispose()
 
 

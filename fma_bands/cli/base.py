@@ -131,12 +131,17 @@ def store() -> Iterator["Session"]:
     """A session on the study database, brought to the current schema first (as the app does)."""
     from sqlalchemy.exc import SQLAlchemyError
 
+    from fma_bands.records import recover
     from fma_bands.store.db import make_engine, session_scope, upgrade
 
     url = settings().database_url
     engine = make_engine(url)
     try:
         upgrade(engine)
+        with session_scope(engine) as session:
+            # A command killed halfway through signing left its record waiting: finish it first.
+            for done in recover(session, settings().attestations):
+                click.echo(f"recovered: {done}", err=True)
         with session_scope(engine) as session:
             yield session
     except SQLAlchemyError as exc:

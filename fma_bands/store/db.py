@@ -4,7 +4,9 @@ A database is only ever brought to the current schema by the migrations in migra
 tables are never created behind their back, so a study survives an upgrade of fma-bands.
 """
 
-from collections.abc import Iterator
+import contextlib
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -70,7 +72,8 @@ def _sqlite_pragmas(connection, _record) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=5000")
+    # Writers on SQLite take turns; a turn can wait this long under load before it gives up.
+    cursor.execute("PRAGMA busy_timeout=15000")
     cursor.close()
 
 
@@ -167,6 +170,56 @@ def _holds_nul(value: object) -> bool:
     if isinstance(value, list | tuple):
         return any(_holds_nul(v) for v in value)
     return False
+
+
+PENDING = ".pending"
+
+
+def pending_path(path: Path) -> Path:
+    """Where a file waits for its transaction: hidden, and no `*.dsse.json` glob matches it."""
+    return path.with_name(f".{path.name}{PENDING}")
+
+
+def write_on_commit(session: Session, path: str | Path, data: bytes | str) -> Path:
+    """Write `path` so that it exists exactly when the session's transaction commits.
+
+    The bytes go to a pending file now; the commit renames it into place and a rollback removes
+    it. A process killed between the two leaves a pending file that `recover` completes (its
+    audit event committed) or discards (it did not), so a signed record on disk always has its
+    event in the store, and the other way round.
+    """
+    from fma_bands.files import write_atomically
+
+    path = Path(path)
+    if path.exists():
+        raise FmaBandsError("already exists; refusing to overwrite it", file=str(path))
+    pending = write_atomically(pending_path(path), data)
+    waiting = session.info.setdefault("pending_files", [])
+    waiting.append((path, pending))
+
+    def publish(_session: Session) -> None:
+        os.replace(pending, path)
+        waiting.remove((path, pending))
+
+    def discard(_session: Session) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(pending)
+        with contextlib.suppress(ValueError):
+            waiting.remove((path, pending))
+
+    event.listen(session, "after_commit", publish, once=True)
+    event.listen(session, "after_rollback", discard, once=True)
+    return path
+
+
+def pending_files(session: Session) -> list[tuple[Path, Path]]:
+    """The files this session will publish when it commits: (final path, where each waits)."""
+    return list(session.info.get("pending_files", []))
+
+
+def on_commit(session: Session, do: Callable[[], object]) -> None:
+    """Run `do` once the session's transaction has committed (files derived from the store)."""
+    event.listen(session, "after_commit", lambda _session: do(), once=True)
 
 
 @contextmanager
