@@ -22,6 +22,7 @@ ADDRESSES = (
     "registry_page",
     "identity",
     "audit_log",
+    "raters",
 )
 
 
@@ -59,6 +60,7 @@ def run() -> None:
     else:
         pages = [
             page("admin", "Study admin", "tune", default=True),
+            page("raters", "Raters", "groups"),
             library,
             vignette,
             agreement,

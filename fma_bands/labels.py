@@ -16,11 +16,11 @@ from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library, Vignette
 
 # Abbreviations written in capitals, and a few names with their own spelling.
-_ACRONYMS = {
-    "abg", "alt", "ast", "bhcg", "bmp", "bnp", "cbc", "cmp", "ck", "crp", "csf", "ct", "cta",
-    "ctpa", "cxr", "ecg", "eeg", "ekg", "esr", "fbc", "gfr", "hba1c", "hcg", "inr", "iv", "lft", "lfts",
-    "mri", "pdmp", "pt", "ptt", "tsh", "u", "ua", "ue", "vbg", "wbc",
-}  # fmt: skip
+_ACRONYM_WORDS = """
+abg alt ast bhcg bmp bnp cbc cmp ck crp csf ct cta ctpa cxr ecg eeg ekg esr fbc gfr hba1c hcg
+inr iv lft lfts mri pdmp pt ptt tsh u ua ue vbg wbc
+"""
+_ACRONYMS = frozenset(_ACRONYM_WORDS.split())
 _SPELLINGS = {
     "d_dimer": "D-dimer",
     "hba1c": "HbA1c",
@@ -137,13 +137,20 @@ def describe_band(band: AnyBand, names: Mapping[str, str] | None = None) -> str:
 _WORDS = {"<=": "at most", ">=": "at least", "<": "below", ">": "above", "==": ""}
 
 
+def in_sentence(label: str) -> str:
+    """A label inside a sentence: 'Analgesia tier' as 'analgesia tier', 'ESI level' kept."""
+    if len(label) > 1 and label[1].isupper():
+        return label
+    return label[:1].lower() + label[1:]
+
+
 def dividing_line(threshold: Threshold, action: SubAction) -> str:
     """'any opioid (analgesia tier at least 2 - weak opioid)' rather than 'value >= 2'."""
     if action.kind == "boolean":
-        return f"{action.label.lower()}: {'yes' if threshold.value else 'no'}"
+        return f"{in_sentence(action.label)}: {'yes' if threshold.value else 'no'}"
     words = _WORDS[threshold.op]
     value = action.label_for(threshold.value)
-    rule = " ".join(p for p in (action.label.lower(), words, value) if p)
+    rule = " ".join(p for p in (in_sentence(action.label), words, value) if p)
     name = (threshold.name or "").replace("_", " ")
     return f"{name} ({rule})" if name else rule
 
@@ -156,7 +163,7 @@ def threshold_sentence(band: AnyBand, threshold: Threshold | None) -> str:
         return "Orders are a list of tests: the study draws no dividing line through them."
     if threshold is None:
         return (
-            f"The study draws no dividing line for {action.label.lower()}, so a change inside "
+            f"The study draws no dividing line for {in_sentence(action.label)}, so a change inside "
             "this band is never counted as crossing one."
         )
     line = dividing_line(threshold, action)

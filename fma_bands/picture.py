@@ -41,7 +41,8 @@ class Row:
 def line_states(threshold: Threshold, action: SubAction) -> tuple[str, str]:
     """The legend's words for the values that meet the dividing line, and the others."""
     if action.kind == "boolean":
-        return (action.label.lower(), f"not {action.label.lower()}")
+        label = action.label[:1].lower() + action.label[1:]
+        return (label, f"not {label}")
     if threshold.name:
         name = threshold.name.replace("_", " ")
         return (name, f"not {name}")

@@ -15,7 +15,7 @@ from fma_bands import band_form, drafts, marks
 from fma_bands.actions import Step, SubAction, sub_action
 from fma_bands.bands import AnyBand, parse_band
 from fma_bands.errors import FmaBandsError
-from fma_bands.labels import case_label, case_numbers, tool_names
+from fma_bands.labels import case_label, case_numbers, case_token, tool_names
 from fma_bands.protocol import QUESTION_KEYS
 from fma_bands.queue import QueueRow, Status, next_after, rater_queue, resume
 from fma_bands.reviews import ReviewData, ReviewForm, check_form, current_review, save
@@ -53,7 +53,8 @@ class Screen:
 
     @property
     def key(self) -> str:
-        return f"{self.vignette.id}:{self.name}"
+        """The prefix of the screen's widget keys; the browser sees them, so never the id."""
+        return screen_key(self.vignette.id, self.name)
 
     @property
     def action(self) -> SubAction:
@@ -86,6 +87,10 @@ class Screen:
         proposal (review mode) or nothing (blind mode)."""
         stored = entries_from(self.current, self.proposal, self.vignette, self.mode)
         return stored | self.kept.entries if self.kept is not None else stored
+
+
+def screen_key(vid: str, name: str) -> str:
+    return f"{case_token(vid)}:{name}"
 
 
 def open_screen(
