@@ -153,11 +153,17 @@ def stack_below(width_px: int, key: str) -> None:
     """Lay the columns inside the container `key` one above the other on screens narrower
     than `width_px`: Streamlit itself stacks them only below 640 px, where two columns of a
     review (beside an open sidebar) are already too narrow to read."""
+    outer = f".st-key-{key} div[data-testid='stHorizontalBlock']"
+    # Columns nested inside those (two bounds, two buttons) stay side by side.
+    inner = f".st-key-{key} div[data-testid='stColumn'] div[data-testid='stHorizontalBlock']"
     st.html(
         f"<style>@media (max-width: {width_px}px) {{"
-        f" .st-key-{key} div[data-testid='stHorizontalBlock'] {{ flex-direction: column; }}"
-        f" .st-key-{key} div[data-testid='stColumn'] {{ width: 100% !important;"
-        " flex: 1 1 auto !important; min-width: 100% !important; } }</style>"
+        f" {outer} {{ flex-direction: column; }}"
+        f" {outer} > div[data-testid='stColumn'] {{ width: 100% !important;"
+        " flex: 1 1 auto !important; min-width: 100% !important; }"
+        f" {inner} {{ flex-direction: row; }}"
+        f" {inner} > div[data-testid='stColumn'] {{ width: auto !important;"
+        " flex: 1 1 0 !important; min-width: 0 !important; } }</style>"
     )
 
 

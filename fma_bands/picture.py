@@ -84,7 +84,14 @@ def band_spec(
         "type": "nominal",
         "title": None,
         "scale": {"domain": states, "range": colours},
-        "legend": {"orient": "bottom", "direction": "horizontal", "labelLimit": 220},
+        # Two to a line, or one when the names are long: four in one line overflow a narrow
+        # column.
+        "legend": {
+            "orient": "bottom",
+            "direction": "horizontal",
+            "columns": 2 if max(len(s) for s in states) <= 18 else 1,
+            "labelLimit": 260,
+        },
     }
     if action.kind == "multilabel":
         spec = _orders(records, row_order, colour, names or {})
