@@ -4,14 +4,7 @@ screen the two columns stack."""
 
 import streamlit as st
 
-from app_pages.common import (
-    library,
-    require_user,
-    session,
-    show_proposal,
-    signed_bands,
-    stack_below,
-)
+from app_pages.common import library, require_user, session, signed_bands, stack_below
 from app_pages.common import settings as settings_of_app
 from app_pages.review_form import follow, open_here, review_form
 from app_pages.review_parts import heading, submitted, what_the_agent_knows
@@ -59,10 +52,6 @@ with st.container(key="review_columns"):
     left, right = st.columns([5, 6], gap="large")
 with left:
     what_the_agent_knows(screen)
-    if screen.mode == "review":
-        st.subheader("Proposed band")
-        with st.container(border=True):
-            show_proposal(screen.proposal, screen.vignette)
 with right:
     if not (screen.editing or open_here(screen)):
         submitted(screen)

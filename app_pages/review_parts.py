@@ -3,7 +3,7 @@ agent knows at this step, and a review already submitted."""
 
 import streamlit as st
 
-from app_pages.common import current_user, library, plain, session
+from app_pages.common import current_user, library, plain, session, show_proposal
 from fma_bands.actions import sub_action
 from fma_bands.bands import parse_band
 from fma_bands.labels import QUESTION_WORDS, READING_WORDS, address, describe_band, tool_names
@@ -37,6 +37,7 @@ def heading(screen: Screen) -> None:
 
 
 def what_the_agent_knows(screen: Screen) -> None:
+    """The left column: the agent's knowledge at this step, and the proposal in review mode."""
     st.subheader("What the agent knows at this step")
     st.caption(screen.step.description)
     with st.container(border=True):
@@ -47,6 +48,10 @@ def what_the_agent_knows(screen: Screen) -> None:
                 plain(f"{name}: {result}")
         elif screen.vignette.tool_results:
             st.caption("No test results exist yet at this step: they come back after ordering.")
+    if screen.mode == "review":
+        st.subheader("Proposed band")
+        with st.container(border=True):
+            show_proposal(screen.proposal, screen.vignette)
 
 
 def submitted(screen: Screen) -> None:

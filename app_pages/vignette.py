@@ -3,38 +3,31 @@
 import streamlit as st
 
 from app_pages.common import library, plain, proposals_visible, require_user, show_proposal
+from fma_bands import labels
 from fma_bands.actions import sub_action
-from fma_bands.labels import (
-    case_numbers,
-    from_address,
-    shelf,
-    stratum,
-    tool_names,
-    vignette_address,
-    vignette_title,
-)
 
 user = require_user()
 lib = library()
-numbers = case_numbers(lib)
-ids = [v.id for v in shelf(lib, user)]
+numbers = labels.case_numbers(lib)
+ids = [v.id for v in labels.shelf(lib, user)]
 if not ids:
     st.info("No vignettes are loaded.")
     st.stop()
-wanted = from_address(lib, st.query_params.to_dict())
+wanted = labels.from_address(lib, st.query_params.to_dict())
 vid = st.selectbox(
     "Vignette",
     ids,
     index=ids.index(wanted) if wanted in ids else 0,
-    format_func=lambda v: vignette_title(numbers, lib.vignettes[v], user),
+    format_func=lambda v: labels.vignette_title(numbers, lib.vignettes[v], user),
     key="vignette_id",
 )
-st.query_params.from_dict(vignette_address(vid, user))
+st.query_params.from_dict(labels.vignette_address(vid, user))
 vignette = lib.vignettes[vid]
 
-st.title(vignette_title(numbers, vignette, user))
+st.title(labels.vignette_title(numbers, vignette, user))
 st.caption(
-    f"Domain: {vignette.domain}" + (f" · stratum: {s}" if (s := stratum(vignette, user)) else "")
+    f"Domain: {vignette.domain}"
+    + (f" · stratum: {s}" if (s := labels.stratum(vignette, user)) else "")
 )
 
 st.subheader("Clinical core")
@@ -43,11 +36,8 @@ with st.container(border=True):
     plain(vignette.clinical_core)
 
 st.subheader("Results of orderable tests")
-st.caption(
-    "Available from the reassess step on (reassess, prescribe, document), and only for tests "
-    "the agent ordered. Never available at triage or ordering."
-)
-names = tool_names(vignette)
+st.caption("From the reassess step on, and only for tests the agent ordered; never at triage.")
+names = labels.tool_names(vignette)
 for key, result in vignette.tool_results.items():
     plain(f"{names[key]}: {result}")
 if not vignette.tool_results:

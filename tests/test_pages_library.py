@@ -83,7 +83,7 @@ def test_vignette_page_shows_core_results_and_proposal(app):
     assert "**Acceptable**" in shown and "1 day to 14 days" in shown
     assert "**Disputed span**" in shown and "15 days to 30 days" in shown
     assert "The study draws no dividing line for follow-up interval (days)" in shown
-    assert "Available from the reassess step on" in shown
+    assert "From the reassess step on, and only for tests the agent ordered" in shown
     assert "CANARY" not in shown
     results = [t.value.split(":")[0] for t in app.text if ": " in t.value]
     assert {"BMP", "Glucose", "Beta-hydroxybutyrate"} <= set(results)
