@@ -11,20 +11,9 @@ from tests.conftest import ROOT
 
 def test_the_page_benchmark_writes_every_page_and_command(tmp_path):
     out = tmp_path / "bench.json"
+    options = ["--vignettes", "12", "--raters", "2", "--repeat", "1", "--json"]
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.bench_pages",
-            "--vignettes",
-            "10",
-            "--raters",
-            "2",
-            "--repeat",
-            "1",
-            "--json",
-            str(out),
-        ],
+        [sys.executable, "-m", "benchmarks.bench_pages", *options, str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -32,8 +21,8 @@ def test_the_page_benchmark_writes_every_page_and_command(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     found = json.loads(out.read_text())
-    assert found["study"]["vignettes"] == 10 and found["study"]["raters"] == 2
-    assert found["study"]["bands"] == 90 and found["study"]["reviews"] == 90 + 81
+    assert found["study"]["vignettes"] == 12 and found["study"]["raters"] == 2
+    assert found["study"]["bands"] == 108 and found["study"]["reviews"] == 108 + 99
     pages = found["pages"]
     assert {"queue", "review", "library", "raters", "audit_log", "agreement", "registry"} <= set(
         pages
