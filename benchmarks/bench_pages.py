@@ -153,7 +153,14 @@ def cases(study: BenchStudy) -> list[PageCase]:
         ),
         PageCase("attest", "app_pages/attest.py", "rater"),
         PageCase("admin", "app_pages/admin.py", "coordinator"),
-        PageCase("raters", "app_pages/raters.py", "coordinator"),
+        PageCase(
+            "raters",
+            "app_pages/raters.py",
+            "coordinator",
+            interactions={
+                "tick_the_confirmation": lambda at, band: at.checkbox(key="close_sure").check()
+            },
+        ),
         PageCase("agreement", "app_pages/agreement.py", "coordinator"),
         PageCase("registry", "app_pages/registry_page.py", "coordinator"),
         PageCase("identity", "app_pages/identity.py", "coordinator"),
