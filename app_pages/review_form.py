@@ -80,7 +80,11 @@ def _keep(screen: Screen) -> None:
 def _changed(screen: Screen, name: str) -> None:
     """A widget changed: its value into the entries, a form switched, the entries kept."""
     state, key = st.session_state, screen.key
-    mine = state[f"{key}:entries"]
+    mine = state.get(f"{key}:entries")
+    if mine is None:
+        # A click on a band already submitted, still drawn while the next one loads: its
+        # review is stored and its entries gone, so there is nothing to change.
+        return
     mine[name] = state.get(f"{key}:{name}")
     if name == "band:form":
         _switch(screen, mine[name], confirmed=False)
@@ -99,6 +103,8 @@ def _switch(screen: Screen, to: str, *, confirmed: bool) -> None:
 
 
 def _confirm(screen: Screen, to_range: bool) -> None:
+    if f"{screen.key}:entries" not in st.session_state:
+        return  # the band was submitted meanwhile (see _changed)
     _switch(screen, band_form.RANGE if to_range else band_form.LIST, confirmed=True)
     st.session_state[f"{screen.key}:band:question"] = None
     _keep(screen)
@@ -207,11 +213,11 @@ def _questions(screen: Screen, errors: dict[str, str]) -> None:
         q = question["key"]
         words, explained = QUESTION_WORDS[q]
         st.markdown(f"**{number}. {words}**")
-        if explained:
-            st.caption(explained)
         if q == "q5" and screen.proposal.disputed_span is None:
             st.caption("No disputed span is recorded for this band.")
             continue
+        if explained:
+            st.caption(explained)
         if q == "q5":
             _widget(
                 screen,
@@ -290,6 +296,8 @@ def _actions(screen: Screen, errors: dict, tried: bool, signed: bool, sign_again
 
 def _submit(screen: Screen, signed: bool, sign_again: Callable) -> None:
     state, key, user, lib = st.session_state, screen.key, _user(), library()
+    if f"{key}:entries" not in state:
+        return  # a second click on a band already submitted (see _changed)
     state[f"{key}:tried"] = True
     state[f"{key}:failed"] = state[f"{key}:failed_message"] = None
     passphrase = state.get(f"{key}:passphrase") or ""

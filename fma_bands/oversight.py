@@ -211,11 +211,13 @@ def progress_table(summaries: list[RaterSummary]) -> list[dict[str, Any]]:
             "submitted": f"{r.submitted} of {r.assigned}",
             "in progress": r.in_progress,
             "skipped": r.skipped,
-            "minutes per band": r.pace_minutes,
-            "ACCEPT": None if r.accept_share is None else f"{r.accept_share:.0%} of {r.judged}",
+            "minutes per band": "not yet" if r.pace_minutes is None else f"{r.pace_minutes:.1f}",
+            "ACCEPT": "not yet"
+            if r.accept_share is None
+            else f"{r.accept_share:.0%} of {r.judged}",
             "last submission (UTC)": f"{r.last_submitted:%Y-%m-%d %H:%M}"
             if r.last_submitted
-            else None,
+            else "not yet",
         }
         for r in summaries
     ]
