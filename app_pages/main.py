@@ -22,7 +22,7 @@ ADDRESSES = (
     "registry_page",
     "identity",
     "audit_log",
-    "raters",
+    "progress",
 )
 
 
@@ -60,7 +60,7 @@ def run() -> None:
     else:
         pages = [
             page("admin", "Study admin", "tune", default=True),
-            page("raters", "Raters", "groups"),
+            page("progress", "Raters' progress", "monitoring"),
             library,
             vignette,
             agreement,

@@ -384,4 +384,4 @@ def _flag(screen: Screen) -> None:
         return
     state[f"{key}:flag_error"] = None
     state[f"{key}:flag_note"] = ""
-    state[f"{key}:flag_sent"] = "Flag sent: the coordinator sees it on the Raters page."
+    state[f"{key}:flag_sent"] = "Flag sent: the coordinator sees it on the Raters' progress page."

@@ -154,8 +154,8 @@ def cases(study: BenchStudy) -> list[PageCase]:
         PageCase("attest", "app_pages/attest.py", "rater"),
         PageCase("admin", "app_pages/admin.py", "coordinator"),
         PageCase(
-            "raters",
-            "app_pages/raters.py",
+            "progress",
+            "app_pages/progress.py",
             "coordinator",
             interactions={
                 "tick_the_confirmation": lambda at, band: at.checkbox(key="close_sure").check()

@@ -24,7 +24,7 @@ def test_the_page_benchmark_writes_every_page_and_command(tmp_path):
     assert found["study"]["vignettes"] == 12 and found["study"]["raters"] == 2
     assert found["study"]["bands"] == 108 and found["study"]["reviews"] == 108 + 99
     pages = found["pages"]
-    assert {"queue", "review", "library", "raters", "audit_log", "agreement", "registry"} <= set(
+    assert {"queue", "review", "library", "progress", "audit_log", "agreement", "registry"} <= set(
         pages
     )
     for name, timings in pages.items():

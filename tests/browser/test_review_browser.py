@@ -267,7 +267,7 @@ def test_a_raters_day_on_the_demo_study(page: Page, browser: Browser, demo_serve
     settle(page)
     press(page, "Send the flag")
     expect(
-        page.get_by_text("Flag sent: the coordinator sees it on the Raters page.")
+        page.get_by_text("Flag sent: the coordinator sees it on the Raters' progress page.")
     ).to_be_visible()
 
     # At 800 px the columns stack and the picture stays readable.

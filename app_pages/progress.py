@@ -1,10 +1,11 @@
-"""The coordinator's view of the raters: progress, pace and share of ACCEPT; flags to deal
-with; every submitted review as CSV; and closing the review phase, once confirmed."""
+"""Raters' progress, the coordinator's view of the raters: progress, pace and share of ACCEPT;
+flags to deal with; every submitted review as CSV; and closing the review phase, once
+confirmed."""
 
 import streamlit as st
 
 from app_pages.common import library, require_user, session
-from app_pages.raters_parts import close_phase, flags
+from app_pages.progress_parts import close_phase, flags
 from fma_bands.labels import case_numbers
 from fma_bands.oversight import progress_table, rater_summaries, reviews_csv
 from fma_bands.study import study
@@ -15,7 +16,7 @@ with session() as s:
     summaries = rater_summaries(s, lib, viewer=user)
     phase = study(s).phase
 
-st.title("Raters")
+st.title("Raters' progress")
 if flash := st.session_state.pop("raters_flash", None):
     st.success(flash)
 st.dataframe(progress_table(summaries), hide_index=True, width="stretch")

@@ -1,5 +1,5 @@
-"""The Raters page's interactive parts, each a fragment: dealing with a flag, or ticking the
-confirmation, reruns that part only, never the whole table of every rater's work."""
+"""The interactive parts of the Raters' progress page, each a fragment: dealing with a flag, or
+ticking the confirmation, reruns that part only, never the whole table of every rater's work."""
 
 import streamlit as st
 
@@ -13,7 +13,7 @@ from fma_bands.users import UserPublic
 
 def _coordinator() -> UserPublic:
     user = current_user()
-    assert user is not None and user.is_coordinator, "the Raters page is the coordinator's"
+    assert user is not None and user.is_coordinator, "the progress page is the coordinator's"
     return user
 
 

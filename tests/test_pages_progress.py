@@ -1,5 +1,5 @@
-"""The coordinator's day under streamlit's AppTest: the Raters page (progress, pace, share of
-ACCEPT, flags, closing the phase only once confirmed) and the audit log's filters."""
+"""The coordinator's day under streamlit's AppTest: the Raters' progress page (progress, pace,
+share of ACCEPT, flags, closing the phase only once confirmed) and the audit log's filters."""
 
 from fma_bands import marks
 from fma_bands.study import study as study_settings
@@ -20,14 +20,14 @@ def rows_of(at) -> dict[str, dict]:
     return {row["rater"]: row for row in table.to_dict("records")}
 
 
-def test_the_raters_page_shows_each_raters_progress_and_flags(study):
+def test_the_progress_page_shows_each_raters_progress_and_flags(study):
     study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
     study.save(study.rater, MED, submit=True, verdict="DECLINE", reason="out of scope")
     study.save(study.other, TRIAGE, submit=False, verdict="DECLINE")
     with study.store() as s:
         marks.flag(s, study.library, study.other, *TRIAGE, "The vignette lacks an ECG time.")
-    at = open_app(study.coordinator, "app_pages/raters.py")
-    assert title(at) == "Raters"
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    assert title(at) == "Raters' progress"
     rows = rows_of(at)
     assert rows["rater-01"]["submitted"] == "2 of 4"
     assert rows["rater-01"]["ACCEPT"] == "50% of 2"
@@ -40,10 +40,10 @@ def test_the_raters_page_shows_each_raters_progress_and_flags(study):
     assert any(c.value == "No rater has flagged a band." for c in at.caption)
 
 
-def test_the_raters_page_is_the_coordinators_alone(study):
+def test_the_progress_page_is_the_coordinators_alone(study):
     at = open_app(study.rater)
     try:
-        at.switch_page("app_pages/raters.py")
+        at.switch_page("app_pages/progress.py")
     except ValueError:
         return  # not even in a rater's navigation
     run(at)
@@ -51,7 +51,7 @@ def test_the_raters_page_is_the_coordinators_alone(study):
 
 
 def test_closing_the_phase_asks_first_and_says_what_it_does(study):
-    at = open_app(study.coordinator, "app_pages/raters.py")
+    at = open_app(study.coordinator, "app_pages/progress.py")
     assert any("freezes every review" in m.value for m in at.markdown)
     [close] = [b for b in at.button if b.label == "Close the review phase"]
     assert close.disabled
@@ -79,6 +79,6 @@ def test_the_audit_log_filters_by_kind_and_who(study):
     who.set_value("coordinator").run()
     assert at.dataframe[0].value.empty
     assert any(c.value.startswith("0 matching events") for c in at.caption)
-    go(at, "app_pages/raters.py")
+    go(at, "app_pages/progress.py")
     go(at, "app_pages/audit_log.py")
     assert len(at.dataframe[0].value) > 1  # a new visit starts from every event
