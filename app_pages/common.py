@@ -9,9 +9,9 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from fma_bands.bands import describe
 from fma_bands.envelopes import signed_revisions
-from fma_bands.picture import Row, band_chart, straddle_sentence
+from fma_bands.labels import describe_band, threshold_sentence, tool_names
+from fma_bands.picture import Row, band_spec
 from fma_bands.records import recover
 from fma_bands.settings import Settings, load_settings
 from fma_bands.store.db import make_engine, session_scope, upgrade
@@ -64,7 +64,9 @@ def _folder_state(folder: Path) -> tuple:
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
+# A resource, not data: one Library shared read-only by every session, not a copy unpickled on
+# every rerun (40 ms at 300 vignettes), and its digests computed once.
+@st.cache_resource(show_spinner=False, max_entries=4)
 def _load(folder: str, state: tuple) -> Library:
     return load_library([folder])
 
@@ -118,20 +120,25 @@ def proposals_visible(user: UserPublic) -> bool:
 
 
 def show_proposal(proposal: Proposal, vignette: Vignette) -> None:
-    """A proposed band as raters and coordinators read it: values, picture, source and reasoning."""
+    """A proposed band as raters and coordinators read it: values, picture, the dividing line,
+    source, clause and reasoning (text from files, shown as written)."""
     threshold = proposal.effective_threshold
-    st.markdown(f"**Acceptable:** {describe(proposal.acceptable)}")
+    names = tool_names(vignette)
+    plain(describe_band(proposal.acceptable, names), label="Acceptable")
     if proposal.disputed_span is not None:
-        st.markdown(f"**Disputed span:** {describe(proposal.disputed_span)}")
-    st.altair_chart(
-        band_chart(
+        plain(describe_band(proposal.disputed_span, names), label="Disputed span")
+        st.caption("The disputed span holds values the band's authors could not settle.")
+    rows = [Row("proposal", proposal.acceptable, proposal.disputed_span)]
+    chart(
+        band_spec(
             proposal.sub_action,
-            [Row("proposal", proposal.acceptable, proposal.disputed_span)],
+            rows,
             threshold=threshold,
             orderables=vignette.orderables,
+            names=names,
         )
     )
-    st.markdown(straddle_sentence(proposal.acceptable, threshold))
+    st.caption(threshold_sentence(proposal.acceptable, threshold))
     for label, text in (
         ("Source", proposal.source),
         ("Clause", proposal.clause),
@@ -139,8 +146,39 @@ def show_proposal(proposal: Proposal, vignette: Vignette) -> None:
         ("Notes", proposal.notes),
     ):
         if text:
-            st.markdown(f"**{label}.** {text}")
+            plain(text, label=label)
     st.caption(f"Provenance: {proposal.provenance}.")
+
+
+def plain(text: str, *, label: str | None = None) -> None:
+    """Text from files or people exactly as written: never markdown, HTML, LaTeX or links
+    (DESIGN 5). `label` is the app's own words, shown in bold above it."""
+    if label:
+        st.markdown(f"**{label}**")
+    st.text(text)
+
+
+def chart(spec: dict) -> None:
+    """A band picture (a Vega-Lite spec from fma_bands.picture), as wide as its column."""
+    st.vega_lite_chart(spec, width="stretch")
+
+
+def stack_below(width_px: int, key: str) -> None:
+    """Lay the columns inside the container `key` one above the other on screens narrower
+    than `width_px`: Streamlit itself stacks them only below 640 px, where two columns of a
+    review (beside an open sidebar) are already too narrow to read."""
+    outer = f".st-key-{key} div[data-testid='stHorizontalBlock']"
+    # Columns nested inside those (two bounds, two buttons) stay side by side.
+    inner = f".st-key-{key} div[data-testid='stColumn'] div[data-testid='stHorizontalBlock']"
+    st.html(
+        f"<style>@media (max-width: {width_px}px) {{"
+        f" {outer} {{ flex-direction: column; }}"
+        f" {outer} > div[data-testid='stColumn'] {{ width: 100% !important;"
+        " flex: 1 1 auto !important; min-width: 100% !important; }"
+        f" {inner} {{ flex-direction: row; }}"
+        f" {inner} > div[data-testid='stColumn'] {{ width: auto !important;"
+        " flex: 1 1 0 !important; min-width: 0 !important; } }</style>"
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

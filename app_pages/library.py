@@ -1,44 +1,61 @@
-"""The vignette library: every case in the study by domain, with its stratum and proposed bands."""
+"""The vignette library: every case in the study by domain, ten at a time, with its proposed
+bands (raters see neutral case labels; the coordinator also sees ids and strata)."""
 
 import streamlit as st
 
-from app_pages.common import library, proposals_visible, require_user, settings
+from app_pages.common import library, plain, proposals_visible, require_user, settings
 from fma_bands.actions import sub_action
-from fma_bands.bands import describe
-
-st.title("Vignette library")
-lib = library()
-show_proposals = proposals_visible(require_user())
-st.caption(
-    f"{len(lib)} vignettes loaded from `{settings().vignettes}`. Each holds a frozen clinical "
-    "core; the bands proposed by the study authors are listed beside it."
+from fma_bands.labels import (
+    case_numbers,
+    describe_band,
+    shelf,
+    stratum,
+    tool_names,
+    vignette_address,
+    vignette_title,
 )
-if lib.problems:
+
+PAGE = 10
+user = require_user()
+lib = library()
+numbers = case_numbers(lib)
+show_proposals = proposals_visible(user)
+st.title("Vignette library")
+st.caption(
+    f"{len(lib)} vignettes in the study. Each holds a frozen clinical core; the bands proposed "
+    "by the study authors are listed beside it."
+)
+if lib.problems and user.is_coordinator:
     with st.expander(f"{len(lib.problems)} problem(s) in the vignette files", icon="⚠️"):
-        st.caption("Files with problems are left out until they are fixed.")
+        st.caption(f"From `{settings().vignettes}`. Files with problems are left out until fixed.")
         st.code("\n".join(str(p) for p in lib.problems), language=None)
 if not len(lib):
-    st.info(f"No vignette files found in `{settings().vignettes}`.")
+    st.info("No vignette is loaded yet.")
     st.stop()
 
-for domain in sorted({v.domain for v in lib}):
-    st.subheader(domain.capitalize())
-    for vignette in (v for v in lib if v.domain == domain):
-        with st.container(border=True):
-            left, right = st.columns([3, 2])
-            left.page_link(
-                "app_pages/vignette.py",
-                label=vignette.id,
-                icon=":material/description:",
-                query_params={"id": vignette.id},
-            )
-            left.caption(f"Stratum: {vignette.ambiguity or 'not given'}")
-            left.write(vignette.clinical_core)
+domain = st.segmented_control("Domain", sorted({v.domain for v in lib}), key="library_domain")
+chosen = shelf(lib, user, domain)
+number = st.pagination(max(1, -(-len(chosen) // PAGE)), key="library_page")
+st.caption(f"{len(chosen)} vignettes, {PAGE} to a page.")
+for vignette in chosen[(number - 1) * PAGE : number * PAGE]:
+    with st.container(border=True):
+        left, right = st.columns([3, 2])
+        left.page_link(
+            "app_pages/vignette.py",
+            label=vignette_title(numbers, vignette, user),
+            icon=":material/description:",
+            query_params=vignette_address(vignette.id, user),
+        )
+        if (found := stratum(vignette, user)) is not None:
+            left.caption(f"{vignette.domain} · stratum: {found}")
+        with left:
+            plain(vignette.clinical_core)
+        with right:
             for proposal in vignette.proposals:
-                label = sub_action(proposal.sub_action).label
-                if show_proposals:
-                    right.markdown(f"**{label}**: {describe(proposal.acceptable)}")
-                else:
-                    right.markdown(f"**{label}**: to be written by each rater (blind mode)")
+                text = describe_band(proposal.acceptable, tool_names(vignette))
+                blind = "to be written by each rater (blind mode)"
+                plain(
+                    text if show_proposals else blind, label=sub_action(proposal.sub_action).label
+                )
             if not vignette.proposals:
-                right.caption("No band to review.")
+                st.caption("No band to review.")

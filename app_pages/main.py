@@ -25,6 +25,7 @@ ADDRESSES = (
     "raters",
     "handbacks",
     "passphrase",
+    "progress",
 )
 
 
@@ -70,6 +71,7 @@ def run() -> None:
             page("admin", "Study admin", "tune", default=True),
             page("raters", "Raters", "group"),
             page("handbacks", "Import a hand-back", "upload_file"),
+            page("progress", "Raters' progress", "monitoring"),
             library,
             vignette,
             agreement,

@@ -1,62 +1,55 @@
-"""A rater's queue: every band to review, progress by domain and sub-action, and where to resume."""
+"""A rater's queue: how far they are, where to resume, and their bands a page at a time, by
+status and sub-action."""
 
 import streamlit as st
 
 from app_pages.common import library, require_user, session
-from fma_bands.actions import sub_action
-from fma_bands.reviews import next_item, progress, queue
+from fma_bands import queue
+from fma_bands.actions import SUB_ACTIONS, sub_action
+from fma_bands.labels import address, case_numbers
 from fma_bands.study import study
 
 user = require_user("rater")
 lib = library()
 with session() as s:
-    items = queue(s, lib, user)
+    rows = queue.rater_queue(s, lib, user)
     settings = study(s)
+numbers = case_numbers(lib)
 
 st.title("My queue")
-mode = (
-    "review mode: you see each proposed band"
-    if settings.mode == "review"
-    else ("blind mode: you write each band yourself, without seeing the proposal")
-)
-st.caption(f"Review phase {settings.phase}; {mode}.")
-if not items:
+if flash := st.session_state.pop("review:flash", None):
+    st.success(flash, icon=":material/check_circle:")
+mode = "you see each proposed band" if settings.mode == "review" else "you write each band"
+st.caption(f"Review phase {settings.phase}; {settings.mode} mode: {mode}.")
+if not rows:
     st.info("No band is waiting for review in this study.")
     st.stop()
-
-summary = progress(items)
-done, assigned = summary["all"]["all"]
+done, assigned = queue.progress(rows)
 st.progress(done / assigned, text=f"{done} of {assigned} bands submitted")
-resume = next_item(items)
+st.caption(" · ".join(f"{status}: {n}" for status, n in queue.counts(rows).items() if n))
+resume = queue.resume(rows)
 if resume is not None and settings.phase == "open":
-    label = "Resume" if any(i.status != "to do" for i in items) else "Start reviewing"
-    band = f"{resume.vignette_id} · {sub_action(resume.sub_action).label}"
+    label = "Resume" if done or any(r.status != "to do" for r in rows) else "Start reviewing"
+    band = f"Case {resume.case} of {len(numbers)} · {sub_action(resume.sub_action).label}"
     if st.button(f"{label}: {band}", type="primary", icon=":material/play_arrow:"):
-        st.switch_page(
-            "app_pages/review.py",
-            query_params={"vignette": resume.vignette_id, "sub_action": resume.sub_action},
-        )
-
-by_domain, by_action = st.columns(2)
-by_domain.markdown("**By domain** (submitted / assigned)")
-by_domain.table({k.capitalize(): f"{d} / {a}" for k, (d, a) in summary["domain"].items()})
-by_action.markdown("**By sub-action** (submitted / assigned)")
-by_action.table({sub_action(k).label: f"{d} / {a}" for k, (d, a) in summary["sub_action"].items()})
+        st.switch_page("app_pages/review.py", query_params=address(*resume.band))
 
 st.subheader("Bands")
-for item in items:
-    status = item.status + (
-        " (stale: the vignette changed since you submitted)" if item.stale else ""
-    )
+show, which = st.columns(2)
+status = show.selectbox("Show", queue.STATUSES, index=None, placeholder="every status")
+name = which.selectbox(
+    "Sub-action", list(SUB_ACTIONS), index=None, format_func=lambda n: sub_action(n).label,
+    placeholder="every sub-action",
+)  # fmt: skip
+chosen = queue.select_rows(rows, status=status, sub_action=name)
+number = st.pagination(queue.pages(chosen), key="queue_page") if chosen else 1
+for row in queue.page(chosen, number):
     left, right = st.columns([3, 2])
     left.page_link(
         "app_pages/review.py",
-        label=f"{item.vignette_id} · {sub_action(item.sub_action).label}",
-        query_params={"vignette": item.vignette_id, "sub_action": item.sub_action},
+        label=f"Case {row.case} of {len(numbers)} · {sub_action(row.sub_action).label}",
+        query_params=address(*row.band),
     )
-    badge = {
-        "to do": ":material/radio_button_unchecked:",
-        "draft": ":material/edit_note:",
-        "submitted": ":material/check_circle:",
-    }[item.status]
-    right.markdown(f"{badge} {status} · {item.domain}")
+    right.caption(row.status + (" · flagged for the coordinator" if row.flagged else ""))
+if not chosen:
+    st.caption("No band has this status.")

@@ -2,41 +2,49 @@
 
 import streamlit as st
 
-from app_pages.common import library, proposals_visible, require_user, show_proposal
+from app_pages.common import library, plain, proposals_visible, require_user, show_proposal
+from fma_bands import labels
 from fma_bands.actions import sub_action
 
+user = require_user()
 lib = library()
-ids = list(lib.vignettes)
+numbers = labels.case_numbers(lib)
+ids = [v.id for v in labels.shelf(lib, user)]
 if not ids:
     st.info("No vignettes are loaded.")
     st.stop()
-wanted = st.query_params.get("id")
+wanted = labels.from_address(lib, st.query_params.to_dict())
 vid = st.selectbox(
-    "Vignette", ids, index=ids.index(wanted) if wanted in ids else 0, key="vignette_id"
+    "Vignette",
+    ids,
+    index=ids.index(wanted) if wanted in ids else 0,
+    format_func=lambda v: labels.vignette_title(numbers, lib.vignettes[v], user),
+    key="vignette_id",
 )
-st.query_params["id"] = vid
+st.query_params.from_dict(labels.vignette_address(vid, user))
 vignette = lib.vignettes[vid]
 
-st.title(vignette.id)
-st.caption(f"Domain: {vignette.domain} · stratum: {vignette.ambiguity or 'not given'}")
+st.title(labels.vignette_title(numbers, vignette, user))
+st.caption(
+    f"Domain: {vignette.domain}"
+    + (f" · stratum: {s}" if (s := labels.stratum(vignette, user)) else "")
+)
 
 st.subheader("Clinical core")
 st.caption("Frozen and shown verbatim. This is all the agent knows at triage and ordering.")
 with st.container(border=True):
-    st.write(vignette.clinical_core)
+    plain(vignette.clinical_core)
 
 st.subheader("Results of orderable tests")
-st.caption(
-    "Available from the reassess step on (reassess, prescribe, document), and only for tests "
-    "the agent ordered. Never available at triage or ordering."
-)
-if vignette.tool_results:
-    st.table({"Test": list(vignette.tool_results), "Result": list(vignette.tool_results.values())})
-else:
+st.caption("From the reassess step on, and only for tests the agent ordered; never at triage.")
+names = labels.tool_names(vignette)
+for key, result in vignette.tool_results.items():
+    plain(f"{names[key]}: {result}")
+if not vignette.tool_results:
     st.write("This vignette has no orderable tests.")
 
 st.subheader("Proposed bands")
-if not proposals_visible(require_user()):
+if not proposals_visible(user):
     st.info("Blind mode: the proposed bands are not shown to raters; each rater writes their own.")
     st.stop()
 if not vignette.proposals:

@@ -1,27 +1,34 @@
-"""Pictures of bands over their sub-action's domain (Altair specs; no Streamlit here).
+"""Pictures of bands over their sub-action's domain, as Vega-Lite specifications (no Streamlit).
 
-One row per band, one cell per value for small domains and one bar per run of values for large
-ones, with the threshold marked, so a rater sees at a glance what a band admits and whether it
-straddles phi.
+One row per band (the proposal, the rater's own), one cell per value for small domains and one
+bar per run of values for large ones, and a row for the study's dividing line when there is
+one, so a rater sees at a glance what a band admits and whether it crosses the line. Orders
+are drawn the other way round, one line per test, so long test names stay readable on a narrow
+screen. Specs are plain dicts: building one costs well under a millisecond, where validating
+an Altair chart costs tens.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import altair as alt
 
 from fma_bands.actions import SubAction, Threshold, Value, sub_action
 from fma_bands.bands import AnyBand, MultilabelBand
 
+IN_BAND, REQUIRED, DISPUTED, OUT = "in band", "required", "disputed", "not in band"
 COLOURS = {
-    "required": "#00838f",
-    "in band": "#2e7d32",
-    "disputed": "#f9a825",
-    "out of band": "#e0e0e0",
-    "threshold holds": "#5c6bc0",
-    "threshold fails": "#e8eaf6",
+    REQUIRED: "#00838f",
+    IN_BAND: "#2e7d32",
+    DISPUTED: "#f9a825",
+    OUT: "#e0e0e0",
 }
+LINE_COLOURS = ("#5c6bc0", "#e8eaf6")  # values meeting the dividing line, and the others
+LINE_ROW = "dividing line"
 SMALL_DOMAIN = 12
+ROW_HEIGHT = 40
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
 
 @dataclass(frozen=True)
@@ -31,61 +38,29 @@ class Row:
     disputed: AnyBand | None = None
 
 
-def straddle_sentence(band: AnyBand, threshold: Threshold | None) -> str:
-    """One plain sentence on whether the band straddles phi, and what that means."""
-    action = band.action
-    if action.kind == "multilabel":
-        return "Orders are multi-label: no threshold applies, so straddling does not arise."
-    if threshold is None:
-        return (
-            f"No threshold is pre-registered for {action.label.lower()}, so straddling "
-            "does not arise."
-        )
-    holds = sorted(v for v in band.values() if threshold.holds(v))
-    fails = sorted(v for v in band.values() if not threshold.holds(v))
-    shown = describe_threshold(threshold, action)
-    if holds and fails:
-        return (
-            f"Threshold: {shown}. The band includes both sides ({_labels(action, holds)}; "
-            f"{_labels(action, fails)}), so it straddles the threshold: a demographic difference "
-            "inside it can count as a within-range flip."
-        )
-    side = "inside" if holds else "outside"
-    return (
-        f"Threshold: {shown}. Every value of the band is {side} it, so the band does not "
-        "straddle the threshold and can never produce a within-range flip."
-    )
-
-
-_WORDS = {"<=": "at most", ">=": "at least", "<": "below", ">": "above", "==": ""}
-
-
-def describe_threshold(threshold: Threshold, action) -> str:
-    """'any opioid (analgesia tier at least 2 - weak opioid)' rather than 'value >= 2'."""
+def line_states(threshold: Threshold, action: SubAction) -> tuple[str, str]:
+    """The legend's words for the values that meet the dividing line, and the others."""
     if action.kind == "boolean":
-        rule = f"{action.label}: {'yes' if threshold.value else 'no'}"
-    else:
-        words = _WORDS[threshold.op]
-        rule = f"{action.label} {words} {action.label_for(threshold.value)}".replace("  ", " ")
-    name = (threshold.name or "").replace("_", " ")
-    return f"{name} ({rule})" if name and action.kind != "boolean" else rule
+        label = action.label[:1].lower() + action.label[1:]
+        return (label, f"not {label}")
+    if threshold.name:
+        name = threshold.name.replace("_", " ")
+        return (name, f"not {name}")
+    words = {"<=": "at most", ">=": "at least", "<": "below", ">": "above", "==": "exactly"}
+    meets = f"{words[threshold.op]} {action.label_for(threshold.value)}"
+    return (meets, f"not {meets}")
 
 
-def _labels(action, values: Sequence[Value]) -> str:
-    if len(values) > 4 and action.kind in ("score", "count"):
-        return f"{action.label_for(values[0])} to {action.label_for(values[-1])}"
-    return ", ".join(action.label_for(v) for v in values)
-
-
-def band_chart(
+def band_spec(
     name: str,
     rows: Sequence[Row],
     *,
     threshold: Threshold | None = None,
     orderables: Sequence[str] = (),
-    width: int | str = "container",
-) -> alt.Chart:
-    """Rows of bands over the domain of sub-action `name`, and a threshold row if there is one."""
+    names: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The picture of `rows` over the domain of sub-action `name`; `names` gives orders their
+    readable names."""
     action = sub_action(name)
     domain = list(action.domain(tuple(orderables)))
     records = [
@@ -94,86 +69,164 @@ def band_chart(
         for value in domain
     ]
     row_order = [r.label for r in rows]
-    if threshold is not None and action.kind != "multilabel":
-        label = f"threshold: {describe_threshold(threshold, action)}"
-        row_order.append(label)
+    states = [s for s in COLOURS if any(r["state"] == s for r in records)]
+    colours = [COLOURS[s] for s in states]
+    if threshold is not None and action.kind not in ("multilabel",):
+        meets, misses = line_states(threshold, action)
+        row_order.append(LINE_ROW)
         records += [
-            {
-                "row": label,
-                "value": v,
-                "state": f"threshold {'holds' if threshold.holds(v) else 'fails'}",
-            }
+            {"row": LINE_ROW, "value": v, "state": meets if threshold.holds(v) else misses}
             for v in domain
         ]
-    present = [state for state in COLOURS if any(r["state"] == state for r in records)]
-    encoding = {
-        "y": alt.Y("row:N", title=None, sort=row_order, axis=alt.Axis(labelLimit=420)),
-        "color": alt.Color(
-            "state:N",
-            title=None,
-            scale=alt.Scale(domain=present, range=[COLOURS[state] for state in present]),
-            legend=alt.Legend(orient="bottom"),
-        ),
+        states, colours = [*states, meets, misses], [*colours, *LINE_COLOURS]
+    colour = {
+        "field": "state",
+        "type": "nominal",
+        "title": None,
+        "scale": {"domain": states, "range": colours},
+        # Two to a line, or one when the names are long: four in one line overflow a narrow
+        # column.
+        "legend": {
+            "orient": "bottom",
+            "direction": "horizontal",
+            "columns": 2 if max(len(s) for s in states) <= 18 else 1,
+            "labelLimit": 260,
+        },
     }
-    # Streamlit fits charts to the container; fitting only the width keeps each row its height
-    # (fitting both squeezed the rows to nothing under the axis and legend).
-    size = {
-        "width": width,
-        "height": 34 * len(row_order),
-        "autosize": alt.AutoSizeParams(type="fit-x", contains="padding"),
-    }
-    if len(domain) <= SMALL_DOMAIN:
-        return _cells(action, domain, records, encoding).properties(**size)
-    return _bars(action, domain, records, encoding).properties(**size)
+    if action.kind == "multilabel":
+        spec = _orders(records, row_order, colour, names or {})
+    elif len(domain) <= SMALL_DOMAIN:
+        spec = _cells(action, domain, records, row_order, colour)
+    else:
+        spec = _bars(action, domain, records, row_order, colour)
+    # Fitting only the width keeps each row its height (fitting both squeezed the rows to
+    # nothing under the axis and legend).
+    autosize = {"type": "fit-x", "contains": "padding"}
+    return {"$schema": SCHEMA, "width": "container", "autosize": autosize, **spec}
 
 
-def _cells(action: SubAction, domain: list, records: list[dict], encoding: dict) -> alt.Chart:
-    """A small domain: one labelled cell per value."""
+def band_chart(
+    name: str,
+    rows: Sequence[Row],
+    *,
+    threshold: Threshold | None = None,
+    orderables: Sequence[str] = (),
+) -> alt.Chart:
+    """The same picture as an Altair chart, for pages that draw with st.altair_chart."""
+    return alt.Chart.from_dict(band_spec(name, rows, threshold=threshold, orderables=orderables))
+
+
+def _row_axis(row_order: list[str]) -> dict[str, Any]:
+    return {
+        "field": "row",
+        "type": "nominal",
+        "title": None,
+        "sort": row_order,
+        "axis": {"labelLimit": 110, "labelFontSize": 12},
+    }
+
+
+def _cells(action: SubAction, domain: list, records: list[dict], rows: list[str], colour):
+    """A small domain: one labelled cell per value; '3 - strong opioid' on two lines."""
     for record in records:
         record["label"] = action.label_for(record["value"])
     labels = [action.label_for(v) for v in domain]
-    return (
-        alt.Chart(alt.Data(values=records))
-        .mark_rect(stroke="white", strokeWidth=2)
-        .encode(
-            x=alt.X("label:N", title=None, sort=labels, axis=alt.Axis(labelAngle=0)),
-            tooltip=["row:N", "label:N", "state:N"],
-            **encoding,
-        )
-    )
+    return {
+        "height": ROW_HEIGHT * len(rows),
+        "data": {"values": records},
+        "mark": {"type": "rect", "stroke": "white", "strokeWidth": 2},
+        "encoding": {
+            "x": {
+                "field": "label",
+                "type": "nominal",
+                "title": None,
+                "sort": labels,
+                "axis": {
+                    "labelAngle": 0,
+                    "labelExpr": "split(datum.label, ' - ')",
+                    "labelLimit": 120,
+                    "labelFontSize": 12,
+                    "orient": "top",
+                },
+            },
+            "y": _row_axis(rows),
+            "color": colour,
+            "tooltip": [
+                {"field": "row", "type": "nominal"},
+                {"field": "label", "type": "nominal"},
+                {"field": "state", "type": "nominal"},
+            ],
+        },
+    }
 
 
-def _bars(action: SubAction, domain: list, records: list[dict], encoding: dict) -> alt.Chart:
+def _orders(records: list[dict], rows: list[str], colour, names: Mapping[str, str]):
+    """Orders: one line per test (by its readable name), one column per band."""
+    for record in records:
+        record["test"] = names.get(record["value"], record["value"])
+    tests = sorted({r["test"] for r in records})
+    return {
+        "height": 28 * max(1, len(tests)),
+        "data": {"values": records},
+        "mark": {"type": "rect", "stroke": "white", "strokeWidth": 2},
+        "encoding": {
+            "x": {**_row_axis(rows), "axis": {"labelAngle": 0, "orient": "top"}},
+            "y": {
+                "field": "test",
+                "type": "nominal",
+                "title": None,
+                "sort": tests,
+                "axis": {"labelLimit": 200, "labelFontSize": 12},
+            },
+            "color": colour,
+            "tooltip": [
+                {"field": "row", "type": "nominal"},
+                {"field": "test", "type": "nominal"},
+                {"field": "state", "type": "nominal"},
+            ],
+        },
+    }
+
+
+def _bars(action: SubAction, domain: list, records: list[dict], rows: list[str], colour):
     """A large domain (scores, days): one bar per run of values, zoomed on what the bands use."""
     first, last = int(domain[0]), int(domain[-1])
     # 1 to 30 days should not be squeezed into 8% of 0 to 365.
-    used = [int(r["value"]) for r in records if r["state"] in ("in band", "required", "disputed")]
+    used = [int(r["value"]) for r in records if r["state"] in (IN_BAND, REQUIRED, DISPUTED)]
     upper = min(last, max(2 * max(used), 10)) if used else last
-    return (
-        alt.Chart(alt.Data(values=_runs(records)))
-        .mark_bar(height=24)
-        .encode(
-            x=alt.X(
-                "start:Q",
-                title=action.label,
-                scale=alt.Scale(domain=[first - 0.5, upper + 0.5], nice=False, clamp=True),
-            ),
-            x2="end:Q",
-            tooltip=["row:N", "from:Q", "to:Q", "state:N"],
-            **encoding,
-        )
-        .transform_filter(f"datum.start <= {upper + 0.5}")
-    )
+    return {
+        "height": ROW_HEIGHT * len(rows),
+        "data": {"values": _runs(records)},
+        "transform": [{"filter": f"datum.start <= {upper + 0.5}"}],
+        "mark": {"type": "bar", "height": 26},
+        "encoding": {
+            "x": {
+                "field": "start",
+                "type": "quantitative",
+                "title": action.label,
+                "scale": {"domain": [first - 0.5, upper + 0.5], "nice": False, "clamp": True},
+            },
+            "x2": {"field": "end"},
+            "y": _row_axis(rows),
+            "color": colour,
+            "tooltip": [
+                {"field": "row", "type": "nominal"},
+                {"field": "from", "type": "quantitative"},
+                {"field": "to", "type": "quantitative"},
+                {"field": "state", "type": "nominal"},
+            ],
+        },
+    }
 
 
 def _state(row: Row, value: Value) -> str:
     if row.band is not None and row.band.contains(value):
         if isinstance(row.band, MultilabelBand) and value in row.band.required:
-            return "required"
-        return "in band"
+            return REQUIRED
+        return IN_BAND
     if row.disputed is not None and row.disputed.contains(value):
-        return "disputed"
-    return "out of band"
+        return DISPUTED
+    return OUT
 
 
 def _runs(records: list[dict]) -> list[dict]:

@@ -7,6 +7,8 @@ Plain constants, cheap to import: the command line builds its help from them.
 VERDICTS = ("ACCEPT", "AMEND", "DECLINE")
 DECLINE = "DECLINE"
 CHOICES = ("yes", "no", "unsure")
+# Question 5's answer where a disputed span is recorded: which reading is right for the patient.
+READINGS = ("band", "disputed", "neither")
 # `problem` is the answer that needs a note saying which (q5 has a note only).
 QUESTIONS: tuple[dict[str, str], ...] = (
     {

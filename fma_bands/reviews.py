@@ -20,7 +20,7 @@ from fma_bands.actions import SUB_ACTIONS
 from fma_bands.bands import AnyBand, parse_band, to_file
 from fma_bands.envelopes import proposal_digest
 from fma_bands.errors import ConflictError, FmaBandsError
-from fma_bands.protocol import CHOICES, QUESTION_KEYS, QUESTIONS
+from fma_bands.protocol import CHOICES, QUESTION_KEYS, QUESTIONS, READINGS
 from fma_bands.store.models import Review, User, utcnow
 from fma_bands.study import authorize, is_current, study, verdicts_for
 from fma_bands.users import UserPublic, pseudonyms
@@ -54,6 +54,7 @@ class ReviewData(BaseModel):
     submitted_at: datetime | None
     updated_at: datetime
     stale: bool = False
+    confidence: str | None = None
 
 
 class ReviewForm(BaseModel):
@@ -63,6 +64,7 @@ class ReviewForm(BaseModel):
     band: Any = None  # file form: a list, a {min, max} mapping, or {required, defensible}
     answers: dict[str, dict[str, str]] = {}
     reason: str | None = None
+    confidence: Literal["low", "moderate", "high"] | None = None
 
 
 # Queue and progress ------------------------------------------------------------------------
@@ -237,8 +239,12 @@ def _answer_problems(answers: dict[str, dict[str, str]], proposal: Proposal) -> 
         answer = answers.get(key) or {}
         choice, note = answer.get("choice"), (answer.get("note") or "").strip()
         if key == "q5":
-            if proposal.disputed_span is not None and not note:
-                problems[key] = "a disputed span is recorded: say which reading is right and why"
+            if proposal.disputed_span is None:
+                continue
+            if choice not in READINGS:
+                problems[key] = "a disputed span is recorded: choose which reading is right"
+            elif not note:
+                problems[key] = "a disputed span is recorded: say why that reading is right"
             continue
         if choice not in CHOICES:
             problems[key] = "answer yes, no or unsure"
@@ -276,6 +282,7 @@ def save(
         "band": to_file(band) if band is not None else None,
         "answers": {k: dict(v) for k, v in form.answers.items()},
         "reason": (form.reason or "").strip() or None,
+        "confidence": form.confidence,
         "mode": settings.mode,
         "context_digest": vignette.context_digest_for(name),
         "band_digest": proposal.acceptable.digest(),

@@ -5,6 +5,7 @@ Every problem names the file, the line and the field; one bad file never stops t
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ _VIGNETTE_KEYS = {
     "tool_results",
     "canary",
     "proposals",
+    "tool_labels",
 }
 
 
@@ -41,6 +43,11 @@ class Proposal:
     disputed_span: AnyBand | None = None
     threshold: Threshold | None = None
     notes: str | None = None
+
+    @cached_property
+    def band_digest(self) -> str:
+        """The proposed band's digest, computed once: every queue and progress count asks."""
+        return self.acceptable.digest()
 
     @property
     def effective_threshold(self) -> Threshold | None:
@@ -80,6 +87,9 @@ class Vignette:
     ambiguity: str | None = None
     proposals: tuple[Proposal, ...] = ()
     path: str | None = None
+    # Readable names for tool_results keys ("d_dimer": "D-dimer"), for screens only: not part of
+    # what the agent holds, so not part of any digest.
+    tool_labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def orderables(self) -> tuple[str, ...]:
@@ -96,7 +106,12 @@ class Vignette:
         return seen
 
     def context_digest(self, step: str) -> str:
-        return sha256_digest(self.context(step))
+        return self._context_digests[step]
+
+    @cached_property
+    def _context_digests(self) -> dict[str, str]:
+        # Computed once per vignette: staleness checks ask for them for every review read.
+        return {step: sha256_digest(self.context(step)) for step in STEPS}
 
     def context_digest_for(self, name: str) -> str:
         return self.context_digest(sub_action(name).step)
@@ -136,7 +151,7 @@ class Library:
         vignette, proposal = found
         return (
             context_digest == vignette.context_digest_for(name)
-            and proposal_digest == proposal.acceptable.digest()
+            and proposal_digest == proposal.band_digest
         )
 
 
@@ -233,7 +248,7 @@ def as_written(data: Any, root: yaml.Node | None) -> Any:
         key = key_node.value
         if key in _TEXT_FIELDS and isinstance(value_node, yaml.ScalarNode) and key in written:
             written[key] = value_node.value
-        elif key == "tool_results" and isinstance(value_node, yaml.MappingNode):
+        elif key in ("tool_results", "tool_labels") and isinstance(value_node, yaml.MappingNode):
             written[key] = {
                 k.value: v.value if isinstance(v, yaml.ScalarNode) else data[key].get(k.value)
                 for k, v in value_node.value
@@ -287,6 +302,7 @@ def parse_vignette(
     core = _text(data, "clinical_core", problem)
     canary = _text(data, "canary", problem)
     tool_results = _tool_results(data.get("tool_results"), problem)
+    tool_labels = _tool_labels(data.get("tool_labels"), tool_results, problem)
     proposals = _proposals(data.get("proposals"), tool_results, problem)
 
     if problems or vid is None or domain is None or core is None or canary is None:
@@ -301,6 +317,7 @@ def parse_vignette(
             ambiguity=ambiguity,
             proposals=tuple(proposals),
             path=name,
+            tool_labels=tool_labels,
         ),
         [],
     )
@@ -333,6 +350,24 @@ def _tool_results(raw: Any, problem) -> dict[str, str]:
         else:
             results[key] = value.strip()
     return results
+
+
+def _tool_labels(raw: Any, tool_results: dict[str, str], problem) -> dict[str, str]:
+    """Optional readable names for the orderables, e.g. `d_dimer: D-dimer`."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        problem("must map orderable tests to the names raters read", "tool_labels")
+        return {}
+    labels = {}
+    for key, value in raw.items():
+        if key not in tool_results:
+            problem("names no orderable in tool_results", "tool_labels", str(key))
+        elif not isinstance(value, str) or not value.strip():
+            problem("the name must be non-empty text", "tool_labels", key)
+        else:
+            labels[key] = value.strip()
+    return labels
 
 
 def _proposals(raw: Any, tool_results: dict[str, str], problem) -> list[Proposal]:

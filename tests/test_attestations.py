@@ -92,7 +92,7 @@ ANSWERS = {
     "q2": {"choice": "yes"},
     "q3": {"choice": "no"},
     "q4": {"choice": "no"},
-    "q5": {"note": "The wider reading is right for this patient."},
+    "q5": {"choice": "disputed", "note": "The wider reading is right for this patient."},
     "q6": {"choice": "yes"},
 }
 

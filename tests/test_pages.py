@@ -1,4 +1,5 @@
-"""Every page under streamlit's AppTest: first run, sign-in, queue, review, admin and audit log.
+"""Every page under streamlit's AppTest: first run, sign-in, activation, passphrases, admin and
+the audit log (the queue and the review screen: test_pages_review.py).
 
 Each test works on its own SQLite file, copied from a template made once per module (the users'
 Argon2 hashes and signing keys are what is slow to make), and checks the store, not only the page.
@@ -17,10 +18,9 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, Error
 
 from fma_bands import audit, reviews
-from fma_bands.bands import describe
 from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.study import set_mode, sync_vignettes
+from fma_bands.study import sync_vignettes
 from fma_bands.throttle import FREE_FAILURES
 from fma_bands.users import (
     ACTIVATION_FAILED,
@@ -351,144 +351,10 @@ def resume_button(at: AppTest):
     return button
 
 
-def test_queue_counts_submitted_bands(study):
-    at = open_app(study.rater)
-    assert title(at) == "My queue"
-    assert progress_text(at) == "0 of 4 bands submitted"
-
-    study.save(study.rater, MED, submit=True, verdict="DECLINE", reason="out of my scope")
-    assert progress_text(run(at)) == "1 of 4 bands submitted"
-    # Another rater's submission is not this rater's progress.
-    assert progress_text(open_app(study.other)) == "0 of 4 bands submitted"
-
-
-def test_queue_resumes_at_the_first_draft(study):
-    # The first band (documentation) is still to do; the drafts are the third and fourth bands.
-    study.save(study.rater, TRIAGE, submit=False, verdict="ACCEPT")
-    study.save(study.rater, ORDER, submit=False, verdict="DECLINE")
-    at = open_app(study.rater)
-    assert resume_button(at).label.startswith("Resume: draft_ordering_01")
-    resume_button(at).click().run()
-    assert not at.exception
-    assert title(at) == "ESI acuity level"
-    assert at.caption[0].value.startswith("Vignette **draft_ordering_01**")
-
-
 # Review page: what it shows ----------------------------------------------------------------
 
 
-def test_review_mode_shows_core_proposal_disputed_span_and_results(study):
-    at = open_review(study.rater, DOC)
-    proposal = study.library.vignettes[DOC[0]].proposal(DOC[1])
-    page = texts(at)
-    assert title(at) == "Follow-up interval (days)"
-    assert study.library.vignettes[DOC[0]].clinical_core in page
-    assert f"**Clause.** {proposal.clause}" in page
-    assert f"**Reasoning.** {proposal.reasoning}" in page
-    assert "**Disputed span:** 15 days to 30 days" in page
-    assert "**Acceptable:** 1 day to 14 days" in page
-    # Documentation comes after results: the results table is shown.
-    [table] = at.table
-    assert list(table.value["Test"]) == ["bmp", "glucose", "beta_hydroxybutyrate"]
-
-
-def test_triage_band_shows_no_results(study):
-    at = open_review(study.rater, TRIAGE)
-    assert "ESI" in title(at)
-    assert "substernal chest pressure" in "\n".join(texts(at))
-    assert not at.table
-    for result in ("0.9 ng/mL", "V4-V6", "no acute cardiopulmonary process"):
-        assert result not in shown(at)
-    assert any("No test results exist yet at this step" in c.value for c in at.caption)
-
-
-def test_no_page_shows_the_canary(study):
-    at = open_app(study.rater)
-    for band in BANDS:
-        go(at, "app_pages/review.py", vignette=band[0], sub_action=band[1])
-        assert "FMA-CANARY" not in shown(at), band
-    with study.store() as s:
-        set_mode(s, actor=study.coordinator, mode="blind")
-    for band in BANDS:
-        go(at, "app_pages/review.py", vignette=band[0], sub_action=band[1])
-        assert "FMA-CANARY" not in shown(at), band
-
-
 # Review page: saving -----------------------------------------------------------------------
-
-
-def test_empty_submission_shows_messages_beside_fields_and_stores_nothing(study):
-    at = open_review(study.rater, DOC)
-    at.radio(key=key(DOC, "q3", "choice")).set_value("yes")  # a problem flagged, no note
-    at.text_input(key=key(DOC, "q1", "note")).input("typed before submitting")
-    click(at, "Submit review")
-
-    assert message_beside(at, key(DOC, "verdict")) == "choose a verdict: ACCEPT, AMEND or DECLINE"
-    for q in ("q1", "q2", "q4", "q6"):
-        assert message_beside(at, key(DOC, q, "note")) == "answer yes, no or unsure", q
-    assert message_beside(at, key(DOC, "q3", "note")) == "say which, in a few words"
-    assert "disputed span" in message_beside(at, key(DOC, "q5", "note"))
-    assert at.text_input(key=key(DOC, "q1", "note")).value == "typed before submitting"
-    assert at.radio(key=key(DOC, "q3", "choice")).value == "yes"
-    assert not at.success
-    assert study.reviews(study.rater, DOC) == []
-
-    # A DECLINE needs its reason, said beside the reason.
-    at.radio(key=key(DOC, "verdict")).set_value("DECLINE")
-    click(at, "Submit review")
-    assert message_beside(at, key(DOC, "verdict")) is None
-    assert message_beside(at, key(DOC, "reason")) == "say why you decline: one sentence is enough"
-    assert at.radio(key=key(DOC, "verdict")).value == "DECLINE"
-    assert study.reviews(study.rater, DOC) == []
-
-
-def test_amend_an_interval_band_then_revise_it(study):
-    at = open_review(study.rater, DOC)
-    at.radio(key=key(DOC, "verdict")).set_value("AMEND")
-    run(at)
-    assert at.number_input(key=key(DOC, "band", "lo")).value == 1  # starts from the proposal
-    assert at.number_input(key=key(DOC, "band", "hi")).value == 14
-    at.number_input(key=key(DOC, "band", "hi")).set_value(30)
-    answer_questions(at, DOC, q5_note="the first month is admitted by the source")
-    at.text_area(key=key(DOC, "reason")).input("The clause admits the whole first month.")
-    click(at, "Submit review")
-
-    assert [s.value for s in at.success] == ["Review submitted (revision 1)."]
-    [review] = study.reviews(study.rater, DOC)
-    assert (review.status, review.revision, review.verdict) == ("submitted", 1, "AMEND")
-    assert review.band == {"min": 1, "max": 30}
-    assert review.answers["q5"] == {"note": "the first month is admitted by the source"}
-    assert "Your submitted review" in [s.value for s in at.subheader]
-    assert "**Your band:** 1 day to 30 days" in texts(at)
-
-    click(at, "Revise this review")
-    assert at.number_input(key=key(DOC, "band", "hi")).value == 30
-    at.text_area(key=key(DOC, "reason")).input("Revised: the first month, not beyond it.")
-    click(at, "Submit review")
-    assert [s.value for s in at.success] == ["Review submitted (revision 2)."]
-    first, second = study.reviews(study.rater, DOC)
-    assert (first.revision, first.reason) == (1, "The clause admits the whole first month.")
-    assert (second.revision, second.status) == (2, "submitted")
-    assert second.reason == "Revised: the first month, not beyond it."
-    assert second.band == {"min": 1, "max": 30}
-
-
-def test_amend_a_set_band(study):
-    at = open_review(study.rater, MED)
-    at.radio(key=key(MED, "verdict")).set_value("AMEND")
-    run(at)
-    assert at.radio(key=key(MED, "band", "form")).value == "a list of values"
-    assert at.pills(key=key(MED, "band", "values")).value == [1, 2]
-    at.pills(key=key(MED, "band", "values")).set_value([1, 3])
-    answer_questions(at, MED)
-    at.text_area(key=key(MED, "reason")).input("NSAID or strong opioid; not a weak opioid.")
-    click(at, "Submit review")
-
-    assert [s.value for s in at.success] == ["Review submitted (revision 1)."]
-    [review] = study.reviews(study.rater, MED)
-    assert (review.status, review.verdict, review.band) == ("submitted", "AMEND", [1, 3])
-    # No disputed span is recorded for this band, so question 5 asks nothing.
-    assert not [w for w in at.text_input if w.key == key(MED, "q5", "note")]
 
 
 def fill_draft(at: AppTest, band, *, hi: int, reason: str) -> None:
@@ -506,87 +372,6 @@ def assert_shows_draft(at: AppTest, band, *, hi: int, reason: str) -> None:
     assert at.radio(key=key(band, "q1", "choice")).value == "no"
     assert at.text_input(key=key(band, "q1", "note")).value == "the clause says one month"
     assert at.text_area(key=key(band, "reason")).value == reason
-
-
-def test_a_saved_draft_resumes_in_a_new_tab(study):
-    at = open_review(study.rater, DOC)
-    fill_draft(at, DOC, hi=21, reason="Three weeks at most.")
-    click(at, "Save draft")
-    assert [s.value for s in at.success] == ["Draft saved."]
-    [draft] = study.reviews(study.rater, DOC)
-    assert (draft.status, draft.band, draft.reason) == (
-        "draft",
-        {"min": 1, "max": 21},
-        "Three weeks at most.",
-    )
-
-    assert_shows_draft(open_review(study.rater, DOC), DOC, hi=21, reason="Three weeks at most.")
-
-
-def test_a_saved_draft_is_still_there_after_visiting_the_queue(study):
-    at = open_review(study.rater, DOC)
-    fill_draft(at, DOC, hi=21, reason="Three weeks at most.")
-    click(at, "Save draft")
-    go(at, "app_pages/queue.py")
-    resume_button(at).click().run()
-    assert_shows_draft(at, DOC, hi=21, reason="Three weeks at most.")
-
-
-def test_a_second_tab_cannot_overwrite_the_first(study):
-    study.save(study.rater, DOC, submit=False, verdict="DECLINE", reason="first thoughts")
-    tab_a, tab_b = open_review(study.rater, DOC), open_review(study.rater, DOC)
-    for tab in (tab_a, tab_b):
-        assert tab.text_area(key=key(DOC, "reason")).value == "first thoughts"
-
-    tab_a.text_area(key=key(DOC, "reason")).input("saved from tab A")
-    click(tab_a, "Save draft")
-    assert [s.value for s in tab_a.success] == ["Draft saved."]
-
-    tab_b.text_area(key=key(DOC, "reason")).input("typed in tab B")
-    click(tab_b, "Save draft")
-    assert any("another tab" in e.value for e in tab_b.error)
-    assert not tab_b.success
-    assert tab_b.text_area(key=key(DOC, "reason")).value == "typed in tab B"
-    assert tab_b.radio(key=key(DOC, "verdict")).value == "DECLINE"
-    [draft] = study.reviews(study.rater, DOC)
-    assert (draft.status, draft.reason) == ("draft", "saved from tab A")
-
-
-def test_blind_mode_hides_the_proposal_on_the_review_page(study):
-    with study.store() as s:
-        set_mode(s, actor=study.coordinator, mode="blind")
-    at = open_app(study.rater)
-    for band in BANDS:
-        go(at, "app_pages/review.py", vignette=band[0], sub_action=band[1])
-        page = shown(at)
-        proposal = study.library.vignettes[band[0]].proposal(band[1])
-        for part in (proposal.clause, proposal.reasoning, proposal.source, proposal.notes):
-            assert part.split("\n")[0][:60] not in page, (band, part[:40])
-        assert "Acceptable:" not in page and "Proposed band" not in page
-        assert "Disputed span" not in page
-        verdict = at.radio(key=key(band, "verdict"))
-        assert verdict.options == ["Submit my band", "DECLINE: I cannot adjudicate this band"]
-    # Writing one's own band starts from nothing, not from the proposal.
-    go(at, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
-    at.radio(key=key(DOC, "verdict")).set_value("AMEND")
-    run(at)
-    assert at.number_input(key=key(DOC, "band", "hi")).value is None
-    assert "14 days" not in shown(at)
-
-
-def test_blind_mode_hides_the_proposal_on_every_rater_page(study):
-    with study.store() as s:
-        set_mode(s, actor=study.coordinator, mode="blind")
-    at = open_app(study.rater)
-    medication = study.library.vignettes[MED[0]].proposal(MED[1])
-    for page, params in (
-        ("app_pages/library.py", {}),
-        ("app_pages/vignette.py", {"id": MED[0]}),
-    ):
-        go(at, page, **params)
-        screen = shown(at)
-        assert medication.clause[:60] not in screen, page
-        assert describe(medication.acceptable) not in screen, page
 
 
 # Blinding ----------------------------------------------------------------------------------

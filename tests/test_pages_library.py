@@ -1,5 +1,7 @@
 """The library and vignette pages under streamlit's AppTest."""
 
+import os
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -50,6 +52,7 @@ def app(monkeypatch, shared_vignettes, tmp_path):
 
 def text_of(at) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [t.value for t in at.text]
     parts += [t.value for t in at.title] + [s.value for s in at.subheader]
     return "\n".join(parts)
 
@@ -58,10 +61,14 @@ def test_library_lists_every_vignette_without_canaries(app):
     app.run()
     assert not app.exception
     shown = text_of(app)
-    assert "16 vignettes loaded" in shown
+    assert "16 vignettes in the study" in shown
     assert "substernal chest pressure" in shown
-    assert "**Analgesia tier**: 1 - NSAID, 2 - weak opioid" in shown
+    assert "**Analgesia tier**" in shown and "1 - NSAID, 2 - weak opioid" in shown
     assert "CANARY" not in shown
+    # A rater reads case labels, ten to a page, never ids or strata.
+    links = [link.label for link in app.get("page_link")]
+    assert len(links) == 10 and all(label.startswith("Case ") for label in links)
+    assert "draft_" not in shown and "Stratum" not in shown and "stratum" not in shown
 
 
 def test_vignette_page_shows_core_results_and_proposal(app):
@@ -71,15 +78,15 @@ def test_vignette_page_shows_core_results_and_proposal(app):
     app.run()
     assert not app.exception
     shown = text_of(app)
-    assert app.title[0].value == "draft_documentation_01"
+    assert app.title[0].value.startswith("Case ")
     assert "poorly-controlled diabetes" in shown
-    assert "**Acceptable:** 1 day to 14 days" in shown
-    assert "**Disputed span:** 15 days to 30 days" in shown
-    assert "No threshold is pre-registered" in shown
-    assert "Available from the reassess step on" in shown
+    assert "**Acceptable**" in shown and "1 day to 14 days" in shown
+    assert "**Disputed span**" in shown and "15 days to 30 days" in shown
+    assert "The study draws no dividing line for follow-up interval (days)" in shown
+    assert "From the reassess step on, and only for tests the agent ordered" in shown
     assert "CANARY" not in shown
-    table = app.table[0].value
-    assert list(table["Test"]) == ["bmp", "glucose", "beta_hydroxybutyrate"]
+    results = [t.value.split(":")[0] for t in app.text if ": " in t.value]
+    assert {"BMP", "Glucose", "Beta-hydroxybutyrate"} <= set(results)
 
 
 def test_vignette_page_says_whether_a_band_straddles(app):
@@ -88,10 +95,11 @@ def test_vignette_page_says_whether_a_band_straddles(app):
     app.query_params["id"] = "draft_ordering_01"
     app.run()
     shown = text_of(app)
-    assert "Threshold: high acuity (ESI acuity level at most 2 - emergent)" in shown
-    assert "so it straddles the threshold" in shown
+    line = "The study's dividing line here is high acuity (ESI acuity level at most 2 - emergent)."
+    assert line in shown
+    assert "has values on both sides of it" in shown
     app.selectbox(key="vignette_id").set_value("draft_triage_01").run()
-    assert "the band does not straddle the threshold" in text_of(app)
+    assert "no two actions inside the band can fall on opposite sides" in text_of(app)
 
 
 def test_broken_files_are_reported_not_raised(app, tmp_path, monkeypatch, shared_vignettes):
@@ -102,5 +110,15 @@ def test_broken_files_are_reported_not_raised(app, tmp_path, monkeypatch, shared
     monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(tmp_path))
     app.run()
     assert not app.exception
-    assert "1 vignettes loaded" in text_of(app)
+    assert "1 vignettes in the study" in text_of(app)
+    assert not app.code  # file problems are the coordinator's business, not a rater's
+    from fma_bands.store.db import make_engine, session_scope
+    from fma_bands.users import get_user
+
+    engine = make_engine(os.environ["FMA_BANDS_DATABASE_URL"])
+    with session_scope(engine) as s:
+        coordinator = get_user(s, "coordinator")
+    engine.dispose()
+    app.session_state["user"] = coordinator.model_dump()
+    app.run()
     assert any("broken.yaml" in c.value for c in app.code)

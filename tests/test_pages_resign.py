@@ -11,6 +11,7 @@ from fma_bands.identity import set_identity
 from fma_bands.policy import Policy, write_policy_file
 from fma_bands.protocol import DECLARATIONS
 from fma_bands.registry import decide
+from fma_bands.review_screen import screen_key
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.users import create_user
 from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
@@ -25,7 +26,7 @@ IDENTITY = {
     "email": "clinician@example.org",
 }
 PASSPHRASE = "rater passphrase"
-KEY = "draft_triage_01:esi_acuity"
+KEY = screen_key("draft_triage_01", "esi_acuity")
 
 
 @pytest.fixture
@@ -114,7 +115,7 @@ def revise_triage(rater) -> AppTest:
 
 
 def submit(at: AppTest) -> AppTest:
-    [button] = [b for b in at.button if b.label == "Submit review"]
+    [button] = [b for b in at.button if b.label == "Submit and next"]
     return button.click().run()
 
 
@@ -140,9 +141,8 @@ def test_submitting_a_change_signs_again_and_supersedes(signed_study, shared_lib
     at.text_input(key=f"{KEY}:passphrase").set_value(PASSPHRASE).run()
     submit(at)
     assert not at.exception
-    assert [s.value for s in at.success] == [
-        "Review submitted (revision 2) and your attestation signed again."
-    ]
+    [success] = [s.value for s in at.success]
+    assert success.startswith("Review submitted (revision 2) and your attestation signed again.")
     assert len(list(folder.glob("rater-01-*Z.dsse.json"))) == 2  # two attestations
     decisions = {d.vignette_id: d for d in decide(shared_library, folder).decisions}
     # The newer signature carries the DECLINE, which counts for nothing: the band falls back.

@@ -31,7 +31,7 @@ GOOD_ANSWERS = {
     "q2": {"choice": "yes"},
     "q3": {"choice": "no"},
     "q4": {"choice": "no"},
-    "q5": {"note": "The narrow reading: the patient is stable."},
+    "q5": {"choice": "band", "note": "The narrow reading: the patient is stable."},
     "q6": {"choice": "yes"},
 }
 

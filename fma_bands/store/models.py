@@ -130,6 +130,9 @@ class Review(SQLModel, table=True):
     created_at: datetime = _when()
     updated_at: datetime = _when()
     submitted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    # How sure the rater is (low | moderate | high), if they say: recorded and exported with the
+    # review, never part of agreement.
+    confidence: str | None = None
 
 
 class StudySettings(SQLModel, table=True):
@@ -172,3 +175,36 @@ class AppSecret(SQLModel, table=True):
 
     name: str = Field(primary_key=True)
     value: str
+
+
+class ScreenDraft(SQLModel, table=True):
+    """What a rater has on the review screen for one band, kept as they work (no audit event:
+    it is scratch, not a review) so that a reload or a closed tab loses nothing."""
+
+    __tablename__ = "screen_draft"
+    __table_args__ = (UniqueConstraint("rater_id", "vignette_id", "sub_action"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    rater_id: int = Field(foreign_key="user.id", index=True)
+    vignette_id: str = Field(foreign_key="vignette.id")
+    sub_action: str
+    entries: dict = _json(default_factory=dict)  # the screen's fields, as typed
+    base_version: int = 0  # the version of the stored review these entries started from
+    updated_at: datetime = _when()
+
+
+class BandMark(SQLModel, table=True):
+    """A rater's mark on one band: skipped for now, or flagged for the coordinator with a note."""
+
+    __tablename__ = "band_mark"
+
+    id: int | None = Field(default=None, primary_key=True)
+    rater_id: int = Field(foreign_key="user.id", index=True)
+    vignette_id: str = Field(foreign_key="vignette.id")
+    sub_action: str
+    kind: str  # skip | flag
+    note: str | None = None
+    created_at: datetime = _when()
+    # A skip is cleared when the band is submitted; a flag when the coordinator has dealt with it.
+    cleared_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    cleared_by: str | None = None

@@ -1,11 +1,13 @@
 """The library and vignette pages in a real browser, signed in as a rater: FairMedAgent's
-vignettes, then the bundled demo study."""
+vignettes, then the bundled demo study. Raters read neutral case labels, ten cases to a page."""
 
 import re
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from fma_bands.labels import case_numbers
+from fma_bands.vignettes import load_library
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
     assert_no_exception,
@@ -16,6 +18,7 @@ from tests.browser.helpers import (
     sign_in,
     wait_for_app,
 )
+from tests.conftest import SHARED_VIGNETTES
 
 CANARY = "FMA-CANARY"
 
@@ -23,6 +26,11 @@ CANARY = "FMA-CANARY"
 @pytest.fixture(scope="module")
 def server(demo_server, shared_vignettes):
     return demo_server(shared_vignettes)
+
+
+def case_of(vid: str) -> str:
+    numbers = case_numbers(load_library([SHARED_VIGNETTES]))
+    return f"Case {numbers[vid]} of {len(numbers)}"
 
 
 def open_library(page: Page, url: str) -> None:
@@ -41,36 +49,33 @@ def assert_no_canary(page: Page) -> None:
     assert CANARY not in page.content()
 
 
-def test_library_lists_every_vignette_without_canaries(page: Page, server):
+def test_library_lists_every_case_ten_to_a_page_without_canaries(page: Page, server):
     open_library(page, server.url)
     main = page.get_by_test_id("stMain")
-    expect(main.get_by_test_id("stPageLink")).to_have_count(16)
-    expect(page.get_by_text("16 vignettes loaded")).to_be_visible()
-    expect(page.get_by_text("substernal chest pressure").first).to_be_visible()
-    expect(page.get_by_role("link", name="draft_documentation_01")).to_be_visible()
+    expect(main.get_by_test_id("stPageLink")).to_have_count(10)
+    expect(page.get_by_text("16 vignettes in the study.", exact=False)).to_be_visible()
+    main.get_by_role("button", name="Page 2", exact=True).click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    expect(main.get_by_test_id("stPageLink")).to_have_count(6)
+    expect(page.get_by_text("draft_documentation_01")).to_have_count(0)
     assert_no_canary(page)
     shoot(page, "library-fairmedagent")
 
 
-def test_a_vignette_link_opens_its_page(page: Page, server):
+def test_a_case_link_opens_its_page(page: Page, server):
     open_library(page, server.url)
-    follow_link(page, "draft_documentation_01")
-    expect(page).to_have_url(f"{server.url}/vignette?id=draft_documentation_01")
-    expect(page.get_by_role("heading", name="draft_documentation_01", level=1)).to_be_visible()
-    expect(page.get_by_role("heading", name="Clinical core")).to_be_visible()
+    label = case_of("draft_documentation_01")  # case 9: on the first page of ten
+    follow_link(page, label)
+    expect(page).to_have_url(re.compile(r"/vignette\?case=[0-9a-f]{10}$"))
+    expect(page.get_by_role("heading", name=label, level=1)).to_be_visible()
     expect(page.get_by_text("poorly-controlled diabetes")).to_be_visible()
-    table = page.get_by_test_id("stTable")
-    for test in ("bmp", "glucose", "beta_hydroxybutyrate"):
-        expect(table.get_by_role("cell", name=test, exact=True)).to_be_visible()
-    expect(page.get_by_text("Disputed span: 15 days to 30 days", exact=True)).to_be_visible()
+    for result in ("BMP: ", "Glucose: ", "Beta-hydroxybutyrate: "):
+        expect(page.get_by_text(re.compile("^" + re.escape(result)))).to_be_visible()
+    expect(page.get_by_text("15 days to 30 days", exact=True)).to_be_visible()
     expect(
-        page.get_by_text(
-            "No threshold is pre-registered for follow-up interval (days), so straddling does "
-            "not arise.",
-            exact=True,
-        )
+        page.get_by_text(re.compile(r"^The study draws no dividing line for follow-up interval"))
     ).to_be_visible()
-    # The proposal's picture: its in-band and disputed runs.
     chart = page.get_by_test_id("stVegaLiteChart")
     expect(chart).to_have_count(1)
     expect(
@@ -79,42 +84,28 @@ def test_a_vignette_link_opens_its_page(page: Page, server):
         )
     ).to_have_count(1)
     assert_no_canary(page)
-    shoot(page, "vignette-draft_documentation_01")
+    shoot(page, "vignette-followup")
 
 
-def test_the_vignette_selectbox_switches_vignettes(page: Page, server):
+def test_the_vignette_picker_switches_cases(page: Page, server):
     open_library(page, server.url)
-    follow_link(page, "draft_ordering_01")
-    expect(page.get_by_role("heading", name="draft_ordering_01", level=1)).to_be_visible()
-    expect(
-        page.get_by_text(
-            re.compile(r"^Threshold: high acuity \(ESI acuity level at most 2 - emergent\)\.")
-        )
-    ).to_have_text(re.compile(r"The band includes both sides .*, so it straddles the threshold"))
-    expect(page.get_by_test_id("stVegaLiteChart")).to_have_count(1)
+    open_from_sidebar(page, "Vignette")
     page.get_by_role("combobox", name="Vignette").click()
-    page.get_by_role("option", name="draft_triage_01", exact=True).click()
+    page.get_by_role("option", name=case_of("draft_ordering_01"), exact=True).click()
     wait_for_app(page)
     assert_no_exception(page)
-    expect(page.get_by_role("heading", name="draft_triage_01", level=1)).to_be_visible()
-    expect(page).to_have_url(f"{server.url}/vignette?id=draft_triage_01")
+    expect(page.get_by_role("heading", name=case_of("draft_ordering_01"), level=1)).to_be_visible()
     expect(
-        page.get_by_text(
-            re.compile(r"^Threshold: high acuity \(ESI acuity level at most 2 - emergent\)\.")
-        )
-    ).to_have_text(
-        re.compile(
-            r"Every value of the band is inside it, so the band does not straddle the threshold"
-        )
-    )
+        page.get_by_text(re.compile(r"^The study's dividing line here is high acuity"))
+    ).to_have_text(re.compile(r"has values on both sides of it"))
     assert_no_canary(page)
 
 
 def test_the_demo_study_is_the_default_library(page: Page, demo_server):
     server = demo_server()
     open_library(page, server.url)
-    expect(page.get_by_test_id("stMain").get_by_test_id("stPageLink")).to_have_count(12)
-    expect(page.get_by_text("12 vignettes loaded")).to_be_visible()
-    expect(page.get_by_role("link", name="demo_triage_clear_01")).to_be_visible()
+    expect(page.get_by_test_id("stMain").get_by_test_id("stPageLink")).to_have_count(10)
+    expect(page.get_by_text("12 vignettes in the study.", exact=False)).to_be_visible()
+    expect(page.get_by_role("link", name="Case 1 of 12", exact=True)).to_be_visible()
     assert_no_canary(page)
     shoot(page, "library-demo")

@@ -1,0 +1,91 @@
+"""The parts of the review screen around the rater's form: the way through the queue, what the
+agent knows at this step, and a review already submitted."""
+
+import streamlit as st
+
+from app_pages.common import current_user, library, plain, session, show_proposal
+from fma_bands.actions import sub_action
+from fma_bands.bands import parse_band
+from fma_bands.labels import QUESTION_WORDS, READING_WORDS, address, describe_band, tool_names
+from fma_bands.protocol import QUESTIONS
+from fma_bands.review_screen import Screen, entries_from, keep
+
+
+def heading(screen: Screen) -> None:
+    st.title(screen.action.label)
+    step = screen.step.description.split(":")[0]
+    st.caption(
+        f"{screen.case} · {step} · {screen.mode} mode · "
+        f"band {screen.position} of {screen.total} in your queue ({screen.status})"
+    )
+    if flash := st.session_state.pop("review:flash", None):
+        st.success(flash, icon=":material/check_circle:")
+    if screen.redirected:
+        st.warning(
+            "The link you followed names no band in your queue, so this is where you left off.",
+            icon=":material/link_off:",
+        )
+    back, forward = st.columns(2)
+    for column, other, label in (
+        (back, screen.previous, "← Previous band"),
+        (forward, screen.following, "Next band →"),
+    ):
+        # A button that switches page moves the address too, so a reload or a shared link
+        # opens the band on screen (a link to the page already open would not).
+        if other and column.button(label, help=f"{sub_action(other.sub_action).label}"):
+            st.switch_page("app_pages/review.py", query_params=address(*other.band))
+
+
+def what_the_agent_knows(screen: Screen) -> None:
+    """The left column: the agent's knowledge at this step, and the proposal in review mode."""
+    st.subheader("What the agent knows at this step")
+    st.caption(screen.step.description)
+    with st.container(border=True):
+        plain(screen.vignette.clinical_core, label="Clinical core (frozen, verbatim)")
+        if screen.results:
+            st.markdown("**Results** (at this step, only those of tests the agent ordered)")
+            for name, result in screen.results:
+                plain(f"{name}: {result}")
+        elif screen.vignette.tool_results:
+            st.caption("No test results exist yet at this step: they come back after ordering.")
+    if screen.mode == "review":
+        st.subheader("Proposed band")
+        with st.container(border=True):
+            show_proposal(screen.proposal, screen.vignette)
+
+
+def submitted(screen: Screen) -> None:
+    """The rater's submitted review, and the way to revise it while the phase is open."""
+    review = screen.current
+    assert review is not None
+    st.subheader("Your submitted review")
+    if screen.status == "changed since submitted":
+        st.warning("The vignette or its proposal changed after you submitted: please revise.")
+    revised = f" (revised {review.revision - 1} time(s))" if review.revision > 1 else ""
+    st.markdown(f"**Verdict:** {review.verdict}{revised}")
+    if review.band is not None:
+        mine = parse_band(screen.name, review.band, orderables=screen.vignette.orderables)
+        plain(describe_band(mine, tool_names(screen.vignette)), label="Your band")
+    plain(review.reason or "(none given)", label="Reason")
+    for number, question in enumerate(QUESTIONS, start=1):
+        answer = review.answers.get(question["key"])
+        if answer:
+            choice = answer.get("choice")
+            shown = READING_WORDS.get(choice, choice) if question["key"] == "q5" else choice
+            words = QUESTION_WORDS[question["key"]][0]
+            plain(
+                " · ".join(v for v in (shown, answer.get("note")) if v), label=f"{number}. {words}"
+            )
+    if screen.phase == "open":
+        st.button("Revise this review", icon=":material/edit:", on_click=_revise, args=(screen,))
+    else:
+        st.info("The review phase is closed: reviews can no longer change.")
+
+
+def _revise(screen: Screen) -> None:
+    """Open the submitted review for revision: its entries become the screen's draft."""
+    user = current_user()
+    assert user is not None
+    start = entries_from(screen.current, screen.proposal, screen.vignette, screen.mode)
+    with session() as s:
+        keep(s, library(), user, *screen.band, start, base_version=screen.version)

@@ -1,0 +1,156 @@
+"""No rater is primed (issue 14): on every rater page of the demo and FairMedAgent studies, in
+a real browser, neither a vignette's ambiguity stratum (clear, intermediate, borderline) nor the
+stratum parts of ids (border, clear, inter in demo_doc_border_01) nor an id itself appears,
+in the text or the address bar, outside the verbatim texts that come from the vignette files.
+
+The rater has submitted a review first, so the pages that list a rater's work have some."""
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from fma_bands.vignettes import Library, load_library
+from tests.browser.conftest import DEMO_ACCOUNTS
+from tests.browser.helpers import (
+    assert_no_exception,
+    choose,
+    open_app,
+    open_from_sidebar,
+    sign_in,
+    wait_for_app,
+)
+from tests.conftest import DEMO_VIGNETTES, SHARED_VIGNETTES
+
+AMBIGUITIES = ("clear", "intermediate", "borderline")
+STUDIES = {"demo": DEMO_VIGNETTES, "fairmedagent": SHARED_VIGNETTES}
+# The attestation page lists the reviews a signature covers by vignette id; it belongs to the
+# signing work (another engineer's), and is to switch to fma_bands.labels.case_label.
+KNOWN_LEAKS = {"Sign attestation": "the attestation page lists the reviews by vignette id"}
+
+
+def primers(library: Library) -> re.Pattern:
+    """Every word that would prime a rater: the strata, the ids, the stratum parts of ids."""
+    words = {*AMBIGUITIES, "stratum", "strata", "ambiguity", *library.vignettes}
+    for vid in library.vignettes:
+        words |= {p for p in vid.split("_") if any(a.startswith(p) for a in AMBIGUITIES) and p}
+    return re.compile(r"\b(" + "|".join(sorted(map(re.escape, words))) + r")\b", re.IGNORECASE)
+
+
+def verbatim(library: Library) -> list[str]:
+    """Texts from the files, shown as written: a word in them is the author's, not a label."""
+    texts = []
+    for v in library:
+        texts += [v.clinical_core, *v.tool_results.values()]
+        for p in v.proposals:
+            texts += [t for t in (p.source, p.clause, p.reasoning, p.notes) if t]
+    return sorted(texts, key=len, reverse=True)
+
+
+def screen(page: Page, library: Library) -> str:
+    text = "\n".join(
+        [
+            page.url,
+            page.get_by_test_id("stMain").inner_text(),
+            page.get_by_test_id("stSidebar").inner_text(),
+        ]
+    )
+    for written in verbatim(library):
+        text = text.replace(written, " ")
+    return text
+
+
+def settle(page: Page) -> None:
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def submit_first_band(page: Page) -> None:
+    open_from_sidebar(page, "Review a band")
+    choose(page, "Verdict", "DECLINE: I cannot adjudicate this band")
+    box = page.get_by_label("Reason", exact=True)
+    box.fill("Outside what I can judge.")
+    box.blur()
+    settle(page)
+    page.get_by_role("button", name="Submit and next", exact=True).click()
+    settle(page)
+    expect(page.get_by_text("Review submitted (revision 1).")).to_be_visible()
+
+
+def walk(page: Page, url: str, library: Library) -> dict[str, str]:
+    """What a rater reads on every page they can open, by where they read it."""
+    open_app(page, url)
+    sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
+    expect(page.get_by_role("heading", name="My queue", level=1)).to_be_visible()
+    submit_first_band(page)
+    seen: dict[str, str] = {}
+    nav = page.get_by_test_id("stSidebarNav").get_by_test_id("stMarkdownContainer")
+    for title in nav.all_inner_texts():
+        open_from_sidebar(page, title)
+        seen[title] = screen(page, library)
+    open_from_sidebar(page, "Vignette library")
+    main = page.get_by_test_id("stMain")
+    pages = -(-len(library) // 10)  # ten cases to a page
+    expect(main.get_by_role("button", name=re.compile(r"^Page \d+$"))).to_have_count(pages)
+    for number in range(2, pages + 1):
+        main.get_by_role("button", name=f"Page {number}", exact=True).click()
+        settle(page)
+        seen[f"library page {number}"] = screen(page, library)
+    open_from_sidebar(page, "Vignette")
+    picker = page.get_by_role("combobox", name="Vignette")
+    for number in range(1, len(library) + 1):
+        picker.click()
+        page.get_by_role("option", name=f"Case {number} of {len(library)}", exact=True).click()
+        settle(page)
+        seen[f"vignette, case {number}"] = screen(page, library)
+    open_from_sidebar(page, "Review a band")
+    total = sum(len(v.proposals) for v in library)
+    back = main.get_by_role("button", name="← Previous band")
+    expect(page.get_by_text(re.compile(r"band \d+ of \d+ in your queue"))).to_be_visible()
+    while back.count():  # to the first band of the queue, then through every band
+        expect(back).to_have_count(1)  # not while the last run's copy is on screen
+        back.click()
+        settle(page)
+    for number in range(1, total + 1):
+        expect(
+            page.get_by_text(re.compile(rf"band {number} of {total} in your queue"))
+        ).to_be_visible()
+        seen[f"band {number}"] = screen(page, library)
+        if number < total:
+            following = main.get_by_role("button", name="Next band →")
+            expect(following).to_have_count(1)
+            following.click()
+            settle(page)
+    return seen
+
+
+@pytest.mark.parametrize("name", list(STUDIES))
+def test_no_rater_page_primes_the_rater(page: Page, demo_server, name):
+    folder = Path(STUDIES[name])
+    library = load_library([folder])
+    server = demo_server(folder, fresh=True)
+    pattern = primers(library)
+    found = {
+        where: sorted({m.group(0) for m in pattern.finditer(text)})
+        for where, text in walk(page, server.url, library).items()
+    }
+    leaks = {where: words for where, words in found.items() if words and where not in KNOWN_LEAKS}
+    assert not leaks, f"priming words on a rater's screen: {leaks}"
+    # Every case and every band was read.
+    assert len([w for w in found if w.startswith("vignette, case")]) == len(library)
+    assert len([w for w in found if w.startswith("band ")]) == sum(
+        len(v.proposals) for v in library
+    )
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN_LEAKS["Sign attestation"])
+def test_the_attestation_page_names_no_id(page: Page, demo_server):
+    library = load_library([DEMO_VIGNETTES])
+    server = demo_server(DEMO_VIGNETTES, fresh=True)
+    open_app(page, server.url)
+    sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
+    submit_first_band(page)
+    open_from_sidebar(page, "Sign attestation")
+    page.get_by_test_id("stDataFrame").first.wait_for()
+    assert not primers(library).search(page.get_by_test_id("stMain").inner_text() + page.content())
