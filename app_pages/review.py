@@ -27,6 +27,7 @@ if screen is None:
 if params != address(*screen.band):
     st.query_params.from_dict(address(*screen.band))
 heading(screen)
+here = screen.band
 
 
 def _sign_again(s, passphrase: str) -> None:
@@ -38,7 +39,7 @@ def _sign_again(s, passphrase: str) -> None:
             lib,
             rater=user,
             passphrase=passphrase,
-            bands={screen.band},
+            bands={here},
             folder=settings_of_app().attestations,
         )
     except FmaBandsError as exc:

@@ -25,7 +25,6 @@ from fma_bands.labels import (
 )
 from fma_bands.protocol import CHOICES, QUESTIONS, READINGS
 from fma_bands.review_screen import CONFIDENCES, Screen
-from fma_bands.users import check_passphrase
 
 GOTO, FLASH = "review:goto", "review:flash"
 VERDICT_WORDS = {
@@ -303,9 +302,7 @@ def _submit(screen: Screen, signed: bool, sign_again: Callable) -> None:
     passphrase = state.get(f"{key}:passphrase") or ""
     try:
         with session() as s:
-            if signed and not check_passphrase(s, user.id, passphrase):
-                wrong = "that passphrase is not right"
-                raise FmaBandsError(wrong, fields={"passphrase": wrong})
+            # A wrong passphrase fails the signing below, which rolls the submission back too.
             saved = review_screen.submit(
                 s,
                 lib,

@@ -10,7 +10,7 @@ from sqlmodel import Session, col
 
 from fma_bands.spreadsheet import csv_text
 from fma_bands.store.models import AuditEvent
-from fma_bands.study import require_coordinator
+from fma_bands.study import authorize
 from fma_bands.users import UserPublic
 
 COLUMNS = ("seq", "when (UTC)", "who", "what", "details")
@@ -26,7 +26,7 @@ class Search:
 
 def choices(session: Session, viewer: UserPublic) -> tuple[list[str], list[str]]:
     """Every kind of event in the log, and everyone who acted in it."""
-    require_coordinator(viewer, "read the audit log")
+    authorize(session, viewer, "read_audit")
     kinds = session.execute(select(col(AuditEvent.kind)).distinct().order_by(AuditEvent.kind))
     actors = session.execute(
         select(col(AuditEvent.actor))
@@ -53,7 +53,7 @@ def _where(search: Search) -> list[ColumnElement[bool]]:
 
 def count(session: Session, viewer: UserPublic, search: Search) -> int:
     """How many events match."""
-    require_coordinator(viewer, "read the audit log")
+    authorize(session, viewer, "read_audit")
     query = select(func.count()).select_from(AuditEvent).where(*_where(search))
     return int(session.execute(query).scalar_one())
 
@@ -67,7 +67,7 @@ def search(
     offset: int = 0,
 ) -> list[dict[str, Any]]:
     """The matching events newest first, as table rows."""
-    require_coordinator(viewer, "read the audit log")
+    authorize(session, viewer, "read_audit")
     conditions = _where(search)
     query = (
         select(*(col(getattr(AuditEvent, c)) for c in ("seq", "at", "actor", "kind", "payload")))

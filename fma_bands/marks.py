@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select, update
 from fma_bands import audit
 from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.store.models import BandMark, User, utcnow
-from fma_bands.study import require_coordinator
+from fma_bands.study import authorize
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
@@ -115,14 +115,14 @@ def my_flags(session: Session, rater: UserPublic, vid: str, name: str) -> list[F
 
 
 def all_flags(session: Session, viewer: UserPublic, *, open_only: bool = True) -> list[Flag]:
-    require_coordinator(viewer, "see the raters' flags")
+    authorize(session, viewer, "see_flags")
     conditions = [col(BandMark.cleared_at).is_(None)] if open_only else []
     return _flags(session, *conditions)
 
 
 def resolve(session: Session, viewer: UserPublic, flag_id: int) -> None:
     """The coordinator has dealt with a flag (audited)."""
-    require_coordinator(viewer, "deal with the raters' flags")
+    authorize(session, viewer, "see_flags")
     row = session.get(BandMark, flag_id)
     if row is None or row.kind != FLAG:
         raise FmaBandsError("no such flag")

@@ -22,7 +22,7 @@ from fma_bands.protocol import QUESTION_KEYS
 from fma_bands.reviews import submitted_reviews
 from fma_bands.spreadsheet import csv_text
 from fma_bands.store.models import BandMark, Review, ScreenDraft, User
-from fma_bands.study import require_coordinator
+from fma_bands.study import authorize
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
@@ -65,7 +65,7 @@ def rater_summaries(
     session: Session, library: Library, *, viewer: UserPublic
 ) -> list[RaterSummary]:
     """One summary per enrolled rater, in four queries whatever the study's size."""
-    require_coordinator(viewer, "see every rater's progress")
+    authorize(session, viewer, "see_progress")
     raters = session.execute(
         select(col(User.id), col(User.pseudonym), col(User.specialty))
         .where(col(User.role) == "rater")
@@ -176,7 +176,7 @@ REVIEW_COLUMNS = (
 
 def reviews_csv(session: Session, library: Library, *, viewer: UserPublic) -> str:
     """Each rater's latest submitted review of each band, stale ones included and marked."""
-    require_coordinator(viewer, "export every rater's reviews")
+    authorize(session, viewer, "export_reviews")
     numbers = case_numbers(library)
     rows = []
     for review in submitted_reviews(session, library, viewer=viewer, include_stale=True):
