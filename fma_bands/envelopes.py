@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fma_bands.canonical import sha256_digest
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, verify_envelope
 from fma_bands.errors import FmaBandsError
 from fma_bands.files import decode_text, load_json, read_bounded, read_yaml
@@ -48,7 +47,7 @@ def subject_name(vignette_id: str, sub_action: str) -> str:
 def proposal_digest(proposal: Proposal) -> str:
     """The digest of the whole proposal a rater judged: values, disputed span, threshold, source,
     clause, reasoning, notes and provenance. A change to any of them after signing shows."""
-    return sha256_digest(proposal.as_data())
+    return proposal.proposal_digest
 
 
 # One envelope ---------------------------------------------------------------------------------

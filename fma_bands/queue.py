@@ -79,13 +79,14 @@ def _latest(session: Session, rater: UserPublic) -> dict[tuple[str, str], tuple]
     """(status, revision, context digest, proposal digest) of the rater's latest revision of
     each band: columns only, since building ORM rows costs more than the whole screen."""
     columns = ("vignette_id", "sub_action", "status", "revision", "context_digest")
-    query = select(*(col(getattr(Review, c)) for c in (*columns, "proposal_digest"))).where(
+    digests = ("band_digest", "proposal_digest", "mode")
+    query = select(*(col(getattr(Review, c)) for c in (*columns, *digests))).where(
         col(Review.rater_id) == rater.id
     )
     latest: dict[tuple[str, str], tuple] = {}
-    for vid, name, status, revision, context, proposal in session.execute(query):
+    for vid, name, status, revision, context, band, proposal, mode in session.execute(query):
         if (vid, name) not in latest or revision > latest[(vid, name)][1]:
-            latest[(vid, name)] = (status, revision, context, proposal)
+            latest[(vid, name)] = (status, revision, context, band, proposal, mode)
     return latest
 
 
@@ -93,7 +94,13 @@ def _status(
     library: Library, band: tuple[str, str], review: tuple | None, kept: bool, skipped: bool
 ) -> Status:
     if review is not None and review[0] == "submitted":
-        current = library.is_current(*band, review[2], review[3])
+        current = library.is_current(
+            *band,
+            context_digest=review[2],
+            band_digest=review[3],
+            proposal_digest=review[4],
+            mode=review[5],
+        )
         return "submitted" if current else "changed since submitted"
     if skipped:
         return "skipped"

@@ -18,7 +18,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from fma_bands import audit
-from fma_bands.envelopes import proposal_digest
 from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.policy import Policy, check_policy, read_policy, write_policy_file
 from fma_bands.protocol import VERDICTS
@@ -111,15 +110,14 @@ def verdicts_for(mode: str) -> tuple[str, ...]:
 def is_current(library: Library, row: Review) -> bool:
     """Was this review made of the band as the files hold it now: the same context, the same
     proposed band and, in review mode, the same whole proposal (text, span, threshold)?"""
-    found = library.band(row.vignette_id, row.sub_action)
-    if found is None:
-        return False
-    vignette, proposal = found
-    if row.context_digest != vignette.context_digest_for(row.sub_action):
-        return False
-    if row.band_digest != proposal.acceptable.digest():
-        return False
-    return row.mode == "blind" or row.proposal_digest == proposal_digest(proposal)
+    return library.is_current(
+        row.vignette_id,
+        row.sub_action,
+        context_digest=row.context_digest,
+        band_digest=row.band_digest,
+        proposal_digest=row.proposal_digest,
+        mode=row.mode,
+    )
 
 
 def study(session: Session) -> StudyPublic:

@@ -49,6 +49,12 @@ class Proposal:
         """The proposed band's digest, computed once: every queue and progress count asks."""
         return self.acceptable.digest()
 
+    @cached_property
+    def proposal_digest(self) -> str:
+        """The digest of the whole proposal a rater judged: values, disputed span, threshold,
+        source, clause, reasoning, notes and provenance. A change to any of them shows."""
+        return sha256_digest(self.as_data())
+
     @property
     def effective_threshold(self) -> Threshold | None:
         """The band's own phi when it carries one, else the sub-action's default."""
@@ -142,16 +148,26 @@ class Library:
         return None if proposal is None else (vignette, proposal)  # type: ignore[return-value]
 
     def is_current(
-        self, vid: str, name: str, context_digest: str, proposal_digest: str | None
+        self,
+        vid: str,
+        name: str,
+        *,
+        context_digest: str,
+        band_digest: str | None,
+        proposal_digest: str | None,
+        mode: str,
     ) -> bool:
-        """Was a review made of this band as the files hold it now (same context, same proposal)?"""
+        """Was a review made of this band as the files hold it now: the same context, the same
+        proposed band and, in review mode, the same whole proposal (text, span, threshold)?
+        The one test of staleness: queues, counts, signing and the registry's store side."""
         found = self.band(vid, name)
         if found is None:
             return False
         vignette, proposal = found
         return (
             context_digest == vignette.context_digest_for(name)
-            and proposal_digest == proposal.band_digest
+            and band_digest == proposal.band_digest
+            and (mode == "blind" or proposal_digest == proposal.proposal_digest)
         )
 
 

@@ -289,6 +289,8 @@ def choose_metric(page: Page, label: str) -> None:
 # The crash of issue 10, on the demo study ---------------------------------------------------
 
 CAUTION = "demo_med_inter_01 · Controlled-substance caution"
+# What rater-01's queue calls that band: a neutral case number, never the id (issue 14).
+IN_QUEUE[CAUTION] = "Case 2 of 12 · Controlled-substance caution"
 
 
 @pytest.fixture(scope="module")
