@@ -3,7 +3,7 @@ chooses and nobody else ever sees. A rater's signing key is made here."""
 
 import streamlit as st
 
-from app_pages.common import session, settings
+from app_pages.common import escaped, session, settings
 from fma_bands.errors import FmaBandsError
 from fma_bands.users import ACTIVATION_FAILED, MIN_PASSPHRASE, activate
 
@@ -38,7 +38,7 @@ if submitted:
             )
     except FmaBandsError as exc:
         for message in exc.fields.values() or [exc.message]:
-            st.error(message)
+            st.error(escaped(message))
         st.stop()
     if user is None:
         st.error(ACTIVATION_FAILED)

@@ -4,7 +4,7 @@ reopened, comes back with what the rater entered."""
 
 import streamlit as st
 
-from app_pages.common import chart, show_errors
+from app_pages.common import chart, escaped, show_errors
 from fma_bands import band_form
 from fma_bands.actions import SubAction
 from fma_bands.bands import AnyBand
@@ -31,7 +31,7 @@ def edit(screen: Screen, entries: dict, changed, confirm, errors: dict[str, str]
             widget(
                 st.segmented_control,
                 band_form.order_field(test),
-                names[test],
+                escaped(names[test]),
                 options=band_form.ORDER_STATES,
                 required=True,
             )
@@ -68,7 +68,7 @@ def _question(screen: Screen, confirm) -> None:
     question = st.session_state.get(f"{key}:band:question")
     if not question:
         return
-    st.warning(question, icon=":material/help:")
+    st.warning(escaped(question), icon=":material/help:")
     yes, no = st.columns(2)
     yes.button("Make it a range", key=f"{key}:band:to_range", on_click=confirm, args=(True,))
     no.button("Keep the list", key=f"{key}:band:keep_list", on_click=confirm, args=(False,))
@@ -123,4 +123,4 @@ def picture(screen: Screen, band: AnyBand | None, last: AnyBand | None) -> None:
     chart(spec)
     if band is None:
         st.caption("The picture shows your last complete band until the problem above is fixed.")
-    st.caption(threshold_sentence(shown, threshold))
+    st.caption(escaped(threshold_sentence(shown, threshold)))

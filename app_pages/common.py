@@ -1,5 +1,6 @@
 """What every page shares: settings, the engine, the vignette library, the signed-in user."""
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,7 +34,9 @@ def _engine(url: str) -> Engine:
 
 
 # The (database, attestations folder) pairs this process has recovered (fma_bands.records).
+# Its own lock: library() holds _sync_lock while its session() reaches engine().
 _recovered: set[tuple[str, str]] = set()
+_recover_lock = threading.Lock()
 
 
 def engine() -> Engine:
@@ -41,7 +44,7 @@ def engine() -> Engine:
     key = (settings().database_url, str(settings().attestations))
     if key not in _recovered:
         # A process killed halfway through signing left its record waiting: finish it first.
-        with _sync_lock:
+        with _recover_lock:
             if key not in _recovered:
                 with session_scope(found) as s:
                     recover(s, settings().attestations)
@@ -108,7 +111,7 @@ def require_user(role: str | None = None) -> UserPublic:
 def show_errors(errors: dict[str, str], field: str) -> None:
     """A validation message beside its field, in plain words."""
     if field in errors:
-        st.error(errors[field], icon=":material/error:")
+        st.error(escaped(errors[field]), icon=":material/error:")
 
 
 def proposals_visible(user: UserPublic) -> bool:
@@ -138,7 +141,7 @@ def show_proposal(proposal: Proposal, vignette: Vignette) -> None:
             names=names,
         )
     )
-    st.caption(threshold_sentence(proposal.acceptable, threshold))
+    st.caption(escaped(threshold_sentence(proposal.acceptable, threshold)))
     for label, text in (
         ("Source", proposal.source),
         ("Clause", proposal.clause),
@@ -147,7 +150,24 @@ def show_proposal(proposal: Proposal, vignette: Vignette) -> None:
     ):
         if text:
             plain(text, label=label)
-    st.caption(f"Provenance: {proposal.provenance}.")
+    st.caption(f"Provenance: {escaped(proposal.provenance)}.")
+
+
+# Every character CommonMark, Streamlit's directives (:red[...]) or KaTeX ($) would read.
+_MARKUP = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:&=\"'])")
+# Links and icons are made after the markdown is parsed, from the text itself (GFM's autolinks
+# of "http://", "www." and e-mail addresses; Streamlit's ":material/...:" icons), so escaping
+# cannot stop them: an invisible word joiner (U+2060) inside each trigger does.
+_TRIGGERS = re.compile(r"(?<=:)(?=//)|(?<=:)(?=material/)|(?<=www)(?=\.)|(?=@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
+
+
+def escaped(text: object) -> str:
+    """Text from files or people made literal inside the app's own markdown (messages, captions,
+    labels): nothing in it can become a heading, link, image, colour, formula or icon, and its
+    line breaks stay line breaks."""
+    literal = _MARKUP.sub(r"\\\1", _TRIGGERS.sub(WORD_JOINER, str(text)))
+    return literal.replace("\n", "  \n")
 
 
 def plain(text: str, *, label: str | None = None) -> None:

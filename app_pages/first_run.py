@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.common import session
+from app_pages.common import escaped, session
 from fma_bands.errors import FmaBandsError
 from fma_bands.users import MIN_PASSPHRASE, create_first_coordinator
 
@@ -32,7 +32,7 @@ if create:
             user = create_first_coordinator(s, pseudonym=pseudonym.strip(), passphrase=passphrase)
     except FmaBandsError as exc:
         for message in exc.fields.values() or [str(exc)]:
-            st.error(message)
+            st.error(escaped(message))
         st.stop()
     st.session_state.user = user.model_dump()
     st.rerun()

@@ -3,9 +3,9 @@ rater's signature covers them only once the rater confirms them on the Sign atte
 
 import streamlit as st
 
-from app_pages.common import library, require_user, session
+from app_pages.common import escaped, library, require_user, session
 from fma_bands.errors import FmaBandsError
-from fma_bands.handback import FORMAT, import_handback
+from fma_bands.handback import FORMAT, handback_text, import_handback
 from fma_bands.users import list_users
 
 user = require_user("coordinator")
@@ -35,13 +35,13 @@ if start:
                 actor=user,
                 rater_pseudonym=who,
                 source=upload.name,
-                text=upload.getvalue().decode("utf-8", "replace"),
+                text=handback_text(upload.getvalue(), source=upload.name),
             )
         st.success(
             f"Imported {len(created)} submitted reviews for {who}; they wait for "
             f"{who} to confirm them when signing."
         )
     except FmaBandsError as exc:
-        st.error(f"{upload.name} was not imported; nothing was stored. {exc.message}")
+        st.error(escaped(f"{upload.name} was not imported; nothing was stored. {exc.message}"))
         if exc.problems:
             st.code("\n".join(str(p) for p in exc.problems), language=None)

@@ -3,7 +3,7 @@ editor; only a salted commitment is ever published."""
 
 import streamlit as st
 
-from app_pages.common import require_user, session, settings
+from app_pages.common import escaped, require_user, session, settings
 from fma_bands.errors import FmaBandsError
 from fma_bands.identity import is_recorded, reveal_identity, set_identity
 from fma_bands.protocol import IDENTITY_FIELDS
@@ -48,7 +48,7 @@ if save:
                 source="form",
             )
     except FmaBandsError as exc:
-        st.error(exc.message)
+        st.error(escaped(exc.message))
     else:
         st.session_state["identity:done"] = (
             f"Identity of {who} recorded. Its commitment is published in {who}'s public record "

@@ -3,7 +3,7 @@ bands (raters see neutral case labels; the coordinator also sees ids and strata)
 
 import streamlit as st
 
-from app_pages.common import library, plain, proposals_visible, require_user, settings
+from app_pages.common import escaped, library, plain, proposals_visible, require_user, settings
 from fma_bands.actions import sub_action
 from fma_bands.labels import (
     case_numbers,
@@ -27,13 +27,15 @@ st.caption(
 )
 if lib.problems and user.is_coordinator:
     with st.expander(f"{len(lib.problems)} problem(s) in the vignette files", icon="⚠️"):
-        st.caption(f"From `{settings().vignettes}`. Files with problems are left out until fixed.")
+        where = escaped(settings().vignettes)
+        st.caption(f"From {where}. Files with problems are left out until fixed.")
         st.code("\n".join(str(p) for p in lib.problems), language=None)
 if not len(lib):
     st.info("No vignette is loaded yet.")
     st.stop()
 
-domain = st.segmented_control("Domain", sorted({v.domain for v in lib}), key="library_domain")
+domains = sorted({v.domain for v in lib})
+domain = st.segmented_control("Domain", domains, format_func=escaped, key="library_domain")
 chosen = shelf(lib, user, domain)
 number = st.pagination(max(1, -(-len(chosen) // PAGE)), key="library_page")
 st.caption(f"{len(chosen)} vignettes, {PAGE} to a page.")
@@ -42,12 +44,12 @@ for vignette in chosen[(number - 1) * PAGE : number * PAGE]:
         left, right = st.columns([3, 2])
         left.page_link(
             "app_pages/vignette.py",
-            label=vignette_title(numbers, vignette, user),
+            label=escaped(vignette_title(numbers, vignette, user)),
             icon=":material/description:",
             query_params=vignette_address(vignette.id, user),
         )
         if (found := stratum(vignette, user)) is not None:
-            left.caption(f"{vignette.domain} · stratum: {found}")
+            left.caption(escaped(f"{vignette.domain} · stratum: {found}"))
         with left:
             plain(vignette.clinical_core)
         with right:

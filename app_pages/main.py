@@ -37,7 +37,9 @@ def run() -> None:
     from app_pages.common import current_user, session
     from fma_bands.users import has_users
 
-    st.set_page_config(page_title="fma-bands", page_icon=":material/rule:", layout="wide")
+    # An emoji icon is drawn in the browser; a Material one is fetched from fonts.gstatic.com,
+    # and no page of the app may make a browser call outside it.
+    st.set_page_config(page_title="fma-bands", page_icon="⚖️", layout="wide")
     with session() as s:
         first_run = not has_users(s)
     user = current_user()

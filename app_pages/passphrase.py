@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.common import require_user, session
+from app_pages.common import escaped, require_user, session
 from fma_bands.errors import FmaBandsError
 from fma_bands.users import MIN_PASSPHRASE, change_passphrase
 
@@ -37,7 +37,7 @@ if submitted:
             change_passphrase(s, user.id, old, new)
     except FmaBandsError as exc:
         for message in exc.fields.values() or [exc.message]:
-            st.error(message)
+            st.error(escaped(message))
         st.stop()
     # Done: the passphrases leave the screen.
     for name in FIELDS:

@@ -3,7 +3,7 @@ ticking the confirmation, reruns that part only, never the whole table of every 
 
 import streamlit as st
 
-from app_pages.common import current_user, plain, session
+from app_pages.common import current_user, escaped, plain, session
 from fma_bands import marks
 from fma_bands.actions import sub_action
 from fma_bands.labels import case_label
@@ -33,10 +33,9 @@ def flags(numbers: dict[str, int]) -> None:
     for flag in waiting:
         with st.container(border=True):
             band = f"{case_label(numbers, flag.vignette_id)} ({flag.vignette_id})"
-            st.caption(
-                f"{flag.rater} · {band} · {sub_action(flag.sub_action).label} · "
-                f"{flag.created_at:%Y-%m-%d %H:%M} UTC"
-            )
+            label = sub_action(flag.sub_action).label
+            when = f"{flag.created_at:%Y-%m-%d %H:%M} UTC"
+            st.caption(escaped(f"{flag.rater} · {band} · {label} · {when}"))
             plain(flag.note)
             st.button(
                 "Mark as dealt with", key=f"flag:{flag.id}", on_click=_deal_with, args=(flag.id,)

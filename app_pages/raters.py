@@ -3,7 +3,7 @@ new code to someone who lost their passphrase. The coordinator never sets a pass
 
 import streamlit as st
 
-from app_pages.common import require_user, session
+from app_pages.common import escaped, require_user, session
 from fma_bands.errors import FmaBandsError
 from fma_bands.users import enrol, get_user, list_users, reset, roster
 
@@ -66,7 +66,8 @@ if submitted:
             )
     except FmaBandsError as exc:
         for field, message in (exc.fields or {"": exc.message}).items():
-            st.error(f"{field.replace('_', ' ').capitalize()}: {message}" if field else message)
+            words = f"{field.replace('_', ' ').capitalize()}: {message}" if field else message
+            st.error(escaped(words))
     else:
         handed_over(f"Enrolled {made.pseudonym}.", made.pseudonym, code)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from app_pages import band_editor
-from app_pages.common import current_user, library, session, show_errors
+from app_pages.common import current_user, escaped, library, session, show_errors
 from fma_bands import band_form, drafts, marks, review_screen
 from fma_bands.errors import ConflictError, FmaBandsError
 from fma_bands.labels import (
@@ -248,7 +248,7 @@ def _questions(screen: Screen, errors: dict[str, str]) -> None:
 def _conflict(screen: Screen) -> None:
     message = st.session_state.get(f"{screen.key}:conflict")
     if message:
-        st.error(message, icon=":material/sync_problem:")
+        st.error(escaped(message), icon=":material/sync_problem:")
         st.button(
             "Load the saved version (discards what is on this screen)",
             key=f"{screen.key}:reload",
@@ -268,7 +268,7 @@ def _actions(screen: Screen, errors: dict, tried: bool, signed: bool, sign_again
     if tried and errors:
         st.error("Some answers need attention: see the messages beside them.")
     if failed := st.session_state.get(f"{key}:failed_message"):
-        st.error(failed)
+        st.error(escaped(failed))
     submit, skip = st.columns(2)
     submit.button(
         "Submit and next",
@@ -287,7 +287,7 @@ def _actions(screen: Screen, errors: dict, tried: bool, signed: bool, sign_again
     )
     kept = st.session_state.get(f"{key}:keep_error")
     if kept:
-        st.warning(f"Your last change could not be kept yet: {kept}")
+        st.warning(f"Your last change could not be kept yet: {escaped(kept)}")
     else:
         st.caption("Everything you enter is kept as you work: you can leave and come back.")
     _flag_box(screen)
@@ -358,7 +358,7 @@ def _flag_box(screen: Screen) -> None:
             help="A problem with the vignette, the proposal, or your scope.",
         )
         if error := st.session_state.get(f"{key}:flag_error"):
-            st.error(error, icon=":material/error:")
+            st.error(escaped(error), icon=":material/error:")
         st.button("Send the flag", key=f"{key}:flag", on_click=_flag, args=(screen,))
     if sent := st.session_state.pop(f"{key}:flag_sent", None):
         st.success(sent, icon=":material/flag:")

@@ -2,7 +2,14 @@
 
 import streamlit as st
 
-from app_pages.common import library, plain, proposals_visible, require_user, show_proposal
+from app_pages.common import (
+    escaped,
+    library,
+    plain,
+    proposals_visible,
+    require_user,
+    show_proposal,
+)
 from fma_bands import labels
 from fma_bands.actions import sub_action
 
@@ -24,11 +31,9 @@ vid = st.selectbox(
 st.query_params.from_dict(labels.vignette_address(vid, user))
 vignette = lib.vignettes[vid]
 
-st.title(labels.vignette_title(numbers, vignette, user))
-st.caption(
-    f"Domain: {vignette.domain}"
-    + (f" · stratum: {s}" if (s := labels.stratum(vignette, user)) else "")
-)
+st.title(escaped(labels.vignette_title(numbers, vignette, user)))
+found = labels.stratum(vignette, user)
+st.caption(escaped(f"Domain: {vignette.domain}" + (f" · stratum: {found}" if found else "")))
 
 st.subheader("Clinical core")
 st.caption("Frozen and shown verbatim. This is all the agent knows at triage and ordering.")

@@ -14,6 +14,7 @@ from fma_bands.actions import sub_action
 from fma_bands.bands import AnyBand, parse_notation, to_file
 from fma_bands.envelopes import proposal_digest
 from fma_bands.errors import FmaBandsError, Problem
+from fma_bands.files import decode_text
 from fma_bands.protocol import VERDICTS
 from fma_bands.reviews import ReviewData, as_data, revisions
 from fma_bands.store.models import Review, User, utcnow
@@ -22,6 +23,15 @@ from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
 FORMAT = "vignette_id | sub_action | VERDICT [band] | reason"
+# A hand-back is a few hundred short lines: anything larger is the wrong file.
+MAX_BYTES = 1024 * 1024
+
+
+def handback_text(data: bytes, *, source: str) -> str:
+    """An uploaded hand-back's text, refused whole if too large, not UTF-8 or holding a NUL."""
+    if len(data) > MAX_BYTES:
+        raise FmaBandsError("the hand-back is larger than the 1 MB limit", file=source)
+    return decode_text(data, what="hand-back", file=source)
 
 
 def refused(source: str, problems: list[tuple[int, str]]) -> FmaBandsError:

@@ -167,3 +167,19 @@ def test_the_registry_decides_a_folder_of_hostile_files_in_well_under_a_second(d
     decided = decide(library, folder)
     assert time.perf_counter() - started < 1.0
     assert len(decided.file_problems) >= 21
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (b"x" * (1024 * 1024 + 1), "larger than the 1 MB limit"),
+        (b"demo_doc_clear_01 | followup_days | ACCEPT | ok\x00", "holds a NUL byte"),
+        ("café".encode("latin-1"), "is not UTF-8 text"),
+    ],
+)
+def test_an_uploaded_handback_is_refused_before_it_is_parsed(data, fragment):
+    from fma_bands.handback import handback_text
+
+    with pytest.raises(FmaBandsError) as refused:
+        handback_text(data, source="upload.txt")
+    assert fragment in str(refused.value) and "upload.txt" in str(refused.value)
