@@ -154,7 +154,7 @@ def show_proposal(proposal: Proposal, vignette: Vignette) -> None:
 
 
 # Every character CommonMark, Streamlit's directives (:red[...]) or KaTeX ($) would read.
-_MARKUP = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:&=\"'])")
+_MARKUP = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:&=])")
 # Links and icons are made after the markdown is parsed, from the text itself (GFM's autolinks
 # of "http://", "www." and e-mail addresses; Streamlit's ":material/...:" icons), so escaping
 # cannot stop them: an invisible word joiner (U+2060) inside each trigger does.

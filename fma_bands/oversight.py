@@ -71,12 +71,6 @@ def rater_summaries(
         .where(col(User.role) == "rater")
         .order_by(col(User.pseudonym))
     ).all()
-    # A review is current when it was made of the band as the files hold it now.
-    current_bands = {
-        (v.id, p.sub_action, v.context_digest_for(p.sub_action), p.band_digest)
-        for v in library
-        for p in v.proposals
-    }
     latest = _latest_by_rater(session)
     kept = _drafts_by_rater(session)
     marks = _marks_by_rater(session)
@@ -86,8 +80,16 @@ def rater_summaries(
         mine = latest.get(rater_id, {})
         current = [
             r
-            for band, r in mine.items()
-            if r[0] == "submitted" and (*band, *r[3:5]) in current_bands
+            for (vid, name), r in mine.items()
+            if r[0] == "submitted"
+            and library.is_current(
+                vid,
+                name,
+                context_digest=r[3],
+                band_digest=r[6],
+                proposal_digest=r[4],
+                mode=r[2],
+            )
         ]
         judged = [r for r in current if r[2] == "review"]
         times = sorted(r[5] for r in mine.values() if r[5])
@@ -117,8 +119,16 @@ def _pace(times: list[datetime]) -> tuple[float | None, int]:
     return (round(statistics.median(working), 1) if working else None, len(working))
 
 
-# (status, verdict, mode, context digest, proposal digest, submitted at) of a review.
-_SUMMARY = ("status", "verdict", "mode", "context_digest", "proposal_digest", "submitted_at")
+# (status, verdict, mode, context digest, proposal digest, submitted at, band digest).
+_SUMMARY = (
+    "status",
+    "verdict",
+    "mode",
+    "context_digest",
+    "proposal_digest",
+    "submitted_at",
+    "band_digest",
+)
 
 
 def _latest_by_rater(session: Session) -> dict[int, dict[tuple[str, str], tuple]]:

@@ -2,6 +2,7 @@
 template made once per module: the users' Argon2 hashes and signing keys are what is slow to
 make), and helpers that drive the app and read what it shows."""
 
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, Error
 
+from app_pages.common import WORD_JOINER
 from fma_bands.review_screen import screen_key
 from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
@@ -215,6 +217,13 @@ def answer_questions(at: AppTest, band, *, q5_note: str | None = None) -> None:
         at.text_input(key=key(band, "q5", "note")).input(q5_note)
 
 
+def as_read(markdown: str) -> str:
+    """What a person reads of the app's markdown: its escapes (app_pages.common.escaped) and
+    word joiners gone, its hard line breaks plain ones."""
+    unescaped = re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+    return unescaped.replace(WORD_JOINER, "").replace("  \n", "\n")
+
+
 def shown(at: AppTest) -> str:
     """Everything on the screen: every element's content (text, labels, options, table data,
     links) and every widget's current value, main body and sidebar."""
@@ -232,7 +241,7 @@ def shown(at: AppTest) -> str:
 
 
 def texts(at: AppTest) -> list[str]:
-    return [e.value for e in (*at.title, *at.subheader, *at.markdown, *at.caption)]
+    return [as_read(e.value) for e in (*at.title, *at.subheader, *at.markdown, *at.caption)]
 
 
 def message_beside(at: AppTest, widget_key: str) -> str | None:
@@ -240,7 +249,7 @@ def message_beside(at: AppTest, widget_key: str) -> str | None:
     leaves = [n for n in at.main if not isinstance(n, Block)]
     [at_index] = [i for i, n in enumerate(leaves) if getattr(n, "key", None) == widget_key]
     following = leaves[at_index + 1] if at_index + 1 < len(leaves) else None
-    return following.value if isinstance(following, Error) else None
+    return as_read(following.value) if isinstance(following, Error) else None
 
 
 def title(at: AppTest) -> str:

@@ -13,6 +13,7 @@ from sqlmodel import Session
 from fma_bands import audit
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import AuditEvent, StudySettings, UTCDateTime
+from fma_bands.study import study
 
 PAYLOADS = [
     {"vignette": "draft_documentation_01", "sub_action": "followup_days"},
@@ -122,14 +123,16 @@ def test_rolled_back_transaction_leaves_no_event(engine):
 
     def close_phase_then_fail() -> None:
         with session_scope(engine) as s:
-            s.add(StudySettings(phase="closed"))
+            study(s)  # the one study row, made by the migrations (or here on PostgreSQL)
+        with session_scope(engine) as s:
+            s.execute(select(StudySettings)).scalar_one().phase = "closed"
             audit.record(s, kind="phase.closed", actor="coordinator", payload={"phase": "closed"})
             raise RuntimeError("the audited action failed after recording")
 
     with pytest.raises(RuntimeError):
         close_phase_then_fail()
     with Session(engine) as s:
-        assert s.get(StudySettings, 1) is None
+        assert s.execute(select(StudySettings)).scalar_one().phase == "open"
         assert audit.head(s)[0] == 2
     append(engine, 1)
     assert check(engine).ok and check(engine).n_events == 3

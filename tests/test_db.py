@@ -9,6 +9,7 @@ from sqlmodel import select
 
 from fma_bands.store.db import make_engine, normalise_url, session_scope
 from fma_bands.store.models import Review, StudySettings
+from fma_bands.study import study
 
 
 @pytest.mark.parametrize(
@@ -34,17 +35,20 @@ def test_sqlite_connections_enforce_foreign_keys_and_use_wal(tmp_path):
 
 
 def test_foreign_keys_hold_and_a_failed_session_writes_nothing(engine):
+    with session_scope(engine) as s:
+        study(s)  # the one study row (made by migration 0005, or on first use)
+    # A session that changes it and then breaks a foreign key leaves it as it was.
     with pytest.raises(IntegrityError), session_scope(engine) as s:
-        s.add(StudySettings())
+        s.exec(select(StudySettings)).one().mode = "blind"
         s.flush()
         s.add(Review(vignette_id="nope", sub_action="admit", rater_id=99, context_digest="d"))
     with session_scope(engine) as s:
-        assert s.exec(select(StudySettings)).all() == []
+        assert [row.mode for row in s.exec(select(StudySettings))] == ["review"]
 
 
 def test_timestamps_come_back_as_utc_and_naive_ones_are_refused(engine):
     with session_scope(engine) as s:
-        s.add(StudySettings())
+        study(s)
     with session_scope(engine) as s:
         stamp = s.exec(select(StudySettings)).one().updated_at
     assert stamp.utcoffset().total_seconds() == 0

@@ -6,257 +6,43 @@ Argon2 hashes and signing keys are what is slow to make), and checks the store, 
 """
 
 import json
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 
 import pytest
-import streamlit as st
 from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
-from streamlit.testing.v1.element_tree import Block, Error
 
 from fma_bands import audit, reviews
-from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.study import sync_vignettes
 from fma_bands.throttle import FREE_FAILURES
-from fma_bands.users import (
-    ACTIVATION_FAILED,
-    SIGN_IN_FAILED,
-    UserPublic,
-    create_user,
-    list_users,
+from fma_bands.users import ACTIVATION_FAILED, SIGN_IN_FAILED, UserPublic, list_users
+from tests import page_helpers
+from tests.page_helpers import (
+    BANDS,
+    DOC,
+    GOOD_ANSWERS,
+    MED,
+    PASSPHRASES,
+    as_read,
+    by_label,
+    click,
+    go,
+    key,
+    open_app,
+    open_review,
+    pages_of,
+    progress_text,
+    run,
+    shown,
+    texts,
+    title,
 )
-from fma_bands.vignettes import Library
-from tests.conftest import ROOT, SHARED_VIGNETTES
 
-# The four proposed bands of the FairMedAgent vignettes, in queue order.
-DOC = ("draft_documentation_01", "followup_days")  # interval, disputed span, results shown
-MED = ("draft_medication_01", "analgesia_tier")  # set, results shown
-ORDER = ("draft_ordering_01", "esi_acuity")
-TRIAGE = ("draft_triage_01", "esi_acuity")  # triage: clinical core only
-BANDS = (DOC, MED, ORDER, TRIAGE)
-PASSPHRASES = {
-    "coordinator": "coordinator pass",
-    "rater-01": "rater-01 pass",
-    "rater-02": "rater-02 pass",
-}
-# Answers that pass every protocol check (q5 is needed only where a disputed span is recorded).
-GOOD_ANSWERS = {
-    "q1": {"choice": "yes"},
-    "q2": {"choice": "yes"},
-    "q3": {"choice": "no"},
-    "q4": {"choice": "no"},
-    "q5": {"note": "the narrow reading fits this patient"},
-    "q6": {"choice": "yes"},
-}
-
-
-# Set-up ------------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    # The engine and the library are cached per process: one test's store must not leak.
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
-
-
-@pytest.fixture
-def app_env(monkeypatch, tmp_path, shared_vignettes) -> str:
-    """The environment the app reads; returns the URL of a fresh, empty store."""
-    url = f"sqlite:///{tmp_path / 'fma-bands.db'}"
-    monkeypatch.setenv("FMA_BANDS_DATABASE_URL", url)
-    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(SHARED_VIGNETTES))
-    monkeypatch.chdir(ROOT)
-    return url
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory, shared_library):
-    """A store with the vignettes synced, the coordinator and two raters, made once."""
-    path = tmp_path_factory.mktemp("template") / "fma-bands.db"
-    engine = make_engine(f"sqlite:///{path}")
-    upgrade(engine)
-    with session_scope(engine) as s:
-        sync_vignettes(s, shared_library, actor=None)
-        users = [
-            create_user(
-                s,
-                actor=None,
-                pseudonym="coordinator",
-                passphrase=PASSPHRASES["coordinator"],
-                role="coordinator",
-            )
-        ]
-        for name, specialty in (("rater-01", "emergency medicine"), ("rater-02", "geriatrics")):
-            users.append(
-                create_user(
-                    s,
-                    actor=None,
-                    pseudonym=name,
-                    passphrase=PASSPHRASES[name],
-                    role="rater",
-                    specialty=specialty,
-                    jurisdiction="Australia",
-                    years_post_registration=7,
-                )
-            )
-    engine.dispose()
-    return path, users
-
-
-@dataclass
-class Study:
-    url: str
-    library: Library
-    coordinator: UserPublic
-    rater: UserPublic
-    other: UserPublic
-
-    @contextmanager
-    def store(self) -> Iterator:
-        engine = make_engine(self.url)
-        try:
-            with session_scope(engine) as s:
-                yield s
-        finally:
-            engine.dispose()
-
-    def reviews(self, rater: UserPublic, band: tuple[str, str]):
-        with self.store() as s:
-            return my_reviews(s, self.library, rater, *band)
-
-    def save(self, rater: UserPublic, where: tuple[str, str], *, submit: bool, **form):
-        """Save a review of the band `where` straight into the store, as another tab would."""
-        with self.store() as s:
-            current = current_review(s, self.library, rater, *where)
-            return save(
-                s,
-                self.library,
-                rater,
-                *where,
-                ReviewForm(**form),
-                expected_version=current.version if current else 0,
-                submit=submit,
-            )
-
-
-@pytest.fixture
-def study(app_env, template, shared_library, tmp_path) -> Study:
-    path, (coordinator, rater, other) = template
-    target = tmp_path / "fma-bands.db"
-    for suffix in ("", "-wal"):
-        if path.with_name(path.name + suffix).exists():
-            shutil.copy(path.with_name(path.name + suffix), target.with_name(target.name + suffix))
-    return Study(app_env, shared_library, coordinator, rater, other)
-
-
-# Driving the app ---------------------------------------------------------------------------
-
-
-def run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def open_app(user: UserPublic | None = None, page: str | None = None, **params) -> AppTest:
-    """A new browser tab, signed in as `user` (or not), optionally on `page` with query params."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
-    if user is not None:
-        at.session_state["user"] = user.model_dump()
-    run(at)
-    if page is not None:
-        go(at, page, **params)
-    return at
-
-
-def go(at: AppTest, page: str, **params) -> AppTest:
-    at.switch_page(page)
-    for name, value in params.items():
-        at.query_params[name] = value
-    return run(at)
-
-
-def open_review(user: UserPublic, band: tuple[str, str]) -> AppTest:
-    return open_app(user, "app_pages/review.py", vignette=band[0], sub_action=band[1])
-
-
-def pages_of(at: AppTest) -> list[str]:
-    """Every page this session's navigation offers (a page it does not offer cannot be
-    switched to). Leaves the app to be switched to a page before its next run."""
-    offered = []
-    for path in sorted((ROOT / "app_pages").glob("*.py")):
-        page = f"app_pages/{path.name}"
-        try:
-            at.switch_page(page)
-        except ValueError:
-            continue
-        offered.append(page)
-    return offered
-
-
-def key(band: tuple[str, str], *parts: str) -> str:
-    return ":".join((*band, *parts))
-
-
-def click(at: AppTest, label: str) -> AppTest:
-    [button] = [b for b in at.button if b.label == label]
-    button.click()
-    return run(at)
-
-
-def by_label(widgets, label: str):
-    [widget] = [w for w in widgets if w.label == label]
-    return widget
-
-
-def answer_questions(at: AppTest, band, *, q5_note: str | None = None) -> None:
-    for q, choice in (("q1", "yes"), ("q2", "yes"), ("q3", "no"), ("q4", "no"), ("q6", "yes")):
-        at.radio(key=key(band, q, "choice")).set_value(choice)
-    if q5_note is not None:
-        at.text_input(key=key(band, "q5", "note")).input(q5_note)
-
-
-def shown(at: AppTest) -> str:
-    """Everything on the screen: every element's content (text, labels, options, table data,
-    links) and every widget's current value, main body and sidebar."""
-    parts = []
-    for root in (at.main, at.sidebar):
-        for node in root:
-            proto = getattr(node, "proto", None)
-            if proto is not None:
-                parts.append(str(proto))
-            if isinstance(node, Block):
-                continue
-            value = node.value
-            parts.append(value.to_string() if hasattr(value, "to_string") else repr(value))
-    return "\n".join(parts)
-
-
-def texts(at: AppTest) -> list[str]:
-    return [e.value for e in (*at.title, *at.subheader, *at.markdown, *at.caption)]
-
-
-def message_beside(at: AppTest, widget_key: str) -> str | None:
-    """The error drawn right after the widget with this key, if any."""
-    leaves = [n for n in at.main if not isinstance(n, Block)]
-    [at_index] = [i for i, n in enumerate(leaves) if getattr(n, "key", None) == widget_key]
-    following = leaves[at_index + 1] if at_index + 1 < len(leaves) else None
-    return following.value if isinstance(following, Error) else None
-
-
-def title(at: AppTest) -> str:
-    return at.title[0].value if at.title else ""
-
-
-# First run ---------------------------------------------------------------------------------
+fresh_caches, app_env, template, study = (
+    page_helpers.fresh_caches,
+    page_helpers.app_env,
+    page_helpers.template,
+    page_helpers.study,
+)
 
 
 def fill_first_run(at: AppTest, passphrase: str, repeat: str) -> AppTest:
@@ -339,16 +125,6 @@ def test_coordinator_signs_in_to_study_admin(study):
 
 
 # Queue -------------------------------------------------------------------------------------
-
-
-def progress_text(at: AppTest) -> str:
-    [bar] = at.get("progress")
-    return bar.text
-
-
-def resume_button(at: AppTest):
-    [button] = [b for b in at.button if b.label.startswith(("Resume", "Start reviewing"))]
-    return button
 
 
 # Review page: what it shows ----------------------------------------------------------------
@@ -472,7 +248,7 @@ def test_a_real_name_is_refused_naming_the_field(study):
     at = open_app(study.coordinator)
     before = users_in(study.url)
     enrol(at, "Dr Jane Smith")
-    [error] = [e.value for e in at.error]
+    [error] = [as_read(e.value) for e in at.error]
     assert error.startswith("Pseudonym:") and "never a real name" in error
     assert not at.success
     assert by_label(at.text_input, "Pseudonym").value == "Dr Jane Smith"  # input kept

@@ -6,6 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
+from tests.page_helpers import as_read
 
 
 @pytest.fixture
@@ -51,9 +52,8 @@ def app(monkeypatch, shared_vignettes, tmp_path):
 
 
 def text_of(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts = [as_read(m.value) for m in (*at.markdown, *at.caption, *at.title, *at.subheader)]
     parts += [t.value for t in at.text]
-    parts += [t.value for t in at.title] + [s.value for s in at.subheader]
     return "\n".join(parts)
 
 

@@ -17,6 +17,7 @@ from tests.page_helpers import (
     MED,
     ORDER,
     TRIAGE,
+    as_read,
     click,
     go,
     key,
@@ -196,7 +197,7 @@ def test_a_flag_without_a_note_keeps_the_form_and_says_why(study):
     at.text_area(key=key(MED, "reason")).input("half a thought").run()
     click(at, "Send the flag")
     assert "say what the coordinator should look at: one sentence is enough" in [
-        e.value for e in at.error
+        as_read(e.value) for e in at.error
     ]
     assert at.text_area(key=key(MED, "reason")).value == "half a thought"
     at.text_area(key=key(MED, "flag_note")).input("The core gives no renal function.").run()
@@ -257,7 +258,7 @@ def test_switching_list_and_range_keeps_the_band(study):
     # A list with a gap asks first, and stays a list until the rater says so.
     at.pills(key=key(MED, "band", "values")).set_value([1, 3]).run()
     at.radio(key=key(MED, "band", "form")).set_value("a range").run()
-    [question] = [w.value for w in at.warning if "has a gap" in w.value]
+    [question] = [as_read(w.value) for w in at.warning if "has a gap" in as_read(w.value)]
     assert "would also admit 2 - weak opioid" in question
     assert at.radio(key=key(MED, "band", "form")).value == "a list of values"
     assert at.pills(key=key(MED, "band", "values")).value == [1, 3]
@@ -309,7 +310,9 @@ def test_an_order_can_be_added_by_its_readable_name_and_submitted(demo_rater):
     band = ("demo_order_border_01", "orders")
     at = open_app(rater, "app_pages/review.py", vignette=band[0], sub_action=band[1])
     at.radio(key=key(band, "verdict")).set_value("AMEND").run()
-    controls = {c.label: c for c in at.segmented_control if c.key.startswith(key(band, "band"))}
+    controls = {
+        as_read(c.label): c for c in at.segmented_control if c.key.startswith(key(band, "band"))
+    }
     # Every orderable of the vignette, by the name the file gives or its key humanised.
     assert set(controls) == {"ECG", "Chest X-ray", "D-dimer", "CT pulmonary angiogram", "Troponin"}
     assert controls["ECG"].value == "required"

@@ -104,8 +104,15 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
                 # the migrations run (a no-op inside a transaction, so before it), checked after.
                 connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
                 connection.commit()
+                # Python's sqlite3 opens a transaction only before INSERT, UPDATE and DELETE, so
+                # each CREATE or ALTER would commit on its own and a process killed halfway
+                # would leave half a schema. The migrations run in one explicit transaction.
+                raw = connection.connection.driver_connection
+                raw.isolation_level = None  # type: ignore[union-attr]
             try:
                 with connection.begin():
+                    if sqlite:
+                        connection.exec_driver_sql("BEGIN IMMEDIATE")
                     config = _alembic_config(connection)
                     tables = set(inspect(connection).get_table_names())
                     if "alembic_version" not in tables and "review" in tables:
@@ -118,6 +125,7 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
                         )
             finally:
                 if sqlite:
+                    raw.isolation_level = ""  # type: ignore[union-attr]
                     connection.exec_driver_sql("PRAGMA foreign_keys=ON")
                     connection.commit()
         return current_revision(engine)

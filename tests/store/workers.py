@@ -13,7 +13,7 @@ ANSWERS = {
     "q2": {"choice": "yes"},
     "q3": {"choice": "no"},
     "q4": {"choice": "no"},
-    "q5": {"note": "The band's reading is right for this patient."},
+    "q5": {"choice": "band", "note": "The band's reading is right for this patient."},
     "q6": {"choice": "yes"},
 }
 
