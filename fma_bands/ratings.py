@@ -15,6 +15,15 @@ from fma_bands.store.models import Review
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
+ROUND_LABELS = {1: "Round 1: independent", 2: "Round 2: consensus-building"}
+ROUND_NOTES = {
+    1: "Round 1, the independent round: raters reviewed blind to each other, so its alpha is the "
+    "inter-rater reliability the study reports. A later round never changes it.",
+    2: "Round 2, consensus-building: only the bands chosen for it, re-reviewed after the raters "
+    "saw round 1's anonymised panel. Its agreement is not a reliability figure.",
+}
+PURPOSES = {1: "reliability", 2: "consensus-building"}
+
 
 def rating(review: ReviewData, library: Library) -> Rating:
     """What one review vouches for: the proposal if ACCEPT, the rater's own band if AMEND."""

@@ -54,12 +54,17 @@ ROUND_ONE = {
 }
 
 
-@pytest.fixture
-def library(tmp_path):
+def make_library(tmp_path):
+    """One demo vignette (two bands) in tmp_path/vignettes."""
     folder = tmp_path / "vignettes"
     folder.mkdir()
     shutil.copy(DEMO_VIGNETTES / f"{VID}.yaml", folder)
     return load_library([folder])
+
+
+@pytest.fixture
+def library(tmp_path):
+    return make_library(tmp_path)
 
 
 def enrol(engine, library, folder, order=RATERS):
