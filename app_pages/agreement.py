@@ -23,9 +23,12 @@ if not user.is_coordinator and current.phase == "open":
     st.stop()
 number = 1
 if current.round > 1:
+    # Until a round 2 is held every figure is round 1's, so there is no round to tell apart.
     held = list(range(1, current.round + 1))
-    number = st.segmented_control("Round", held, default=1, format_func=ROUND_LABELS.get) or 1
-st.caption(ROUND_NOTES[min(number, 2)])
+    number = (
+        st.segmented_control("Round", held, default=1, format_func=lambda n: ROUND_LABELS[n]) or 1
+    )
+    st.caption(ROUND_NOTES[number])
 metric = st.segmented_control(
     "Metric", METRICS, default="band", format_func=METRIC_LABELS.__getitem__
 )
@@ -51,7 +54,8 @@ if not screen.bands:
     st.info("No submitted review yet: there is nothing to compare.")
     st.stop()
 
-st.subheader(f"Krippendorff's alpha: {metric}, round {number}")
+in_round = f", round {number}" if current.round > 1 else ""
+st.subheader(f"Krippendorff's alpha: {metric}{in_round}")
 st.dataframe(screen.tables[metric], hide_index=True, column_order=HEADINGS)
 for note in screen.notes[metric]:
     st.caption(note)

@@ -19,7 +19,7 @@ from fma_bands import drafts, marks
 from fma_bands.actions import SUB_ACTIONS
 from fma_bands.labels import case_numbers
 from fma_bands.store.models import Review
-from fma_bands.study import round_bands, study
+from fma_bands.study import current_round_bands
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
@@ -55,8 +55,7 @@ class QueueRow:
 def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[QueueRow]:
     """Every band of the study for this rater (from round 2, the bands they re-review in it),
     by case number, then by step."""
-    number = study(session).round
-    chosen = round_bands(session, rater.id, number) if number > 1 else None
+    number, chosen = current_round_bands(session, rater.id)
     latest = _latest(session, rater, number)
     kept = drafts.in_progress(session, rater)
     marked = marks.open_marks(session, rater)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from fma_bands import audit
 from fma_bands.errors import AccessDenied, FmaBandsError
@@ -111,6 +111,23 @@ def round_bands(session: Session, rater_id: int, number: int) -> set[tuple[str, 
         RoundBand.round == number, RoundBand.rater_id == rater_id
     )
     return {(vid, name) for vid, name in session.exec(query)}
+
+
+def current_round_bands(session: Session, rater_id: int) -> tuple[int, set[tuple[str, str]] | None]:
+    """The current round, and from round 2 this rater's bands in it (None in round 1, which
+    takes every band), in one query: a queue asks on every screen."""
+    on = (col(RoundBand.round) == col(StudySettings.round)) & (col(RoundBand.rater_id) == rater_id)
+    query = (
+        select(StudySettings.round, RoundBand.vignette_id, RoundBand.sub_action)
+        .select_from(StudySettings)
+        .outerjoin(RoundBand, on)  # type: ignore[arg-type]
+        .where(StudySettings.id == 1)
+    )
+    rows = list(session.exec(query))
+    number = rows[0][0] if rows else study(session).round
+    if number == 1:
+        return 1, None
+    return number, {(vid, name) for _, vid, name in rows if vid is not None}
 
 
 def round_for(session: Session, rater_id: int, vid: str, name: str) -> int:

@@ -466,6 +466,7 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
     coordinator, by fma_bands.study.authorize, whichever module the action lives in."""
     from fma_bands.identity import reveal_identity, set_identity
     from fma_bands.reviews import rater_progress
+    from fma_bands.rounds import open_round
     from fma_bands.study import RULES, authorize, set_policy
     from fma_bands.users import enrol, reset
 
@@ -482,6 +483,14 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
         ),
         "reset": lambda s, who: reset(s, actor=who, pseudonym="adjudicator-02"),
         "set_phase": lambda s, who: set_phase(s, actor=who, phase="closed"),
+        "open_round": lambda s, who: open_round(
+            s,
+            library,
+            actor=who,
+            number=2,
+            folder=tmp_path,
+            bands=[("draft_triage_01", "esi_acuity")],
+        ),
         "set_mode": lambda s, who: set_mode(s, actor=who, mode="blind"),
         "set_policy": lambda s, who: set_policy(s, tmp_path, actor=who, quorum=1, scope="warn"),
         "import_handback": lambda s, who: import_handback(

@@ -59,8 +59,8 @@ def agreement(as_json: bool, bootstrap: int, seed: int, number: int) -> None:
     if as_json:
         print_json({"round": number, "purpose": PURPOSES[number], **report_to_json(report)})
         return
-    click.echo(ROUND_NOTES[number])
     click.echo(format_report(report))
+    click.echo(f"\n{ROUND_NOTES[number]}")
 
 
 def table(rows: list[list[str]]) -> list[str]:

@@ -77,7 +77,9 @@ def test_round_two_opens_takes_its_hand_backs_and_closes_for_good(fma, tmp_path)
     ]
     data = json.loads(fma("round", "show", "--json"))
     assert (data["round"], data["phase"]) == (2, "open")
-    assert data["bands"] == [{"vignette_id": VID, "sub_action": "esi_acuity", "raters": list(RATERS)}]
+    assert data["bands"] == [
+        {"vignette_id": VID, "sub_action": "esi_acuity", "raters": list(RATERS)}
+    ]
 
     paper = tmp_path / "paper.txt"
     paper.write_text(f"{VID} | urgency_score | ACCEPT | still right\n", encoding="utf-8")
