@@ -9,12 +9,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from fma_bands import audit
 from fma_bands.actions import sub_action
 from fma_bands.bands import consensus
-from fma_bands.errors import AccessDenied, FmaBandsError
+from fma_bands.errors import AccessDenied, ConflictError, FmaBandsError
 from fma_bands.policy import Policy, read_policy
 from fma_bands.reviews import attested_band, submitted_reviews
 from fma_bands.store.models import RoundBand, StudySettings, utcnow
@@ -160,6 +161,19 @@ def open_round(
     if empty:
         raise FmaBandsError(f"no rater can review {', '.join(empty)} in round {number}")
     now = utcnow()
+    # Compare-and-set: of two coordinators opening the round at once, the second is refused.
+    moved = session.execute(
+        update(StudySettings)
+        .where(
+            col(StudySettings.id) == 1,
+            col(StudySettings.round) == current.round,
+            col(StudySettings.phase) == "closed",
+        )
+        .values(round=number, phase="open", updated_at=now)
+    )
+    if moved.rowcount != 1:  # type: ignore[attr-defined]
+        raise ConflictError(f"round {number} was opened meanwhile: reload to see it")
+    session.expire_all()  # the settings row loaded above is stale now
     for (vid, name), people in raters.items():
         for rater in people:
             session.add(
@@ -172,9 +186,6 @@ def open_round(
                     opened_at=now,
                 )
             )
-    row = session.get(StudySettings, 1)
-    assert row is not None  # made by study() above
-    row.round, row.phase, row.updated_at = number, "open", now
     audit.record(
         session,
         kind="round_opened",

@@ -341,3 +341,43 @@ def test_a_round_two_consensus_is_signed_granted_and_exported_as_round_two(secon
     assert entries["urgency_score"]["x_round"] == 1
     with session_scope(engine) as s:
         assert state(s, viewer=coordinator).phase == "closed"
+
+
+def test_the_registry_counts_only_the_latest_round_of_a_band(second):
+    """All three raters signed round 1; in round 2 two of them revise and sign again. The third's
+    round-1 signature no longer counts for the band (the latest round does), and the two
+    round-2 bands agree."""
+    engine, library, folder, coordinator, raters = second
+    with session_scope(engine) as s:
+        for name in RATERS:
+            set_identity(
+                s,
+                actor=coordinator,
+                pseudonym=name,
+                record=IDENTITY | {"email": f"{name}@example.org"},
+                key_path=folder.parent / "identity.key",
+            )
+
+    def sign(name):
+        with session_scope(engine) as s:
+            attest(
+                s,
+                library,
+                rater=raters[name],
+                passphrase=f"{name} passphrase",
+                meaning="adjudication",
+                declarations=list(DECLARATIONS),
+                folder=folder,
+            )
+
+    for name in RATERS:
+        sign(name)
+    [first] = [d for d in decide(library, folder).decisions if d.sub_action == "esi_acuity"]
+    assert (first.adjudicated, [r.code for r in first.reasons]) == (False, ["no_consensus"])
+    for name in ("rater-a1", "rater-b2"):
+        review(engine, library, raters[name], ESI, "AMEND", [2, 3], reason="after the panel")
+        sign(name)
+    [later] = [d for d in decide(library, folder).decisions if d.sub_action == "esi_acuity"]
+    assert later.adjudicated and later.round == 2
+    assert later.adjudicated_by == ("rater-a1", "rater-b2")
+    assert later.band.values() == frozenset({2, 3})

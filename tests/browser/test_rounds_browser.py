@@ -123,6 +123,7 @@ def revise_in_round_two(page: Page, reason: str) -> None:
     for name in ("rater-01", "rater-02", "rater-03"):
         expect(main.get_by_text(name, exact=False)).to_have_count(0)
     assert SECRET_REASON not in page.content()
+    shoot(page, "rounds-panel")
     for number, choice in ((1, "yes"), (2, "yes"), (3, "no"), (4, "no"), (6, "yes")):
         choose(page, f"Answer to question {number}", choice)
     choose(page, "Verdict", "ACCEPT: the band stands as written")
