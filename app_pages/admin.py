@@ -1,12 +1,14 @@
-"""The coordinator's desk: study phase and mode, the registry policy, and raters' progress."""
+"""The coordinator's desk: the study's rounds (round 2 opened here, once confirmed; a round is
+closed on Raters' progress), the review mode, the registry policy, and raters' progress."""
 
 import streamlit as st
 
 from app_pages.common import library, require_user, session, settings
+from app_pages.round_parts import rounds
 from fma_bands.errors import FmaBandsError
 from fma_bands.policy import Policy, read_policy
 from fma_bands.reviews import rater_progress
-from fma_bands.study import set_mode, set_phase, set_policy, study
+from fma_bands.study import set_mode, set_policy, study
 
 user = require_user("coordinator")
 lib = library()
@@ -20,31 +22,20 @@ if lib.problems:
     with st.expander(f"{len(lib.problems)} problem(s) in the vignette files", icon="⚠️"):
         st.code("\n".join(str(p) for p in lib.problems), language=None)
 
-st.subheader("Review phase")
-phase_col, mode_col = st.columns(2)
-with phase_col:
-    st.markdown(f"The review phase is **{current.phase}**.")
-    st.caption(
-        "While it is open raters review blind to each other; closing it freezes reviews and "
-        "hand-back imports and shows agreement to raters."
-    )
-    other = "closed" if current.phase == "open" else "open"
-    if st.button("Close the review phase" if other == "closed" else "Reopen the review phase"):
-        with session() as s:
-            set_phase(s, actor=user, phase=other)
-        st.rerun()
-with mode_col:
-    labels = {
-        "review": "review: raters see the proposal, source, clause and reasoning",
-        "blind": "blind: raters write each band without seeing the proposal (no ACCEPT)",
-    }
-    mode = st.radio(
-        "Review mode", list(labels), index=list(labels).index(current.mode), format_func=labels.get
-    )
-    if mode != current.mode and st.button("Change the review mode"):
-        with session() as s:
-            set_mode(s, actor=user, mode=mode)
-        st.rerun()
+rounds()
+
+st.subheader("Review mode")
+labels = {
+    "review": "review: raters see the proposal, source, clause and reasoning",
+    "blind": "blind: raters write each band without seeing the proposal (no ACCEPT)",
+}
+mode = st.radio(
+    "Review mode", list(labels), index=list(labels).index(current.mode), format_func=labels.get
+)
+if mode != current.mode and st.button("Change the review mode"):
+    with session() as s:
+        set_mode(s, actor=user, mode=mode)
+    st.rerun()
 
 st.subheader("Registry policy")
 try:

@@ -1,5 +1,6 @@
 """Agreement between raters: Krippendorff's alpha per sub-action and pooled, with intervals and
-readings, and every band's raters beside the consensus. Raters see it once the phase closes."""
+readings, and every band's raters beside the consensus, one round at a time (round 1 is the
+reliability figure, round 2 consensus-building). Raters see it once the round closes."""
 
 import streamlit as st
 
@@ -9,17 +10,25 @@ from fma_bands.agreement.chart import alpha_chart
 from fma_bands.agreement.views import HEADINGS, METRIC_LABELS
 from fma_bands.errors import FmaBandsError
 from fma_bands.picture import band_chart
-from fma_bands.ratings import reviews_fingerprint, study_screen
+from fma_bands.ratings import ROUND_LABELS, ROUND_NOTES, reviews_fingerprint, study_screen
 from fma_bands.study import study
 
 user = require_user()
 lib = library()
 st.title("Agreement")
 with session() as s:
-    phase, fingerprint = study(s).phase, reviews_fingerprint(s)
-if not user.is_coordinator and phase == "open":
+    current, fingerprint = study(s), reviews_fingerprint(s)
+if not user.is_coordinator and current.phase == "open":
     st.info("Agreement between raters is shown once the coordinator closes the review phase.")
     st.stop()
+number = 1
+if current.round > 1:
+    # Until a round 2 is held every figure is round 1's, so there is no round to tell apart.
+    held = list(range(1, current.round + 1))
+    number = (
+        st.segmented_control("Round", held, default=1, format_func=lambda n: ROUND_LABELS[n]) or 1
+    )
+    st.caption(ROUND_NOTES[number])
 metric = st.segmented_control(
     "Metric", METRICS, default="band", format_func=METRIC_LABELS.__getitem__
 )
@@ -27,15 +36,17 @@ metric = metric or "band"
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _screen(url: str, fingerprint: tuple, files: tuple, viewer: str):
+def _screen(url: str, fingerprint: tuple, files: tuple, viewer: str, number: int):
     # Cached until a review changes (fingerprint) or a vignette file changes (files).
     with session() as s:
-        return study_screen(s, lib, viewer=user)
+        return study_screen(s, lib, viewer=user, round=number)
 
 
 try:
     with st.spinner("Computing alpha with a 1000-resample bootstrap…"):
-        screen = _screen(str(engine().url), fingerprint, tuple(lib.vignettes), user.pseudonym)
+        screen = _screen(
+            str(engine().url), fingerprint, tuple(lib.vignettes), user.pseudonym, number
+        )
 except FmaBandsError as exc:
     st.error(str(exc))
     st.stop()
@@ -43,7 +54,8 @@ if not screen.bands:
     st.info("No submitted review yet: there is nothing to compare.")
     st.stop()
 
-st.subheader(f"Krippendorff's alpha: {metric}")
+in_round = f", round {number}" if current.round > 1 else ""
+st.subheader(f"Krippendorff's alpha: {metric}{in_round}")
 st.dataframe(screen.tables[metric], hide_index=True, column_order=HEADINGS)
 for note in screen.notes[metric]:
     st.caption(note)

@@ -1,6 +1,6 @@
 """Raters' progress, the coordinator's view of the raters: progress, pace and share of ACCEPT;
-flags to deal with; every submitted review as CSV; and closing the review phase, once
-confirmed."""
+flags to deal with; every submitted review as CSV; and closing the current round, once
+confirmed (it is never reopened)."""
 
 import streamlit as st
 
@@ -14,7 +14,7 @@ user = require_user("coordinator")
 lib = library()
 with session() as s:
     summaries = rater_summaries(s, lib, viewer=user)
-    phase = study(s).phase
+    current = study(s)
 
 st.title("Raters' progress")
 if flash := st.session_state.pop("raters_flash", None):
@@ -48,8 +48,11 @@ st.download_button(
     icon=":material/download:",
 )
 st.caption("Each rater's latest submitted review of each band, with answers and confidence.")
-st.subheader("Close the review phase")
-if phase == "open":
-    close_phase()
+st.subheader(f"Close round {current.round}")
+if current.phase == "open":
+    close_phase(current.round)
 else:
-    st.info("The review phase is closed: reviews are frozen and agreement is shown to raters.")
+    st.info(
+        f"The review phase is closed (round {current.round}): reviews are frozen and agreement "
+        "is shown to raters."
+    )

@@ -45,11 +45,13 @@ def flags(numbers: dict[str, int]) -> None:
 
 
 @st.fragment
-def close_phase() -> None:
+def close_phase(number: int) -> None:
     st.markdown(
-        "Closing **freezes every review**: no rater can submit or revise a review, and no paper "
-        "hand-back can be imported. It also **ends the blinding** of this round: raters then see "
-        "agreement and each other's reviews. The protocol never reopens a closed round."
+        f"Closing round {number} **freezes every review** of it: no rater can submit or revise "
+        "a review, and no paper hand-back can be imported. It also **ends the blinding** of "
+        "this round: raters then see agreement and each other's reviews. The protocol never "
+        "reopens a closed round"
+        + (": bands still in dispute go to round 2, opened on Study admin." if number == 1 else ".")
     )
     sure = st.checkbox("I understand: close the review phase now", key="close_sure")
     if st.button("Close the review phase", type="primary", disabled=not sure):

@@ -21,6 +21,11 @@ if flash := st.session_state.pop("review:flash", None):
     st.success(flash, icon=":material/check_circle:")
 mode = "you see each proposed band" if settings.mode == "review" else "you write each band"
 st.caption(f"Review phase {settings.phase}; {settings.mode} mode: {mode}.")
+if settings.round > 1:
+    st.caption(
+        f"Round {settings.round}: the bands you re-review after round 1's anonymised panel. "
+        "Your other reviews are frozen as round 1 left them."
+    )
 if not rows:
     st.info("No band is waiting for review in this study.")
     st.stop()

@@ -7,7 +7,7 @@ import streamlit as st
 from app_pages.common import library, require_user, session, signed_bands, stack_below
 from app_pages.common import settings as settings_of_app
 from app_pages.review_form import follow, open_here, review_form
-from app_pages.review_parts import heading, submitted, what_the_agent_knows
+from app_pages.review_parts import heading, panel, submitted, what_the_agent_knows
 from fma_bands.attestations import resign
 from fma_bands.errors import FmaBandsError
 from fma_bands.labels import address, from_address
@@ -52,6 +52,7 @@ with st.container(key="review_columns"):
     left, right = st.columns([5, 6], gap="large")
 with left:
     what_the_agent_knows(screen)
+    panel(screen)
 with right:
     if not (screen.editing or open_here(screen)):
         submitted(screen)

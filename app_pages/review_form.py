@@ -144,7 +144,7 @@ def review_form(screen: Screen, signed: bool, sign_again: Callable) -> None:
             "entered here is still on screen, but it cannot be submitted over the newer version."
         )
     errors = review_screen.problems(
-        mine, screen.proposal, screen.vignette, screen.mode, final=tried
+        mine, screen.proposal, screen.vignette, screen.mode, final=tried, round=screen.round
     ) | (state.get(f"{key}:failed") or {})
     _conflict(screen)
     if screen.mode == "review":
@@ -176,7 +176,9 @@ def review_form(screen: Screen, signed: bool, sign_again: Callable) -> None:
         st.text_area,
         "reason",
         "Reason",
-        help="One sentence: why you accept, amend or decline.",
+        help="One sentence: why you accept, amend or decline."
+        if screen.round == 1
+        else f"Round {screen.round}, required: why you keep or revise your band after the panel.",
     )
     show_errors(errors, "reason")
     _widget(

@@ -1,12 +1,14 @@
 """The parts of the review screen around the rater's form: the way through the queue, what the
-agent knows at this step, and a review already submitted."""
+agent knows at this step, round 1's anonymised panel (from round 2), and a review already
+submitted."""
 
 import streamlit as st
 
-from app_pages.common import current_user, library, plain, session, show_proposal
+from app_pages.common import chart, current_user, library, plain, session, show_proposal
 from fma_bands.actions import sub_action
 from fma_bands.bands import parse_band
 from fma_bands.labels import QUESTION_WORDS, READING_WORDS, address, describe_band, tool_names
+from fma_bands.picture import Row, band_spec
 from fma_bands.protocol import QUESTIONS
 from fma_bands.review_screen import Screen, entries_from, keep
 
@@ -14,8 +16,9 @@ from fma_bands.review_screen import Screen, entries_from, keep
 def heading(screen: Screen) -> None:
     st.title(screen.action.label)
     step = screen.step.description.split(":")[0]
+    in_round = f"round {screen.round} · " if screen.round > 1 else ""
     st.caption(
-        f"{screen.case} · {step} · {screen.mode} mode · "
+        f"{screen.case} · {step} · {in_round}{screen.mode} mode · "
         f"band {screen.position} of {screen.total} in your queue ({screen.status})"
     )
     if flash := st.session_state.pop("review:flash", None):
@@ -52,6 +55,36 @@ def what_the_agent_knows(screen: Screen) -> None:
         st.subheader("Proposed band")
         with st.container(border=True):
             show_proposal(screen.proposal, screen.vignette)
+
+
+def panel(screen: Screen) -> None:
+    """Round 1's answers for this band as Rater A, B, C: the bands one above the other, how
+    many admit each value, and the reasons, never a name."""
+    found = screen.panel
+    if found is None:
+        return
+    st.subheader(f"Round {found.round}: the panel's bands")
+    st.caption(
+        f"Every round-{found.round} review of this band, yours among them, as Rater A, B, C: "
+        "the letters follow the answers, not who gave them, and are drawn afresh for each "
+        "band. Keep or revise your band in the light of them, and say why."
+    )
+    if not found.entries:
+        st.caption(f"No rater submitted a review of this band in round {found.round}.")
+        return
+    names = tool_names(screen.vignette)
+    rows = [Row(e.letter, e.band) for e in found.entries if e.band is not None]
+    if rows:
+        threshold = screen.proposal.effective_threshold
+        orderables = screen.vignette.orderables
+        chart(band_spec(screen.name, rows, threshold=threshold, orderables=orderables, names=names))
+    for line in found.counts:
+        st.text(line.capitalize())
+    for entry in found.entries:
+        with st.container(border=True):
+            said = "declined" if entry.band is None else describe_band(entry.band, names)
+            plain(said, label=f"{entry.letter}: {entry.verdict}")
+            plain(entry.reason or "(no reason given)")
 
 
 def submitted(screen: Screen) -> None:

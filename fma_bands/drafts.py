@@ -15,7 +15,7 @@ from sqlmodel import Session, col, delete, select
 
 from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.store.models import ScreenDraft, utcnow
-from fma_bands.study import study
+from fma_bands.study import round_bands, study
 from fma_bands.users import UserPublic
 
 # A screen holds a few notes and a band: far less than this, which refuses a flood at once.
@@ -56,8 +56,11 @@ def keep(
 ) -> None:
     """Keep the screen's entries for one band (replacing what was kept before)."""
     _own(rater)
-    if study(session).phase != "open":
+    current = study(session)
+    if current.phase != "open":
         return  # nothing can be saved from a closed phase, so nothing is worth keeping
+    if current.round > 1 and (vid, name) not in round_bands(session, rater.id, current.round):
+        return  # nor from a band frozen in an earlier round
     entries = _check(dict(entries))
     row = _row(session, rater, vid, name)
     if row is None:

@@ -2,7 +2,8 @@
 from a rater who reviewed on paper, parsed and imported as that rater's reviews, all or nothing.
 
 An imported review records who entered it; the rater's signature covers it only once the rater
-confirms it as theirs when signing (DESIGN 2.6). A closed phase takes no import.
+confirms it as theirs when signing (DESIGN 2.6). It goes into the open round (from round 2, only
+the bands that rater re-reviews); a closed round takes no import.
 """
 
 from dataclasses import dataclass
@@ -13,12 +14,12 @@ from fma_bands import audit
 from fma_bands.actions import sub_action
 from fma_bands.bands import AnyBand, parse_notation, to_file
 from fma_bands.envelopes import proposal_digest
-from fma_bands.errors import FmaBandsError, Problem
+from fma_bands.errors import AccessDenied, FmaBandsError, Problem
 from fma_bands.files import decode_text
 from fma_bands.protocol import VERDICTS
 from fma_bands.reviews import ReviewData, as_data, revisions
 from fma_bands.store.models import Review, User, utcnow
-from fma_bands.study import authorize, study, verdicts_for
+from fma_bands.study import authorize, round_for, study, verdicts_for
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
@@ -138,12 +139,21 @@ def import_handback(
     rater_id = rater.id
     mode = study(session).mode
     lines = parse_handback(text, library, source, mode=mode)
+    number = study(session).round
+    frozen = []
+    for line in lines:
+        try:
+            round_for(session, rater_id, line.vignette_id, line.sub_action)
+        except AccessDenied as exc:
+            frozen.append((line.number, exc.message))
+    if frozen:
+        raise refused(source, frozen)
     latest_rows = {}
     drafts = []
     for line in lines:
         rows = revisions(session, rater_id, line.vignette_id, line.sub_action)
         latest_rows[line.number] = rows[-1] if rows else None
-        if rows and rows[-1].status == "draft":
+        if rows and rows[-1].status == "draft" and rows[-1].round == number:
             # Never overwrite work in progress: the rater submits or the import waits.
             drafts.append(
                 (
@@ -178,6 +188,7 @@ def import_handback(
             band_digest=proposal.acceptable.digest(),
             proposal_digest=proposal_digest(proposal) if mode == "review" else None,
             origin="handback",
+            round=number,
             entered_by=actor.pseudonym,
             submitted_at=now,
             updated_at=now,

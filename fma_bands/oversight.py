@@ -196,6 +196,7 @@ def reviews_csv(session: Session, library: Library, *, viewer: UserPublic) -> st
             "sub_action": review.sub_action,
             "rater": review.rater,
             "revision": review.revision,
+            "round": review.round,
             "mode": review.mode,
             "verdict": review.verdict,
             "band": json.dumps(review.band) if review.band is not None else None,

@@ -1,6 +1,7 @@
-"""A rater's queue as their screens show it: every band in neutral case order, its status
-(to do, in progress, skipped, submitted, or changed since submitted), their own flags, where
-to go next, and pages of it.
+"""A rater's queue as their screens show it: every band in neutral case order (from round 2,
+only the bands they re-review in it), its status in the current round (to do, in progress,
+skipped, submitted, or changed since submitted), their own flags, where to go next, and pages
+of it.
 
 Read in a handful of queries whatever the study's size (no query per band), and with only the
 rater's own reviews, drafts and marks.
@@ -18,6 +19,7 @@ from fma_bands import drafts, marks
 from fma_bands.actions import SUB_ACTIONS
 from fma_bands.labels import case_numbers
 from fma_bands.store.models import Review
+from fma_bands.study import current_round_bands
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
@@ -51,8 +53,10 @@ class QueueRow:
 
 
 def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[QueueRow]:
-    """Every band of the study for this rater, by case number, then by step."""
-    latest = _latest(session, rater)
+    """Every band of the study for this rater (from round 2, the bands they re-review in it),
+    by case number, then by step."""
+    number, chosen = current_round_bands(session, rater.id)
+    latest = _latest(session, rater, number)
     kept = drafts.in_progress(session, rater)
     marked = marks.open_marks(session, rater)
     numbers = case_numbers(library)
@@ -61,6 +65,8 @@ def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[Q
     for vignette in library:
         for proposal in vignette.proposals:
             band = (vignette.id, proposal.sub_action)
+            if chosen is not None and band not in chosen:
+                continue
             review = latest.get(band)
             rows.append(
                 QueueRow(
@@ -75,13 +81,14 @@ def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[Q
     return sorted(rows, key=lambda r: (r.case, order[r.sub_action]))
 
 
-def _latest(session: Session, rater: UserPublic) -> dict[tuple[str, str], tuple]:
+def _latest(session: Session, rater: UserPublic, number: int) -> dict[tuple[str, str], tuple]:
     """(status, revision, context digest, proposal digest) of the rater's latest revision of
-    each band: columns only, since building ORM rows costs more than the whole screen."""
+    each band in round `number`: columns only, since building ORM rows costs more than the
+    whole screen."""
     columns = ("vignette_id", "sub_action", "status", "revision", "context_digest")
     digests = ("band_digest", "proposal_digest", "mode")
     query = select(*(col(getattr(Review, c)) for c in (*columns, *digests))).where(
-        col(Review.rater_id) == rater.id
+        col(Review.rater_id) == rater.id, col(Review.round) == number
     )
     latest: dict[tuple[str, str], tuple] = {}
     for vid, name, status, revision, context, band, proposal, mode in session.execute(query):

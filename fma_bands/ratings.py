@@ -1,5 +1,5 @@
 """Submitted reviews as the ratings the agreement statistics take, and the study's report and
-Agreement screen from them.
+Agreement screen from them, one round at a time.
 
 Blinding is checked where the reviews are read (reviews.submitted_reviews); this module only
 turns them into numbers.
@@ -15,6 +15,15 @@ from fma_bands.store.models import Review
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
+ROUND_LABELS = {1: "Round 1: independent", 2: "Round 2: consensus-building"}
+ROUND_NOTES = {
+    1: "Round 1, the independent round: raters reviewed blind to each other, so its alpha is the "
+    "inter-rater reliability the study reports. A later round never changes it.",
+    2: "Round 2, consensus-building: only the bands chosen for it, re-reviewed after the raters "
+    "saw round 1's anonymised panel. Its agreement is not a reliability figure.",
+}
+PURPOSES = {1: "reliability", 2: "consensus-building"}
+
 
 def rating(review: ReviewData, library: Library) -> Rating:
     """What one review vouches for: the proposal if ACCEPT, the rater's own band if AMEND."""
@@ -28,9 +37,15 @@ def rating(review: ReviewData, library: Library) -> Rating:
     )
 
 
-def study_ratings(session: Session, library: Library, *, viewer: UserPublic) -> list[Rating]:
-    """Every rater's current, non-stale submitted review of every band (blinding enforced)."""
-    return [rating(r, library) for r in submitted_reviews(session, library, viewer=viewer)]
+def study_ratings(
+    session: Session, library: Library, *, viewer: UserPublic, round: int = 1
+) -> list[Rating]:
+    """Every rater's current, non-stale submitted review of every band in one round (blinding
+    enforced). Round 1 is the independent round, the reliability the paper reports; a later
+    round only re-reviews some bands after the panel, so it is consensus-building, and never
+    changes round 1's figures."""
+    reviews = submitted_reviews(session, library, viewer=viewer, round=round)
+    return [rating(r, library) for r in reviews]
 
 
 def study_report(
@@ -40,9 +55,10 @@ def study_report(
     viewer: UserPublic,
     bootstrap: int = DEFAULT_B,
     seed: int = DEFAULT_SEED,
+    round: int = 1,
 ) -> Report:
-    """The agreement report of the study's ratings (verdicts compared in review mode only)."""
-    ratings = study_ratings(session, library, viewer=viewer)
+    """The agreement report of one round's ratings (verdicts compared in review mode only)."""
+    ratings = study_ratings(session, library, viewer=viewer, round=round)
     return agreement_report(ratings, bootstrap=bootstrap, seed=seed)
 
 
@@ -53,9 +69,12 @@ def study_screen(
     viewer: UserPublic,
     bootstrap: int = DEFAULT_B,
     seed: int = DEFAULT_SEED,
+    round: int = 1,
 ) -> Screen:
-    """What the Agreement page shows, as plain data."""
-    report = study_report(session, library, viewer=viewer, bootstrap=bootstrap, seed=seed)
+    """What the Agreement page shows of one round, as plain data."""
+    report = study_report(
+        session, library, viewer=viewer, bootstrap=bootstrap, seed=seed, round=round
+    )
     orderables = {vid: tuple(v.orderables) for vid, v in library.vignettes.items()}
     return screen(report, orderables)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from fma_bands import band_form, drafts, marks
+from fma_bands import band_form, drafts, marks, round_panel
 from fma_bands.actions import Step, SubAction, sub_action
 from fma_bands.bands import AnyBand, parse_band
 from fma_bands.errors import FmaBandsError
@@ -42,6 +42,9 @@ class Screen:
     current: ReviewData | None
     kept: drafts.Kept | None  # the rater's automatic draft, when it is of the current version
     redirected: bool = False  # the link named no band of the queue
+    round: int = 1
+    # From round 2: the anonymised answers of the round before (never this round's).
+    panel: round_panel.Panel | None = None
 
     @property
     def name(self) -> str:
@@ -75,7 +78,11 @@ class Screen:
     @property
     def editing(self) -> bool:
         """Entries are open on screen: nothing submitted yet, a draft, or a revision begun."""
-        submitted = self.current is not None and self.current.status == "submitted"
+        current = self.current
+        # A review of an earlier round is not this round's answer: the rater keeps or revises.
+        submitted = (
+            current is not None and current.status == "submitted" and current.round == self.round
+        )
         return not submitted or self.kept is not None
 
     @property
@@ -86,6 +93,9 @@ class Screen:
         """What the screen starts from: the automatic draft, else the stored review, else the
         proposal (review mode) or nothing (blind mode)."""
         stored = entries_from(self.current, self.proposal, self.vignette, self.mode)
+        if self.current is not None and self.current.round < self.round:
+            # The round-1 band and answers start the screen; the reason must be this round's.
+            stored |= {"reason": "", "confidence": None}
         return stored | self.kept.entries if self.kept is not None else stored
 
 
@@ -131,6 +141,8 @@ def open_screen(
         current=current,
         kept=kept,
         redirected=redirected,
+        round=settings.round,
+        panel=round_panel.panel(session, library, viewer=rater, vid=vid, name=name),
     )
 
 
@@ -204,12 +216,20 @@ def form_from(
 
 
 def problems(
-    entries: dict[str, Any], proposal: Proposal, vignette: Vignette, mode: str, *, final: bool
+    entries: dict[str, Any],
+    proposal: Proposal,
+    vignette: Vignette,
+    mode: str,
+    *,
+    final: bool,
+    round: int = 1,
 ) -> dict[str, str]:
     """Every problem by field: only the band's while the rater works (`final=False`), all of
     them once they have tried to submit; the page shows each beside its field."""
     form, band_problem = form_from(entries, proposal, vignette)
-    _, errors = check_form(form, vignette=vignette, proposal=proposal, mode=mode, final=final)
+    _, errors = check_form(
+        form, vignette=vignette, proposal=proposal, mode=mode, final=final, round=round
+    )
     if band_problem is not None and (final or form.band is None):
         errors["band"] = band_problem
     if not final:
@@ -254,8 +274,8 @@ def submit(
     if found is None:
         raise FmaBandsError("this band is no longer in the study", field="band")
     vignette, proposal = found
-    mode = study(session).mode
-    errors = problems(entries, proposal, vignette, mode, final=True)
+    settings = study(session)
+    errors = problems(entries, proposal, vignette, settings.mode, final=True, round=settings.round)
     if errors:
         raise FmaBandsError("; ".join(errors.values()), fields=errors)
     form, _ = form_from(entries, proposal, vignette)

@@ -22,7 +22,7 @@ from fma_bands.envelopes import proposal_digest
 from fma_bands.errors import ConflictError, FmaBandsError
 from fma_bands.protocol import CHOICES, QUESTION_KEYS, QUESTIONS, READINGS
 from fma_bands.store.models import Review, User, utcnow
-from fma_bands.study import authorize, is_current, study, verdicts_for
+from fma_bands.study import authorize, is_current, reviewing_round, study, verdicts_for
 from fma_bands.users import UserPublic, pseudonyms
 from fma_bands.vignettes import Library, Proposal, Vignette
 
@@ -192,9 +192,16 @@ def _band_under_review(library: Library, vid: str, name: str) -> tuple[Vignette,
 
 
 def check_form(
-    form: ReviewForm, *, vignette: Vignette, proposal: Proposal, mode: str, final: bool
+    form: ReviewForm,
+    *,
+    vignette: Vignette,
+    proposal: Proposal,
+    mode: str,
+    final: bool,
+    round: int = 1,
 ) -> tuple[AnyBand | None, dict[str, str]]:
-    """The rater's band (parsed) and every problem by field; `final` asks for a complete review."""
+    """The rater's band (parsed) and every problem by field; `final` asks for a complete review.
+    From round 2 on, keeping a band needs a reason as much as revising it does."""
     errors: dict[str, str] = {}
     band = None
     if form.band is not None:
@@ -224,6 +231,10 @@ def check_form(
         errors["reason"] = f"say why you {verdict.lower()}: one sentence is enough"
     if mode == "blind" and verdict != "DECLINE" and not reason:
         errors["reason"] = "say why these values: one sentence is enough"
+    if round > 1 and not reason:
+        errors["reason"] = (
+            f"round {round}: say why you keep or revise your band after seeing the panel"
+        )
     if mode == "review" and verdict != "DECLINE":
         errors.update(_answer_problems(form.answers, proposal))
         q6 = (form.answers.get("q6") or {}).get("choice")
@@ -266,11 +277,11 @@ def save(
 ) -> ReviewData:
     """Save the rater's draft, or submit it. `expected_version` is the version the screen
     showed (0 for a review not yet saved); anything else saved since is a ConflictError."""
-    authorize(session, rater, "review")
     vignette, proposal = _band_under_review(library, vid, name)
+    number = reviewing_round(session, rater, vid, name)
     settings = study(session)
     band, errors = check_form(
-        form, vignette=vignette, proposal=proposal, mode=settings.mode, final=submit
+        form, vignette=vignette, proposal=proposal, mode=settings.mode, final=submit, round=number
     )
     if errors:
         raise FmaBandsError(_summary(errors), fields=errors)
@@ -287,11 +298,13 @@ def save(
         "context_digest": vignette.context_digest_for(name),
         "band_digest": proposal.acceptable.digest(),
         "proposal_digest": proposal_digest(proposal) if settings.mode == "review" else None,
+        "round": number,
         "updated_at": now,
     }
     if submit:
         values |= {"status": "submitted", "submitted_at": now}
-    if latest is None or latest.status == "submitted":
+    # A draft left in a closed round is frozen with it: the new round starts a new revision.
+    if latest is None or latest.status == "submitted" or latest.round != number:
         seen = latest.version if latest else 0
         if expected_version != seen:
             raise _conflict()
@@ -333,6 +346,7 @@ def save(
             "sub_action": name,
             "revision": row.revision,
             "verdict": row.verdict,
+            "round": row.round,
             "supersedes_revision": row.revision - 1 if row.supersedes_id else None,
         },
     )
@@ -354,12 +368,18 @@ def _may_see_others(session: Session, viewer: UserPublic) -> None:
 
 
 def submitted_reviews(
-    session: Session, library: Library, *, viewer: UserPublic, include_stale: bool = False
+    session: Session,
+    library: Library,
+    *,
+    viewer: UserPublic,
+    include_stale: bool = False,
+    round: int | None = None,
 ) -> list[ReviewData]:
-    """The latest submitted revision of every rater's review of every band."""
+    """The latest submitted revision of every rater's review of every band; with `round`, the
+    latest of that round only (so a later round never changes an earlier one's figures)."""
     _may_see_others(session, viewer)
     names = pseudonyms(session)
-    rows = [as_data(r, library, names) for r in _latest_submitted(session)]
+    rows = [as_data(r, library, names) for r in _latest_submitted(session, round=round)]
     return [r for r in rows if include_stale or not r.stale]
 
 
@@ -374,8 +394,12 @@ def band_reviews(
     ]
 
 
-def _latest_submitted(session: Session, vignette_ids: list[str] | None = None) -> list[Review]:
+def _latest_submitted(
+    session: Session, vignette_ids: list[str] | None = None, *, round: int | None = None
+) -> list[Review]:
     query = select(Review).where(Review.status == "submitted")
+    if round is not None:
+        query = query.where(Review.round == round)
     if vignette_ids is not None:
         query = query.where(col(Review.vignette_id).in_(vignette_ids))
     latest: dict[tuple[str, str, int], Review] = {}

@@ -1,9 +1,10 @@
-"""The study: its phase and mode, who may do what in it, and its vignettes kept in line with the
-files.
+"""The study: its round, phase and mode, who may do what in it, and its vignettes kept in line
+with the files.
 
-Every coordinator-only action, the frozen closed phase, the blinding between raters and the
-verdicts each mode allows go through `authorize` and `verdicts_for`, so each rule lives here
-once and the pages and commands only call it.
+Every coordinator-only action, the frozen closed round, the blinding between raters, which bands
+a rater may review in the current round and the verdicts each mode allows go through
+`authorize`, `reviewing_round` and `verdicts_for`, so each rule lives here once and the pages
+and commands only call it.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from fma_bands import audit
 from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.policy import Policy, check_policy, read_policy, write_policy_file
 from fma_bands.protocol import VERDICTS
-from fma_bands.store.models import Review, StudySettings, VignetteRecord, utcnow
+from fma_bands.store.models import Review, RoundBand, StudySettings, VignetteRecord, utcnow
 from fma_bands.vignettes import Library, Vignette
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ class StudyPublic(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     mode: Literal["review", "blind"]
-    phase: Literal["open", "closed"]
+    phase: Literal["open", "closed"]  # of the current round
+    round: int = 1
     updated_at: datetime
 
 
@@ -59,7 +61,8 @@ class Rule:
 RULES: dict[str, Rule] = {
     "enrol": Rule("enrol people in the study"),
     "reset": Rule("issue a new enrolment code"),
-    "set_phase": Rule("open or close the review phase"),
+    "set_phase": Rule("close the review round"),
+    "open_round": Rule("open a new review round"),
     "set_mode": Rule("change the review mode"),
     "set_policy": Rule("set the registry policy"),
     "import_handback": Rule("import a hand-back", open_phase=True),
@@ -102,6 +105,56 @@ def authorize(
     return actor
 
 
+def round_bands(session: Session, rater_id: int, number: int) -> set[tuple[str, str]]:
+    """The bands this rater reviews in round `number` (2 or later): chosen when it opened."""
+    query = select(RoundBand.vignette_id, RoundBand.sub_action).where(
+        RoundBand.round == number, RoundBand.rater_id == rater_id
+    )
+    return {(vid, name) for vid, name in session.exec(query)}
+
+
+def current_round_bands(session: Session, rater_id: int) -> tuple[int, set[tuple[str, str]] | None]:
+    """The current round, and from round 2 this rater's bands in it (None in round 1, which
+    takes every band), in one query: a queue asks on every screen."""
+    on = (col(RoundBand.round) == col(StudySettings.round)) & (col(RoundBand.rater_id) == rater_id)
+    query = (
+        select(StudySettings.round, RoundBand.vignette_id, RoundBand.sub_action)
+        .select_from(StudySettings)
+        .outerjoin(RoundBand, on)  # type: ignore[arg-type]
+        .where(StudySettings.id == 1)
+    )
+    rows = list(session.exec(query))
+    number = rows[0][0] if rows else study(session).round
+    if number == 1:
+        return 1, None
+    return number, {(vid, name) for _, vid, name in rows if vid is not None}
+
+
+def round_for(session: Session, rater_id: int, vid: str, name: str) -> int:
+    """The open round in which this rater's review of this band would be made: round 1 takes
+    every band; a later round only the bands it was opened for, each for its chosen raters.
+    Anything else is frozen, so AccessDenied."""
+    current = study(session)
+    if current.phase != "open":
+        raise AccessDenied(
+            f"round {current.round} is closed: its reviews are frozen, and a closed round is "
+            "never reopened"
+        )
+    if current.round > 1 and (vid, name) not in round_bands(session, rater_id, current.round):
+        raise AccessDenied(
+            f"round {current.round} re-reviews only the bands the coordinator chose, each by "
+            f"its raters, and {vid} {name} is not one of this rater's: its earlier review is "
+            "frozen"
+        )
+    return current.round
+
+
+def reviewing_round(session: Session, rater: UserPublic, vid: str, name: str) -> int:
+    """The round in which `rater` reviews this band now, if they may (else AccessDenied)."""
+    authorize(session, rater, "review")
+    return round_for(session, rater.id, vid, name)
+
+
 def verdicts_for(mode: str) -> tuple[str, ...]:
     """The verdicts a mode allows: blind mode shows no proposal, so there is none to ACCEPT."""
     return tuple(v for v in VERDICTS if mode == "review" or v != "ACCEPT")
@@ -135,6 +188,15 @@ def study(session: Session) -> StudyPublic:
 
 
 def set_phase(session: Session, *, actor: UserPublic, phase: str) -> StudyPublic:
+    """Close the current round (`phase="closed"`). Opening is refused once it is closed: its
+    raters have seen agreement and each other's bands, so the only way on is a new round."""
+    current = study(session)
+    if phase == "open" and current.phase == "closed":
+        authorize(session, actor, "set_phase")
+        raise AccessDenied(
+            f"round {current.round} is closed and a closed round is never reopened: open "
+            "round 2 for the bands still in dispute instead (fma-bands round open 2)"
+        )
     return _set(session, actor=actor, name="phase", value=phase, allowed=PHASES)
 
 
@@ -160,7 +222,7 @@ def _set(
             session,
             kind=f"{name}_changed",
             actor=actor.pseudonym,
-            payload={"from": before, "to": value},
+            payload={"from": before, "to": value, "round": row.round},
         )
     session.flush()
     return study(session)

@@ -516,14 +516,16 @@ def test_phase_and_mode(enrolled):
     assert enrolled.ok(*coordinator, "phase", "closed").strip() == "review phase closed"
     with enrolled.session() as s:
         assert study(s).phase == "closed"
-    assert enrolled.ok(*coordinator, "phase", "open").strip() == "review phase open"
+    # A closed round is never reopened: the only way on is round 2 (tests/test_cli_rounds.py).
+    error = enrolled.fails(*coordinator, "phase", "open")
+    assert "a closed round is never reopened" in error
     assert enrolled.ok(*coordinator, "mode", "blind").strip() == "blind mode"
     with enrolled.session() as s:
-        assert (study(s).phase, study(s).mode) == ("open", "blind")
+        assert (study(s).phase, study(s).mode) == ("closed", "blind")
     changes = enrolled.sql(
         "SELECT kind, payload FROM audit_event WHERE kind LIKE '%_changed' ORDER BY seq"
     )
-    assert [kind for kind, _ in changes] == ["phase_changed", "phase_changed", "mode_changed"]
+    assert [kind for kind, _ in changes] == ["phase_changed", "mode_changed"]
 
 
 def test_phase_needs_a_coordinator(store):

@@ -11,8 +11,9 @@ import pytest
 from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
-from fma_bands import audit, reviews
+from fma_bands import audit
 from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study import set_phase
 from fma_bands.throttle import FREE_FAILURES
 from fma_bands.users import ACTIVATION_FAILED, SIGN_IN_FAILED, UserPublic, list_users
 from tests import page_helpers
@@ -337,13 +338,21 @@ def test_the_coordinator_reaches_no_signing_page(study):
     assert "app_pages/attest.py" not in offered and "app_pages/review.py" not in offered
 
 
-def test_closing_the_review_phase_stops_reviews(study):
+def test_the_study_admin_page_neither_closes_unconfirmed_nor_reopens(study):
     at = open_app(study.coordinator)
-    click(at, "Close the review phase")
-    assert "The review phase is **closed**." in texts(at)
-    assert [b.label for b in at.button if "review phase" in b.label] == ["Reopen the review phase"]
+    assert "Round 1 is **open**." in texts(at)
+    # Closing asks for confirmation, on Raters' progress (tests/test_pages_progress.py).
+    assert not [b for b in at.button if "review phase" in b.label or "Reopen" in b.label]
     with study.store() as s:
-        assert reviews.study(s).phase == "closed"
+        set_phase(s, actor=study.coordinator, phase="closed")
+    at = open_app(study.coordinator)
+    assert "Round 1 is **closed**." in texts(at)
+    assert not [b for b in at.button if "review phase" in b.label or "Reopen" in b.label]
+
+
+def test_a_closed_review_phase_stops_reviews(study):
+    with study.store() as s:
+        set_phase(s, actor=study.coordinator, phase="closed")
 
     rater = open_review(study.rater, DOC)
     assert [i.value for i in rater.info] == [

@@ -469,6 +469,7 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
     from fma_bands.marks import all_flags
     from fma_bands.oversight import reviews_csv
     from fma_bands.reviews import rater_progress
+    from fma_bands.rounds import open_round
     from fma_bands.study import RULES, authorize, set_policy
     from fma_bands.users import enrol, reset
 
@@ -485,6 +486,14 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
         ),
         "reset": lambda s, who: reset(s, actor=who, pseudonym="adjudicator-02"),
         "set_phase": lambda s, who: set_phase(s, actor=who, phase="closed"),
+        "open_round": lambda s, who: open_round(
+            s,
+            library,
+            actor=who,
+            number=2,
+            folder=tmp_path,
+            bands=[("draft_triage_01", "esi_acuity")],
+        ),
         "set_mode": lambda s, who: set_mode(s, actor=who, mode="blind"),
         "set_policy": lambda s, who: set_policy(s, tmp_path, actor=who, quorum=1, scope="warn"),
         "import_handback": lambda s, who: import_handback(

@@ -11,6 +11,7 @@ from fma_bands.cli import (  # noqa: F401  (each module adds its commands to the
     identity,
     policy,
     registry,
+    rounds,
     signing,
     study,
     users,

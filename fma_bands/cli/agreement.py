@@ -1,4 +1,5 @@
-"""`fma-bands agreement`: Krippendorff's alpha of the submitted reviews, with consensus bands."""
+"""`fma-bands agreement [--round N]`: Krippendorff's alpha of one round's submitted reviews,
+with consensus bands."""
 
 from typing import TYPE_CHECKING
 
@@ -32,20 +33,34 @@ GAP = "  "  # between columns; no cell holds two spaces running
     help="Bootstrap resamples (0: no interval).",
 )
 @click.option("--seed", type=int, default=20261129, show_default=True, help="Bootstrap seed.")
-def agreement(as_json: bool, bootstrap: int, seed: int) -> None:
-    """Krippendorff's alpha of the submitted reviews, with consensus bands."""
+@click.option(
+    "--round",
+    "number",
+    type=click.IntRange(1, 2),
+    default=1,
+    show_default=True,
+    help="1: the independent round (the reliability figure); 2: consensus-building.",
+)
+def agreement(as_json: bool, bootstrap: int, seed: int, number: int) -> None:
+    """Krippendorff's alpha of one round's submitted reviews, with consensus bands."""
     from fma_bands.agreement import report_to_json
-    from fma_bands.ratings import study_report
+    from fma_bands.ratings import PURPOSES, ROUND_NOTES, study_report
 
     with store() as session:
         found, _ = synced(session)
         report = study_report(
-            session, found, viewer=coordinator(session), bootstrap=bootstrap, seed=seed
+            session,
+            found,
+            viewer=coordinator(session),
+            bootstrap=bootstrap,
+            seed=seed,
+            round=number,
         )
     if as_json:
-        print_json(report_to_json(report))
+        print_json({"round": number, "purpose": PURPOSES[number], **report_to_json(report)})
         return
     click.echo(format_report(report))
+    click.echo(f"\n{ROUND_NOTES[number]}")
 
 
 def table(rows: list[list[str]]) -> list[str]:

@@ -36,7 +36,7 @@ def init() -> None:
         found, report = synced(session)
         current = study(session)
     click.echo(f"database {settings().database_url}: {len(found)} vignettes loaded ({report})")
-    click.echo(f"review phase {current.phase}, {current.mode} mode")
+    click.echo(f"review phase {current.phase}, {current.mode} mode (round {current.round})")
     done(0 if found.ok else 1)
 
 
@@ -77,14 +77,17 @@ def demo() -> None:
 @cli.command()
 @click.argument("state", required=False, type=click.Choice(["open", "closed"]))
 def phase(state: str | None) -> None:
-    """Show the review phase, or open or close it."""
+    """Show the phase of the current round, or close it (a closed round is never reopened:
+    see `fma-bands round`)."""
     from fma_bands.study import set_phase, study
 
     with store() as session:
         current = study(session)
         if state:
             current = set_phase(session, actor=coordinator(session), phase=state)
-    click.echo(f"review phase {current.phase}")
+    click.echo(
+        f"review phase {current.phase}" + (f" (round {current.round})" if current.round > 1 else "")
+    )
 
 
 @cli.command()

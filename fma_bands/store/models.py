@@ -140,10 +140,27 @@ class StudySettings(SQLModel, table=True):
 
     id: int = Field(default=1, primary_key=True)
     mode: str = "review"  # review | blind
-    phase: str = "open"  # open | closed
+    phase: str = "open"  # open | closed: of the current round
+    round: int = 1  # the current round; a closed round is never reopened (DESIGN 2.4)
     # The registry's quorum and scope rule live in attestations/policy.yaml, not here, so that
     # its decisions can be redone from files alone (DESIGN 2.7).
     updated_at: datetime = _when()
+
+
+class RoundBand(SQLModel, table=True):
+    """One band re-reviewed in a later round and one rater who reviews it there (DESIGN 2.8):
+    fixed when the coordinator opens the round, so who sees the panel never shifts under it."""
+
+    __tablename__ = "round_band"
+    __table_args__ = (UniqueConstraint("round", "vignette_id", "sub_action", "rater_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    round: int = Field(index=True)
+    vignette_id: str = Field(foreign_key="vignette.id")
+    sub_action: str
+    rater_id: int = Field(foreign_key="user.id", index=True)
+    opened_by: str
+    opened_at: datetime = _when()
 
 
 class AuditEvent(SQLModel, table=True):

@@ -141,3 +141,22 @@ def eventually(page: Page, check: Callable[[], object], timeout: float = 5_000) 
             if time.monotonic() > deadline:
                 raise
         page.wait_for_timeout(100)
+
+
+def tick(page: Page, label: str) -> None:
+    """Tick the checkbox labelled `label` (the input itself is hidden: click its label)."""
+    box = page.get_by_role("checkbox", name=label, exact=True)
+    if not box.is_checked():
+        page.get_by_text(label, exact=True).click()
+    expect(box).to_be_checked()
+    wait_for_app(page)
+
+
+def close_the_round(page: Page) -> None:
+    """The coordinator closes the open round on Raters' progress, confirming first."""
+    open_from_sidebar(page, "Raters' progress")
+    tick(page, "I understand: close the review phase now")
+    page.get_by_role("button", name="Close the review phase", exact=True).click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    expect(page.get_by_text("The review phase is closed.", exact=True)).to_be_visible()

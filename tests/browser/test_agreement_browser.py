@@ -20,6 +20,7 @@ from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
     assert_no_exception,
     choose,
+    close_the_round,
     dataframe_rows,
     eventually,
     follow_link,
@@ -224,12 +225,12 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
         shoot(desk, "agreement-coordinator-open")
 
         open_from_sidebar(desk, "Study admin")
-        expect(desk.get_by_text("The review phase is open.", exact=True)).to_be_visible()
-        desk.get_by_role("button", name="Close the review phase", exact=True).click()
-        wait_for_app(desk)
-        assert_no_exception(desk)
-        expect(desk.get_by_text("The review phase is closed.", exact=True)).to_be_visible()
-        expect(desk.get_by_role("button", name="Reopen the review phase")).to_be_visible()
+        expect(desk.get_by_text("Round 1 is open.", exact=True)).to_be_visible()
+        close_the_round(desk)
+        # A closed round is never reopened: no page offers it.
+        open_from_sidebar(desk, "Study admin")
+        expect(desk.get_by_text("Round 1 is closed.", exact=True)).to_be_visible()
+        expect(desk.get_by_role("button", name=re.compile("Reopen"))).to_have_count(0)
     finally:
         context.close()
     assert run_cli(server.env, "phase").strip() == "review phase closed"
@@ -319,10 +320,7 @@ def test_an_analgesia_band_of_one_beside_a_boolean_band_draws_every_band(
     try:
         desk = context.new_page()
         sign_in_as(desk, demo.url, "coordinator", "Study admin")
-        desk.get_by_role("button", name="Close the review phase", exact=True).click()
-        wait_for_app(desk)
-        assert_no_exception(desk)
-        expect(desk.get_by_text("The review phase is closed.", exact=True)).to_be_visible()
+        close_the_round(desk)
     finally:
         context.close()
     report = json.loads(run_cli(demo.env, "agreement", "--json"))

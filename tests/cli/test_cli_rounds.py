@@ -1,0 +1,107 @@
+"""`fma-bands round show | open 2 [--band VID:SUB ...] | close`, `phase` that never reopens,
+`handback import` into the open round and `agreement --round`, in-process with CliRunner on a
+three-rater study whose ESI band has an empty intersection after round 1."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from sqlmodel import select
+
+from fma_bands.cli import cli
+from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.store.models import Review
+from fma_bands.study import set_phase
+from tests.test_rounds import ESI, RATERS, ROUND_ONE, URGENCY, VID, enrol, make_library, review
+
+
+@pytest.fixture
+def fma(tmp_path, library, monkeypatch):
+    """A closed round 1 in a SQLite file, and fma-bands run on it as the coordinator."""
+    for name in ("FMA_BANDS_DATABASE_URL", "FMA_BANDS_ATTESTATIONS", "FMA_BANDS_VIGNETTES"):
+        monkeypatch.delenv(name, raising=False)
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    folder = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, folder)
+    for name, (verdict, values, reason) in ROUND_ONE.items():
+        review(engine, library, raters[name], ESI, verdict, values, reason)
+        review(engine, library, raters[name], URGENCY, "ACCEPT")
+    with session_scope(engine) as s:
+        set_phase(s, actor=coordinator, phase="closed")
+    passphrase = tmp_path / "coordinator.pass"
+    passphrase.write_text("coordinator pass\n", encoding="utf-8")
+    common = ["--db", url, "--vignettes", str(tmp_path / "vignettes"), "--attestations"]
+    common += [str(folder), "--as", "coordinator", "--passphrase-file", str(passphrase)]
+
+    def run(*args: str, code: int = 0) -> str:
+        result = CliRunner().invoke(cli, [*common, *args], prog_name="fma-bands")
+        assert result.exit_code == code, result.output
+        assert "Traceback" not in result.output
+        return result.stdout if code == 0 else result.stderr
+
+    run.engine = engine  # type: ignore[attr-defined]
+    yield run
+    engine.dispose()
+
+
+@pytest.fixture
+def library(tmp_path):
+    return make_library(tmp_path)
+
+
+def test_round_show_names_the_discordant_bands_and_phase_never_reopens(fma):
+    shown = fma("round", "show")
+    assert shown.splitlines()[0] == "round 1 closed: every band, every rater (independent)"
+    assert f"  {VID}:esi_acuity  no_consensus: the raters' bands share no value" in shown
+    assert "urgency_score" not in shown
+    data = json.loads(fma("round", "show", "--json"))
+    assert data["discordant"] == [
+        {"vignette_id": VID, "sub_action": "esi_acuity", "reasons": ["no_consensus"]}
+    ]
+    assert "a closed round is never reopened" in fma("phase", "open", code=1)
+    assert fma("phase").strip() == "review phase closed"
+
+
+def test_round_two_opens_takes_its_hand_backs_and_closes_for_good(fma, tmp_path):
+    before = json.loads(fma("agreement", "--json", "--bootstrap", "0"))
+    assert (before["round"], before["purpose"]) == (1, "reliability")
+    assert "not a band" in fma("round", "open", "2", "--band", "esi_acuity", code=1)
+    assert "only round that can follow" in fma("round", "open", "3", code=1)
+    opened = fma("round", "open", "2")
+    assert opened.splitlines() == [
+        "round 2 open: 1 band(s) re-reviewed after the anonymised panel of round 1 "
+        "(consensus-building)",
+        f"  {VID}:esi_acuity  raters: {', '.join(RATERS)}",
+    ]
+    data = json.loads(fma("round", "show", "--json"))
+    assert (data["round"], data["phase"]) == (2, "open")
+    assert data["bands"] == [
+        {"vignette_id": VID, "sub_action": "esi_acuity", "raters": list(RATERS)}
+    ]
+
+    paper = tmp_path / "paper.txt"
+    paper.write_text(f"{VID} | urgency_score | ACCEPT | still right\n", encoding="utf-8")
+    refused = fma("handback", "import", str(paper), "--rater", "rater-b2", code=1)
+    assert "nothing was imported" in refused and "not one of this rater's" in refused
+    paper.write_text(f"{VID} | esi_acuity | AMEND {{2, 3}} | after the panel\n", encoding="utf-8")
+    fma("handback", "import", str(paper), "--rater", "rater-b2")
+    with session_scope(fma.engine) as s:
+        rows = s.exec(select(Review).where(Review.origin == "handback")).all()
+        assert [(r.sub_action, r.round) for r in rows] == [("esi_acuity", 2)]
+
+    after = json.loads(fma("agreement", "--json", "--bootstrap", "0", "--round", "1"))
+    assert after == before
+    second = json.loads(fma("agreement", "--json", "--bootstrap", "0", "--round", "2"))
+    assert (second["round"], second["purpose"]) == (2, "consensus-building")
+    assert [(b["sub_action"], b["n_raters"]) for b in second["bands"]] == [("esi_acuity", 1)]
+    table = fma("agreement", "--bootstrap", "0", "--round", "2")
+    assert table.startswith("sub-action")
+    assert table.rstrip().splitlines()[-1].startswith("Round 2, consensus-building")
+
+    assert fma("round", "close").strip().startswith("round 2 closed")
+    assert "closed already" in fma("round", "close", code=1)
+    assert "held already" in fma("round", "open", "2", code=1)
+    assert "never reopened" in fma("phase", "open", code=1)
+    assert "is closed" in fma("handback", "import", str(paper), "--rater", "rater-a1", code=1)
