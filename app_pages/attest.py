@@ -3,7 +3,8 @@ once confirmed), the passphrase again, and the signature manifestation once sign
 
 import streamlit as st
 
-from app_pages.common import library, require_user, session, settings
+from app_pages.common import escaped, library, require_user, session, settings
+from fma_bands.actions import sub_action
 from fma_bands.attestations import (
     attest,
     covered_rows,
@@ -14,10 +15,12 @@ from fma_bands.attestations import (
 )
 from fma_bands.errors import FmaBandsError
 from fma_bands.identity import is_recorded
+from fma_bands.labels import case_label, case_numbers
 from fma_bands.protocol import DECLARATIONS, STATEMENT_TEXT
 
 user = require_user("rater")
 lib, folder = library(), settings().attestations
+numbers = case_numbers(lib)
 if "signed" in st.session_state:  # signed: the form starts afresh (after an error it keeps all)
     st.session_state.update({f"declare:{k}": False for k in DECLARATIONS})
     st.session_state["attest:passphrase"] = ""
@@ -33,7 +36,7 @@ st.caption(
 )
 if just_signed := st.session_state.pop("signed", None):
     st.success("Signed. Signature manifestation:", icon=":material/verified:")
-    st.table(just_signed)
+    st.dataframe(just_signed, hide_index=True)
 if not identity_recorded:
     st.warning(
         "Your private identity (name, qualifications, registration) is not recorded yet. The "
@@ -48,17 +51,18 @@ if signing.imported:
         "Entered by the coordinator from your paper hand-back. Your signature covers them "
         "only if you confirm that they are your own verdicts."
     )
-    st.dataframe(imported_rows(signing), hide_index=True)
+    st.dataframe(imported_rows(signing, numbers), hide_index=True)
     st.checkbox("These are my verdicts: cover them with my signature", key="attest:confirm")
 st.subheader(f"The {len(signing.reviews)} reviews this signature covers")
 if signing.reviews:
-    st.dataframe(covered_rows(signing), hide_index=True)
+    st.dataframe(covered_rows(signing, numbers), hide_index=True)
 elif signing.imported:
     st.info("Nothing to sign yet: confirm the imported reviews above, or review bands yourself.")
 else:
     st.info("You have no current submitted review to sign.")
-for skipped in signing.skipped:
-    st.caption(f"Not covered: {skipped}")
+for vid, name, why in signing.skipped:
+    band = f"{case_label(numbers, vid)} · {sub_action(name).label}"
+    st.caption(escaped(f"Not covered: {band}: {why}"))
 
 with st.form("attest"):
     st.markdown("**Declarations** (all are required)")

@@ -7,7 +7,7 @@ reviews only once the rater confirms them, and on signing again exactly what was
 plus the change, never an unconfirmed import.
 """
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +32,7 @@ from fma_bands.envelopes import (
 )
 from fma_bands.errors import FmaBandsError, WrongPassphrase
 from fma_bands.files import json_text
+from fma_bands.labels import case_label
 from fma_bands.protocol import DECLARATIONS, MEANINGS, STATEMENT_TEXT
 from fma_bands.records import ensure_record, public_record, stamp
 from fma_bands.reviews import ReviewData, attested_band, my_latest_submitted
@@ -53,7 +54,8 @@ class SigningPlan:
     carried: list[str] = field(default_factory=list)  # bands signed before, signed again as then
     # Hand-backs the rater has not confirmed yet (covered only when confirmed with this signature).
     imported: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # why a band is not covered
+    # (vignette id, sub-action, why) of each band the signature does not cover
+    skipped: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def fresh(self) -> list[dict[str, Any]]:
@@ -92,8 +94,9 @@ def on_file(folder: Path, pseudonym: str) -> list[str]:
     ]
 
 
-def covered_rows(signing: SigningPlan) -> list[dict[str, Any]]:
-    """The reviews a signature covers, as the Sign attestation page lists them."""
+def covered_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The reviews a signature covers, as the Sign attestation page lists them: by case label,
+    never by id (an id can say which stratum a case is from)."""
     rows = []
     for r in signing.reviews:
         label = subject_name(r["vignette_id"], r["sub_action"])
@@ -101,7 +104,7 @@ def covered_rows(signing: SigningPlan) -> list[dict[str, Any]]:
         attested = r.get("attested_band")
         rows.append(
             {
-                "vignette": r["vignette_id"],
+                "case": case_label(numbers, r["vignette_id"]),
                 "sub-action": sub_action(r["sub_action"]).label,
                 "verdict": r["verdict"],
                 "band attested": "none (declined)"
@@ -115,11 +118,11 @@ def covered_rows(signing: SigningPlan) -> list[dict[str, Any]]:
     return rows
 
 
-def imported_rows(signing: SigningPlan) -> list[dict[str, Any]]:
+def imported_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[str, Any]]:
     """Hand-back reviews awaiting the rater's confirmation, each saying who entered it, when."""
     return [
         {
-            "vignette": r["vignette_id"],
+            "case": case_label(numbers, r["vignette_id"]),
             "sub-action": sub_action(r["sub_action"]).label,
             "verdict": r["verdict"],
             "band": "" if r["band"] is None else describe(parse_band(r["sub_action"], r["band"])),
@@ -199,7 +202,7 @@ def plan(
             entry = None
             if review is not None and (only is None or band in only):
                 if review.stale:
-                    result.skipped.append(f"{label}: the vignette changed after you submitted")
+                    result.skipped.append((*band, "the vignette changed after you submitted"))
                 elif review.origin == "handback" and not review.confirmed_at:
                     result.imported.append(imported_entry(review))
                     if confirm_imported:
