@@ -94,9 +94,9 @@ def _clean_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("FMA_BANDS_")}
 
 
-def prepare_demo_database(folder: Path, vignettes: Path) -> str:
-    """Run `fma-bands demo` on a new SQLite database in `folder` and return its URL."""
-    url = f"sqlite:///{folder / 'fma-bands.db'}"
+def prepare_demo_database(folder: Path, vignettes: Path, url: str | None = None) -> str:
+    """Run `fma-bands demo` on a new database (SQLite in `folder`, or `url`); return its URL."""
+    url = url or f"sqlite:///{folder / 'fma-bands.db'}"
     command = [
         sys.executable,
         "-m",

@@ -160,3 +160,21 @@ def close_the_round(page: Page) -> None:
     wait_for_app(page)
     assert_no_exception(page)
     expect(page.get_by_text("The review phase is closed.", exact=True)).to_be_visible()
+
+
+def settle(page: Page) -> None:
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
+def submit_first_band(page: Page) -> None:
+    """As a signed-in rater: decline the first band of the queue, with a reason, and submit."""
+    open_from_sidebar(page, "Review a band")
+    choose(page, "Verdict", "DECLINE: I cannot adjudicate this band")
+    box = page.get_by_label("Reason", exact=True)
+    box.fill("Outside what I can judge.")
+    box.blur()
+    settle(page)
+    page.get_by_role("button", name="Submit and next", exact=True).click()
+    settle(page)
+    expect(page.get_by_text("Review submitted (revision 1).")).to_be_visible()

@@ -14,12 +14,11 @@ from playwright.sync_api import Page, expect
 from fma_bands.vignettes import Library, load_library
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
-    assert_no_exception,
-    choose,
     open_app,
     open_from_sidebar,
+    settle,
     sign_in,
-    wait_for_app,
+    submit_first_band,
 )
 from tests.conftest import DEMO_VIGNETTES, SHARED_VIGNETTES
 
@@ -56,23 +55,6 @@ def screen(page: Page, library: Library) -> str:
     for written in verbatim(library):
         text = text.replace(written, " ")
     return text
-
-
-def settle(page: Page) -> None:
-    wait_for_app(page)
-    assert_no_exception(page)
-
-
-def submit_first_band(page: Page) -> None:
-    open_from_sidebar(page, "Review a band")
-    choose(page, "Verdict", "DECLINE: I cannot adjudicate this band")
-    box = page.get_by_label("Reason", exact=True)
-    box.fill("Outside what I can judge.")
-    box.blur()
-    settle(page)
-    page.get_by_role("button", name="Submit and next", exact=True).click()
-    settle(page)
-    expect(page.get_by_text("Review submitted (revision 1).")).to_be_visible()
 
 
 def walk(page: Page, url: str, library: Library) -> dict[str, str]:
