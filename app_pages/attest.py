@@ -92,9 +92,9 @@ if sign:
         st.session_state.signed = manifestation(folder, path)
         st.rerun()
     except FmaBandsError as exc:
-        st.error(exc.message)
+        st.error(escaped(exc.message))
 
 if mine := on_file(folder, user.pseudonym):
     st.subheader("Your attestations on file")
     for line in mine:
-        st.caption(line)
+        st.caption(escaped(line))
