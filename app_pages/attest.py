@@ -36,7 +36,7 @@ st.caption(
 )
 if just_signed := st.session_state.pop("signed", None):
     st.success("Signed. Signature manifestation:", icon=":material/verified:")
-    st.dataframe(just_signed, hide_index=True)
+    st.table(just_signed)  # pseudonym, time, meaning, file name: none of it free text
 if not identity_recorded:
     st.warning(
         "Your private identity (name, qualifications, registration) is not recorded yet. The "

@@ -9,14 +9,14 @@ strike-through, and the text reads as it was written (a `> 100 bpm` keeps its `>
 
 import shutil
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 import yaml
 from playwright.sync_api import Page, expect
 
 from fma_bands.actions import sub_action
-from fma_bands.labels import case_numbers
+from fma_bands.labels import address, case_numbers
 from fma_bands.vignettes import load_library
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
@@ -115,19 +115,12 @@ def press(page: Page, name: str) -> None:
     assert_no_exception(page)
 
 
-def open_band(page: Page, case: int, of: int, label: str) -> None:
-    """Open one band from the rater's queue, filtered to its sub-action (one page of links)."""
-    open_from_sidebar(page, "My queue")
-    expect(page.get_by_role("heading", name="My queue", level=1)).to_be_visible()
+def open_band(page: Page, url: str, name: str) -> None:
+    """Open one band of the hostile case by its link, as a rater following it signs in again."""
+    page.goto(f"{url}/review?{urlencode(address(TARGET, name))}")
     wait_for_app(page)
-    picker = page.get_by_role("combobox", name="Sub-action")
-    expect(picker).to_have_count(1)
-    picker.click()
-    page.get_by_role("option", name=label, exact=True).click()
-    wait_for_app(page)
-    link = page.get_by_test_id("stMain").get_by_role("link", name=f"Case {case} of {of} · {label}")
-    expect(link).to_be_visible()
-    link.click()
+    sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
+    expect(page.get_by_role("heading", name=sub_action(name).label, level=1)).to_be_visible()
     wait_for_app(page)
 
 
@@ -157,7 +150,7 @@ def test_text_from_files_and_people_is_never_markup(page: Page, hostile_server, 
 
     for proposal in library.vignettes[TARGET].proposals:
         label = sub_action(proposal.sub_action).label
-        open_band(page, case, len(library), label)
+        open_band(page, hostile_server.url, proposal.sub_action)
         expect(page.get_by_test_id("stMain")).to_contain_text(LINES[1])
         check(page, f"review: {label}", outside)
         if proposal.sub_action == "orders":  # the editor names each test by its label
