@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from fma_bands.vignettes import Library
 
 BUG_EXIT = 70  # EX_SOFTWARE: not the user's mistake, and scripts can tell it apart
+PIPE_CLOSED_EXIT = 141  # 128 + SIGPIPE, what a shell reports for a reader that left early
 
 
 class FmaGroup(click.Group):
@@ -37,6 +38,11 @@ class FmaGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (`fma-bands registry | head`): nothing is wrong, and what is
+            # still buffered has nowhere to go, so it goes to /dev/null instead of a traceback.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(PIPE_CLOSED_EXIT)
         except FmaBandsError as exc:
             click.echo(f"fma-bands: error: {exc}", err=True)
             ctx.exit(1)

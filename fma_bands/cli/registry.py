@@ -30,13 +30,18 @@ def registry(as_json: bool, quorum: int | None, scope: str | None) -> None:
     if as_json:
         print_json(
             {
-                "policy": decided.policy.as_dict(),
+                # No policy on file grants nothing: the defaults were not applied, so none shown.
+                "policy": None if decided.policy_problem else decided.policy.as_dict(),
+                "policy_problem": decided.policy_problem,
                 "bands": [d.as_dict() for d in decided.decisions],
                 "file_problems": decided.file_problems,
             }
         )
         return
-    click.echo(f"policy: quorum {decided.policy.quorum}, scope {decided.policy.scope}")
+    if decided.policy_problem:
+        click.echo(f"policy: none ({decided.policy_problem}); nothing is granted")
+    else:
+        click.echo(f"policy: quorum {decided.policy.quorum}, scope {decided.policy.scope}")
     for d in decided.decisions:
         click.echo(f"{d.vignette_id} {d.sub_action}: {d.provenance} {to_harness(d.band)}")
         if d.adjudicated_by:

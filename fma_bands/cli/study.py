@@ -56,6 +56,11 @@ def demo() -> None:
                 f"{settings().database_url} already holds a study: `fma-bands demo` only sets up "
                 "a new one. Give another --db (or delete that database file) to start over."
             )
+        if any(folder.glob("*.dsse.json")):
+            raise FmaBandsError(
+                f"{folder} already holds another study's signed records: `fma-bands demo` "
+                "needs an attestations folder of its own (give another --attestations)."
+            )
         found, _ = synced(session)
         for fields in DEMO_USERS:
             create_user(session, actor="demo", folder=folder, **fields)

@@ -9,7 +9,7 @@ import yaml
 from click.testing import CliRunner
 
 from fma_bands.cli import cli
-from fma_bands.cli.base import BUG_EXIT
+from fma_bands.cli.base import BUG_EXIT, PIPE_CLOSED_EXIT
 from tests.conftest import DEMO_VIGNETTES
 
 
@@ -93,3 +93,40 @@ def test_a_bug_is_one_line_pointing_at_the_log(run, tmp_path, monkeypatch):
     assert "RuntimeError" in message and str(tmp_path / "bug.log") in message
     log = (tmp_path / "bug.log").read_text()
     assert "Traceback" in log and "an invariant broke" in log
+
+
+def test_a_reader_that_leaves_early_is_no_bug(tmp_path):
+    """`fma-bands registry | head -1`: the pipe closes under a long output; no bug, no log."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FMA_BANDS_")}
+    env.update(FMA_BANDS_VIGNETTES=str(DEMO_VIGNETTES), FMA_BANDS_LOG_FILE=str(tmp_path / "l"))
+    command = [sys.executable, "-m", "fma_bands.cli", "--attestations", str(tmp_path), "registry"]
+    reader = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()  # the reader left before the first line was written
+    code = reader.wait(timeout=60)
+    assert b"bug" not in reader.stderr.read()
+    assert code == PIPE_CLOSED_EXIT and not (tmp_path / "l").exists()
+
+
+def test_the_registry_says_when_there_is_no_policy(run, tmp_path):
+    assert run("demo").exit_code == 0
+    (tmp_path / "attestations" / "policy.yaml").unlink()
+    text = run("registry")
+    assert text.output.splitlines()[0].startswith("policy: none (")
+    assert "nothing is granted" in text.output.splitlines()[0]
+    data = yaml.safe_load(run("registry", "--json").output)
+    assert data["policy"] is None and "policy.yaml" in data["policy_problem"]
+
+
+def test_the_demo_refuses_another_studys_attestations_folder(run, tmp_path):
+    assert run("demo").exit_code == 0
+    other = run("--db", f"sqlite:///{tmp_path / 'other.db'}", "demo")
+    one_line_error(other, "already holds another study's signed records")
