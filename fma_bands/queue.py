@@ -1,4 +1,4 @@
-"""A rater's queue as their screens show it: every band in neutral case order, its status
+"""A rater's queue as their screens show it: every band assigned to them in neutral case order, its status
 (to do, in progress, skipped, submitted, or changed since submitted), their own flags, where
 to go next, and pages of it.
 
@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from fma_bands import drafts, marks
+from fma_bands.assignment import assigned_bands
 from fma_bands.actions import SUB_ACTIONS
 from fma_bands.labels import case_numbers
 from fma_bands.store.models import Review
@@ -51,7 +52,8 @@ class QueueRow:
 
 
 def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[QueueRow]:
-    """Every band of the study for this rater, by case number, then by step."""
+    """Every band assigned to this rater, by case number, then by step."""
+    mine = assigned_bands(session, library, rater)
     latest = _latest(session, rater)
     kept = drafts.in_progress(session, rater)
     marked = marks.open_marks(session, rater)
@@ -61,6 +63,8 @@ def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[Q
     for vignette in library:
         for proposal in vignette.proposals:
             band = (vignette.id, proposal.sub_action)
+            if band not in mine:
+                continue
             review = latest.get(band)
             rows.append(
                 QueueRow(
