@@ -133,22 +133,23 @@ def bands(library: Library) -> list[Band]:
 # Reading ------------------------------------------------------------------------------------
 
 
-def load(session: Session, *, rater_id: int | None = None) -> Assignments:
-    """Every rater (or the one) and the coordinator's changes: two queries."""
-    query = select(
-        col(User.id), col(User.pseudonym), col(User.specialty), col(User.passphrase_hash)
-    ).where(col(User.role) == "rater")
-    if rater_id is not None:
-        query = query.where(col(User.id) == rater_id)
-    raters = [
-        Rater(uid, name, specialty, secret is not None)
-        for uid, name, specialty, secret in session.execute(query.order_by(col(User.pseudonym)))
-    ]
+def load(session: Session, *, rater: UserPublic | None = None) -> Assignments:
+    """Every rater and the coordinator's changes (two queries); or one rater's (one query)."""
+    if rater is not None:
+        raters = [Rater(rater.id, rater.pseudonym, rater.specialty, rater.active)]
+    else:
+        query = select(
+            col(User.id), col(User.pseudonym), col(User.specialty), col(User.passphrase_hash)
+        ).where(col(User.role) == "rater")
+        raters = [
+            Rater(uid, name, specialty, secret is not None)
+            for uid, name, specialty, secret in session.execute(query.order_by(col(User.pseudonym)))
+        ]
     names = {r.id: r.pseudonym for r in raters}
     columns = ("id", "rater_id", "vignette_id", "sub_action", "assigned", "made_by", "made_at")
     changes = select(*(col(getattr(Assignment, c)) for c in columns)).order_by(col(Assignment.id))
-    if rater_id is not None:
-        changes = changes.where(col(Assignment.rater_id) == rater_id)
+    if rater is not None:
+        changes = changes.where(col(Assignment.rater_id) == rater.id)
     found = Assignments(raters)
     for order, rid, vid, name, assigned, by, at in session.execute(changes):
         if rid not in names:
@@ -175,12 +176,16 @@ def assignment_table(session: Session, library: Library) -> dict[Band, tuple[str
 
 def assigned_bands(session: Session, library: Library, rater: UserPublic) -> set[Band]:
     """The bands in this rater's queue."""
-    return load(session, rater_id=rater.id).bands_of(library, rater.pseudonym)
+    if rater.role != "rater":
+        return set()
+    return load(session, rater=rater).bands_of(library, rater.pseudonym)
 
 
 def is_assigned(session: Session, rater: UserPublic, vid: str, name: str) -> bool:
-    found = load(session, rater_id=rater.id)
-    return any(found.covers(r, vid, name) for r in found.raters)
+    if rater.role != "rater":
+        return False
+    found = load(session, rater=rater)
+    return found.covers(found.raters[0], vid, name)
 
 
 def require_assigned(session: Session, rater: UserPublic, vid: str, name: str) -> None:

@@ -72,12 +72,6 @@ def rater_summaries(
         .where(col(User.role) == "rater")
         .order_by(col(User.pseudonym))
     ).all()
-    # A review is current when it was made of the band as the files hold it now.
-    current_bands = {
-        (v.id, p.sub_action, v.context_digest_for(p.sub_action), p.band_digest)
-        for v in library
-        for p in v.proposals
-    }
     latest = _latest_by_rater(session)
     kept = _drafts_by_rater(session)
     marks = _marks_by_rater(session)
@@ -90,7 +84,7 @@ def rater_summaries(
         current = [
             r
             for band, r in mine.items()
-            if r[0] == "submitted" and band in theirs and (*band, *r[3:5]) in current_bands
+            if r[0] == "submitted" and band in theirs and _current(library, band, r)
         ]
         judged = [r for r in current if r[2] == "review"]
         times = sorted(r[5] for r in mine.values() if r[5])
@@ -120,8 +114,23 @@ def _pace(times: list[datetime]) -> tuple[float | None, int]:
     return (round(statistics.median(working), 1) if working else None, len(working))
 
 
-# (status, verdict, mode, context digest, proposal digest, submitted at) of a review.
-_SUMMARY = ("status", "verdict", "mode", "context_digest", "proposal_digest", "submitted_at")
+# (status, verdict, mode, context digest, proposal digest, submitted at, band digest).
+_SUMMARY = (
+    "status",
+    "verdict",
+    "mode",
+    "context_digest",
+    "proposal_digest",
+    "submitted_at",
+    "band_digest",
+)
+
+
+def _current(library: Library, band: tuple[str, str], r: tuple) -> bool:
+    """Was the review made of the band as the files hold it now (the one staleness test)?"""
+    return library.is_current(
+        *band, context_digest=r[3], band_digest=r[6], proposal_digest=r[4], mode=r[2]
+    )
 
 
 def _latest_by_rater(session: Session) -> dict[int, dict[tuple[str, str], tuple]]:

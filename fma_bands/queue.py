@@ -1,6 +1,6 @@
-"""A rater's queue as their screens show it: every band assigned to them in neutral case order, its status
-(to do, in progress, skipped, submitted, or changed since submitted), their own flags, where
-to go next, and pages of it.
+"""A rater's queue as their screens show it: every band assigned to them in neutral case
+order, its status (to do, in progress, skipped, submitted, or changed since submitted), their
+own flags, where to go next, and pages of it.
 
 Read in a handful of queries whatever the study's size (no query per band), and with only the
 rater's own reviews, drafts and marks.
@@ -15,8 +15,8 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from fma_bands import drafts, marks
-from fma_bands.assignment import assigned_bands
 from fma_bands.actions import SUB_ACTIONS
+from fma_bands.assignment import assigned_bands
 from fma_bands.labels import case_numbers
 from fma_bands.store.models import Review
 from fma_bands.users import UserPublic

@@ -85,8 +85,13 @@ def engine(request, tmp_path):
 RATER_DETAILS = {"role": "rater", "jurisdiction": "Australia", "years_post_registration": 12}
 
 
-def enrol_study(session, library):
-    """The library in the store, a coordinator, and two raters of different specialties."""
+def enrol_study(session, library, *, assign_everything=True):
+    """The library in the store, a coordinator, and two raters of different specialties.
+
+    Unless told otherwise the coordinator assigns both raters every band, so tests of reviewing
+    need not care whose specialty covers which band (tests/study/test_assignment.py does)."""
+    from fma_bands.actions import SUB_ACTIONS
+    from fma_bands.assignment import change
     from fma_bands.study import sync_vignettes
     from fma_bands.users import create_user
 
@@ -112,4 +117,9 @@ def enrol_study(session, library):
             ("adjudicator-02", "passphrase two", "emergency medicine"),
         )
     ]
+    if assign_everything:
+        for rater in raters:
+            change(
+                session, library, actor=coordinator, rater=rater.pseudonym, sub_actions=SUB_ACTIONS
+            )
     return coordinator, *raters

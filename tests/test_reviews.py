@@ -464,7 +464,12 @@ def test_an_imported_review_says_who_entered_it(study):
 def test_every_rule_goes_through_one_table(study, tmp_path):
     """Each coordinator-only action is refused to a rater, and each rater action to the
     coordinator, by fma_bands.study.authorize, whichever module the action lives in."""
+    from fma_bands.assignment import change
+    from fma_bands.audit_search import choices
     from fma_bands.identity import reveal_identity, set_identity
+    from fma_bands.impact import reviewed_impact
+    from fma_bands.marks import all_flags
+    from fma_bands.oversight import reviews_csv
     from fma_bands.reviews import rater_progress
     from fma_bands.study import RULES, authorize, set_policy
     from fma_bands.users import enrol, reset
@@ -498,6 +503,13 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
         "review": lambda s, who: save(
             s, library, who, "draft_triage_01", "esi_acuity", ReviewForm(), expected_version=0
         ),
+        "see_flags": lambda s, who: all_flags(s, who),
+        "read_audit": lambda s, who: choices(s, who),
+        "export_reviews": lambda s, who: reviews_csv(s, library, viewer=who),
+        "assign": lambda s, who: change(
+            s, library, actor=who, rater="adjudicator-01", sub_actions=["esi_acuity"]
+        ),
+        "see_impact": lambda s, who: reviewed_impact(s, library, [], viewer=who),
     }
     for action, rule in RULES.items():
         if action == "sign":
