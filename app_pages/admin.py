@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from app_pages.assignment_parts import assignment
 from app_pages.common import library, require_user, session, settings
 from fma_bands.errors import FmaBandsError
 from fma_bands.policy import Policy, read_policy
@@ -70,12 +71,14 @@ with st.form("policy"):
             f"Policy saved to attestations/policy.yaml: quorum {int(quorum)}, scope {scope}."
         )
 
+assignment(lib)
+
 st.subheader("Progress by rater")
 if progress:
     st.dataframe(progress, hide_index=True)
     st.caption(
-        "Bands submitted and current, drafts open, submitted reviews made stale by a "
-        "changed vignette, and bands assigned (every proposed band)."
+        "Of each rater's assigned bands: those submitted and current, drafts open, submitted "
+        "reviews made stale by a changed vignette, and how many are assigned."
     )
 else:
     st.write("No rater is enrolled yet: enrol them on the Raters page.")

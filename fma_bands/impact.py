@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from fma_bands.actions import Threshold, sub_action
 from fma_bands.bands import AnyBand, Consensus, IntervalBand, band_from_values, to_harness
 from fma_bands.errors import FmaBandsError
-from fma_bands.files import MIB, decode_text, load_json, read_json
+from fma_bands.files import MIB, read_json
 from fma_bands.study import authorize
 from fma_bands.vignettes import Library
 
@@ -75,17 +75,6 @@ def read_runs(paths: Iterable[str | Path]) -> list[Run]:
     for path in paths:
         runs += runs_of(read_json(path, limit=MAX_BYTES, what="trajectories file"), str(path))
     return runs
-
-
-def read_upload(name: str, data: bytes) -> list[Run]:
-    """The complete trajectories of a file the coordinator uploaded, read as boundedly as one
-    on disk; `name` is what the browser called it, used only to name it in messages."""
-    if len(data) > MAX_BYTES:
-        raise FmaBandsError(
-            f"the trajectories file is larger than the {MAX_BYTES // MIB} MB limit", file=name
-        )
-    text = decode_text(data, what="trajectories file", file=name)
-    return runs_of(load_json(text, source=name), name)
 
 
 def runs_of(data: Any, source: str) -> list[Run]:

@@ -12,6 +12,8 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, Error
 
+from fma_bands.actions import SUB_ACTIONS
+from fma_bands.assignment import change
 from fma_bands.review_screen import screen_key
 from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
@@ -94,6 +96,12 @@ def template(tmp_path_factory, shared_library):
                     jurisdiction="Australia",
                     years_post_registration=7,
                 )
+            )
+        # Both raters review every band here, whatever their specialty covers (assignment by
+        # scope has tests of its own: tests/test_pages_assignment.py).
+        for rater in users[1:]:
+            change(
+                s, shared_library, actor=users[0], rater=rater.pseudonym, sub_actions=SUB_ACTIONS
             )
     engine.dispose()
     return path, users
