@@ -8,7 +8,7 @@ import streamlit as st
 
 from app_pages.common import current_user, session, settings
 from fma_bands.actions import SUB_ACTIONS, sub_action
-from fma_bands.assignment import bands, change
+from fma_bands.assignment import change, study_bands
 from fma_bands.coverage import band_progress, coverage, explain, problem_bands, study_quorum
 from fma_bands.errors import FmaBandsError
 from fma_bands.users import UserPublic, list_users
@@ -84,7 +84,7 @@ def assignment(lib: Library) -> None:
         st.dataframe([_row(r) for r in rows], hide_index=True, width="stretch")
     with st.form("assign"):
         st.selectbox("Rater", raters, index=None, key="assign:rater")
-        every = [f"{vid}:{name}" for vid, name in bands(lib)]
+        every = [f"{vid}:{name}" for vid, name in study_bands(lib)]
         st.multiselect("Bands", every, key="assign:bands")
         st.multiselect(
             "Every band of these sub-actions", list(SUB_ACTIONS), format_func=_label,

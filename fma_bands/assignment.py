@@ -113,14 +113,16 @@ class Assignments:
         rater = next((r for r in self.raters if r.pseudonym == pseudonym), None)
         if rater is None:
             return set()
-        return {band for band in bands(library) if self.covers(rater, *band)}
+        return {band for band in study_bands(library) if self.covers(rater, *band)}
 
     def table(self, library: Library) -> dict[Band, tuple[str, ...]]:
         """Every band of the study and the pseudonyms of its assigned raters."""
-        return {band: tuple(r.pseudonym for r in self.raters_of(*band)) for band in bands(library)}
+        return {
+            band: tuple(r.pseudonym for r in self.raters_of(*band)) for band in study_bands(library)
+        }
 
 
-def bands(library: Library) -> list[Band]:
+def study_bands(library: Library) -> list[Band]:
     """Every proposed band, by vignette, then by step."""
     order = {name: i for i, name in enumerate(SUB_ACTIONS)}
     return [

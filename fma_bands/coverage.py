@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from fma_bands.actions import sub_action
-from fma_bands.assignment import Assignments, bands, load
+from fma_bands.assignment import Assignments, load, study_bands
 from fma_bands.errors import FmaBandsError
 from fma_bands.policy import read_policy
 from fma_bands.store.models import Review
@@ -70,7 +70,7 @@ def coverage(
 
 def band_coverage(found: Assignments, library: Library, quorum: int | None) -> list[BandCoverage]:
     rows = []
-    for vid, name in bands(library):
+    for vid, name in study_bands(library):
         assigned = found.raters_of(vid, name)
         able = [r for r in assigned if r.active]
         scoped = sum(bool(r.in_scope(name)) for r in able) if sub_action(name).scope else None
@@ -184,7 +184,7 @@ def band_progress(
         if current:
             submitted.setdefault((vid, name), {})[rater] = verdict
     rows = []
-    for band in bands(library):
+    for band in study_bands(library):
         assigned = found.raters_of(*band)
         verdicts = submitted.get(band, {})
         declined = sum(v == "DECLINE" for v in verdicts.values())

@@ -90,8 +90,6 @@ def enrol_study(session, library, *, assign_everything=True):
 
     Unless told otherwise the coordinator assigns both raters every band, so tests of reviewing
     need not care whose specialty covers which band (tests/study/test_assignment.py does)."""
-    from fma_bands.actions import SUB_ACTIONS
-    from fma_bands.assignment import change
     from fma_bands.study import sync_vignettes
     from fma_bands.users import create_user
 
@@ -118,8 +116,15 @@ def enrol_study(session, library, *, assign_everything=True):
         )
     ]
     if assign_everything:
-        for rater in raters:
-            change(
-                session, library, actor=coordinator, rater=rater.pseudonym, sub_actions=SUB_ACTIONS
-            )
+        assign_all(session, library, coordinator, raters)
     return coordinator, *raters
+
+
+def assign_all(session, library, coordinator, raters):
+    """The coordinator assigns these raters every band, whatever their specialty covers: for
+    tests of reviewing, signing and exporting, where who is assigned is beside the point."""
+    from fma_bands.actions import SUB_ACTIONS
+    from fma_bands.assignment import change
+
+    for rater in raters:
+        change(session, library, actor=coordinator, rater=rater.pseudonym, sub_actions=SUB_ACTIONS)

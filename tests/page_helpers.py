@@ -12,15 +12,13 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, Error
 
-from fma_bands.actions import SUB_ACTIONS
-from fma_bands.assignment import change
 from fma_bands.review_screen import screen_key
 from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import sync_vignettes
 from fma_bands.users import UserPublic, create_user
 from fma_bands.vignettes import Library
-from tests.conftest import ROOT, SHARED_VIGNETTES
+from tests.conftest import ROOT, SHARED_VIGNETTES, assign_all
 
 # The four proposed bands of the FairMedAgent vignettes, in queue order.
 DOC = ("draft_documentation_01", "followup_days")  # interval, disputed span, results shown
@@ -99,10 +97,7 @@ def template(tmp_path_factory, shared_library):
             )
         # Both raters review every band here, whatever their specialty covers (assignment by
         # scope has tests of its own: tests/test_pages_assignment.py).
-        for rater in users[1:]:
-            change(
-                s, shared_library, actor=users[0], rater=rater.pseudonym, sub_actions=SUB_ACTIONS
-            )
+        assign_all(s, shared_library, users[0], users[1:])
     engine.dispose()
     return path, users
 

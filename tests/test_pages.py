@@ -30,7 +30,7 @@ from fma_bands.users import (
     list_users,
 )
 from fma_bands.vignettes import Library
-from tests.conftest import ROOT, SHARED_VIGNETTES
+from tests.conftest import ROOT, SHARED_VIGNETTES, assign_all
 
 # The four proposed bands of the FairMedAgent vignettes, in queue order.
 DOC = ("draft_documentation_01", "followup_days")  # interval, disputed span, results shown
@@ -107,6 +107,7 @@ def template(tmp_path_factory, shared_library):
                     years_post_registration=7,
                 )
             )
+        assign_all(s, shared_library, users[0], users[1:])  # assignment is tested elsewhere
     engine.dispose()
     return path, users
 
