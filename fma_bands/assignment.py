@@ -87,18 +87,21 @@ class Assignments:
     _defaults: dict[int, dict[str, bool]] = field(default_factory=dict)
 
     def covers(self, rater: Rater, vid: str, name: str) -> bool:
-        found = [
-            c
-            for c in (
-                self._bands.get(rater.id, {}).get((vid, name)),
-                self._vignettes.get(rater.id, {}).get(vid),
-                self._subs.get(rater.id, {}).get(name),
-            )
-            if c is not None
-        ]
-        if found:
-            return max(found)[1]
-        defaults = self._defaults.setdefault(rater.id, {})
+        """Is the band assigned to the rater? Asked 27,000 times for a full study's table, so
+        a rater the coordinator never changed goes straight to their specialty's default."""
+        rid = rater.id
+        if rid in self._bands or rid in self._vignettes or rid in self._subs:
+            best = None
+            for found in (
+                self._bands.get(rid, {}).get((vid, name)),
+                self._vignettes.get(rid, {}).get(vid),
+                self._subs.get(rid, {}).get(name),
+            ):
+                if found is not None and (best is None or found[0] > best[0]):
+                    best = found
+            if best is not None:
+                return best[1]
+        defaults = self._defaults.setdefault(rid, {})
         if name not in defaults:
             defaults[name] = rater.in_scope(name) is not False
         return defaults[name]

@@ -76,6 +76,7 @@ def rater_summaries(
     kept = _drafts_by_rater(session)
     marks = _marks_by_rater(session)
     assignments = load_assignments(session)
+    now = _digests_now(library)
     summaries = []
     for rater_id, pseudonym, specialty in raters:
         mine = latest.get(rater_id, {})
@@ -84,7 +85,7 @@ def rater_summaries(
         current = [
             r
             for band, r in mine.items()
-            if r[0] == "submitted" and band in theirs and _current(library, band, r)
+            if r[0] == "submitted" and band in theirs and _current(now, band, r)
         ]
         judged = [r for r in current if r[2] == "review"]
         times = sorted(r[5] for r in mine.values() if r[5])
@@ -126,10 +127,22 @@ _SUMMARY = (
 )
 
 
-def _current(library: Library, band: tuple[str, str], r: tuple) -> bool:
+def _digests_now(library: Library) -> dict[tuple[str, str], tuple]:
+    """What a current review of each band was made of (Library.is_current's digests)."""
+    return {
+        (v.id, p.sub_action): (v.context_digest_for(p.sub_action), p.band_digest, p.proposal_digest)
+        for v in library
+        for p in v.proposals
+    }
+
+
+def _current(now: dict[tuple[str, str], tuple], band: tuple[str, str], r: tuple) -> bool:
     """Was the review made of the band as the files hold it now (the one staleness test)?"""
-    return library.is_current(
-        *band, context_digest=r[3], band_digest=r[6], proposal_digest=r[4], mode=r[2]
+    made_of = now.get(band)
+    return (
+        made_of is not None
+        and (r[3], r[6]) == made_of[:2]
+        and (r[2] == "blind" or r[4] == made_of[2])
     )
 
 
