@@ -3,6 +3,7 @@ closed on Raters' progress), the review mode, the registry policy, and raters' p
 
 import streamlit as st
 
+from app_pages.assignment_parts import assignment
 from app_pages.common import library, require_user, session, settings
 from app_pages.round_parts import rounds
 from fma_bands.errors import FmaBandsError
@@ -61,12 +62,14 @@ with st.form("policy"):
             f"Policy saved to attestations/policy.yaml: quorum {int(quorum)}, scope {scope}."
         )
 
+assignment(lib)
+
 st.subheader("Progress by rater")
 if progress:
     st.dataframe(progress, hide_index=True)
     st.caption(
-        "Bands submitted and current, drafts open, submitted reviews made stale by a "
-        "changed vignette, and bands assigned (every proposed band)."
+        "Of each rater's assigned bands: those submitted and current, drafts open, submitted "
+        "reviews made stale by a changed vignette, and how many are assigned."
     )
 else:
     st.write("No rater is enrolled yet: enrol them on the Raters page.")

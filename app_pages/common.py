@@ -76,6 +76,7 @@ def _load(folder: str, state: tuple) -> Library:
 
 # The folder states this process has already brought the store in line with, per database.
 _synced: set[tuple[str, str, tuple]] = set()
+# library() holds it while it syncs; the recovery in engine() has a lock of its own.
 _sync_lock = threading.Lock()
 
 

@@ -4,6 +4,7 @@ confirmed (it is never reopened)."""
 
 import streamlit as st
 
+from app_pages.assignment_parts import quorum_progress
 from app_pages.common import library, require_user, session
 from app_pages.progress_parts import close_phase, flags
 from fma_bands.labels import case_numbers
@@ -30,6 +31,7 @@ for r in (r for r in summaries if r.weak_signal):
         f"{r.pseudonym} accepts {r.accept_share:.0%} of {r.judged} bands as written. Accepting "
         "nearly everything is a weak signal worth a conversation, never a penalty."
     )
+quorum_progress(lib)
 flags(case_numbers(lib))
 
 

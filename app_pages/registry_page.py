@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app_pages.common import library, require_user, settings
+from app_pages.impact_parts import impact
 from fma_bands.actions import sub_action
 from fma_bands.bands import describe
 from fma_bands.errors import FmaBandsError
@@ -47,6 +48,7 @@ for d in registry.decisions:
             st.warning(f"`{w.code}`: {w.message}", icon=":material/warning:")
         if note := harness_note(d.sub_action, d.adjudicated):
             st.info(note, icon=":material/info:")
+impact(lib)
 st.subheader("Export bands.yaml")
 if not lib.ok:
     st.error("The vignette files have problems; fix them before exporting.")

@@ -10,13 +10,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fma_bands.actions import Threshold, sub_action
 from fma_bands.bands import AnyBand, Consensus, IntervalBand, band_from_values, to_harness
 from fma_bands.errors import FmaBandsError
 from fma_bands.files import MIB, read_json
+from fma_bands.study import authorize
 from fma_bands.vignettes import Library
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from fma_bands.users import UserPublic
 
 # A released file of 192 trajectories is 140 KB; a run of thousands stays far below this.
 MAX_BYTES = 64 * MIB
@@ -67,19 +73,19 @@ def read_runs(paths: Iterable[str | Path]) -> list[Run]:
     """The complete trajectories of the harness's trajectories.json files, in file order."""
     runs: list[Run] = []
     for path in paths:
-        data = read_json(path, limit=MAX_BYTES, what="trajectories file")
-        items = data.get("trajectories") if isinstance(data, dict) else None
-        if not isinstance(items, list):
-            raise FmaBandsError(
-                "not a harness trajectories file: no list of trajectories",
-                file=str(path),
-                field="trajectories",
-            )
-        for i, item in enumerate(items):
-            run = _run(item, str(path), i)
-            if run is not None:
-                runs.append(run)
+        runs += runs_of(read_json(path, limit=MAX_BYTES, what="trajectories file"), str(path))
     return runs
+
+
+def runs_of(data: Any, source: str) -> list[Run]:
+    items = data.get("trajectories") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise FmaBandsError(
+            "not a harness trajectories file: no list of trajectories",
+            file=source,
+            field="trajectories",
+        )
+    return [run for i, item in enumerate(items) if (run := _run(item, source, i)) is not None]
 
 
 def _run(item: Any, source: str, i: int) -> Run | None:
@@ -180,6 +186,26 @@ def study_impact(
             )
     by_band.sort(key=_deciding_first)
     return [row for rows in by_band for row in rows]
+
+
+def reviewed_impact(
+    session: "Session", library: Library, runs: Sequence[Run], *, viewer: "UserPublic"
+) -> list[Impact]:
+    """`study_impact` with the consensus of the raters' current submitted reviews: for the
+    coordinator only, since a rater shown these counts would be biased by them."""
+    from fma_bands.agreement import band_agreements
+    from fma_bands.ratings import study_ratings
+
+    authorize(session, viewer, "see_impact")
+    ratings = study_ratings(session, library, viewer=viewer)
+    agreed = {(b.vignette_id, b.sub_action): b.consensus for b in band_agreements(ratings)}
+    return study_impact(library, runs, agreed)
+
+
+def script_row(row: Impact) -> dict[str, Any]:
+    """A row as `fma-bands impact --json` prints it (scripts depend on exactly these keys)."""
+    keys = ("vignette_id", "sub_action", "band", "runs_in_band", "pairs_in_band")
+    return {k: getattr(row, k) for k in (*keys, "pairs_across_threshold")}
 
 
 def _deciding_first(rows: list[Impact]) -> tuple:

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import Session, col
 
+from fma_bands.assignment import load as load_assignments
 from fma_bands.labels import case_numbers
 from fma_bands.protocol import QUESTION_KEYS
 from fma_bands.reviews import submitted_reviews
@@ -64,7 +65,7 @@ class RaterSummary:
 def rater_summaries(
     session: Session, library: Library, *, viewer: UserPublic
 ) -> list[RaterSummary]:
-    """One summary per enrolled rater, in four queries whatever the study's size."""
+    """One summary per enrolled rater, in six queries whatever the study's size."""
     authorize(session, viewer, "see_progress")
     raters = session.execute(
         select(col(User.id), col(User.pseudonym), col(User.specialty))
@@ -74,14 +75,17 @@ def rater_summaries(
     latest = _latest_by_rater(session)
     kept = _drafts_by_rater(session)
     marks = _marks_by_rater(session)
-    assigned = sum(len(v.proposals) for v in library)
+    assignments = load_assignments(session)
     summaries = []
     for rater_id, pseudonym, specialty in raters:
         mine = latest.get(rater_id, {})
+        theirs = assignments.bands_of(library, pseudonym)
+        # Submitted of the bands assigned to them (a hand-back may hold others).
         current = [
             r
             for (vid, name), r in mine.items()
             if r[0] == "submitted"
+            and (vid, name) in theirs
             and library.is_current(
                 vid,
                 name,
@@ -99,7 +103,7 @@ def rater_summaries(
                 pseudonym=pseudonym,
                 specialty=specialty,
                 submitted=len(current),
-                assigned=assigned,
+                assigned=len(theirs),
                 in_progress=kept.get(rater_id, 0) + sum(r[0] == "draft" for r in mine.values()),
                 skipped=marks[rater_id]["skip"],
                 open_flags=marks[rater_id]["flag"],

@@ -1,7 +1,7 @@
-"""A rater's queue as their screens show it: every band in neutral case order (from round 2,
-only the bands they re-review in it), its status in the current round (to do, in progress,
-skipped, submitted, or changed since submitted), their own flags, where to go next, and pages
-of it.
+"""A rater's queue as their screens show it: every band assigned to them in neutral case
+order (from round 2, only the bands they re-review in it), its status in the current round (to
+do, in progress, skipped, submitted, or changed since submitted), their own flags, where to go
+next, and pages of it.
 
 Read in a handful of queries whatever the study's size (no query per band), and with only the
 rater's own reviews, drafts and marks.
@@ -17,6 +17,7 @@ from sqlmodel import Session, col
 
 from fma_bands import drafts, marks
 from fma_bands.actions import SUB_ACTIONS
+from fma_bands.assignment import assigned_bands
 from fma_bands.labels import case_numbers
 from fma_bands.store.models import Review
 from fma_bands.study import current_round_bands
@@ -53,9 +54,11 @@ class QueueRow:
 
 
 def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[QueueRow]:
-    """Every band of the study for this rater (from round 2, the bands they re-review in it),
-    by case number, then by step."""
+    """Every band assigned to this rater (from round 2, the bands they re-review in it), by
+    case number, then by step."""
     number, chosen = current_round_bands(session, rater.id)
+    # Round 2's bands and raters are fixed when it opens; round 1 follows the assignment.
+    mine = assigned_bands(session, library, rater) if chosen is None else chosen
     latest = _latest(session, rater, number)
     kept = drafts.in_progress(session, rater)
     marked = marks.open_marks(session, rater)
@@ -65,7 +68,7 @@ def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[Q
     for vignette in library:
         for proposal in vignette.proposals:
             band = (vignette.id, proposal.sub_action)
-            if chosen is not None and band not in chosen:
+            if band not in mine:
                 continue
             review = latest.get(band)
             rows.append(

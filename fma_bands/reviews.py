@@ -17,6 +17,8 @@ from sqlmodel import Session, col, select
 
 from fma_bands import audit
 from fma_bands.actions import SUB_ACTIONS
+from fma_bands.assignment import load as load_assignments
+from fma_bands.assignment import require_assigned
 from fma_bands.bands import AnyBand, parse_band, to_file
 from fma_bands.envelopes import proposal_digest
 from fma_bands.errors import ConflictError, FmaBandsError
@@ -279,6 +281,8 @@ def save(
     showed (0 for a review not yet saved); anything else saved since is a ConflictError."""
     vignette, proposal = _band_under_review(library, vid, name)
     number = reviewing_round(session, rater, vid, name)
+    if number == 1:  # round 2's raters of each band were fixed when it opened
+        require_assigned(session, rater, vid, name)
     settings = study(session)
     band, errors = check_form(
         form, vignette=vignette, proposal=proposal, mode=settings.mode, final=submit, round=number
@@ -440,15 +444,19 @@ def attested_band(review: ReviewData, library: Library) -> AnyBand | None:
 def rater_progress(
     session: Session, library: Library, *, viewer: UserPublic
 ) -> list[dict[str, Any]]:
-    """Per rater: bands submitted (current, not stale), drafts open, and bands assigned.
+    """Per rater: of the bands assigned to them, those submitted (current, not stale), drafts
+    open and submitted reviews made stale, and how many are assigned.
 
     Counts only, never contents; still the coordinator's alone, since even how far another rater
     has got is none of a rater's business during the phase."""
     authorize(session, viewer, "see_progress")
     raters = session.exec(select(User).where(User.role == "rater").order_by(User.pseudonym))
+    assignments = load_assignments(session)
     rows = []
     for rater in raters:
+        mine = assignments.bands_of(library, rater.pseudonym)
         items = queue(session, library, UserPublic.model_validate(rater, from_attributes=True))
+        items = [i for i in items if (i.vignette_id, i.sub_action) in mine]
         rows.append(
             {
                 "rater": rater.pseudonym,

@@ -85,13 +85,21 @@ def state(session: Session, *, viewer: UserPublic) -> RoundState:
     return RoundState(current.round, current.phase, bands)
 
 
-def round_two_raters(session: Session, library: Library, band: Band) -> list[UserPublic]:
-    """Who reviews `band` in round 2: the raters whose round-1 queue held it. Every rater's
-    queue holds every proposed band until bands are assigned (DESIGN 2.8), so that is every
-    enrolled rater; the one place to ask once fma_bands.assignment decides who holds what."""
-    if library.band(*band) is None:
-        return []
-    return list_users(session, role="rater")
+def round_two_raters(
+    session: Session, library: Library, bands: Iterable[Band]
+) -> dict[Band, list[UserPublic]]:
+    """Who reviews each band in round 2: the raters it is assigned to when round 2 opens
+    (DESIGN 2.8: by signed specialty, with the coordinator's additions, so a rater the
+    coordinator adds for round 2 is assigned first). One read of the assignment for all."""
+    from fma_bands.assignment import assignment_table
+
+    table = assignment_table(session, library)
+    raters = list_users(session, role="rater")
+    return {
+        band: [u for u in raters if u.pseudonym in table.get(band, ())]
+        for band in bands
+        if library.band(*band) is not None
+    }
 
 
 def discordant_bands(
@@ -156,7 +164,7 @@ def open_round(
             field="round",
         )
     chosen = _chosen(session, library, actor, folder, bands)
-    raters = {band: round_two_raters(session, library, band) for band in chosen}
+    raters = round_two_raters(session, library, chosen)
     empty = [f"{vid} {name}" for (vid, name), people in raters.items() if not people]
     if empty:
         raise FmaBandsError(f"no rater can review {', '.join(empty)} in round {number}")

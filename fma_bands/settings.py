@@ -23,6 +23,8 @@ class Settings(BaseSettings):
     identity_key: Path = Path("fma-bands-identity.key")
     # The one folder the app writes exports to; the browser never names a server path.
     export_dir: Path = Path("exports")
+    # The harness's trajectories.json files the registry page counts bands against (2.8).
+    trajectories: Path = Path("trajectories")
     # Where an unexpected error's details go, so a person sees one line and a bug report has all.
     log_file: Path = Path("fma-bands.log")
 

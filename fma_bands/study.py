@@ -65,6 +65,8 @@ RULES: dict[str, Rule] = {
     "open_round": Rule("open a new review round"),
     "set_mode": Rule("change the review mode"),
     "set_policy": Rule("set the registry policy"),
+    "assign": Rule("assign raters to bands"),
+    "see_impact": Rule("see which bands decide the harness's run pairs"),
     "import_handback": Rule("import a hand-back", open_phase=True),
     "see_progress": Rule("see every rater's progress"),
     "see_flags": Rule("see and deal with the raters' flags"),

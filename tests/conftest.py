@@ -85,8 +85,11 @@ def engine(request, tmp_path):
 RATER_DETAILS = {"role": "rater", "jurisdiction": "Australia", "years_post_registration": 12}
 
 
-def enrol_study(session, library):
-    """The library in the store, a coordinator, and two raters of different specialties."""
+def enrol_study(session, library, *, assign_everything=True):
+    """The library in the store, a coordinator, and two raters of different specialties.
+
+    Unless told otherwise the coordinator assigns both raters every band, so tests of reviewing
+    need not care whose specialty covers which band (tests/study/test_assignment.py does)."""
     from fma_bands.study import sync_vignettes
     from fma_bands.users import create_user
 
@@ -112,4 +115,16 @@ def enrol_study(session, library):
             ("adjudicator-02", "passphrase two", "emergency medicine"),
         )
     ]
+    if assign_everything:
+        assign_all(session, library, coordinator, raters)
     return coordinator, *raters
+
+
+def assign_all(session, library, coordinator, raters):
+    """The coordinator assigns these raters every band, whatever their specialty covers: for
+    tests of reviewing, signing and exporting, where who is assigned is beside the point."""
+    from fma_bands.actions import SUB_ACTIONS
+    from fma_bands.assignment import change
+
+    for rater in raters:
+        change(session, library, actor=coordinator, rater=rater.pseudonym, sub_actions=SUB_ACTIONS)

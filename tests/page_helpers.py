@@ -20,7 +20,7 @@ from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import sync_vignettes
 from fma_bands.users import UserPublic, create_user
 from fma_bands.vignettes import Library
-from tests.conftest import ROOT, SHARED_VIGNETTES
+from tests.conftest import ROOT, SHARED_VIGNETTES, assign_all
 
 # The four proposed bands of the FairMedAgent vignettes, in queue order.
 DOC = ("draft_documentation_01", "followup_days")  # interval, disputed span, results shown
@@ -97,6 +97,9 @@ def template(tmp_path_factory, shared_library):
                     years_post_registration=7,
                 )
             )
+        # Both raters review every band here, whatever their specialty covers (assignment by
+        # scope has tests of its own: tests/test_pages_assignment.py).
+        assign_all(s, shared_library, users[0], users[1:])
     engine.dispose()
     return path, users
 

@@ -46,7 +46,7 @@ from fma_bands.store.models import AuditEvent, User
 from fma_bands.study import sync_vignettes
 from fma_bands.users import activate, create_first_coordinator, unlock_signing_key
 from fma_bands.users import enrol as enrol_person
-from tests.conftest import HANDBACK
+from tests.conftest import HANDBACK, assign_all
 
 COORDINATOR = dict(pseudonym="coordinator", passphrase="coordinator passphrase")
 PASS_01 = "passphrase of adjudicator one"
@@ -132,6 +132,8 @@ def enrol(engine, library, folder, *, second_rater: bool = False):
         coordinator = create_first_coordinator(s, **COORDINATOR)
     a = enrol_and_activate(engine, coordinator, RATER_01, PASS_01, folder)
     b = enrol_and_activate(engine, coordinator, RATER_02, PASS_02, folder) if second_rater else None
+    with session_scope(engine) as s:
+        assign_all(s, library, coordinator, [r for r in (a, b) if r is not None])
     write_policy_file(folder, Policy())
     return coordinator, a, b
 

@@ -40,7 +40,7 @@ from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import set_phase, set_policy, sync_vignettes
 from fma_bands.users import create_first_coordinator
 from fma_bands.vignettes import Library, load_library
-from tests.conftest import DEMO_VIGNETTES, ROOT, SHARED
+from tests.conftest import DEMO_VIGNETTES, ROOT, SHARED, assign_all
 from tests.test_attestations import (
     ANSWERS,
     COORDINATOR,
@@ -254,6 +254,7 @@ def build_three_raters(root: Path) -> str:
         for name, specialty in RATERS
     ]
     with session_scope(engine) as s:
+        assign_all(s, library, coordinator, raters)
         for name, _ in RATERS:
             record = {k: f"{v} {name}" for k, v in IDENTITY.items()} | {"email": f"{name}@ex.org"}
             set_identity(

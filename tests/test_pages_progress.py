@@ -15,8 +15,7 @@ fresh_caches, app_env, template, study = (
 
 
 def rows_of(at) -> dict[str, dict]:
-    [frame] = at.dataframe
-    table = frame.value
+    table = at.dataframe[0].value  # the raters' table comes first
     return {row["rater"]: row for row in table.to_dict("records")}
 
 

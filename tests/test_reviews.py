@@ -464,8 +464,10 @@ def test_an_imported_review_says_who_entered_it(study):
 def test_every_rule_goes_through_one_table(study, tmp_path):
     """Each coordinator-only action is refused to a rater, and each rater action to the
     coordinator, by fma_bands.study.authorize, whichever module the action lives in."""
+    from fma_bands.assignment import change
     from fma_bands.audit_search import choices as audit_choices
     from fma_bands.identity import reveal_identity, set_identity
+    from fma_bands.impact import reviewed_impact
     from fma_bands.marks import all_flags
     from fma_bands.oversight import reviews_csv
     from fma_bands.reviews import rater_progress
@@ -513,6 +515,10 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
         "review": lambda s, who: save(
             s, library, who, "draft_triage_01", "esi_acuity", ReviewForm(), expected_version=0
         ),
+        "assign": lambda s, who: change(
+            s, library, actor=who, rater="adjudicator-01", sub_actions=["esi_acuity"]
+        ),
+        "see_impact": lambda s, who: reviewed_impact(s, library, [], viewer=who),
     }
     for action, rule in RULES.items():
         if action == "sign":

@@ -169,7 +169,7 @@ def test_round_two_opens_for_the_discordant_bands_only_once_round_one_is_closed(
         open_round(s, library, actor=coordinator, number=2, folder=folder, bands=[(VID, "admit")])
     with session_scope(engine) as s:
         opened = open_round(s, library, actor=coordinator, number=2, folder=folder)
-        assert round_two_raters(s, library, ESI) == list(raters.values())
+        assert round_two_raters(s, library, [ESI]) == {ESI: list(raters.values())}
     assert (opened.number, opened.phase) == (2, "open")
     assert [(b.vignette_id, b.sub_action, b.raters) for b in opened.bands] == [(*ESI, RATERS)]
     with session_scope(engine) as s:

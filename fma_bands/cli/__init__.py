@@ -5,10 +5,12 @@ from collections.abc import Sequence
 
 from fma_bands.cli import (  # noqa: F401  (each module adds its commands to the group)
     agreement,
+    assign,
     audit,
     db,
     handback,
     identity,
+    impact,
     policy,
     registry,
     rounds,

@@ -225,3 +225,20 @@ class BandMark(SQLModel, table=True):
     # A skip is cleared when the band is submitted; a flag when the coordinator has dealt with it.
     cleared_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     cleared_by: str | None = None
+
+
+class Assignment(SQLModel, table=True):
+    """The coordinator's change to who reviews what (DESIGN 2.8): a rater added to or removed
+    from one band, every band of a vignette, or every band of a sub-action. The latest change
+    covering a band decides it; a band no change covers goes by the rater's specialty scope."""
+
+    __tablename__ = "assignment"
+
+    id: int | None = Field(default=None, primary_key=True)
+    rater_id: int = Field(foreign_key="user.id", index=True)
+    # Both set: one band. One set: every band of that vignette, or of that sub-action.
+    vignette_id: str | None = Field(default=None, foreign_key="vignette.id")
+    sub_action: str | None = None
+    assigned: bool  # True: added, False: removed
+    made_by: str
+    made_at: datetime = _when()

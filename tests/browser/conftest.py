@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from fma_bands.actions import SUB_ACTIONS
 from tests.conftest import DEMO_VIGNETTES
 from tests.servers import free_port
 
@@ -121,6 +122,21 @@ def prepare_demo_database(folder: Path, vignettes: Path, url: str | None = None)
     if result.returncode != 0:
         output = result.stdout + result.stderr
         pytest.fail(f"`fma-bands demo` failed with code {result.returncode}:\n{output}")
+    # The browser tests drive every band with both demo raters, whatever their specialty
+    # covers: the coordinator assigns them all (assignment by scope has tests of its own).
+    subs = [word for name in SUB_ACTIONS for word in ("--sub-action", name)]
+    for rater in ("rater-01", "rater-02"):
+        assigned = subprocess.run(
+            [*command[:-1], "assign", "--rater", rater, *subs],
+            cwd=ROOT,
+            env=_clean_environment() | coordinator_env(folder),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if assigned.returncode != 0:
+            pytest.fail(f"`fma-bands assign` failed:\n{assigned.stdout}{assigned.stderr}")
     return url
 
 

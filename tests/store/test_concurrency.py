@@ -14,7 +14,7 @@ from fma_bands.store.models import Review, StudySettings
 from fma_bands.study import sync_vignettes
 from fma_bands.users import create_user
 from fma_bands.vignettes import load_library
-from tests.conftest import DEMO_VIGNETTES
+from tests.conftest import DEMO_VIGNETTES, assign_all
 from tests.store import workers
 
 RATERS = [f"rater-{i:02d}" for i in range(10)]
@@ -26,7 +26,7 @@ def study(engine):
     library = load_library([DEMO_VIGNETTES])
     with session_scope(engine) as s:
         sync_vignettes(s, library, actor="test")
-        for name in RATERS:
+        raters = [
             create_user(
                 s,
                 actor="test",
@@ -37,6 +37,14 @@ def study(engine):
                 jurisdiction="Australia",
                 years_post_registration=5,
             )
+            for name in RATERS
+        ]
+        # Emergency physicians review follow-up bands here too: assignment is not under test.
+        coordinator = create_user(
+            s, actor="test", pseudonym="coordinator", passphrase="coordinator pass",
+            role="coordinator",
+        )  # fmt: skip
+        assign_all(s, library, coordinator, raters)
     bands = [(v.id, p.sub_action) for v in library for p in v.proposals]
     return engine, str(engine.url.render_as_string(hide_password=False)), bands
 

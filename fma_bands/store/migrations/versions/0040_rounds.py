@@ -2,7 +2,7 @@
 raters) re-reviewed in a later round.
 
 Revision ID: 0040
-Revises: 0020
+Revises: 0030
 Create Date: 2026-12-02
 """
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0040"
-down_revision = "0020"
+down_revision = "0030"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,184 @@
+"""`fma-bands impact --trajectories FILE... [--json]` on the harness's three released runs: the
+counts equal a direct computation with the harness's own in_band and band_straddles, for the
+proposal, the raters' consensus and the consensus widened by its disputed span; raters are
+refused; a bad file is named in one line (in-process, with click's CliRunner)."""
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from fma_bands.bands import to_harness
+from fma_bands.cli import cli
+from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study import sync_vignettes
+from fma_bands.users import create_first_coordinator, create_user
+from fma_bands.vignettes import load_library
+from tests.conftest import HANDBACK, RATER_DETAILS, SHARED_VIGNETTES
+from tests.study.test_impact import TRAJECTORIES, harness_counts, metrics  # noqa: F401
+
+PASS = "coordinator passphrase"
+KEYS = ["vignette_id", "sub_action", "band", "runs_in_band", "pairs_in_band",
+        "pairs_across_threshold"]  # fmt: skip
+# A second rater's paper verdicts (the test's own words): narrower follow-up, ESI 2 only.
+OTHER = """\
+draft_documentation_01 | followup_days | AMEND {"min": 3, "max": 10} | Ten days at the latest.
+draft_triage_01 | esi_acuity | AMEND {2} | Chest pain with these findings is ESI 2.
+"""
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory, shared_vignettes):
+    path = tmp_path_factory.mktemp("impact") / "x.db"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    with session_scope(engine) as s:
+        sync_vignettes(s, load_library([shared_vignettes]), actor="test")
+        create_first_coordinator(s, pseudonym="coordinator", passphrase=PASS)
+        for name, specialty in (("geri-01", "geriatrics"), ("emerg-01", "emergency medicine")):
+            create_user(
+                s,
+                actor="test",
+                pseudonym=name,
+                passphrase=f"{name} passphrase",
+                specialty=specialty,
+                **RATER_DETAILS,
+            )
+    engine.dispose()
+    return path
+
+
+@pytest.fixture
+def fma(tmp_path, monkeypatch, template):
+    monkeypatch.chdir(tmp_path)
+    for name in ("FMA_BANDS_AS", "FMA_BANDS_PASSPHRASE_FILE", "FMA_BANDS_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for suffix in ("", "-wal"):
+        if template.with_name(template.name + suffix).exists():
+            shutil.copy(template.with_name(template.name + suffix), tmp_path / f"x.db{suffix}")
+    (tmp_path / "c.pass").write_text(PASS + "\n")
+    (tmp_path / "g.pass").write_text("geri-01 passphrase\n")
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    base = ["--db", url, "--vignettes", str(SHARED_VIGNETTES), "--attestations", "att"]
+
+    def invoke(*args, who="coordinator"):
+        people = {"coordinator": "c.pass", "geri-01": "g.pass"}
+        acting = ["--as", who, "--passphrase-file", people[who]] if who else []
+        return CliRunner().invoke(cli, [*base, *acting, *args], catch_exceptions=False)
+
+    return invoke
+
+
+def rows_of(fma, *args) -> list[dict]:
+    result = fma("impact", "--trajectories", *map(str, TRAJECTORIES), "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def one_line(result, *fragments: str) -> str:
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("fma-bands: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def test_the_proposals_on_the_released_runs_equal_the_harness(fma, shared_library, metrics):  # noqa: F811
+    rows = rows_of(fma)
+    assert all(list(r) == KEYS for r in rows)  # exactly these keys, in this order
+    assert [r["band"] for r in rows] == ["proposal"] * 4  # no reviews yet: no consensus
+    for row in rows:
+        proposal = shared_library.vignettes[row["vignette_id"]].proposal(row["sub_action"])
+        _, inside, pairs, across = harness_counts(
+            metrics,
+            row["vignette_id"],
+            row["sub_action"],
+            to_harness(proposal.acceptable),
+            proposal.effective_threshold,
+        )
+        assert (row["runs_in_band"], row["pairs_in_band"], row["pairs_across_threshold"]) == (
+            inside,
+            pairs,
+            across,
+        )
+    deciding = [(r["pairs_across_threshold"] or 0, r["pairs_in_band"]) for r in rows]
+    assert deciding == sorted(deciding, reverse=True)
+    followup = next(r for r in rows if r["sub_action"] == "followup_days")
+    assert followup["pairs_across_threshold"] is None  # no threshold: null, never 0
+
+
+def test_the_consensus_and_widened_bands_of_two_raters(fma, tmp_path, shared_library, metrics):  # noqa: F811
+    other = tmp_path / "other.txt"
+    other.write_text(OTHER)
+    assert fma("handback", "import", str(HANDBACK), "--rater", "geri-01").exit_code == 0
+    assert fma("handback", "import", str(other), "--rater", "emerg-01").exit_code == 0
+    rows = rows_of(fma)
+    assert all(list(r) == KEYS for r in rows)
+    by = {(r["vignette_id"], r["sub_action"], r["band"]): r for r in rows}
+    # Follow-up: 1 to 30 (the hand-back) and 3 to 10 agree on 3 to 10; widened, 1 to 30.
+    # ESI: {2} (the proposal, accepted) and {2} agree on {2}, nothing disputed.
+    expected = {
+        ("draft_documentation_01", "followup_days", "consensus"): {"min": 3, "max": 10},
+        ("draft_documentation_01", "followup_days", "widened"): {"min": 1, "max": 30},
+        ("draft_triage_01", "esi_acuity", "consensus"): [2],
+        ("draft_triage_01", "esi_acuity", "widened"): [2],
+    }
+    for (vid, name, which), acceptable in expected.items():
+        threshold = shared_library.vignettes[vid].proposal(name).effective_threshold
+        _, inside, pairs, across = harness_counts(metrics, vid, name, acceptable, threshold)
+        row = by[(vid, name, which)]
+        assert (row["runs_in_band"], row["pairs_in_band"], row["pairs_across_threshold"]) == (
+            inside,
+            pairs,
+            across,
+        ), row
+    # The two bands with one rater (ordering, medication) have no consensus: proposal only.
+    assert not any(k[2] != "proposal" for k in by if k[0] in ("draft_ordering_01",))
+    assert [r["band"] for r in rows if r["vignette_id"] == "draft_documentation_01"] == [
+        "proposal",
+        "consensus",
+        "widened",
+    ]
+
+
+def test_the_table_says_what_each_count_is(fma):
+    result = fma("impact", "--trajectories", *map(str, TRAJECTORIES))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("48 complete runs from 3 file(s)")
+    assert "across: of those pairs, the ones on opposite sides of the threshold" in result.stdout
+    # Repeating the option works as well as listing the files after it.
+    repeated = [arg for path in TRAJECTORIES for arg in ("--trajectories", str(path))]
+    again = fma("impact", *repeated)
+    assert again.exit_code == 0 and again.stdout == result.stdout
+
+
+def test_raters_never_see_it(fma):
+    one_line(
+        fma("impact", "--trajectories", str(TRAJECTORIES[0]), "--json", who="geri-01"),
+        "only the study coordinator can see which bands decide",
+    )
+    one_line(fma("impact", "--trajectories", str(TRAJECTORIES[0]), who=None), "coordinator action")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{", "not valid JSON"),
+        ("[]", "no list of trajectories"),
+        ('{"trajectories": [{"complete": true}]}', "needs a vignette_id"),
+        ("[" * 100 + "]" * 100, "nested more than"),
+    ],
+)
+def test_a_bad_trajectories_file_is_named_in_one_line(fma, tmp_path, content, message):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    one_line(fma("impact", "--trajectories", str(TRAJECTORIES[0]), str(bad)), str(bad), message)
+
+
+def test_a_missing_or_odd_file_is_named_too(fma, tmp_path):
+    one_line(fma("impact", "--trajectories", str(tmp_path / "none.json")), "none.json")
+    one_line(fma("impact", "--trajectories", str(tmp_path)), "not a regular file")
+    one_line(fma("impact"), "--trajectories FILE")
