@@ -381,3 +381,29 @@ def test_the_registry_counts_only_the_latest_round_of_a_band(second):
     assert later.adjudicated and later.round == 2
     assert later.adjudicated_by == ("rater-a1", "rater-b2")
     assert later.band.values() == frozenset({2, 3})
+
+
+def test_a_rater_the_coordinator_assigns_reviews_the_band_in_round_two(closed):
+    from fma_bands.assignment import change
+
+    engine, library, folder, coordinator, _ = closed
+    with session_scope(engine) as s:
+        extra = create_user(
+            s,
+            actor="coordinator",
+            pseudonym="rater-d4",
+            passphrase="rater-d4 passphrase",
+            role="rater",
+            specialty="geriatrics",  # out of ESI's scope: not assigned by default
+            jurisdiction="Australia",
+            years_post_registration=12,
+            folder=folder,
+        )
+        assert extra.pseudonym not in [
+            u.pseudonym for u in round_two_raters(s, library, [ESI])[ESI]
+        ]
+        change(s, library, actor=coordinator, rater="rater-d4", bands=[ESI])
+    with session_scope(engine) as s:
+        opened = open_round(s, library, actor=coordinator, number=2, folder=folder)
+    [band] = [b for b in opened.bands if (b.vignette_id, b.sub_action) == ESI]
+    assert "rater-d4" in band.raters and set(RATERS) <= set(band.raters)
