@@ -228,7 +228,8 @@ def _reviews(library: Library, raters, seed: int, start: datetime) -> list[dict]
                         "answers": GOOD_ANSWERS,
                         "reason": "Benchmark reason: one sentence on the band.",
                         "context_digest": vignette.context_digest_for(proposal.sub_action),
-                        "proposal_digest": proposal.acceptable.digest(),
+                        "band_digest": proposal.band_digest,
+                        "proposal_digest": proposal.proposal_digest,
                         "origin": "browser",
                         "version": 1,
                         "created_at": when - timedelta(seconds=30),
@@ -310,7 +311,7 @@ def build_study(
 ) -> BenchStudy:
     """Everything under `folder`: vignettes/, fma-bands.db, attestations/, identity.key; with
     `reuse`, a study built there before with the same parameters is used as it is."""
-    from fma_bands.attestations import attest, publish_adjudicators
+    from fma_bands.attestations import attest
     from fma_bands.identity import set_identity
     from fma_bands.protocol import DECLARATIONS
 
@@ -346,7 +347,6 @@ def build_study(
             set_identity(
                 s, actor=coordinator, pseudonym=rater.pseudonym, record=IDENTITY, key_path=key
             )
-        publish_adjudicators(s, attestations)
     start = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
     rows = _reviews(library, raters, seed, start)
     with session_scope(engine) as s:
