@@ -6,6 +6,8 @@ check need nothing but the folder.
 
 import base64
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +68,7 @@ class CheckedEnvelope:
     payload_sha256: str | None = None
     file_sha256: str | None = None
     envelope: Any = field(default=None, repr=False)
+    well_formed: bool = False  # the claimed statement has the shape the registry relies on
 
     @property
     def kind(self) -> str | None:
@@ -95,6 +98,57 @@ class CheckedEnvelope:
         return self
 
 
+# What one process has already worked out about envelope files, keyed by the SHA-256 of the
+# exact bytes read (never by name, size or time): the parsed envelope and statement, and each
+# verification's outcome under the exact set of trusted keys it was checked against. The same
+# bytes under the same keys give the same answer, so a page or command that reads the folder
+# again verifies nothing twice; a file changed by one byte has another digest and is parsed
+# and verified afresh. The files are still read and hashed on every call. Statements held here
+# are shared by every reader: read them, never change them.
+_CACHE_ENTRIES = 256
+_parsed: OrderedDict[str, tuple[Any, str | None, Any, bool]] = OrderedDict()
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What verifying one envelope under one key set said: refused with (code, message), or
+    the payload type and the keyids whose signatures verify."""
+
+    error: tuple[str, str] | None
+    payload_type: str
+    keyids: tuple[str, ...]
+
+
+_verified: OrderedDict[tuple[str, frozenset[tuple[str, str]]], _Outcome] = OrderedDict()
+
+
+def clear_cache() -> None:
+    """Forget every parsed and verified envelope (tests and benchmarks start cold with it)."""
+    with _lock:
+        _parsed.clear()
+        _verified.clear()
+
+
+# Pages run in several threads of one server.
+_lock = threading.Lock()
+
+
+def _recall(cache: OrderedDict, key: Any) -> Any:
+    with _lock:
+        found = cache.get(key)
+        if found is not None:
+            cache.move_to_end(key)
+        return found
+
+
+def _remember(cache: OrderedDict, key: Any, value: Any) -> None:
+    with _lock:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > _CACHE_ENTRIES:
+            cache.popitem(last=False)
+
+
 def _load(path: Path) -> CheckedEnvelope:
     checked = CheckedEnvelope(Path(path))
     try:
@@ -102,6 +156,9 @@ def _load(path: Path) -> CheckedEnvelope:
         # 20,000-deep nesting is refused by name, never read forever or recursed into.
         text = read_bounded(path, limit=MAX_ENVELOPE_BYTES, what="envelope")
         checked.file_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if (known := _recall(_parsed, checked.file_sha256)) is not None:
+            checked.envelope, checked.payload_sha256, checked.claimed, checked.well_formed = known
+            return checked
         checked.envelope = load_json(text, source=str(path))
     except FmaBandsError as exc:
         return checked.fail("malformed", f"not a readable JSON envelope: {exc.message}")
@@ -112,25 +169,43 @@ def _load(path: Path) -> CheckedEnvelope:
         checked.claimed = load_json(claimed, source=f"{path} (payload)")
     except (KeyError, TypeError, ValueError, FmaBandsError):
         checked.claimed = None
+    checked.well_formed = _well_formed(checked.claimed)
+    known = (checked.envelope, checked.payload_sha256, checked.claimed, checked.well_formed)
+    _remember(_parsed, checked.file_sha256, known)
     return checked
+
+
+def _verified_envelope(checked: CheckedEnvelope, trusted: dict[str, str]) -> _Outcome:
+    """verify_envelope's outcome for these bytes under exactly these keys, worked out once per
+    (file digest, key set)."""
+    assert checked.file_sha256 is not None
+    key = (checked.file_sha256, frozenset(trusted.items()))
+    if (known := _recall(_verified, key)) is not None:
+        return known
+    try:
+        verified = verify_envelope(checked.envelope, trusted)
+        outcome = _Outcome(None, verified.payload_type, tuple(verified.keyids))
+    except FmaBandsError as exc:
+        outcome = _Outcome((exc.code or "malformed", exc.message), "", ())
+    _remember(_verified, key, outcome)
+    return outcome
 
 
 def _verify(checked: CheckedEnvelope, trusted: dict[str, str]) -> list[str] | None:
     """The keyids whose signatures verify, or None with checked.error set."""
     if checked.error:
         return None
-    try:
-        verified = verify_envelope(checked.envelope, trusted)
-    except FmaBandsError as exc:
-        checked.fail(exc.code or "malformed", exc.message)
+    verified = _verified_envelope(checked, trusted)
+    if verified.error is not None:
+        checked.fail(*verified.error)
         return None
     if verified.payload_type != IN_TOTO_PAYLOAD_TYPE:
         checked.fail("malformed", f"payloadType is {verified.payload_type}, not in-toto")
         return None
-    if not _well_formed(checked.claimed):
+    if not checked.well_formed:
         checked.fail("malformed", "the payload is not an fma-bands in-toto statement")
         return None
-    return verified.keyids
+    return list(verified.keyids)
 
 
 def _links_ok(predicate: dict[str, Any]) -> bool:
