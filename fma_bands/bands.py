@@ -185,7 +185,7 @@ def _check_value(action: SubAction, value: Value, orderables: tuple[str, ...] | 
                 f"{', '.join(sorted(orderables)) or '(none)'}"
             )
         return
-    if value not in action.domain():
+    if not action.admits(value):
         raise ValueError(
             f"{value} is outside the domain of {action.name} ({action.describe_domain()})"
         )

@@ -1,7 +1,7 @@
 """Submitted reviews as the ratings the agreement statistics take, and the study's report and
 Agreement screen from them.
 
-Blinding is checked where the reviews are read (reviews.submitted_reviews); this module only
+Blinding is checked where the reviews are read (reviews.submitted_bands); this module only
 turns them into numbers.
 """
 
@@ -10,13 +10,13 @@ from sqlmodel import Session, select
 
 from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report, agreement_report
 from fma_bands.agreement.views import Screen, screen
-from fma_bands.reviews import ReviewData, attested_band, submitted_reviews
+from fma_bands.reviews import ReviewData, SubmittedBand, attested_band, submitted_bands
 from fma_bands.store.models import Review
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
 
-def rating(review: ReviewData, library: Library) -> Rating:
+def rating(review: ReviewData | SubmittedBand, library: Library) -> Rating:
     """What one review vouches for: the proposal if ACCEPT, the rater's own band if AMEND."""
     return Rating(
         vignette_id=review.vignette_id,
@@ -30,7 +30,7 @@ def rating(review: ReviewData, library: Library) -> Rating:
 
 def study_ratings(session: Session, library: Library, *, viewer: UserPublic) -> list[Rating]:
     """Every rater's current, non-stale submitted review of every band (blinding enforced)."""
-    return [rating(r, library) for r in submitted_reviews(session, library, viewer=viewer)]
+    return [rating(r, library) for r in submitted_bands(session, library, viewer=viewer)]
 
 
 def study_report(

@@ -6,12 +6,14 @@ the version a screen saw is checked across revisions, so a stale tab never overw
 """
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import update
+from sqlalchemy import RowMapping, update
+from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
@@ -363,6 +365,55 @@ def submitted_reviews(
     return [r for r in rows if include_stale or not r.stale]
 
 
+@dataclass(frozen=True)
+class SubmittedBand:
+    """What one current submitted review says about its band: all agreement needs of it."""
+
+    vignette_id: str
+    sub_action: str
+    rater: str
+    verdict: str | None
+    band: Any  # file form, as submitted
+    mode: str
+
+
+# The columns SubmittedBand is read from, with those that say whether the review is current.
+_BAND_COLUMNS = (
+    "vignette_id",
+    "sub_action",
+    "rater_id",
+    "revision",
+    "verdict",
+    "band",
+    "mode",
+    "context_digest",
+    "band_digest",
+    "proposal_digest",
+)
+
+
+def submitted_bands(
+    session: Session, library: Library, *, viewer: UserPublic
+) -> list[SubmittedBand]:
+    """Every rater's current (not stale) latest submitted review of every band, as
+    submitted_reviews gives them but only the columns agreement reads: 27,000 reviews are
+    read in one query, without their answers."""
+    _may_see_others(session, viewer)
+    names = pseudonyms(session)
+    return [
+        SubmittedBand(
+            r["vignette_id"],
+            r["sub_action"],
+            names[r["rater_id"]],
+            r["verdict"],
+            r["band"],
+            r["mode"],
+        )
+        for r in _latest_submitted(session, columns=_BAND_COLUMNS)
+        if _current(r, library)
+    ]
+
+
 def band_reviews(
     session: Session, library: Library, *, viewer: UserPublic, vid: str, name: str
 ) -> list[ReviewData]:
@@ -374,34 +425,53 @@ def band_reviews(
     ]
 
 
-def _latest_submitted(session: Session, vignette_ids: list[str] | None = None) -> list[Review]:
-    query = select(Review).where(Review.status == "submitted")
+def _latest_submitted(
+    session: Session, vignette_ids: list[str] | None = None, columns: Sequence[str] | None = None
+) -> list[RowMapping]:
+    """Each rater's latest submitted revision of each band, as Core rows of `columns` (all by
+    default): building 27,000 ORM objects would cost more than the pages that read them."""
+    table = Review.__table__  # type: ignore[attr-defined]
+    query = core_select(*(table.c[n] for n in columns)) if columns else core_select(table)
+    query = query.where(table.c.status == "submitted")
     if vignette_ids is not None:
-        query = query.where(col(Review.vignette_id).in_(vignette_ids))
-    latest: dict[tuple[str, str, int], Review] = {}
-    for row in session.exec(query):
-        key = (row.vignette_id, row.sub_action, row.rater_id)
-        if key not in latest or row.revision > latest[key].revision:
+        query = query.where(table.c.vignette_id.in_(vignette_ids))
+    latest: dict[tuple[str, str, int], RowMapping] = {}
+    for row in session.connection().execute(query).mappings():
+        key = (row["vignette_id"], row["sub_action"], row["rater_id"])
+        if key not in latest or row["revision"] > latest[key]["revision"]:
             latest[key] = row
-    return sorted(latest.values(), key=lambda r: (r.vignette_id, r.sub_action, r.rater_id))
+    return [latest[key] for key in sorted(latest)]
+
+
+def _current(row: Mapping[Any, Any], library: Library) -> bool:
+    """is_current for a review read as a Core row."""
+    return library.is_current(
+        row["vignette_id"],
+        row["sub_action"],
+        context_digest=row["context_digest"],
+        band_digest=row["band_digest"],
+        proposal_digest=row["proposal_digest"],
+        mode=row["mode"],
+    )
 
 
 def _is_stale(row: Review, library: Library) -> bool:
     return not is_current(library, row)
 
 
-def as_data(row: Review, library: Library, names: dict[int, str]) -> ReviewData:
+def as_data(row: Review | RowMapping, library: Library, names: dict[int, str]) -> ReviewData:
+    data = row.model_dump() if isinstance(row, Review) else dict(row)
     return ReviewData.model_validate(
         {
-            **row.model_dump(),
-            "rater": names[row.rater_id],
-            "answers": row.answers or {},
-            "stale": _is_stale(row, library),
+            **data,
+            "rater": names[data["rater_id"]],
+            "answers": data["answers"] or {},
+            "stale": not _current(data, library),
         }
     )
 
 
-def attested_band(review: ReviewData, library: Library) -> AnyBand | None:
+def attested_band(review: "ReviewData | SubmittedBand", library: Library) -> AnyBand | None:
     """The band a review vouches for: the proposal if ACCEPT, the rater's own if AMEND."""
     if review.verdict == "DECLINE":
         return None

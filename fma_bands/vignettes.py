@@ -102,7 +102,15 @@ class Vignette:
         return tuple(self.tool_results)
 
     def proposal(self, name: str) -> Proposal | None:
-        return next((p for p in self.proposals if p.sub_action == name), None)
+        return self._proposals.get(name)
+
+    @cached_property
+    def _proposals(self) -> dict[str, Proposal]:
+        # Looked up for every review read; the first proposal of a sub-action, as before.
+        found: dict[str, Proposal] = {}
+        for p in self.proposals:
+            found.setdefault(p.sub_action, p)
+        return found
 
     def context(self, step: str) -> dict[str, Any]:
         """Exactly what the agent holds when it acts at `step` (DESIGN 2.1); never the canary."""
