@@ -3,14 +3,16 @@ readings, and every band's raters beside the consensus. Raters see it once the p
 
 import streamlit as st
 
-from app_pages.common import engine, library, require_user, session
+from app_pages.common import chart, engine, library, require_user, session
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.chart import alpha_chart
 from fma_bands.agreement.views import HEADINGS, METRIC_LABELS
 from fma_bands.errors import FmaBandsError
-from fma_bands.picture import band_chart
+from fma_bands.picture import band_spec
 from fma_bands.ratings import reviews_fingerprint, study_screen
 from fma_bands.study import study
+
+PAGE = 20
 
 user = require_user()
 lib = library()
@@ -26,9 +28,11 @@ metric = st.segmented_control(
 metric = metric or "band"
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+# A resource, not data: the screen is read-only, and unpickling a copy of its 2,700 bands on
+# every rerun would cost more than the rerun. Cached until a review changes (fingerprint) or a
+# vignette file changes (files).
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _screen(url: str, fingerprint: tuple, files: tuple, viewer: str):
-    # Cached until a review changes (fingerprint) or a vignette file changes (files).
     with session() as s:
         return study_screen(s, lib, viewer=user)
 
@@ -47,15 +51,24 @@ st.subheader(f"Krippendorff's alpha: {metric}")
 st.dataframe(screen.tables[metric], hide_index=True, column_order=HEADINGS)
 for note in screen.notes[metric]:
     st.caption(note)
-if chart := alpha_chart(screen.points[metric]):
-    st.altair_chart(chart)
+if alphas := alpha_chart(screen.points[metric]):
+    st.altair_chart(alphas)
 
-st.subheader("Bands, most disputed first")
-for band in screen.bands:
-    with st.container(border=True):
-        st.page_link("app_pages/vignette.py", label=band.title, query_params=band.query)
-        st.caption(band.caption)
-        if band.rows:
-            st.altair_chart(band_chart(band.sub_action, band.rows, orderables=band.orderables))
-        for line in filter(None, (band.consensus, band.disputed)):
-            st.text(line)
+
+@st.fragment
+def bands() -> None:
+    # A page of bands at a time, in a fragment: turning the page redraws only the bands.
+    st.subheader("Bands, most disputed first")
+    number = st.pagination(max(1, -(-len(screen.bands) // PAGE)), key="agreement_page")
+    st.caption(f"{len(screen.bands)} bands, {PAGE} to a page.")
+    for band in screen.bands[(number - 1) * PAGE : number * PAGE]:
+        with st.container(border=True):
+            st.page_link("app_pages/vignette.py", label=band.title, query_params=band.query)
+            st.caption(band.caption)
+            if band.rows:
+                chart(band_spec(band.sub_action, band.rows, orderables=band.orderables))
+            for line in filter(None, (band.consensus, band.disputed)):
+                st.text(line)
+
+
+bands()
