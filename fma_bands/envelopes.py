@@ -6,6 +6,8 @@ check need nothing but the folder.
 
 import base64
 import hashlib
+import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -40,6 +42,7 @@ RECORD_FIELDS = (
     "demo",
 )
 MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
+MAX_FOLDER_FILE_BYTES = 64 * 1024 * 1024  # above every limit a reader of the folder applies
 
 
 def subject_name(vignette_id: str, sub_action: str) -> str:
@@ -149,7 +152,10 @@ def _remember(cache: OrderedDict, key: Any, value: Any) -> None:
             cache.popitem(last=False)
 
 
-def _load(path: Path) -> CheckedEnvelope:
+def _load(path: Path, *, records_only: bool = False) -> CheckedEnvelope:
+    """One envelope file, parsed (the verdict on its signature is _verify's). With
+    `records_only`, a statement that cannot claim to be a public record is left unparsed
+    (`claimed` None): see _cannot_be_a_record."""
     checked = CheckedEnvelope(Path(path))
     try:
         # Regular files only, of bounded size and depth: a link to /dev/zero, a FIFO or a
@@ -165,6 +171,8 @@ def _load(path: Path) -> CheckedEnvelope:
     try:
         payload = base64.b64decode(checked.envelope["payload"], validate=True)
         checked.payload_sha256 = hashlib.sha256(payload).hexdigest()
+        if records_only and _cannot_be_a_record(payload):
+            return checked  # not parsed, so not remembered either
         claimed = decode_text(payload, what="signed statement")
         checked.claimed = load_json(claimed, source=f"{path} (payload)")
     except (KeyError, TypeError, ValueError, FmaBandsError):
@@ -173,6 +181,13 @@ def _load(path: Path) -> CheckedEnvelope:
     known = (checked.envelope, checked.payload_sha256, checked.claimed, checked.well_formed)
     _remember(_parsed, checked.file_sha256, known)
     return checked
+
+
+def _cannot_be_a_record(payload: bytes) -> bool:
+    """True when no JSON reading of `payload` has the record's predicateType: its URL is not in
+    the bytes as written, and no escape (\\/ or \\u) could spell it otherwise. An attestation of
+    2,700 reviews need not be parsed to know it is no adjudicator's public record."""
+    return RECORD_TYPE.encode() not in payload and b"\\/" not in payload and b"\\u" not in payload
 
 
 def _verified_envelope(checked: CheckedEnvelope, trusted: dict[str, str]) -> _Outcome:
@@ -505,6 +520,31 @@ def _head(loaded: list[CheckedEnvelope]) -> tuple[int, str]:
     return len(digests), "sha256:" + hashlib.sha256(lines).hexdigest()
 
 
+def folder_digests(folder: Path) -> tuple[tuple[str, str], ...]:
+    """Every entry of the folder by name, with the SHA-256 of its bytes for a regular file:
+    what a decision read from the folder alone may be cached under, since a byte changed in any
+    file (an envelope, policy.yaml, adjudicators.yaml) makes another key."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return ()
+    return tuple((p.name, _digest_of(p)) for p in sorted(folder.iterdir()))
+
+
+def _digest_of(path: Path) -> str:
+    try:
+        # O_NONBLOCK: a FIFO must not wait for a writer; only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    with os.fdopen(fd, "rb") as handle:
+        found = os.fstat(handle.fileno())
+        if not stat.S_ISREG(found.st_mode):
+            return "not a regular file"
+        if found.st_size > MAX_FOLDER_FILE_BYTES:  # refused by every reader: never read
+            return f"too large: {found.st_size} bytes"
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def records_head(folder: Path) -> tuple[int, str]:
     """The head of attestations/: how many signed records it holds and one digest of them all,
     so an export can say exactly what it was decided from."""
@@ -575,8 +615,15 @@ def read_folder(
 
 
 def read_adjudicators(folder: Path) -> dict[str, dict[str, Any]]:
-    """pseudonym -> the latest public record that the adjudicator's own key signed."""
-    return read_evidence(folder).records()
+    """pseudonym -> the latest public record that the adjudicator's own key signed: what
+    read_evidence(folder).records() gives, reading in full only the envelopes that can be
+    public records (every start of the app and of a command that opens the store asks)."""
+    loaded = [_load(p, records_only=True) for p in envelope_files(folder)]
+    records = [e for e in loaded if _kind_claimed(e) == "record"]
+    for env in records:
+        _check_record(env)
+    adjudicators = _adjudicators(records)
+    return {name: a.as_published() for name, a in sorted(adjudicators.items())}
 
 
 def latest_signed_reviews(

@@ -5,6 +5,7 @@ self-signed records, the signed envelopes and policy.yaml), so an editor can red
 with no database. adjudicators.yaml is never read for a decision.
 """
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -213,18 +214,20 @@ def decide(
         assert env.statement is not None and env.pseudonym and env.keyid
         subjects = {s["name"]: s["digest"].get("sha256") for s in env.statement["subject"]}
         adjudicator = evidence.adjudicators[env.pseudonym]
+        record = dict(adjudicator.record, n_keys=len(adjudicator.keys))
+        signed_at, payload_sha256 = env.signed_at, env.payload_sha256 or ""
         for review in env.predicate["reviews"]:
             subject = subject_name(review["vignette_id"], review["sub_action"])
             entries.setdefault((review["vignette_id"], review["sub_action"]), []).append(
                 _Entry(
                     pseudonym=env.pseudonym,
-                    record=dict(adjudicator.record, n_keys=len(adjudicator.keys)),
+                    record=record,
                     file=env.path.name,
                     keyid=env.keyid,
-                    signed_at=env.signed_at,
+                    signed_at=signed_at,
                     review=review,
                     subject_digest=subjects.get(subject),
-                    payload_sha256=env.payload_sha256 or "",
+                    payload_sha256=payload_sha256,
                 )
             )
     revoked = {
@@ -233,6 +236,7 @@ def decide(
         for e in group
         if (e.pseudonym, e.payload_sha256) in revocations
     }
+    read_band = _BandReader()
     for vignette in library:
         for proposal in vignette.proposals:
             key = (vignette.id, proposal.sub_action)
@@ -243,6 +247,7 @@ def decide(
                 everywhere + failures.get(key, []),
                 revoked,
                 policy,
+                read_band,
             )
             if not entries.get(key):
                 decision.reasons += _copies(proposal, vignette, entries)
@@ -267,7 +272,7 @@ def _claimed_names(statement: Any) -> list[tuple[str, str]]:
 
 
 def _copies(proposal: Proposal, vignette: Vignette, entries) -> list[Reason]:
-    digest = proposal.acceptable.digest().removeprefix("sha256:")
+    digest = proposal.band_digest.removeprefix("sha256:")
     others = sorted(
         {
             f"{e.file} names {subject_name(*key)}"
@@ -283,6 +288,27 @@ def _copies(proposal: Proposal, vignette: Vignette, entries) -> list[Reason]:
     return [Reason("wrong_subject", f"{REASONS['wrong_subject']} ({'; '.join(others)})")]
 
 
+class _BandReader:
+    """parse_band for signed bands, each distinct one read once per decision of the folder:
+    most raters sign the same few bands of a vignette (every ACCEPT signs the proposal). Keyed
+    by the band's JSON text, which tells `true` from `1`, and the vignette's orderables."""
+
+    def __init__(self) -> None:
+        self._read: dict[tuple[str, str, tuple[str, ...]], AnyBand | FmaBandsError] = {}
+
+    def __call__(self, name: str, raw: Any, orderables: tuple[str, ...]) -> AnyBand:
+        key = (name, json.dumps(raw, sort_keys=True), orderables)
+        if key not in self._read:
+            try:
+                self._read[key] = parse_band(name, raw, orderables=orderables)
+            except FmaBandsError as exc:
+                self._read[key] = FmaBandsError(exc.message, field=exc.field)
+        found = self._read[key]
+        if isinstance(found, FmaBandsError):
+            raise found
+        return found
+
+
 def _decide_band(
     vignette: Vignette,
     proposal: Proposal,
@@ -290,6 +316,7 @@ def _decide_band(
     failures: list[Reason],
     revoked: set[str],
     policy: Policy,
+    read_band: _BandReader,
 ) -> Decision:
     name = proposal.sub_action
     action = sub_action(name)
@@ -311,7 +338,7 @@ def _decide_band(
         if entry.round == last_round:
             latest[entry.pseudonym] = entry
     counted: list[tuple[_Entry, AnyBand]] = []
-    band_digest = proposal.acceptable.digest().removeprefix("sha256:")
+    band_digest = proposal.band_digest.removeprefix("sha256:")
     for entry in latest.values():
         who = f"{entry.pseudonym} ({entry.file})"
         reason = _refusal(entry, vignette, proposal, band_digest)
@@ -330,9 +357,7 @@ def _decide_band(
                 continue
             decision.warnings.append(scope_reason)
         try:
-            attested = parse_band(
-                name, entry.review["attested_band"], orderables=vignette.orderables
-            )
+            attested = read_band(name, entry.review["attested_band"], vignette.orderables)
         except (FmaBandsError, KeyError) as exc:
             decision.reasons.append(Reason("malformed", f"{who}: attested band unreadable: {exc}"))
             continue

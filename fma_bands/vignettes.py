@@ -149,6 +149,19 @@ class Library:
     def __len__(self) -> int:
         return len(self.vignettes)
 
+    @property
+    def digests(self) -> tuple:
+        """Each vignette's context digests and whole-proposal digests: everything the registry
+        and the staleness test read from the files, as one key."""
+        return tuple(
+            (
+                v.id,
+                tuple(v.context_digest(step) for step in STEPS),
+                tuple(p.proposal_digest for p in v.proposals),
+            )
+            for v in self
+        )
+
     def band(self, vid: str, name: str) -> tuple[Vignette, Proposal] | None:
         """The vignette and its proposal for one band, or None if the study has no such band."""
         vignette = self.vignettes.get(vid)
