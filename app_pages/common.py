@@ -73,7 +73,8 @@ def _load(folder: str, state: tuple) -> Library:
 
 # The folder states this process has already brought the store in line with, per database.
 _synced: set[tuple[str, str, tuple]] = set()
-_sync_lock = threading.Lock()
+# Reentrant: library() holds it while its first session() may run the recovery under it too.
+_sync_lock = threading.RLock()
 
 
 def library() -> Library:
