@@ -8,10 +8,14 @@ import json
 import pytest
 
 from fma_bands import envelopes
+from fma_bands.canonical import canonical_json
+from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
 from fma_bands.envelopes import clear_cache, read_evidence
 from fma_bands.registry import ADJUDICATED, decide
+from fma_bands.store.db import session_scope
+from fma_bands.users import unlock_signing_key
 from tests import test_registry
-from tests.test_attestations import by_band, codes, statement_of
+from tests.test_attestations import PASS_01, by_band, codes, statement_of
 from tests.test_registry import ALL_BANDS, error_codes, latest_record, replace_payload
 
 # The registry tests' signed study and its per-test copy of the attestations folder.
@@ -107,3 +111,33 @@ def test_a_record_edited_after_it_was_verified_is_still_unsigned(files, verifica
     _, checked = envelopes.read_folder(folder)
     assert {c.path.name: c.error[0] for c in checked if c.error} == {record.name: "unsigned_record"}
     assert not granted(study, folder)
+
+
+# The public records alone (every start of a command that opens the store reads them) ------------
+
+store = test_registry.store
+
+
+def test_the_public_records_read_alone_are_those_of_the_whole_folder(files):
+    _, folder, _ = files
+    assert envelopes.read_adjudicators(folder) == read_evidence(folder).records()
+    assert set(envelopes.read_adjudicators(folder)) == {"adjudicator-01", "adjudicator-02"}
+
+
+def test_a_record_that_spells_its_type_with_escapes_is_still_read(files, store):
+    study, folder, _ = files
+    path = latest_record(folder)
+    statement = statement_of(path)
+    statement["predicate"]["record"]["jurisdiction"] = "New Zealand"
+    statement["predicate"]["signed_at"] = "2030-01-01T00:00:00.000000Z"
+    # The same JSON value, written with escaped slashes: the URL is not in the bytes as such.
+    payload = canonical_json(statement).replace(b"/", b"\\/")
+    assert envelopes.RECORD_TYPE.encode() not in payload
+    assert json.loads(payload) == statement
+    with session_scope(store) as s:
+        _, key = unlock_signing_key(s, study.a.id, PASS_01)
+    envelope = sign_envelope(payload, IN_TOTO_PAYLOAD_TYPE, key, study.a.keyid)
+    (folder / "adjudicator-01-escaped-record.dsse.json").write_text(json.dumps(envelope))
+    found = envelopes.read_adjudicators(folder)
+    assert found == read_evidence(folder).records()
+    assert found["adjudicator-01"]["jurisdiction"] == "New Zealand"
