@@ -7,6 +7,7 @@ reviews only once the rater confirms them, and on signing again exactly what was
 plus the change, never an unconfirmed import.
 """
 
+import json
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -95,21 +96,27 @@ def on_file(folder: Path, pseudonym: str) -> list[str]:
 def covered_rows(signing: SigningPlan) -> list[dict[str, Any]]:
     """The reviews a signature covers, as the Sign attestation page lists them."""
     rows = []
+    carried = set(signing.carried)
+    # Raters sign the same few bands again and again: each distinct one is read and put in
+    # words once (keyed by its JSON text, which tells `true` from `1`).
+    words: dict[tuple[str, str], str] = {}
     for r in signing.reviews:
         label = subject_name(r["vignette_id"], r["sub_action"])
         origin = "app" if r.get("origin", "app") == "app" else "paper hand-back, confirmed by you"
         attested = r.get("attested_band")
+        if attested is not None:
+            key = (r["sub_action"], json.dumps(attested, sort_keys=True))
+            if key not in words:
+                words[key] = describe(parse_band(r["sub_action"], attested))
         rows.append(
             {
                 "vignette": r["vignette_id"],
                 "sub-action": sub_action(r["sub_action"]).label,
                 "verdict": r["verdict"],
-                "band attested": "none (declined)"
-                if attested is None
-                else describe(parse_band(r["sub_action"], attested)),
+                "band attested": "none (declined)" if attested is None else words[key],
                 "revision": r.get("revision"),
                 "origin": origin,
-                "as signed before": label in signing.carried,
+                "as signed before": label in carried,
             }
         )
     return rows

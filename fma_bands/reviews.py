@@ -166,14 +166,12 @@ def my_latest_submitted(
     session: Session, library: Library, rater: UserPublic
 ) -> dict[tuple[str, str], ReviewData]:
     """The rater's latest submitted revision of each band they submitted, in one query."""
-    query = select(Review).where(Review.rater_id == rater.id, Review.status == "submitted")
-    latest: dict[tuple[str, str], Review] = {}
-    for row in session.exec(query):
-        key = (row.vignette_id, row.sub_action)
-        if key not in latest or row.revision > latest[key].revision:
-            latest[key] = row
+    assert rater.id is not None
     names = {rater.id: rater.pseudonym}
-    return {key: as_data(row, library, names) for key, row in latest.items()}
+    return {
+        (row["vignette_id"], row["sub_action"]): as_data(row, library, names)
+        for row in _latest_submitted(session, rater_id=rater.id)
+    }
 
 
 def current_review(
@@ -426,13 +424,22 @@ def band_reviews(
 
 
 def _latest_submitted(
-    session: Session, vignette_ids: list[str] | None = None, columns: Sequence[str] | None = None
+    session: Session,
+    vignette_ids: list[str] | None = None,
+    columns: Sequence[str] | None = None,
+    *,
+    rater_id: int | None = None,
+    status: str | None = "submitted",
 ) -> list[RowMapping]:
-    """Each rater's latest submitted revision of each band, as Core rows of `columns` (all by
-    default): building 27,000 ORM objects would cost more than the pages that read them."""
+    """Each rater's (or one rater's) latest revision, submitted unless `status` says otherwise
+    (None: of any status), of each band, as Core rows of `columns` (all by default): building
+    27,000 ORM objects would cost more than the pages that read them."""
     table = Review.__table__  # type: ignore[attr-defined]
     query = core_select(*(table.c[n] for n in columns)) if columns else core_select(table)
-    query = query.where(table.c.status == "submitted")
+    if status is not None:
+        query = query.where(table.c.status == status)
+    if rater_id is not None:
+        query = query.where(table.c.rater_id == rater_id)
     if vignette_ids is not None:
         query = query.where(table.c.vignette_id.in_(vignette_ids))
     latest: dict[tuple[str, str, int], RowMapping] = {}
@@ -492,19 +499,31 @@ def rater_progress(
     has got is none of a rater's business during the phase."""
     authorize(session, viewer, "see_progress")
     raters = session.exec(select(User).where(User.role == "rater").order_by(User.pseudonym))
+    assigned = bands_to_review(library)
+    bands = {(v.id, p.sub_action) for v, p in assigned}
+    # What each rater's queue would say, from one query for all raters (each rater's latest
+    # revision of each band, of any status) instead of one queue per rater.
+    latest: dict[int, list[RowMapping]] = {}
+    for row in _latest_submitted(session, columns=_PROGRESS_COLUMNS, status=None):
+        if (row["vignette_id"], row["sub_action"]) in bands:
+            latest.setdefault(row["rater_id"], []).append(row)
     rows = []
     for rater in raters:
-        items = queue(session, library, UserPublic.model_validate(rater, from_attributes=True))
+        mine = latest.get(rater.id or 0, [])
+        current = [r for r in mine if _current(r, library)]
         rows.append(
             {
                 "rater": rater.pseudonym,
-                "submitted": sum(i.done for i in items),
-                "drafts": sum(i.status == "draft" for i in items),
-                "stale": sum(i.stale for i in items),
-                "assigned": len(items),
+                "submitted": sum(r["status"] == "submitted" for r in current),
+                "drafts": sum(r["status"] == "draft" for r in mine),
+                "stale": len(mine) - len(current),
+                "assigned": len(assigned),
             }
         )
     return rows
+
+
+_PROGRESS_COLUMNS = (*_BAND_COLUMNS, "status")
 
 
 def _summary(errors: dict[str, str]) -> str:
