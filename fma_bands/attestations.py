@@ -26,6 +26,7 @@ from fma_bands.envelopes import (
     ENVELOPE_SUFFIX,
     REVOCATION_TYPE,
     STAMP,
+    evidence_of,
     latest_signed_reviews,
     read_evidence,
     record_links,
@@ -88,7 +89,7 @@ def on_file(folder: Path, pseudonym: str) -> list[str]:
         f"{c.path.name}: signed {shown_time(c.signed_at)} "
         f"({c.predicate['signature_manifestation']['meaning']}), "
         f"{len(c.predicate['reviews'])} bands"
-        for c in read_evidence(folder).envelopes
+        for c in evidence_of(folder, pseudonym).envelopes
         if c.pseudonym == pseudonym and not c.error and c.kind == "adjudication"
     ]
 
@@ -197,7 +198,7 @@ def plan(
     is what was signed before: signing again after a change covers that and the change."""
     result = SigningPlan()
     latest = my_latest_submitted(session, library, rater)
-    before = latest_signed_reviews(read_evidence(folder), rater.pseudonym)
+    before = latest_signed_reviews(evidence_of(folder, rater.pseudonym), rater.pseudonym)
     for vignette in library:
         for proposal in vignette.proposals:
             band = (vignette.id, proposal.sub_action)

@@ -6,11 +6,12 @@ check need nothing but the folder.
 
 import base64
 import hashlib
+import json
 import os
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,10 +153,10 @@ def _remember(cache: OrderedDict, key: Any, value: Any) -> None:
             cache.popitem(last=False)
 
 
-def _load(path: Path, *, records_only: bool = False) -> CheckedEnvelope:
-    """One envelope file, parsed (the verdict on its signature is _verify's). With
-    `records_only`, a statement that cannot claim to be a public record is left unparsed
-    (`claimed` None): see _cannot_be_a_record."""
+def _load(path: Path, *, wanted: Callable[[bytes], bool] | None = None) -> CheckedEnvelope:
+    """One envelope file, parsed (the verdict on its signature is _verify's). With `wanted`,
+    a statement whose payload it turns down is left unparsed (`claimed` None): see
+    _may_be_a_record and _may_name."""
     checked = CheckedEnvelope(Path(path))
     try:
         # Regular files only, of bounded size and depth: a link to /dev/zero, a FIFO or a
@@ -171,7 +172,7 @@ def _load(path: Path, *, records_only: bool = False) -> CheckedEnvelope:
     try:
         payload = base64.b64decode(checked.envelope["payload"], validate=True)
         checked.payload_sha256 = hashlib.sha256(payload).hexdigest()
-        if records_only and _cannot_be_a_record(payload):
+        if wanted is not None and not wanted(payload):
             return checked  # not parsed, so not remembered either
         claimed = decode_text(payload, what="signed statement")
         checked.claimed = load_json(claimed, source=f"{path} (payload)")
@@ -183,11 +184,18 @@ def _load(path: Path, *, records_only: bool = False) -> CheckedEnvelope:
     return checked
 
 
-def _cannot_be_a_record(payload: bytes) -> bool:
-    """True when no JSON reading of `payload` has the record's predicateType: its URL is not in
-    the bytes as written, and no escape (\\/ or \\u) could spell it otherwise. An attestation of
-    2,700 reviews need not be parsed to know it is no adjudicator's public record."""
-    return RECORD_TYPE.encode() not in payload and b"\\/" not in payload and b"\\u" not in payload
+def _may_be_a_record(payload: bytes) -> bool:
+    """False only when no JSON reading of `payload` has the record's predicateType: its URL is
+    not in the bytes as written, and no escape (\\/ or \\u) could spell it otherwise. An
+    attestation of 2,700 reviews need not be parsed to know it is no public record."""
+    return RECORD_TYPE.encode() in payload or b"\\/" in payload or b"\\u" in payload
+
+
+def _may_name(pseudonym: str) -> Callable[[bytes], bool]:
+    """Whether a payload may be a record, or name `pseudonym` anywhere (as written or through a
+    \\u escape): a statement by anyone else cannot name them as its adjudicator."""
+    name = json.dumps(pseudonym, ensure_ascii=False)[1:-1].encode()
+    return lambda payload: _may_be_a_record(payload) or name in payload or b"\\u" in payload
 
 
 def _verified_envelope(checked: CheckedEnvelope, trusted: dict[str, str]) -> _Outcome:
@@ -618,7 +626,7 @@ def read_adjudicators(folder: Path) -> dict[str, dict[str, Any]]:
     """pseudonym -> the latest public record that the adjudicator's own key signed: what
     read_evidence(folder).records() gives, reading in full only the envelopes that can be
     public records (every start of the app and of a command that opens the store asks)."""
-    loaded = [_load(p, records_only=True) for p in envelope_files(folder)]
+    loaded = [_load(p, wanted=_may_be_a_record) for p in envelope_files(folder)]
     records = [e for e in loaded if _kind_claimed(e) == "record"]
     for env in records:
         _check_record(env)
@@ -654,7 +662,23 @@ def revoked_digests(evidence: Evidence) -> set[tuple[str | None, str]]:
     }
 
 
+def evidence_of(folder: Path, pseudonym: str) -> Evidence:
+    """read_evidence as far as one rater's own signed records go: every public record and each
+    envelope that can be the rater's, checked as read_evidence checks them; the others are left
+    unparsed, so `problems` (links between all the records) is not worked out. For the rater's
+    pages: what they signed, and what they revoked."""
+    loaded = [_load(p, wanted=_may_name(pseudonym)) for p in envelope_files(folder)]
+    records = [e for e in loaded if _kind_claimed(e) == "record"]
+    for env in records:
+        _check_record(env)
+    adjudicators = _adjudicators(records)
+    mine = [e for e in loaded if e.claimed is not None and _kind_claimed(e) != "record"]
+    for env in mine:
+        _check_signed(env, adjudicators)
+    return Evidence(adjudicators, records + mine, [], _head(loaded))
+
+
 def signed_revisions(folder: Path, pseudonym: str) -> dict[tuple[str, str], int]:
     """For each band, the review revision the rater's latest valid attestation covers."""
-    reviews = latest_signed_reviews(read_evidence(folder), pseudonym)
+    reviews = latest_signed_reviews(evidence_of(folder, pseudonym), pseudonym)
     return {band: review.get("revision") for band, review in reviews.items()}  # type: ignore[misc]

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from fma_bands import envelopes
+from fma_bands.attestations import revoke
 from fma_bands.canonical import canonical_json
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
 from fma_bands.envelopes import clear_cache, read_evidence
@@ -141,3 +142,18 @@ def test_a_record_that_spells_its_type_with_escapes_is_still_read(files, store):
     found = envelopes.read_adjudicators(folder)
     assert found == read_evidence(folder).records()
     assert found["adjudicator-01"]["jurisdiction"] == "New Zealand"
+
+
+def test_one_raters_evidence_says_what_the_whole_folder_says_of_them(files, store):
+    study, folder, envelope = files
+    for name in ("adjudicator-01", "adjudicator-02"):
+        whole = envelopes.latest_signed_reviews(read_evidence(folder), name)
+        assert envelopes.latest_signed_reviews(envelopes.evidence_of(folder, name), name) == whole
+    assert envelopes.signed_revisions(folder, "adjudicator-01")
+    # Revoked: nothing of it stands, read either way.
+    with session_scope(store) as s:
+        revoke(
+            s, rater=study.a, passphrase=PASS_01, attestation=envelope, reason="x", folder=folder
+        )
+    assert envelopes.signed_revisions(folder, "adjudicator-01") == {}
+    assert envelopes.latest_signed_reviews(read_evidence(folder), "adjudicator-01") == {}
