@@ -192,9 +192,10 @@ def _may_be_a_record(payload: bytes) -> bool:
 
 
 def _may_name(pseudonym: str) -> Callable[[bytes], bool]:
-    """Whether a payload may be a record, or name `pseudonym` anywhere (as written or through a
-    \\u escape): a statement by anyone else cannot name them as its adjudicator."""
-    name = json.dumps(pseudonym, ensure_ascii=False)[1:-1].encode()
+    """Whether a payload may be a record, or hold `pseudonym` as a whole JSON string (quotes
+    and all, as written or through a \\u escape; file names that start with it do not count):
+    a statement by anyone else cannot name them as its adjudicator."""
+    name = json.dumps(pseudonym, ensure_ascii=False).encode()
     return lambda payload: _may_be_a_record(payload) or name in payload or b"\\u" in payload
 
 

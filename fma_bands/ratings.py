@@ -10,27 +10,31 @@ from sqlmodel import Session, select
 
 from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report, agreement_report
 from fma_bands.agreement.views import Screen, screen
+from fma_bands.bands import BandReader
 from fma_bands.reviews import ReviewData, SubmittedBand, attested_band, submitted_bands
 from fma_bands.store.models import Review
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 
 
-def rating(review: ReviewData | SubmittedBand, library: Library) -> Rating:
+def rating(
+    review: ReviewData | SubmittedBand, library: Library, read: BandReader | None = None
+) -> Rating:
     """What one review vouches for: the proposal if ACCEPT, the rater's own band if AMEND."""
     return Rating(
         vignette_id=review.vignette_id,
         sub_action=review.sub_action,
         rater=review.rater,
         verdict=review.verdict or "",
-        band=attested_band(review, library),
+        band=attested_band(review, library, read),
         mode=review.mode,
     )
 
 
 def study_ratings(session: Session, library: Library, *, viewer: UserPublic) -> list[Rating]:
     """Every rater's current, non-stale submitted review of every band (blinding enforced)."""
-    return [rating(r, library) for r in submitted_bands(session, library, viewer=viewer)]
+    read = BandReader()
+    return [rating(r, library, read) for r in submitted_bands(session, library, viewer=viewer)]
 
 
 def study_report(

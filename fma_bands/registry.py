@@ -5,13 +5,12 @@ self-signed records, the signed envelopes and policy.yaml), so an editor can red
 with no database. adjudicators.yaml is never read for a decision.
 """
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fma_bands.actions import sub_action
-from fma_bands.bands import AnyBand, band_from_values, consensus, parse_band, to_harness
+from fma_bands.bands import AnyBand, BandReader, band_from_values, consensus, to_harness
 from fma_bands.envelopes import proposal_digest, read_evidence, revoked_digests, subject_name
 from fma_bands.errors import FmaBandsError
 from fma_bands.policy import Policy, check_policy, read_policy
@@ -236,7 +235,7 @@ def decide(
         for e in group
         if (e.pseudonym, e.payload_sha256) in revocations
     }
-    read_band = _BandReader()
+    read_band = BandReader()
     for vignette in library:
         for proposal in vignette.proposals:
             key = (vignette.id, proposal.sub_action)
@@ -288,27 +287,6 @@ def _copies(proposal: Proposal, vignette: Vignette, entries) -> list[Reason]:
     return [Reason("wrong_subject", f"{REASONS['wrong_subject']} ({'; '.join(others)})")]
 
 
-class _BandReader:
-    """parse_band for signed bands, each distinct one read once per decision of the folder:
-    most raters sign the same few bands of a vignette (every ACCEPT signs the proposal). Keyed
-    by the band's JSON text, which tells `true` from `1`, and the vignette's orderables."""
-
-    def __init__(self) -> None:
-        self._read: dict[tuple[str, str, tuple[str, ...]], AnyBand | FmaBandsError] = {}
-
-    def __call__(self, name: str, raw: Any, orderables: tuple[str, ...]) -> AnyBand:
-        key = (name, json.dumps(raw, sort_keys=True), orderables)
-        if key not in self._read:
-            try:
-                self._read[key] = parse_band(name, raw, orderables=orderables)
-            except FmaBandsError as exc:
-                self._read[key] = FmaBandsError(exc.message, field=exc.field)
-        found = self._read[key]
-        if isinstance(found, FmaBandsError):
-            raise found
-        return found
-
-
 def _decide_band(
     vignette: Vignette,
     proposal: Proposal,
@@ -316,7 +294,7 @@ def _decide_band(
     failures: list[Reason],
     revoked: set[str],
     policy: Policy,
-    read_band: _BandReader,
+    read_band: BandReader,
 ) -> Decision:
     name = proposal.sub_action
     action = sub_action(name)

@@ -19,7 +19,7 @@ from sqlmodel import Session, col, select
 
 from fma_bands import audit
 from fma_bands.actions import SUB_ACTIONS
-from fma_bands.bands import AnyBand, parse_band, to_file
+from fma_bands.bands import AnyBand, BandReader, parse_band, to_file
 from fma_bands.envelopes import proposal_digest
 from fma_bands.errors import ConflictError, FmaBandsError
 from fma_bands.protocol import CHOICES, QUESTION_KEYS, QUESTIONS, READINGS
@@ -478,8 +478,11 @@ def as_data(row: Review | RowMapping, library: Library, names: dict[int, str]) -
     )
 
 
-def attested_band(review: "ReviewData | SubmittedBand", library: Library) -> AnyBand | None:
-    """The band a review vouches for: the proposal if ACCEPT, the rater's own if AMEND."""
+def attested_band(
+    review: "ReviewData | SubmittedBand", library: Library, read: BandReader | None = None
+) -> AnyBand | None:
+    """The band a review vouches for: the proposal if ACCEPT, the rater's own if AMEND (read
+    by `read` when many are read in a row)."""
     if review.verdict == "DECLINE":
         return None
     vignette = library.vignettes[review.vignette_id]
@@ -487,6 +490,8 @@ def attested_band(review: "ReviewData | SubmittedBand", library: Library) -> Any
         proposal = vignette.proposal(review.sub_action)
         assert proposal is not None, "a review is of a proposed band"
         return proposal.acceptable
+    if read is not None:
+        return read(review.sub_action, review.band, vignette.orderables)
     return parse_band(review.sub_action, review.band, orderables=vignette.orderables)
 
 
