@@ -43,7 +43,7 @@ try:
 except FmaBandsError as exc:
     st.error(str(exc))
     st.stop()
-if not screen.bands:
+if not screen.agreements:
     st.info("No submitted review yet: there is nothing to compare.")
     st.stop()
 
@@ -59,9 +59,9 @@ if alphas := alpha_chart(screen.points[metric]):
 def bands() -> None:
     # A page of bands at a time, in a fragment: turning the page redraws only the bands.
     st.subheader("Bands, most disputed first")
-    number = st.pagination(max(1, -(-len(screen.bands) // PAGE)), key="agreement_page")
-    st.caption(f"{len(screen.bands)} bands, {PAGE} to a page.")
-    for band in screen.bands[(number - 1) * PAGE : number * PAGE]:
+    number = st.pagination(max(1, -(-len(screen.agreements) // PAGE)), key="agreement_page")
+    st.caption(f"{len(screen.agreements)} bands, {PAGE} to a page.")
+    for band in screen.bands((number - 1) * PAGE, number * PAGE):
         with st.container(border=True):
             st.page_link("app_pages/vignette.py", label=band.title, query_params=band.query)
             st.caption(band.caption)

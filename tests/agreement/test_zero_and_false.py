@@ -52,7 +52,7 @@ def test_a_zero_beside_false_keeps_its_type_in_every_band():
         assert b.consensus.band is not None and typed(b.sub_action, b.consensus.band.values())
         assert band_json(b)["disputed_span"] is not None
     shown = screen(report, {})  # reads every disputed span back as a band
-    spans = {(v.vignette_id, v.sub_action): v.rows[-1].disputed for v in shown.bands}
+    spans = {(v.vignette_id, v.sub_action): v.rows[-1].disputed for v in shown.bands()}
     assert spans[("v1", "analgesia_tier")] == SetBand(sub_action="analgesia_tier", members=(0, 2))
     assert spans[("v2", "analgesia_tier")].values() == {0, 3}
     assert spans[("v1", "admit")].values() == {False}
@@ -70,7 +70,7 @@ def test_the_agreement_screen_of_a_study_with_zero_and_false(tmp_path):
     finally:
         engine.dispose()
     assert {(r.sub_action, r.verdict) for r in ratings} >= {("analgesia_tier", "AMEND")}
-    by_band = {v.sub_action: v for v in shown.bands if v.vignette_id == "demo_med_border_01"}
+    by_band = {v.sub_action: v for v in shown.bands() if v.vignette_id == "demo_med_border_01"}
     analgesia, caution = by_band["analgesia_tier"], by_band["controlled_substance_caution"]
     assert analgesia.consensus == "Consensus: 1 - NSAID"
     assert analgesia.rows[-1].disputed == SetBand(sub_action="analgesia_tier", members=(0, 2))
