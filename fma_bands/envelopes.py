@@ -124,6 +124,8 @@ class _Outcome:
 
 
 _verified: OrderedDict[tuple[str, frozenset[tuple[str, str]]], _Outcome] = OrderedDict()
+# (file digest, test) -> payload digest, for files a reader's test turned down (see _load).
+_passed_over: OrderedDict[tuple[str, str], str] = OrderedDict()
 
 
 def clear_cache() -> None:
@@ -131,6 +133,7 @@ def clear_cache() -> None:
     with _lock:
         _parsed.clear()
         _verified.clear()
+        _passed_over.clear()
 
 
 # Pages run in several threads of one server.
@@ -153,10 +156,13 @@ def _remember(cache: OrderedDict, key: Any, value: Any) -> None:
             cache.popitem(last=False)
 
 
-def _load(path: Path, *, wanted: Callable[[bytes], bool] | None = None) -> CheckedEnvelope:
+Wanted = tuple[str, Callable[[bytes], bool]]  # a name for the test, and the test of a payload
+
+
+def _load(path: Path, *, wanted: Wanted | None = None) -> CheckedEnvelope:
     """One envelope file, parsed (the verdict on its signature is _verify's). With `wanted`,
-    a statement whose payload it turns down is left unparsed (`claimed` None): see
-    _may_be_a_record and _may_name."""
+    a statement whose payload its test turns down is left unparsed (`claimed` None), and the
+    same bytes are turned down again without decoding them: see _may_be_a_record, _may_name."""
     checked = CheckedEnvelope(Path(path))
     try:
         # Regular files only, of bounded size and depth: a link to /dev/zero, a FIFO or a
@@ -166,14 +172,20 @@ def _load(path: Path, *, wanted: Callable[[bytes], bool] | None = None) -> Check
         if (known := _recall(_parsed, checked.file_sha256)) is not None:
             checked.envelope, checked.payload_sha256, checked.claimed, checked.well_formed = known
             return checked
+        turned_down = wanted and _recall(_passed_over, (checked.file_sha256, wanted[0]))
+        if turned_down:
+            checked.payload_sha256 = turned_down
+            return checked
         checked.envelope = load_json(text, source=str(path))
     except FmaBandsError as exc:
         return checked.fail("malformed", f"not a readable JSON envelope: {exc.message}")
     try:
         payload = base64.b64decode(checked.envelope["payload"], validate=True)
         checked.payload_sha256 = hashlib.sha256(payload).hexdigest()
-        if wanted is not None and not wanted(payload):
-            return checked  # not parsed, so not remembered either
+        if wanted is not None and not wanted[1](payload):
+            # Not parsed, so not remembered as parsed: only as turned down by this test.
+            _remember(_passed_over, (checked.file_sha256, wanted[0]), checked.payload_sha256)
+            return checked
         claimed = decode_text(payload, what="signed statement")
         checked.claimed = load_json(claimed, source=f"{path} (payload)")
     except (KeyError, TypeError, ValueError, FmaBandsError):
@@ -627,7 +639,7 @@ def read_adjudicators(folder: Path) -> dict[str, dict[str, Any]]:
     """pseudonym -> the latest public record that the adjudicator's own key signed: what
     read_evidence(folder).records() gives, reading in full only the envelopes that can be
     public records (every start of the app and of a command that opens the store asks)."""
-    loaded = [_load(p, wanted=_may_be_a_record) for p in envelope_files(folder)]
+    loaded = [_load(p, wanted=("records", _may_be_a_record)) for p in envelope_files(folder)]
     records = [e for e in loaded if _kind_claimed(e) == "record"]
     for env in records:
         _check_record(env)
@@ -668,7 +680,8 @@ def evidence_of(folder: Path, pseudonym: str) -> Evidence:
     envelope that can be the rater's, checked as read_evidence checks them; the others are left
     unparsed, so `problems` (links between all the records) is not worked out. For the rater's
     pages: what they signed, and what they revoked."""
-    loaded = [_load(p, wanted=_may_name(pseudonym)) for p in envelope_files(folder)]
+    wanted = (f"records and {pseudonym!r}", _may_name(pseudonym))
+    loaded = [_load(p, wanted=wanted) for p in envelope_files(folder)]
     records = [e for e in loaded if _kind_claimed(e) == "record"]
     for env in records:
         _check_record(env)
