@@ -4,14 +4,16 @@ reliability figure, round 2 consensus-building). Raters see it once the round cl
 
 import streamlit as st
 
-from app_pages.common import engine, library, require_user, session
+from app_pages.common import chart, engine, escaped, library, require_user, session
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.chart import alpha_chart
 from fma_bands.agreement.views import HEADINGS, METRIC_LABELS
 from fma_bands.errors import FmaBandsError
-from fma_bands.picture import band_chart
+from fma_bands.picture import band_spec
 from fma_bands.ratings import ROUND_LABELS, ROUND_NOTES, reviews_fingerprint, study_screen
 from fma_bands.study import study
+
+PAGE = 20
 
 user = require_user()
 lib = library()
@@ -35,9 +37,11 @@ metric = st.segmented_control(
 metric = metric or "band"
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+# A resource, not data: the screen is read-only, and unpickling a copy of its 2,700 bands on
+# every rerun would cost more than the rerun. Cached until a review changes (fingerprint) or a
+# vignette file changes (files), per round.
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _screen(url: str, fingerprint: tuple, files: tuple, viewer: str, number: int):
-    # Cached until a review changes (fingerprint) or a vignette file changes (files).
     with session() as s:
         return study_screen(s, lib, viewer=user, round=number)
 
@@ -48,9 +52,9 @@ try:
             str(engine().url), fingerprint, tuple(lib.vignettes), user.pseudonym, number
         )
 except FmaBandsError as exc:
-    st.error(str(exc))
+    st.error(escaped(exc))
     st.stop()
-if not screen.bands:
+if not screen.agreements:
     st.info("No submitted review yet: there is nothing to compare.")
     st.stop()
 
@@ -59,15 +63,26 @@ st.subheader(f"Krippendorff's alpha: {metric}{in_round}")
 st.dataframe(screen.tables[metric], hide_index=True, column_order=HEADINGS)
 for note in screen.notes[metric]:
     st.caption(note)
-if chart := alpha_chart(screen.points[metric]):
-    st.altair_chart(chart)
+if alphas := alpha_chart(screen.points[metric]):
+    st.altair_chart(alphas)
 
-st.subheader("Bands, most disputed first")
-for band in screen.bands:
-    with st.container(border=True):
-        st.page_link("app_pages/vignette.py", label=band.title, query_params=band.query)
-        st.caption(band.caption)
-        if band.rows:
-            st.altair_chart(band_chart(band.sub_action, band.rows, orderables=band.orderables))
-        for line in filter(None, (band.consensus, band.disputed)):
-            st.text(line)
+
+@st.fragment
+def bands() -> None:
+    # A page of bands at a time, in a fragment: turning the page redraws only the bands.
+    st.subheader("Bands, most disputed first")
+    page = st.pagination(max(1, -(-len(screen.agreements) // PAGE)), key="agreement_page")
+    st.caption(f"{len(screen.agreements)} bands, {PAGE} to a page.")
+    for band in screen.bands((page - 1) * PAGE, page * PAGE):
+        with st.container(border=True):
+            st.page_link(
+                "app_pages/vignette.py", label=escaped(band.title), query_params=band.query
+            )
+            st.caption(escaped(band.caption))
+            if band.rows:
+                chart(band_spec(band.sub_action, band.rows, orderables=band.orderables))
+            for line in filter(None, (band.consensus, band.disputed)):
+                st.text(line)
+
+
+bands()

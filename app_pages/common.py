@@ -209,8 +209,14 @@ def _signed(folder: str, state: tuple, pseudonym: str) -> dict:
 
 def signed_bands(pseudonym: str) -> dict:
     """The rater's signed review revisions, re-read only when an envelope file changes: the
-    review page asks on every rerun, and each read verifies every signature."""
+    review page asks on every rerun. Re-reading verifies again only what is not yet known by
+    its bytes' digest (fma_bands.envelopes); the file states here only spare the rerun that
+    read. Any write or rename changes a file's change time (ctime), which no one can set."""
     folder = settings().attestations
     files = sorted(folder.glob("*.dsse.json")) if folder.is_dir() else []
-    state = tuple((p.name, p.stat().st_mtime_ns) for p in files)
+    state = tuple(
+        (p.name, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns)
+        for p in files
+        for s in [p.stat()]
+    )
     return _signed(str(folder), state, pseudonym)

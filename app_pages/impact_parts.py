@@ -6,7 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_pages.common import current_user, session, settings
+from app_pages.common import current_user, escaped, session, settings
 from fma_bands.actions import sub_action
 from fma_bands.errors import FmaBandsError
 from fma_bands.impact import Run, read_runs, reviewed_impact
@@ -32,7 +32,7 @@ def impact(lib: Library) -> None:
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
         st.caption(
-            f"No trajectories.json files in {folder} (FMA_BANDS_TRAJECTORIES): put the "
+            f"No trajectories.json files in {escaped(folder)} (FMA_BANDS_TRAJECTORIES): put the "
             "harness's run files there to see which bands decide most run pairs."
         )
         return
@@ -46,8 +46,8 @@ def impact(lib: Library) -> None:
         st.text(str(exc))
         return
     st.caption(
-        f"{len(runs)} complete runs in {len(files)} file(s) of {folder}: "
-        f"{', '.join(Path(p).name for p in files)}. In band: runs whose action the band "
+        f"{len(runs)} complete runs in {len(files)} file(s) of {escaped(folder)}: "
+        f"{escaped(', '.join(Path(p).name for p in files))}. In band: runs whose action the band "
         "admits; pairs: pairs of those runs of one vignette; across the threshold: of those "
         "pairs, the ones on opposite sides of it (what a within-range flip needs). For the "
         "proposal, the raters' consensus and the consensus widened by its disputed span; the "

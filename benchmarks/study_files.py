@@ -314,7 +314,6 @@ def build_study(
     from fma_bands.attestations import attest
     from fma_bands.identity import set_identity
     from fma_bands.protocol import DECLARATIONS
-    from fma_bands.records import publish_adjudicators
 
     wanted = {"vignettes": n_vignettes, "raters": n_raters, "seed": seed, "sign": sign}
     if reuse and (found := _reused(folder, wanted)) is not None:
@@ -348,7 +347,6 @@ def build_study(
             set_identity(
                 s, actor=coordinator, pseudonym=rater.pseudonym, record=IDENTITY, key_path=key
             )
-    publish_adjudicators(attestations)
     start = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
     rows = _reviews(library, raters, seed, start)
     with session_scope(engine) as s:

@@ -127,6 +127,13 @@ class SubAction:
             return tuple(range(self.bounds[0], self.bounds[1] + 1))
         return self.values
 
+    def admits(self, value: Value) -> bool:
+        """`value in self.domain()` for an ordinal, score, count or boolean value of the right
+        type, without building the domain (followup_days has 366 values)."""
+        if self.bounds is not None:
+            return self.bounds[0] <= value <= self.bounds[1]  # type: ignore[operator]
+        return value in self.values
+
     def describe_domain(self) -> str:
         if self.kind == "multilabel":
             return "the keys of the vignette's tool_results"

@@ -7,6 +7,7 @@ reviews only once the rater confirms them, and on signing again exactly what was
 plus the change, never an unconfirmed import.
 """
 
+import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,6 +26,7 @@ from fma_bands.envelopes import (
     ENVELOPE_SUFFIX,
     REVOCATION_TYPE,
     STAMP,
+    evidence_of,
     latest_signed_reviews,
     read_evidence,
     record_links,
@@ -89,7 +91,7 @@ def on_file(folder: Path, pseudonym: str) -> list[str]:
         f"{c.path.name}: signed {shown_time(c.signed_at)} "
         f"({c.predicate['signature_manifestation']['meaning']}), "
         f"{len(c.predicate['reviews'])} bands"
-        for c in read_evidence(folder).envelopes
+        for c in evidence_of(folder, pseudonym).envelopes
         if c.pseudonym == pseudonym and not c.error and c.kind == "adjudication"
     ]
 
@@ -98,21 +100,27 @@ def covered_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[
     """The reviews a signature covers, as the Sign attestation page lists them: by case label,
     never by id (an id can say which stratum a case is from)."""
     rows = []
+    carried = set(signing.carried)
+    # Raters sign the same few bands again and again: each distinct one is read and put in
+    # words once (keyed by its JSON text, which tells `true` from `1`).
+    words: dict[tuple[str, str], str] = {}
     for r in signing.reviews:
         label = subject_name(r["vignette_id"], r["sub_action"])
         origin = "app" if r.get("origin", "app") == "app" else "paper hand-back, confirmed by you"
         attested = r.get("attested_band")
+        if attested is not None:
+            key = (r["sub_action"], json.dumps(attested, sort_keys=True))
+            if key not in words:
+                words[key] = describe(parse_band(r["sub_action"], attested))
         rows.append(
             {
                 "case": case_label(numbers, r["vignette_id"]),
                 "sub-action": sub_action(r["sub_action"]).label,
                 "verdict": r["verdict"],
-                "band attested": "none (declined)"
-                if attested is None
-                else describe(parse_band(r["sub_action"], attested)),
+                "band attested": "none (declined)" if attested is None else words[key],
                 "revision": r.get("revision"),
                 "origin": origin,
-                "as signed before": label in signing.carried,
+                "as signed before": label in carried,
             }
         )
     return rows
@@ -193,7 +201,7 @@ def plan(
     is what was signed before: signing again after a change covers that and the change."""
     result = SigningPlan()
     latest = my_latest_submitted(session, library, rater)
-    before = latest_signed_reviews(read_evidence(folder), rater.pseudonym)
+    before = latest_signed_reviews(evidence_of(folder, rater.pseudonym), rater.pseudonym)
     for vignette in library:
         for proposal in vignette.proposals:
             band = (vignette.id, proposal.sub_action)

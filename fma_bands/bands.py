@@ -185,7 +185,7 @@ def _check_value(action: SubAction, value: Value, orderables: tuple[str, ...] | 
                 f"{', '.join(sorted(orderables)) or '(none)'}"
             )
         return
-    if value not in action.domain():
+    if not action.admits(value):
         raise ValueError(
             f"{value} is outside the domain of {action.name} ({action.describe_domain()})"
         )
@@ -212,6 +212,28 @@ def parse_band(
         return _BAND_TYPES[data["form"]].model_validate(data, context=context)
     except PydanticValidationError as exc:
         raise FmaBandsError(_explain(exc), field="span" if span else "band") from None
+
+
+class BandReader:
+    """parse_band for many bands in a row (a study's reviews, a folder's signed bands), each
+    distinct one read once: raters mostly give the same few bands of a vignette (every ACCEPT
+    is the proposal). Keyed by the band's repr, which tells `True` from `1` and `"1"`, and the
+    vignette's orderables; a band refused once is refused again with the same message."""
+
+    def __init__(self) -> None:
+        self._read: dict[tuple[str, str, tuple[str, ...]], AnyBand | FmaBandsError] = {}
+
+    def __call__(self, name: str, raw: Any, orderables: tuple[str, ...]) -> AnyBand:
+        key = (name, repr(raw), orderables)
+        if key not in self._read:
+            try:
+                self._read[key] = parse_band(name, raw, orderables=orderables)
+            except FmaBandsError as exc:
+                self._read[key] = FmaBandsError(exc.message, field=exc.field)
+        found = self._read[key]
+        if isinstance(found, FmaBandsError):
+            raise FmaBandsError(found.message, field=found.field)
+        return found
 
 
 _BAND_TYPES: dict[str, type[AnyBand]] = {

@@ -6,7 +6,12 @@ check need nothing but the folder.
 
 import base64
 import hashlib
-from collections.abc import Iterable
+import json
+import os
+import stat
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +43,7 @@ RECORD_FIELDS = (
     "demo",
 )
 MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
+MAX_FOLDER_FILE_BYTES = 64 * 1024 * 1024  # above every limit a reader of the folder applies
 
 
 def subject_name(vignette_id: str, sub_action: str) -> str:
@@ -66,6 +72,7 @@ class CheckedEnvelope:
     payload_sha256: str | None = None
     file_sha256: str | None = None
     envelope: Any = field(default=None, repr=False)
+    well_formed: bool = False  # the claimed statement has the shape the registry relies on
 
     @property
     def kind(self) -> str | None:
@@ -95,42 +102,146 @@ class CheckedEnvelope:
         return self
 
 
-def _load(path: Path) -> CheckedEnvelope:
+# What one process has already worked out about envelope files, keyed by the SHA-256 of the
+# exact bytes read (never by name, size or time): the parsed envelope and statement, and each
+# verification's outcome under the exact set of trusted keys it was checked against. The same
+# bytes under the same keys give the same answer, so a page or command that reads the folder
+# again verifies nothing twice; a file changed by one byte has another digest and is parsed
+# and verified afresh. The files are still read and hashed on every call. Statements held here
+# are shared by every reader: read them, never change them.
+_CACHE_ENTRIES = 256
+_parsed: OrderedDict[str, tuple[Any, str | None, Any, bool]] = OrderedDict()
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What verifying one envelope under one key set said: refused with (code, message), or
+    the payload type and the keyids whose signatures verify."""
+
+    error: tuple[str, str] | None
+    payload_type: str
+    keyids: tuple[str, ...]
+
+
+_verified: OrderedDict[tuple[str, frozenset[tuple[str, str]]], _Outcome] = OrderedDict()
+# (file digest, test) -> payload digest, for files a reader's test turned down (see _load).
+_passed_over: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+
+def clear_cache() -> None:
+    """Forget every parsed and verified envelope (tests and benchmarks start cold with it)."""
+    with _lock:
+        _parsed.clear()
+        _verified.clear()
+        _passed_over.clear()
+
+
+# Pages run in several threads of one server.
+_lock = threading.Lock()
+
+
+def _recall(cache: OrderedDict, key: Any) -> Any:
+    with _lock:
+        found = cache.get(key)
+        if found is not None:
+            cache.move_to_end(key)
+        return found
+
+
+def _remember(cache: OrderedDict, key: Any, value: Any) -> None:
+    with _lock:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > _CACHE_ENTRIES:
+            cache.popitem(last=False)
+
+
+Wanted = tuple[str, Callable[[bytes], bool]]  # a name for the test, and the test of a payload
+
+
+def _load(path: Path, *, wanted: Wanted | None = None) -> CheckedEnvelope:
+    """One envelope file, parsed (the verdict on its signature is _verify's). With `wanted`,
+    a statement whose payload its test turns down is left unparsed (`claimed` None), and the
+    same bytes are turned down again without decoding them: see _may_be_a_record, _may_name."""
     checked = CheckedEnvelope(Path(path))
     try:
         # Regular files only, of bounded size and depth: a link to /dev/zero, a FIFO or a
         # 20,000-deep nesting is refused by name, never read forever or recursed into.
         text = read_bounded(path, limit=MAX_ENVELOPE_BYTES, what="envelope")
         checked.file_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if (known := _recall(_parsed, checked.file_sha256)) is not None:
+            checked.envelope, checked.payload_sha256, checked.claimed, checked.well_formed = known
+            return checked
+        turned_down = wanted and _recall(_passed_over, (checked.file_sha256, wanted[0]))
+        if turned_down:
+            checked.payload_sha256 = turned_down
+            return checked
         checked.envelope = load_json(text, source=str(path))
     except FmaBandsError as exc:
         return checked.fail("malformed", f"not a readable JSON envelope: {exc.message}")
     try:
         payload = base64.b64decode(checked.envelope["payload"], validate=True)
         checked.payload_sha256 = hashlib.sha256(payload).hexdigest()
+        if wanted is not None and not wanted[1](payload):
+            # Not parsed, so not remembered as parsed: only as turned down by this test.
+            _remember(_passed_over, (checked.file_sha256, wanted[0]), checked.payload_sha256)
+            return checked
         claimed = decode_text(payload, what="signed statement")
         checked.claimed = load_json(claimed, source=f"{path} (payload)")
     except (KeyError, TypeError, ValueError, FmaBandsError):
         checked.claimed = None
+    checked.well_formed = _well_formed(checked.claimed)
+    known = (checked.envelope, checked.payload_sha256, checked.claimed, checked.well_formed)
+    _remember(_parsed, checked.file_sha256, known)
     return checked
+
+
+def _may_be_a_record(payload: bytes) -> bool:
+    """False only when no JSON reading of `payload` has the record's predicateType: its URL is
+    not in the bytes as written, and no escape (\\/ or \\u) could spell it otherwise. An
+    attestation of 2,700 reviews need not be parsed to know it is no public record."""
+    return RECORD_TYPE.encode() in payload or b"\\/" in payload or b"\\u" in payload
+
+
+def _may_name(pseudonym: str) -> Callable[[bytes], bool]:
+    """Whether a payload may be a record, or hold `pseudonym` as a whole JSON string (quotes
+    and all, as written or through a \\u escape; file names that start with it do not count):
+    a statement by anyone else cannot name them as its adjudicator."""
+    name = json.dumps(pseudonym, ensure_ascii=False).encode()
+    return lambda payload: _may_be_a_record(payload) or name in payload or b"\\u" in payload
+
+
+def _verified_envelope(checked: CheckedEnvelope, trusted: dict[str, str]) -> _Outcome:
+    """verify_envelope's outcome for these bytes under exactly these keys, worked out once per
+    (file digest, key set)."""
+    assert checked.file_sha256 is not None
+    key = (checked.file_sha256, frozenset(trusted.items()))
+    if (known := _recall(_verified, key)) is not None:
+        return known
+    try:
+        verified = verify_envelope(checked.envelope, trusted)
+        outcome = _Outcome(None, verified.payload_type, tuple(verified.keyids))
+    except FmaBandsError as exc:
+        outcome = _Outcome((exc.code or "malformed", exc.message), "", ())
+    _remember(_verified, key, outcome)
+    return outcome
 
 
 def _verify(checked: CheckedEnvelope, trusted: dict[str, str]) -> list[str] | None:
     """The keyids whose signatures verify, or None with checked.error set."""
     if checked.error:
         return None
-    try:
-        verified = verify_envelope(checked.envelope, trusted)
-    except FmaBandsError as exc:
-        checked.fail(exc.code or "malformed", exc.message)
+    verified = _verified_envelope(checked, trusted)
+    if verified.error is not None:
+        checked.fail(*verified.error)
         return None
     if verified.payload_type != IN_TOTO_PAYLOAD_TYPE:
         checked.fail("malformed", f"payloadType is {verified.payload_type}, not in-toto")
         return None
-    if not _well_formed(checked.claimed):
+    if not checked.well_formed:
         checked.fail("malformed", "the payload is not an fma-bands in-toto statement")
         return None
-    return verified.keyids
+    return list(verified.keyids)
 
 
 def _links_ok(predicate: dict[str, Any]) -> bool:
@@ -430,6 +541,31 @@ def _head(loaded: list[CheckedEnvelope]) -> tuple[int, str]:
     return len(digests), "sha256:" + hashlib.sha256(lines).hexdigest()
 
 
+def folder_digests(folder: Path) -> tuple[tuple[str, str], ...]:
+    """Every entry of the folder by name, with the SHA-256 of its bytes for a regular file:
+    what a decision read from the folder alone may be cached under, since a byte changed in any
+    file (an envelope, policy.yaml, adjudicators.yaml) makes another key."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return ()
+    return tuple((p.name, _digest_of(p)) for p in sorted(folder.iterdir()))
+
+
+def _digest_of(path: Path) -> str:
+    try:
+        # O_NONBLOCK: a FIFO must not wait for a writer; only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    with os.fdopen(fd, "rb") as handle:
+        found = os.fstat(handle.fileno())
+        if not stat.S_ISREG(found.st_mode):
+            return "not a regular file"
+        if found.st_size > MAX_FOLDER_FILE_BYTES:  # refused by every reader: never read
+            return f"too large: {found.st_size} bytes"
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def records_head(folder: Path) -> tuple[int, str]:
     """The head of attestations/: how many signed records it holds and one digest of them all,
     so an export can say exactly what it was decided from."""
@@ -500,8 +636,15 @@ def read_folder(
 
 
 def read_adjudicators(folder: Path) -> dict[str, dict[str, Any]]:
-    """pseudonym -> the latest public record that the adjudicator's own key signed."""
-    return read_evidence(folder).records()
+    """pseudonym -> the latest public record that the adjudicator's own key signed: what
+    read_evidence(folder).records() gives, reading in full only the envelopes that can be
+    public records (every start of the app and of a command that opens the store asks)."""
+    loaded = [_load(p, wanted=("records", _may_be_a_record)) for p in envelope_files(folder)]
+    records = [e for e in loaded if _kind_claimed(e) == "record"]
+    for env in records:
+        _check_record(env)
+    adjudicators = _adjudicators(records)
+    return {name: a.as_published() for name, a in sorted(adjudicators.items())}
 
 
 def latest_signed_reviews(
@@ -532,7 +675,24 @@ def revoked_digests(evidence: Evidence) -> set[tuple[str | None, str]]:
     }
 
 
+def evidence_of(folder: Path, pseudonym: str) -> Evidence:
+    """read_evidence as far as one rater's own signed records go: every public record and each
+    envelope that can be the rater's, checked as read_evidence checks them; the others are left
+    unparsed, so `problems` (links between all the records) is not worked out. For the rater's
+    pages: what they signed, and what they revoked."""
+    wanted = (f"records and {pseudonym!r}", _may_name(pseudonym))
+    loaded = [_load(p, wanted=wanted) for p in envelope_files(folder)]
+    records = [e for e in loaded if _kind_claimed(e) == "record"]
+    for env in records:
+        _check_record(env)
+    adjudicators = _adjudicators(records)
+    mine = [e for e in loaded if e.claimed is not None and _kind_claimed(e) != "record"]
+    for env in mine:
+        _check_signed(env, adjudicators)
+    return Evidence(adjudicators, records + mine, [], _head(loaded))
+
+
 def signed_revisions(folder: Path, pseudonym: str) -> dict[tuple[str, str], int]:
     """For each band, the review revision the rater's latest valid attestation covers."""
-    reviews = latest_signed_reviews(read_evidence(folder), pseudonym)
+    reviews = latest_signed_reviews(evidence_of(folder, pseudonym), pseudonym)
     return {band: review.get("revision") for band, review in reviews.items()}  # type: ignore[misc]

@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import altair as alt
-
 from fma_bands.actions import SubAction, Threshold, Value, sub_action
 from fma_bands.bands import AnyBand, MultilabelBand
 
@@ -103,17 +101,6 @@ def band_spec(
     # nothing under the axis and legend).
     autosize = {"type": "fit-x", "contains": "padding"}
     return {"$schema": SCHEMA, "width": "container", "autosize": autosize, **spec}
-
-
-def band_chart(
-    name: str,
-    rows: Sequence[Row],
-    *,
-    threshold: Threshold | None = None,
-    orderables: Sequence[str] = (),
-) -> alt.Chart:
-    """The same picture as an Altair chart, for pages that draw with st.altair_chart."""
-    return alt.Chart.from_dict(band_spec(name, rows, threshold=threshold, orderables=orderables))
 
 
 def _row_axis(row_order: list[str]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Submitted reviews as the ratings the agreement statistics take, and the study's report and
 Agreement screen from them, one round at a time.
 
-Blinding is checked where the reviews are read (reviews.submitted_reviews); this module only
+Blinding is checked where the reviews are read (reviews.submitted_bands); this module only
 turns them into numbers.
 """
 
@@ -10,7 +10,8 @@ from sqlmodel import Session, select
 
 from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report, agreement_report
 from fma_bands.agreement.views import Screen, screen
-from fma_bands.reviews import ReviewData, attested_band, submitted_reviews
+from fma_bands.bands import BandReader
+from fma_bands.reviews import ReviewData, SubmittedBand, attested_band, submitted_bands
 from fma_bands.store.models import Review
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
@@ -25,14 +26,16 @@ ROUND_NOTES = {
 PURPOSES = {1: "reliability", 2: "consensus-building"}
 
 
-def rating(review: ReviewData, library: Library) -> Rating:
+def rating(
+    review: ReviewData | SubmittedBand, library: Library, read: BandReader | None = None
+) -> Rating:
     """What one review vouches for: the proposal if ACCEPT, the rater's own band if AMEND."""
     return Rating(
         vignette_id=review.vignette_id,
         sub_action=review.sub_action,
         rater=review.rater,
         verdict=review.verdict or "",
-        band=attested_band(review, library),
+        band=attested_band(review, library, read),
         mode=review.mode,
     )
 
@@ -44,8 +47,9 @@ def study_ratings(
     enforced). Round 1 is the independent round, the reliability the paper reports; a later
     round only re-reviews some bands after the panel, so it is consensus-building, and never
     changes round 1's figures."""
-    reviews = submitted_reviews(session, library, viewer=viewer, round=round)
-    return [rating(r, library) for r in reviews]
+    read = BandReader()
+    bands = submitted_bands(session, library, viewer=viewer, round=round)
+    return [rating(r, library, read) for r in bands]
 
 
 def study_report(

@@ -22,6 +22,7 @@ from fma_bands.envelopes import (
     ENVELOPE_SUFFIX,
     RECORD_TYPE,
     STAMP,
+    read_adjudicators,
     read_evidence,
     record_links,
 )
@@ -167,8 +168,8 @@ def ensure_record(
 
 def adjudicators_text(folder: Path) -> str:
     """adjudicators.yaml as the self-signed records in the folder make it."""
-    evidence = read_evidence(folder)
-    document = {"format": ADJUDICATORS_FORMAT, "adjudicators": list(evidence.records().values())}
+    records = read_adjudicators(folder)
+    document = {"format": ADJUDICATORS_FORMAT, "adjudicators": list(records.values())}
     header = (
         "# Generated from the self-signed public records (*-record.dsse.json) beside it, for\n"
         "# people to read. fma-bands verify and the registry read the signed records, never this\n"

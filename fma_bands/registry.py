@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fma_bands.actions import sub_action
-from fma_bands.bands import AnyBand, band_from_values, consensus, parse_band, to_harness
+from fma_bands.bands import AnyBand, BandReader, band_from_values, consensus, to_harness
 from fma_bands.envelopes import proposal_digest, read_evidence, revoked_digests, subject_name
 from fma_bands.errors import FmaBandsError
 from fma_bands.policy import Policy, check_policy, read_policy
@@ -213,18 +213,20 @@ def decide(
         assert env.statement is not None and env.pseudonym and env.keyid
         subjects = {s["name"]: s["digest"].get("sha256") for s in env.statement["subject"]}
         adjudicator = evidence.adjudicators[env.pseudonym]
+        record = dict(adjudicator.record, n_keys=len(adjudicator.keys))
+        signed_at, payload_sha256 = env.signed_at, env.payload_sha256 or ""
         for review in env.predicate["reviews"]:
             subject = subject_name(review["vignette_id"], review["sub_action"])
             entries.setdefault((review["vignette_id"], review["sub_action"]), []).append(
                 _Entry(
                     pseudonym=env.pseudonym,
-                    record=dict(adjudicator.record, n_keys=len(adjudicator.keys)),
+                    record=record,
                     file=env.path.name,
                     keyid=env.keyid,
-                    signed_at=env.signed_at,
+                    signed_at=signed_at,
                     review=review,
                     subject_digest=subjects.get(subject),
-                    payload_sha256=env.payload_sha256 or "",
+                    payload_sha256=payload_sha256,
                 )
             )
     revoked = {
@@ -233,6 +235,7 @@ def decide(
         for e in group
         if (e.pseudonym, e.payload_sha256) in revocations
     }
+    read_band = BandReader()
     for vignette in library:
         for proposal in vignette.proposals:
             key = (vignette.id, proposal.sub_action)
@@ -243,6 +246,7 @@ def decide(
                 everywhere + failures.get(key, []),
                 revoked,
                 policy,
+                read_band,
             )
             if not entries.get(key):
                 decision.reasons += _copies(proposal, vignette, entries)
@@ -267,7 +271,7 @@ def _claimed_names(statement: Any) -> list[tuple[str, str]]:
 
 
 def _copies(proposal: Proposal, vignette: Vignette, entries) -> list[Reason]:
-    digest = proposal.acceptable.digest().removeprefix("sha256:")
+    digest = proposal.band_digest.removeprefix("sha256:")
     others = sorted(
         {
             f"{e.file} names {subject_name(*key)}"
@@ -290,6 +294,7 @@ def _decide_band(
     failures: list[Reason],
     revoked: set[str],
     policy: Policy,
+    read_band: BandReader,
 ) -> Decision:
     name = proposal.sub_action
     action = sub_action(name)
@@ -311,7 +316,7 @@ def _decide_band(
         if entry.round == last_round:
             latest[entry.pseudonym] = entry
     counted: list[tuple[_Entry, AnyBand]] = []
-    band_digest = proposal.acceptable.digest().removeprefix("sha256:")
+    band_digest = proposal.band_digest.removeprefix("sha256:")
     for entry in latest.values():
         who = f"{entry.pseudonym} ({entry.file})"
         reason = _refusal(entry, vignette, proposal, band_digest)
@@ -330,9 +335,7 @@ def _decide_band(
                 continue
             decision.warnings.append(scope_reason)
         try:
-            attested = parse_band(
-                name, entry.review["attested_band"], orderables=vignette.orderables
-            )
+            attested = read_band(name, entry.review["attested_band"], vignette.orderables)
         except (FmaBandsError, KeyError) as exc:
             decision.reasons.append(Reason("malformed", f"{who}: attested band unreadable: {exc}"))
             continue

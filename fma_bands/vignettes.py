@@ -102,7 +102,15 @@ class Vignette:
         return tuple(self.tool_results)
 
     def proposal(self, name: str) -> Proposal | None:
-        return next((p for p in self.proposals if p.sub_action == name), None)
+        return self._proposals.get(name)
+
+    @cached_property
+    def _proposals(self) -> dict[str, Proposal]:
+        # Looked up for every review read; the first proposal of a sub-action, as before.
+        found: dict[str, Proposal] = {}
+        for p in self.proposals:
+            found.setdefault(p.sub_action, p)
+        return found
 
     def context(self, step: str) -> dict[str, Any]:
         """Exactly what the agent holds when it acts at `step` (DESIGN 2.1); never the canary."""
@@ -140,6 +148,19 @@ class Library:
 
     def __len__(self) -> int:
         return len(self.vignettes)
+
+    @property
+    def digests(self) -> tuple:
+        """Each vignette's context digests and whole-proposal digests: everything the registry
+        and the staleness test read from the files, as one key."""
+        return tuple(
+            (
+                v.id,
+                tuple(v.context_digest(step) for step in STEPS),
+                tuple(p.proposal_digest for p in v.proposals),
+            )
+            for v in self
+        )
 
     def band(self, vid: str, name: str) -> tuple[Vignette, Proposal] | None:
         """The vignette and its proposal for one band, or None if the study has no such band."""

@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fma_bands.actions import SUB_ACTIONS, sub_action
 from fma_bands.bands import band_from_values, consensus, parse_band, to_harness
@@ -16,6 +18,7 @@ from fma_bands.export import (
     attestations_head,
     attestations_header,
     bands_document,
+    dump_bands,
     load_adjudicators,
     load_bands,
     write_bands,
@@ -307,3 +310,42 @@ def test_write_export_writes_bands_yaml_in_the_export_folder_only(tmp_path):
     header = yaml.safe_load(path.read_text())["attestations"]
     assert header == {"folder": "../attestations", "head": attestations_head(folder)}
     assert (export_dir / header["folder"]).resolve() == folder.resolve()
+
+
+# Written by libyaml where PyYAML has it, byte for byte as PyYAML's own emitter writes it --------
+
+
+def python_dump(document) -> str:
+    return dump_bands(document, dumper=yaml.SafeDumper)
+
+
+def test_the_export_is_the_pure_python_emitters_text_byte_for_byte(shared_library):
+    document = bands_document(shared_library, generated_at=datetime(2026, 12, 1, tzinfo=UTC))
+    assert dump_bands(document) == python_dump(document)
+    demo = bands_document(load_library([DEMO_VIGNETTES]))
+    assert dump_bands(demo) == python_dump(demo)
+
+
+@pytest.mark.skipif(not hasattr(yaml, "CSafeDumper"), reason="PyYAML built without libyaml")
+def test_libyaml_writes_an_export_of_plain_text_and_python_the_rest(monkeypatch):
+    used = []
+    real = yaml.dump
+
+    def dump(data, **options):
+        used.append(options["Dumper"])
+        return real(data, **options)
+
+    monkeypatch.setattr(yaml, "dump", dump)
+    dump_bands({"reasoning": "Plain words, a colon: and é.\nA second line."})
+    dump_bands({"reasoning": "A tab\there"})
+    dump_bands({"notes": ["ok", {"reason": "a space before a break \nhere"}]})
+    dump_bands({"reason": "an emoji \U0001f600"})
+    assert used == [yaml.CSafeDumper, yaml.SafeDumper, yaml.SafeDumper, yaml.SafeDumper]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300), st.text(alphabet=" \n\tab:é-\u2028\x85\U0001f600'\"", max_size=300))
+def test_any_text_is_written_as_the_pure_python_emitter_writes_it(any_text, awkward):
+    for text in (any_text, awkward, f"{awkward} {'word ' * 30}"):
+        document = {"reasoning": text, "bands": {"v": [{"notes": text, "x": [text, 1, None]}]}}
+        assert dump_bands(document) == python_dump(document)

@@ -173,7 +173,16 @@ class Screen:
     tables: Mapping[str, list[dict[str, str]]]  # metric -> rows
     notes: Mapping[str, list[str]]  # metric -> the lines under its table
     points: Mapping[str, list[dict]]  # metric -> chart points
-    bands: tuple[BandView, ...]  # most disputed first
+    agreements: tuple[BandAgreement, ...]  # every band, most disputed first
+    orderables: Mapping[str, tuple[str, ...]]  # vignette id -> its orderables
+
+    def bands(self, start: int = 0, stop: int | None = None) -> list[BandView]:
+        """The boxes of bands start to stop, most disputed first: the page shows one page of
+        them at a time, so each is put in words and pictures only when shown."""
+        return [
+            band_view(b, self.orderables.get(b.vignette_id, ()))
+            for b in self.agreements[start:stop]
+        ]
 
 
 def rule_text(b: BandAgreement) -> str:
@@ -215,8 +224,6 @@ def screen(report: Report, orderables: Mapping[str, tuple[str, ...]]) -> Screen:
         tables=tables,
         notes={m: notes(m, tables[m]) for m in METRICS},
         points={m: chart_points(report, m) for m in METRICS},
-        bands=tuple(
-            band_view(b, orderables.get(b.vignette_id, ()))
-            for b in most_disputed_first(report.bands)
-        ),
+        agreements=tuple(most_disputed_first(report.bands)),
+        orderables=dict(orderables),
     )

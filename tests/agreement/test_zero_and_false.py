@@ -1,0 +1,80 @@
+"""0 and false, 1 and true are equal and hash alike in Python, so values of different sub-actions
+must never meet in one set or dict: at 300 vignettes x 10 raters the Agreement page once read
+an analgesia band's disputed span back as `[false, 2]` and raised "span: false is a boolean but
+analgesia_tier takes integers". Each band's consensus and disputed span keep their own
+sub-action's type, on a small study where an analgesia span holds 0 beside a boolean span that
+holds false."""
+
+from fma_bands.actions import sub_action
+from fma_bands.agreement import agreement_report
+from fma_bands.agreement.panel import band_json
+from fma_bands.agreement.views import screen
+from fma_bands.bands import SetBand
+from fma_bands.ratings import study_ratings, study_screen
+from fma_bands.store.db import make_engine, session_scope
+from fma_bands.users import get_user
+from fma_bands.vignettes import load_library
+from tests.agreement.build import rate
+from tests.agreement.demo import demo_study
+from tests.conftest import DEMO_VIGNETTES
+
+# demo_med_border_01 proposes analgesia [1, 2] and controlled-substance caution [false, true].
+ZERO_AND_FALSE = {
+    "rater-01": """\
+demo_med_border_01 | analgesia_tier | AMEND {0, 1} | No analgesia, or an NSAID.
+demo_med_border_01 | controlled_substance_caution | AMEND {true} | Caution is due.
+""",
+    "rater-02": """\
+demo_med_border_01 | analgesia_tier | ACCEPT | NSAID or weak opioid.
+demo_med_border_01 | controlled_substance_caution | ACCEPT | Either reading is defensible.
+""",
+}
+
+
+def typed(name: str, values) -> bool:
+    return all(type(v) is sub_action(name).value_type for v in values)
+
+
+def test_a_zero_beside_false_keeps_its_type_in_every_band():
+    ratings = [
+        rate("v1", "analgesia_tier", "r1", [0, 1]),
+        rate("v1", "analgesia_tier", "r2", [1, 2]),
+        rate("v1", "admit", "r1", [True]),
+        rate("v1", "admit", "r2", [False, True]),
+        rate("v2", "analgesia_tier", "r1", [0, 1, 3]),
+        rate("v2", "analgesia_tier", "r2", [1]),
+        rate("v2", "escalate_icu", "r1", [False]),
+        rate("v2", "escalate_icu", "r2", [False, True]),
+    ]
+    report = agreement_report(ratings, bootstrap=50)
+    for b in report.bands:
+        assert typed(b.sub_action, b.consensus.disputed), b
+        assert b.consensus.band is not None and typed(b.sub_action, b.consensus.band.values())
+        assert band_json(b)["disputed_span"] is not None
+    shown = screen(report, {})  # reads every disputed span back as a band
+    spans = {(v.vignette_id, v.sub_action): v.rows[-1].disputed for v in shown.bands()}
+    assert spans[("v1", "analgesia_tier")] == SetBand(sub_action="analgesia_tier", members=(0, 2))
+    assert spans[("v2", "analgesia_tier")].values() == {0, 3}
+    assert spans[("v1", "admit")].values() == {False}
+
+
+def test_the_agreement_screen_of_a_study_with_zero_and_false(tmp_path):
+    demo = demo_study(tmp_path, ZERO_AND_FALSE)
+    engine = make_engine(demo.url)
+    try:
+        with session_scope(engine) as s:
+            library = load_library([DEMO_VIGNETTES])
+            coordinator = get_user(s, "coordinator")
+            ratings = study_ratings(s, library, viewer=coordinator)
+            shown = study_screen(s, library, viewer=coordinator, bootstrap=50)
+    finally:
+        engine.dispose()
+    assert {(r.sub_action, r.verdict) for r in ratings} >= {("analgesia_tier", "AMEND")}
+    by_band = {v.sub_action: v for v in shown.bands() if v.vignette_id == "demo_med_border_01"}
+    analgesia, caution = by_band["analgesia_tier"], by_band["controlled_substance_caution"]
+    assert analgesia.consensus == "Consensus: 1 - NSAID"
+    assert analgesia.rows[-1].disputed == SetBand(sub_action="analgesia_tier", members=(0, 2))
+    assert analgesia.disputed is not None and "0 - none" in analgesia.disputed
+    assert caution.consensus == "Consensus: yes"
+    assert caution.rows[-1].disputed is not None
+    assert caution.rows[-1].disputed.values() == {False}
