@@ -4,7 +4,7 @@ closed on Raters' progress), the review mode, the registry policy, and raters' p
 import streamlit as st
 
 from app_pages.assignment_parts import assignment
-from app_pages.common import library, require_user, session, settings
+from app_pages.common import escaped, library, require_user, session, settings
 from app_pages.round_parts import rounds
 from fma_bands.errors import FmaBandsError
 from fma_bands.policy import Policy, read_policy
@@ -18,7 +18,8 @@ with session() as s:
     progress = rater_progress(s, lib, viewer=user)
 
 st.title("Study admin")
-st.caption(f"{len(lib)} vignettes from `{settings().vignettes}`; {len(progress)} raters enrolled.")
+where = escaped(settings().vignettes)
+st.caption(f"{len(lib)} vignettes from {where}; {len(progress)} raters enrolled.")
 if lib.problems:
     with st.expander(f"{len(lib.problems)} problem(s) in the vignette files", icon="⚠️"):
         st.code("\n".join(str(p) for p in lib.problems), language=None)
@@ -42,7 +43,9 @@ st.subheader("Registry policy")
 try:
     policy = read_policy(settings().attestations)
 except FmaBandsError as exc:
-    st.warning(f"{exc.message}. Until a policy is saved, no band is clinician-adjudicated.")
+    st.warning(
+        f"{escaped(exc.message)}. Until a policy is saved, nothing is clinician-adjudicated."
+    )
     policy = Policy()
 with st.form("policy"):
     left, right = st.columns(2)

@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from app_pages.common import current_user, session, settings
+from app_pages.common import current_user, escaped, session, settings
 from fma_bands.actions import SUB_ACTIONS, sub_action
 from fma_bands.assignment import change, study_bands
 from fma_bands.coverage import band_progress, coverage, explain, problem_bands, study_quorum
@@ -65,6 +65,7 @@ def assignment(lib: Library) -> None:
         "raters below; the latest change covering a band decides it."
     )
     if outcome := st.session_state.pop("assign:outcome", None):
+        # The app's own heading; the details, which name raters and bands, as plain text.
         (st.success if outcome[0].startswith("Assignment changed") else st.error)(outcome[0])
         st.text(outcome[1])
     flagged = problem_bands(rows)

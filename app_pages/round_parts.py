@@ -4,7 +4,7 @@ bands reruns this part only."""
 
 import streamlit as st
 
-from app_pages.common import current_user, library, session, settings
+from app_pages.common import current_user, escaped, library, session, settings
 from fma_bands.actions import sub_action
 from fma_bands.errors import FmaBandsError
 from fma_bands.rounds import DISCORD, discordant_bands, open_round, state
@@ -89,7 +89,7 @@ def _open_round_two(user: UserPublic, discord) -> None:
                     s, lib, actor=user, number=2, folder=settings().attestations, bands=chosen
                 )
         except FmaBandsError as exc:
-            st.error(exc.message)
+            st.error(escaped(exc.message))
             return
         st.session_state.round_flash = f"Round 2 is open for {len(opened.bands)} band(s)."
         st.rerun(scope="app")
