@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from app_pages.common import current_user, escaped, session, settings
+from app_pages.common import current_user, session, settings
 from fma_bands.actions import SUB_ACTIONS, sub_action
 from fma_bands.assignment import change, study_bands
 from fma_bands.coverage import band_progress, coverage, explain, problem_bands, study_quorum
