@@ -48,6 +48,12 @@ class Stratum:
     def n_pairable(self) -> int:
         return int(self.unit_counts.sum())
 
+    @property
+    def varies(self) -> bool:
+        """Two or more values among its pairable values: a stratum holding one value has no
+        expected disagreement, so it adds nothing to a pooled alpha."""
+        return int((self.unit_counts.sum(axis=0) > 0).sum()) >= 2
+
     # Per-vignette sums, each computed once: every disagreement is linear in them, so a resample
     # of vignettes (the bootstrap, and each pool the stratum is part of) reuses them.
 

@@ -234,7 +234,9 @@ def _alpha(
         levels.pop() if len(levels) == 1 else ("per sub-action" if levels else None),
         None,
         None,
-        n_bands=sum(p.n_bands for p in parts),
+        # In a pool, the bands of a sub-action whose values never vary add nothing to alpha,
+        # so they do not count towards the bands the reading rests on.
+        n_bands=sum(p.n_bands for p in parts if len(parts) == 1 or p.stratum.varies),
         n_units=sum(s.n_units for s in strata),
         n_raters=len(frozenset().union(*(s.raters for s in strata))),
         n_pairable=sum(s.n_pairable for s in strata),

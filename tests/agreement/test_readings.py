@@ -80,3 +80,15 @@ def test_no_reading_says_reliable_on_few_bands_or_a_low_interval(ratings, seed):
             for key in ("alpha", "ci_low", "ci_high", "p_below_0800", "p_below_0667"):
                 assert a[key] is None or isinstance(a[key], float)
     assert "NaN" not in json.dumps(report_to_json(report))
+
+
+def test_a_pool_counts_only_the_bands_of_sub_actions_that_vary():
+    # Five ESI bands in perfect agreement and five admit bands where every rater says yes: the
+    # admit bands add nothing to the pooled alpha, which is ESI's alone, so too few bands too.
+    ratings = [rate(f"v{v}", "esi_acuity", r, [1 + v % 5]) for v in range(5) for r in "ab"]
+    ratings += [rate(f"w{v}", "admit", r, [True]) for v in range(5) for r in "ab"]
+    report = agreement_report(ratings, bootstrap=200)
+    esi, pooled = report.metrics["esi_acuity"]["band"], report.metrics["pooled"]["band"]
+    assert pooled.alpha == esi.alpha
+    assert pooled.n_bands == esi.n_bands == 5
+    assert pooled.reading == esi.reading == "too few bands (5)"
