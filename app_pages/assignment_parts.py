@@ -103,7 +103,7 @@ def _row(r: Any) -> dict[str, Any]:
         "sub-action": _label(r.sub_action),
         "assigned raters": ", ".join(r.raters) or "nobody",
         "activated": r.able,
-        "in scope": "no scope rule" if r.in_scope is None else r.in_scope,
+        "in scope": "no scope rule" if r.in_scope is None else str(r.in_scope),
     }
 
 
