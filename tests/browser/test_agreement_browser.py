@@ -211,8 +211,10 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
 
     report = cli_report(server)
     pooled = report["metrics"]["pooled"]["band"]
-    assert pooled["alpha"] is not None and pooled["n_bands"] == 2, pooled
-    assert pooled["reading"] == "too few bands (2)"
+    # Both raters accept the triage band, so ESI has one value and adds nothing to the pool:
+    # the pooled alpha rests on the follow-up band alone.
+    assert pooled["alpha"] is not None and pooled["n_bands"] == 1, pooled
+    assert pooled["reading"] == "too few bands (1)"
 
     # The coordinator sees agreement at any time, then closes the phase.
     context = browser.new_context()
@@ -242,7 +244,7 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
     expect(page.get_by_text(CLOSED_FOR_RATERS)).to_have_count(0)
     rows = assert_same_numbers(page, report, "band")
     assert float(rows[POOLED]["alpha"]) == round(pooled["alpha"], 3)
-    assert int(rows[POOLED]["bands"]) == pooled["n_bands"] == 2
+    assert int(rows[POOLED]["bands"]) == pooled["n_bands"] == 1
     chart = alpha_chart(page)
     point = chart.locator(f'[aria-label*="; scope: {POOLED}; bands: {pooled["n_bands"]}"]')
     expect(point).to_have_count(1)
