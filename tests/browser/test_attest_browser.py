@@ -129,8 +129,11 @@ def sign(page: Page, passphrase: str) -> None:
 
 
 def registry_band(page: Page, vignette: str, label: str):
-    return page.get_by_test_id("stLayoutWrapper").filter(
-        has=page.get_by_text(re.compile(rf"{re.escape(vignette)} · {re.escape(label)}: "))
+    # The innermost box holding the band's line (the page's list is itself in a fragment).
+    return (
+        page.get_by_test_id("stLayoutWrapper")
+        .filter(has=page.get_by_text(re.compile(rf"{re.escape(vignette)} · {re.escape(label)}: ")))
+        .last
     )
 
 

@@ -147,8 +147,10 @@ def test_a_rater_enrolled_with_a_code_activates_reviews_signs_and_is_adjudicated
         # The coordinator's registry: the band is clinician-adjudicated on the rater's key.
         open_from_sidebar(desk, "Band registry")
         expect(desk.get_by_role("heading", name="Band registry", level=1)).to_be_visible()
-        box = desk.get_by_test_id("stLayoutWrapper").filter(
-            has=desk.get_by_text(re.compile(r"draft_triage_01 · ESI acuity level: "))
+        box = (
+            desk.get_by_test_id("stLayoutWrapper")
+            .filter(has=desk.get_by_text(re.compile(r"draft_triage_01 · ESI acuity level: ")))
+            .last  # the band's own box, inside the list's fragment
         )
         expect(
             box.get_by_text("draft_triage_01 · ESI acuity level: clinician-adjudicated")
