@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from fma_bands.actions import SUB_ACTIONS
 from tests.conftest import DEMO_VIGNETTES
@@ -38,6 +39,9 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 START_TIMEOUT_S = 30
+# Playwright's `expect` waits 5 s by default; on a loaded 2-core machine one rerun of a page
+# (a band's picture, a fragment) can take longer, and a slow page is not a failing one.
+expect.set_options(timeout=15_000)
 # The accounts `fma-bands demo` creates (fma_bands/cli/study.py DEMO_USERS): demo only, not secret.
 DEMO_ACCOUNTS = {
     "coordinator": "coordinator-demo",
