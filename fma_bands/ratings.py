@@ -11,6 +11,7 @@ from sqlmodel import Session, select
 from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report, agreement_report
 from fma_bands.agreement.views import Screen, screen
 from fma_bands.bands import BandReader
+from fma_bands.labels import tool_names
 from fma_bands.reviews import ReviewData, SubmittedBand, attested_band, submitted_bands
 from fma_bands.store.models import Review
 from fma_bands.users import UserPublic
@@ -80,7 +81,8 @@ def study_screen(
         session, library, viewer=viewer, bootstrap=bootstrap, seed=seed, round=round
     )
     orderables = {vid: tuple(v.orderables) for vid, v in library.vignettes.items()}
-    return screen(report, orderables)
+    names = {vid: tool_names(v) for vid, v in library.vignettes.items()}
+    return screen(report, orderables, names)
 
 
 def reviews_fingerprint(session: Session) -> tuple:

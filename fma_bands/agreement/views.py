@@ -23,6 +23,7 @@ from fma_bands.agreement.panel import (
     most_disputed_first,
 )
 from fma_bands.bands import MultilabelBand, band_from_values
+from fma_bands.labels import describe_band
 from fma_bands.picture import Row
 
 METRIC_LABELS = {
@@ -159,6 +160,7 @@ class BandView:
     caption: str
     rows: tuple[Row, ...]  # each rater's band, then the consensus with its disputed span
     orderables: tuple[str, ...]
+    names: Mapping[str, str]  # orderable -> the name a clinician reads (cbc as "CBC")
     consensus: str | None  # "Consensus: ..." in words, None without one
     disputed: str | None
 
@@ -175,12 +177,13 @@ class Screen:
     points: Mapping[str, list[dict]]  # metric -> chart points
     agreements: tuple[BandAgreement, ...]  # every band, most disputed first
     orderables: Mapping[str, tuple[str, ...]]  # vignette id -> its orderables
+    names: Mapping[str, Mapping[str, str]]  # vignette id -> its orderables' readable names
 
     def bands(self, start: int = 0, stop: int | None = None) -> list[BandView]:
         """The boxes of bands start to stop, most disputed first: the page shows one page of
         them at a time, so each is put in words and pictures only when shown."""
         return [
-            band_view(b, self.orderables.get(b.vignette_id, ()))
+            band_view(b, self.orderables.get(b.vignette_id, ()), self.names.get(b.vignette_id, {}))
             for b in self.agreements[start:stop]
         ]
 
@@ -199,13 +202,18 @@ def rule_text(b: BandAgreement) -> str:
     return "no consensus: the raters' bands share no value"
 
 
-def band_view(b: BandAgreement, orderables: tuple[str, ...]) -> BandView:
+def band_view(
+    b: BandAgreement, orderables: tuple[str, ...], names: Mapping[str, str] | None = None
+) -> BandView:
     c = b.consensus
+    names = names or {}
     rows = [Row(rater, band) for rater, band in b.bands]
     if c.band is not None:
         rows.append(Row("consensus", c.band, band_from_values(b.sub_action, c.disputed)))
     raters = f"{b.n_raters} rater{'s' if b.n_raters != 1 else ''} with a band"
     agreed, disputed = consensus_text(c), disputed_text(b.sub_action, c)
+    if isinstance(c.band, MultilabelBand):  # orders by the names clinicians read, not keys
+        agreed = describe_band(c.band, names)
     return BandView(
         vignette_id=b.vignette_id,
         sub_action=b.sub_action,
@@ -213,12 +221,17 @@ def band_view(b: BandAgreement, orderables: tuple[str, ...]) -> BandView:
         caption=f"{raters}, {b.n_declined} declined · {rule_text(b)}",
         rows=tuple(rows),
         orderables=orderables,
+        names=dict(names),
         consensus=None if agreed is None else f"Consensus: {agreed}",
         disputed=None if disputed is None else f"Disputed span: {disputed}",
     )
 
 
-def screen(report: Report, orderables: Mapping[str, tuple[str, ...]]) -> Screen:
+def screen(
+    report: Report,
+    orderables: Mapping[str, tuple[str, ...]],
+    names: Mapping[str, Mapping[str, str]] | None = None,
+) -> Screen:
     tables = {m: alpha_rows(report, m) for m in METRICS}
     return Screen(
         tables=tables,
@@ -226,4 +239,5 @@ def screen(report: Report, orderables: Mapping[str, tuple[str, ...]]) -> Screen:
         points={m: chart_points(report, m) for m in METRICS},
         agreements=tuple(most_disputed_first(report.bands)),
         orderables=dict(orderables),
+        names=dict(names or {}),
     )

@@ -78,3 +78,23 @@ def test_the_agreement_screen_of_a_study_with_zero_and_false(tmp_path):
     assert caution.consensus == "Consensus: yes"
     assert caution.rows[-1].disputed is not None
     assert caution.rows[-1].disputed.values() == {False}
+
+
+def test_an_orders_band_is_shown_by_the_names_clinicians_read():
+    ratings = [
+        rate("v1", "orders", "r1", {"required": ["cbc"], "defensible": ["cbc", "bmp"]}),
+        rate("v1", "orders", "r2", {"required": ["cbc"], "defensible": ["cbc", "cxr"]}),
+    ]
+    names = {"cbc": "Full blood count", "bmp": "Basic metabolic panel", "cxr": "Chest X-ray"}
+    shown = screen(
+        agreement_report(ratings, bootstrap=0), {"v1": ("cbc", "bmp", "cxr")}, {"v1": names}
+    )
+    (view,) = shown.bands()
+    assert view.names == names  # the picture's lines
+    assert (
+        view.consensus
+        == "Consensus: required: Full blood count; defensible to order: Full blood count"
+    )
+    assert screen(agreement_report(ratings, bootstrap=0), {}).bands()[0].consensus == (
+        "Consensus: required: CBC; defensible to order: CBC"  # no names given: humanised keys
+    )

@@ -47,6 +47,16 @@ def sign_in(page: Page, name: str, passphrase: str) -> None:
     assert_no_exception(page)
 
 
+def press(page: Page, name: str) -> None:
+    """Click the one button called `name` in the page's main area, once the last run's copy
+    has left the screen (Streamlit keeps a stale element while it redraws), and settle."""
+    button = page.get_by_test_id("stMain").get_by_role("button", name=name, exact=True)
+    expect(button).to_have_count(1)
+    button.click()
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
 def open_from_sidebar(page: Page, title: str) -> None:
     """Follow one of the sidebar's navigation links and wait for its page."""
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True).click()
@@ -156,9 +166,7 @@ def close_the_round(page: Page) -> None:
     """The coordinator closes the open round on Raters' progress, confirming first."""
     open_from_sidebar(page, "Raters' progress")
     tick(page, "I understand: close the review phase now")
-    page.get_by_role("button", name="Close the review phase", exact=True).click()
-    wait_for_app(page)
-    assert_no_exception(page)
+    press(page, "Close the review phase")
     expect(page.get_by_text("The review phase is closed.", exact=True)).to_be_visible()
 
 
@@ -175,6 +183,5 @@ def submit_first_band(page: Page) -> None:
     box.fill("Outside what I can judge.")
     box.blur()
     settle(page)
-    page.get_by_role("button", name="Submit and next", exact=True).click()
-    settle(page)
+    press(page, "Submit and next")
     expect(page.get_by_text("Review submitted (revision 1).")).to_be_visible()

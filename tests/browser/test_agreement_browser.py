@@ -26,6 +26,7 @@ from tests.browser.helpers import (
     follow_link,
     open_app,
     open_from_sidebar,
+    press,
     run_cli,
     shoot,
     sign_in,
@@ -98,8 +99,7 @@ def accept_band(page: Page, link: str, title: str, *, disputed: bool) -> None:
     reason.fill("The band stands as the clause reads.")
     reason.blur()
     wait_for_app(page)
-    page.get_by_role("button", name="Submit and next").click()
-    wait_for_app(page)
+    press(page, "Submit and next")
     assert_no_exception(page)
     expect(page.get_by_text(re.compile(r"^Review submitted \(revision 1\)\."))).to_be_visible()
 

@@ -20,6 +20,7 @@ from tests.browser.helpers import (
     assert_no_exception,
     open_app,
     open_from_sidebar,
+    press,
     run_cli,
     shoot,
     sign_in,
@@ -97,8 +98,7 @@ def record_identity(page: Page) -> None:
     wait_for_app(page)
     for label, value in IDENTITY.items():
         page.get_by_label(label, exact=True).fill(value)
-    page.get_by_role("button", name="Record identity").click()
-    wait_for_app(page)
+    press(page, "Record identity")
     assert_no_exception(page)
     expect(
         page.get_by_text(
@@ -123,8 +123,7 @@ def tick_declarations(page: Page) -> None:
 def sign(page: Page, passphrase: str) -> None:
     field = page.get_by_label("Your passphrase, again", exact=True)
     field.fill(passphrase)
-    page.get_by_role("button", name="Sign attestation").click()
-    wait_for_app(page)
+    press(page, "Sign attestation")
     assert_no_exception(page)
 
 

@@ -19,6 +19,7 @@ from tests.browser.helpers import (
     follow_link,
     open_app,
     open_from_sidebar,
+    press,
     run_cli,
     shoot,
     sign_in,
@@ -55,8 +56,7 @@ def enrol_on_the_raters_page(desk: Page, url: str) -> str:
     form.get_by_label("Jurisdiction", exact=True).fill("Australia")
     form.get_by_label("Years since registration", exact=True).fill("8")
     expect(form.get_by_label("Passphrase", exact=False)).to_have_count(0)  # none to set
-    desk.get_by_role("button", name="Enrol rater").click()
-    wait_for_app(desk)
+    press(desk, "Enrol rater")
     assert_no_exception(desk)
     expect(desk.get_by_text(f"Enrolled {RATER}. Give {RATER} this enrolment code")).to_be_visible()
     code = desk.get_by_test_id("stCode").inner_text().strip()
@@ -77,8 +77,7 @@ def activate_in_the_browser(page: Page, url: str, code: str) -> None:
     page.get_by_label("Choose a passphrase", exact=True).fill(CHOSEN)
     page.get_by_label("Repeat the passphrase", exact=True).fill(CHOSEN)
     shoot(page, "activate")
-    page.get_by_role("button", name="Activate", exact=True).click()
-    wait_for_app(page)
+    press(page, "Activate")
     assert_no_exception(page)
     expect(page.get_by_role("heading", name="My queue", level=1)).to_be_visible()
     expect(page.get_by_test_id("stSidebar")).to_contain_text(f"Signed in as {RATER} (rater)")
@@ -94,8 +93,7 @@ def accept_triage(page: Page) -> None:
     reason.fill("ESI 2: high-risk chest pain without ESI 1 criteria.")
     reason.blur()
     wait_for_app(page)
-    page.get_by_role("button", name="Submit and next").click()
-    wait_for_app(page)
+    press(page, "Submit and next")
     assert_no_exception(page)
     expect(page.get_by_text(re.compile(r"^Review submitted \(revision 1\)\."))).to_be_visible()
 
@@ -108,8 +106,7 @@ def sign_attestation(page: Page) -> None:
         form.get_by_text(text, exact=True).click()  # the input itself is hidden
         expect(form.get_by_role("checkbox", name=text, exact=True)).to_be_checked()
     page.get_by_label("Your passphrase, again", exact=True).fill(CHOSEN)
-    page.get_by_role("button", name="Sign attestation").click()
-    wait_for_app(page)
+    press(page, "Sign attestation")
     assert_no_exception(page)
     expect(page.get_by_text("Signed. Signature manifestation:")).to_be_visible()
     shoot(page, "enrolled-rater-signed")

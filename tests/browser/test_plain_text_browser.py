@@ -24,6 +24,7 @@ from tests.browser.helpers import (
     choose,
     open_app,
     open_from_sidebar,
+    press,
     shoot,
     sign_in,
     wait_for_app,
@@ -105,14 +106,6 @@ def every_page(page: Page, outside: list[str], visited: dict[str, str]) -> None:
         expect(page.get_by_test_id("stMain").locator("h1").first).to_be_visible()
         check(page, title, outside)
         visited[title] = shown(page)
-
-
-def press(page: Page, name: str) -> None:
-    button = page.get_by_test_id("stMain").get_by_role("button", name=name, exact=True)
-    expect(button).to_have_count(1)  # not while the last run's copy is still on screen
-    button.click()
-    wait_for_app(page)
-    assert_no_exception(page)
 
 
 def open_band(page: Page, url: str, name: str) -> None:

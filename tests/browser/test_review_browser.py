@@ -21,6 +21,7 @@ from tests.browser.helpers import (
     follow_link,
     open_app,
     open_from_sidebar,
+    press,
     shoot,
     sign_in,
     wait_for_app,
@@ -51,14 +52,6 @@ def sign_in_to_queue(page: Page, url: str, name: str) -> None:
 def settle(page: Page) -> None:
     wait_for_app(page)
     assert_no_exception(page)
-
-
-def press(page: Page, name: str) -> None:
-    """Click a button in the page's main area and wait for the app to settle."""
-    button = page.get_by_test_id("stMain").get_by_role("button", name=name, exact=True)
-    expect(button).to_have_count(1)  # not while the last run's copy is still on screen
-    button.click()
-    settle(page)
 
 
 def on_band(page: Page, title: str, position: int, total: int) -> None:

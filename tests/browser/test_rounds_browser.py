@@ -25,6 +25,7 @@ from tests.browser.helpers import (
     follow_link,
     open_app,
     open_from_sidebar,
+    press,
     run_cli,
     shoot,
     sign_in,
@@ -127,15 +128,13 @@ def revise_in_round_two(page: Page, reason: str) -> None:
     for number, choice in ((1, "yes"), (2, "yes"), (3, "no"), (4, "no"), (6, "yes")):
         choose(page, f"Answer to question {number}", choice)
     choose(page, "Verdict", "ACCEPT: the band stands as written")
-    page.get_by_role("button", name="Submit and next").click()
-    wait_for_app(page)
+    press(page, "Submit and next")
     expect(page.get_by_text("keep or revise your band", exact=False).first).to_be_visible()
     field = page.get_by_label("Reason", exact=True)
     field.fill(reason)
     field.blur()
     wait_for_app(page)
-    page.get_by_role("button", name="Submit and next").click()
-    wait_for_app(page)
+    press(page, "Submit and next")
     assert_no_exception(page)
     expect(page.get_by_text("Review submitted (revision 2)", exact=False)).to_be_visible()
 
