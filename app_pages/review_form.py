@@ -86,6 +86,11 @@ def _changed(screen: Screen, name: str) -> None:
         return
     mine[name] = state.get(f"{key}:{name}")
     if name == "band:form":
+        # Changes made just before the switch may arrive in this same run, their callbacks
+        # after this one: read every band widget as it is now, so the switch uses them.
+        for field in [f for f in mine if f.startswith("band:") and f != "band:question"]:
+            if f"{key}:{field}" in state:
+                mine[field] = state[f"{key}:{field}"]
         _switch(screen, mine[name], confirmed=False)
     _keep(screen)
 

@@ -267,6 +267,17 @@ def test_switching_list_and_range_keeps_the_band(study):
     assert at.selectbox(key=key(MED, "band", "hi")).value == 3
 
 
+def test_a_bound_changed_just_before_switching_to_a_list_is_kept(study):
+    """A rater who picks a bound and at once switches to a list, before the page has answered:
+    both changes reach the server in one run, and the switch must use the new bound."""
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "verdict")).set_value("AMEND").run()
+    at.radio(key=key(MED, "band", "form")).set_value("a range").run()
+    at.selectbox(key=key(MED, "band", "hi")).set_value(3)
+    at.radio(key=key(MED, "band", "form")).set_value("a list of values").run()
+    assert at.pills(key=key(MED, "band", "values")).value == [1, 2, 3]
+
+
 @pytest.fixture
 def demo_rater(monkeypatch, tmp_path):
     """The app on the bundled demo study (it has orders bands), with one rater signed up."""
