@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from fma_bands import audit
 from fma_bands.store.db import (
     BASELINE,
+    HEAD,
     current_revision,
     head_revision,
     make_engine,
@@ -150,3 +151,8 @@ def test_upgrading_twice_changes_nothing(empty_database):
     _, engine = empty_database
     assert upgrade(engine) == head_revision()
     assert upgrade(engine) == head_revision()
+
+
+def test_the_head_known_without_alembic_is_alembics_head():
+    # A new revision must move db.HEAD too, or databases at the old head would skip it.
+    assert head_revision() == HEAD
