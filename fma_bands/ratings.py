@@ -82,7 +82,9 @@ def study_screen(
     )
     orderables = {vid: tuple(v.orderables) for vid, v in library.vignettes.items()}
     names = {vid: tool_names(v) for vid, v in library.vignettes.items()}
-    return screen(report, orderables, names)
+    # Raters see the figures once the round closes, but never who wrote which band.
+    reader = None if viewer.is_coordinator else viewer.pseudonym
+    return screen(report, orderables, names, reader=reader)
 
 
 def reviews_fingerprint(session: Session) -> tuple:

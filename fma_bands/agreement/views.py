@@ -18,11 +18,12 @@ from fma_bands.agreement.metrics import (
 )
 from fma_bands.agreement.panel import (
     BandAgreement,
+    band_label,
     consensus_text,
     disputed_text,
     most_disputed_first,
 )
-from fma_bands.bands import MultilabelBand, band_from_values
+from fma_bands.bands import AnyBand, MultilabelBand, band_from_values
 from fma_bands.labels import describe_band
 from fma_bands.picture import Row
 
@@ -178,12 +179,19 @@ class Screen:
     agreements: tuple[BandAgreement, ...]  # every band, most disputed first
     orderables: Mapping[str, tuple[str, ...]]  # vignette id -> its orderables
     names: Mapping[str, Mapping[str, str]]  # vignette id -> its orderables' readable names
+    # A rater's own pseudonym: the others' bands are then shown without their names.
+    reader: str | None = None
 
     def bands(self, start: int = 0, stop: int | None = None) -> list[BandView]:
         """The boxes of bands start to stop, most disputed first: the page shows one page of
         them at a time, so each is put in words and pictures only when shown."""
         return [
-            band_view(b, self.orderables.get(b.vignette_id, ()), self.names.get(b.vignette_id, {}))
+            band_view(
+                b,
+                self.orderables.get(b.vignette_id, ()),
+                self.names.get(b.vignette_id, {}),
+                reader=self.reader,
+            )
             for b in self.agreements[start:stop]
         ]
 
@@ -203,11 +211,16 @@ def rule_text(b: BandAgreement) -> str:
 
 
 def band_view(
-    b: BandAgreement, orderables: tuple[str, ...], names: Mapping[str, str] | None = None
+    b: BandAgreement,
+    orderables: tuple[str, ...],
+    names: Mapping[str, str] | None = None,
+    *,
+    reader: str | None = None,
 ) -> BandView:
+    """The band's box; for a rater (`reader`), their own band as theirs and the others' unnamed."""
     c = b.consensus
     names = names or {}
-    rows = [Row(rater, band) for rater, band in b.bands]
+    rows = [Row(rater, band) for rater, band in b.bands] if reader is None else _unnamed(b, reader)
     if c.band is not None:
         rows.append(Row("consensus", c.band, band_from_values(b.sub_action, c.disputed)))
     raters = f"{b.n_raters} rater{'s' if b.n_raters != 1 else ''} with a band"
@@ -227,10 +240,24 @@ def band_view(
     )
 
 
+def _unnamed(b: BandAgreement, reader: str) -> list[Row]:
+    """Raters' bands without their names, as a round-2 panel must stay anonymous: the reader's
+    own first, then the others in the order of their values, which says nothing of who."""
+    own = [Row("your band", band) for rater, band in b.bands if rater == reader]
+    others = sorted((band for rater, band in b.bands if rater != reader), key=_band_order)
+    return own + [Row(f"another rater ({i})", band) for i, band in enumerate(others, 1)]
+
+
+def _band_order(band: AnyBand) -> tuple:
+    return (len(band.values()), repr(band_label(band)))
+
+
 def screen(
     report: Report,
     orderables: Mapping[str, tuple[str, ...]],
     names: Mapping[str, Mapping[str, str]] | None = None,
+    *,
+    reader: str | None = None,
 ) -> Screen:
     tables = {m: alpha_rows(report, m) for m in METRICS}
     return Screen(
@@ -240,4 +267,5 @@ def screen(
         agreements=tuple(most_disputed_first(report.bands)),
         orderables=dict(orderables),
         names=dict(names or {}),
+        reader=reader,
     )

@@ -98,3 +98,21 @@ def test_an_orders_band_is_shown_by_the_names_clinicians_read():
     assert screen(agreement_report(ratings, bootstrap=0), {}).bands()[0].consensus == (
         "Consensus: required: CBC; defensible to order: CBC"  # no names given: humanised keys
     )
+
+
+def test_a_rater_sees_the_panel_without_names():
+    """After round 1 closes raters see the figures, but never who wrote which band: the round-2
+    panel's letters would otherwise be names."""
+    ratings = [
+        rate("v1", "esi_acuity", "rater-01", [2, 3]),
+        rate("v1", "esi_acuity", "rater-02", [3]),
+        rate("v1", "esi_acuity", "rater-03", [2]),
+    ]
+    report = agreement_report(ratings, bootstrap=0)
+    (mine,) = screen(report, {}, reader="rater-02").bands()
+    labels = [row.label for row in mine.rows]
+    assert labels == ["your band", "another rater (1)", "another rater (2)"]  # no consensus
+    assert [row.band.values() for row in mine.rows] == [{3}, {2}, {2, 3}]  # by values, not by who
+    assert not any("rater-0" in label for label in labels)
+    (theirs,) = screen(report, {}).bands()  # the coordinator sees who wrote what
+    assert [row.label for row in theirs.rows][:3] == ["rater-01", "rater-02", "rater-03"]
