@@ -5,18 +5,12 @@ import streamlit as st
 
 from app_pages.common import escaped, library, require_user, session, settings
 from fma_bands.actions import sub_action
-from fma_bands.attestations import (
-    attest,
-    covered_rows,
-    imported_rows,
-    manifestation,
-    on_file,
-    plan,
-)
+from fma_bands.attestations import attest, manifestation, on_file
 from fma_bands.errors import FmaBandsError
 from fma_bands.identity import is_recorded
 from fma_bands.labels import case_label, case_numbers
 from fma_bands.protocol import DECLARATIONS, STATEMENT_TEXT
+from fma_bands.signing_plan import covered_rows, imported_rows, plan
 
 user = require_user("rater")
 lib, folder = library(), settings().attestations

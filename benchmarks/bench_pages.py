@@ -176,7 +176,7 @@ def cases(study: BenchStudy) -> list[PageCase]:
 def _clear_caches() -> None:
     import streamlit as st
 
-    from fma_bands.envelopes import clear_cache
+    from fma_bands.checked_envelopes import clear_cache
 
     st.cache_data.clear()
     st.cache_resource.clear()

@@ -14,18 +14,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlmodel import Session, col, select
 
 from fma_bands import audit
+from fma_bands.adjudicators import ADJUDICATORS_FILE, ADJUDICATORS_FORMAT, read_adjudicators
 from fma_bands.canonical import canonical_json
+from fma_bands.checked_envelopes import ENVELOPE_SUFFIX, RECORD_TYPE, STAMP
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, sign_envelope
-from fma_bands.envelopes import (
-    ADJUDICATORS_FILE,
-    ADJUDICATORS_FORMAT,
-    ENVELOPE_SUFFIX,
-    RECORD_TYPE,
-    STAMP,
-    read_adjudicators,
-    read_evidence,
-    record_links,
-)
+from fma_bands.envelopes import read_evidence, record_links
 from fma_bands.files import json_text, write_atomically
 from fma_bands.keys import generate_keypair, unseal_private_key
 from fma_bands.store.db import PENDING, on_commit, pending_files, write_on_commit

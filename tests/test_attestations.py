@@ -23,15 +23,11 @@ from securesystemslib.signer import SSlibKey
 from sqlmodel import select
 
 from fma_bands import audit
-from fma_bands.attestations import attest, plan, resign
+from fma_bands.adjudicators import RECORD_FIELDS, read_adjudicators
+from fma_bands.attestations import attest, resign
+from fma_bands.checked_envelopes import ADJUDICATION_TYPE
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE
-from fma_bands.envelopes import (
-    ADJUDICATION_TYPE,
-    RECORD_FIELDS,
-    proposal_digest,
-    read_adjudicators,
-    read_folder,
-)
+from fma_bands.envelopes import proposal_digest, read_folder
 from fma_bands.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.export import export_document, load_adjudicators, load_bands, write_bands
 from fma_bands.handback import import_handback
@@ -41,6 +37,7 @@ from fma_bands.protocol import DECLARATIONS, IDENTITY_FIELDS, STATEMENT_TEXT
 from fma_bands.records import ensure_record
 from fma_bands.registry import ADJUDICATED, decide
 from fma_bands.reviews import ReviewForm, current_review, save
+from fma_bands.signing_plan import plan
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import AuditEvent, User
 from fma_bands.study import sync_vignettes

@@ -1,17 +1,18 @@
 """Envelopes are parsed and verified once per process, keyed by the SHA-256 of their exact bytes
-and the set of trusted keys (fma_bands.envelopes): reading the folder again verifies nothing
-twice, and a file changed after it was verified and cached is still refused."""
+and the set of trusted keys (fma_bands.checked_envelopes): reading the folder again verifies
+nothing twice, and a file changed after it was verified and cached is still refused."""
 
 import base64
 import json
 
 import pytest
 
-from fma_bands import envelopes
+from fma_bands import adjudicators, checked_envelopes, envelopes
 from fma_bands.attestations import revoke
 from fma_bands.canonical import canonical_json
+from fma_bands.checked_envelopes import clear_cache
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
-from fma_bands.envelopes import clear_cache, read_evidence
+from fma_bands.envelopes import read_evidence
 from fma_bands.registry import ADJUDICATED, decide
 from fma_bands.store.db import session_scope
 from fma_bands.users import unlock_signing_key
@@ -29,13 +30,13 @@ def verifications(monkeypatch):
     """Each signature check that really runs, by envelope file name, from a cold cache."""
     clear_cache()
     seen: list[str] = []
-    real = envelopes.verify_envelope
+    real = checked_envelopes.verify_envelope
 
     def counted(envelope, trusted):
         seen.append(envelope["signatures"][0]["keyid"])
         return real(envelope, trusted)
 
-    monkeypatch.setattr(envelopes, "verify_envelope", counted)
+    monkeypatch.setattr(checked_envelopes, "verify_envelope", counted)
     yield seen
     clear_cache()
 
@@ -121,8 +122,8 @@ store = test_registry.store
 
 def test_the_public_records_read_alone_are_those_of_the_whole_folder(files):
     _, folder, _ = files
-    assert envelopes.read_adjudicators(folder) == read_evidence(folder).records()
-    assert set(envelopes.read_adjudicators(folder)) == {"adjudicator-01", "adjudicator-02"}
+    assert adjudicators.read_adjudicators(folder) == read_evidence(folder).records()
+    assert set(adjudicators.read_adjudicators(folder)) == {"adjudicator-01", "adjudicator-02"}
 
 
 def test_a_record_that_spells_its_type_with_escapes_is_still_read(files, store):
@@ -133,13 +134,13 @@ def test_a_record_that_spells_its_type_with_escapes_is_still_read(files, store):
     statement["predicate"]["signed_at"] = "2030-01-01T00:00:00.000000Z"
     # The same JSON value, written with escaped slashes: the URL is not in the bytes as such.
     payload = canonical_json(statement).replace(b"/", b"\\/")
-    assert envelopes.RECORD_TYPE.encode() not in payload
+    assert checked_envelopes.RECORD_TYPE.encode() not in payload
     assert json.loads(payload) == statement
     with session_scope(store) as s:
         _, key = unlock_signing_key(s, study.a.id, PASS_01)
     envelope = sign_envelope(payload, IN_TOTO_PAYLOAD_TYPE, key, study.a.keyid)
     (folder / "adjudicator-01-escaped-record.dsse.json").write_text(json.dumps(envelope))
-    found = envelopes.read_adjudicators(folder)
+    found = adjudicators.read_adjudicators(folder)
     assert found == read_evidence(folder).records()
     assert found["adjudicator-01"]["jurisdiction"] == "New Zealand"
 

@@ -13,10 +13,11 @@ import pytest
 import yaml
 
 from fma_bands import audit
+from fma_bands.adjudicators import read_adjudicators
 from fma_bands.attestations import revoke
 from fma_bands.canonical import canonical_json
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
-from fma_bands.envelopes import read_adjudicators, read_evidence, read_folder, records_head
+from fma_bands.envelopes import read_evidence, read_folder, records_head
 from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.export import export_document, load_adjudicators, load_bands, write_bands
 from fma_bands.keys import generate_keypair, unseal_private_key
@@ -520,7 +521,8 @@ def test_overrides_apply_and_the_export_records_the_policy_used(files, store, tm
 
 def test_the_registry_reads_files_without_the_database():
     code = (
-        "import sys, fma_bands.registry, fma_bands.envelopes\n"
+        "import sys, fma_bands.registry, fma_bands.envelopes, fma_bands.adjudicators\n"
+        "import fma_bands.checked_envelopes\n"
         "assert 'sqlmodel' not in sys.modules and 'sqlalchemy' not in sys.modules, "
         "sorted(m for m in sys.modules if m.startswith('sql'))\n"
     )

@@ -10,7 +10,8 @@ import pytest
 from sqlmodel import select
 
 from fma_bands import audit
-from fma_bands.envelopes import read_adjudicators, read_evidence
+from fma_bands.adjudicators import read_adjudicators
+from fma_bands.envelopes import read_evidence
 from fma_bands.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import AuditEvent, SigningKey, User, utcnow

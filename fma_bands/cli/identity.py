@@ -62,7 +62,7 @@ def reveal(name: str) -> None:
 @click.argument("file", metavar="FILE")
 def check(file: str) -> None:
     """Check a revealed record against the published commitment."""
-    from fma_bands.envelopes import read_adjudicators
+    from fma_bands.adjudicators import read_adjudicators
     from fma_bands.identity import check_revealed
 
     revealed = read_yaml(file, "revealed identity")

@@ -34,7 +34,7 @@ def attest(
 ) -> None:
     """Sign a rater's submitted reviews into a DSSE attestation (the rater's own passphrase)."""
     from fma_bands.attestations import attest as sign
-    from fma_bands.attestations import plan
+    from fma_bands.signing_plan import plan
     from fma_bands.users import require_user
 
     passphrase = read_secret(passphrase_file)

@@ -26,7 +26,7 @@ import yaml
 from sqlmodel import select
 
 from fma_bands import audit
-from fma_bands.envelopes import ENVELOPE_SUFFIX
+from fma_bands.checked_envelopes import ENVELOPE_SUFFIX
 from fma_bands.protocol import IDENTITY_FIELDS
 from fma_bands.records import SIGNED_EVENTS
 from fma_bands.store.db import PENDING, make_engine, session_scope
