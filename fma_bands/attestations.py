@@ -18,7 +18,8 @@ from sqlmodel import Session, col, select
 
 from fma_bands import audit
 from fma_bands.actions import sub_action
-from fma_bands.bands import describe, parse_band, to_file
+from fma_bands.band_text import describe
+from fma_bands.bands import parse_band, to_file
 from fma_bands.canonical import canonical_json
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, sign_envelope
 from fma_bands.envelopes import (
