@@ -5,7 +5,7 @@ import streamlit as st
 from app_pages.common import escaped, library, require_user, settings
 from app_pages.impact_parts import impact
 from fma_bands.actions import sub_action
-from fma_bands.bands import describe
+from fma_bands.band_text import describe
 from fma_bands.envelopes import folder_digests
 from fma_bands.errors import FmaBandsError
 from fma_bands.export import RULE_LABELS, dump_bands, export_document, write_export

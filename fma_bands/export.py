@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 
 from fma_bands.actions import SUB_ACTIONS
-from fma_bands.bands import AnyBand, MultilabelBand, describe, parse_band, to_harness
+from fma_bands.band_text import describe
+from fma_bands.bands import AnyBand, MultilabelBand, parse_band, to_harness
 from fma_bands.envelopes import records_head
 from fma_bands.errors import FmaBandsError
 from fma_bands.files import MIB, read_yaml, write_atomically

@@ -12,7 +12,8 @@ from sqlmodel import Session, select
 
 from fma_bands import audit
 from fma_bands.actions import sub_action
-from fma_bands.bands import AnyBand, parse_notation, to_file
+from fma_bands.band_text import parse_notation
+from fma_bands.bands import AnyBand, to_file
 from fma_bands.envelopes import proposal_digest
 from fma_bands.errors import AccessDenied, FmaBandsError, Problem
 from fma_bands.files import decode_text

@@ -11,7 +11,8 @@ import re
 from collections.abc import Mapping
 
 from fma_bands.actions import SubAction, Threshold
-from fma_bands.bands import AnyBand, MultilabelBand, describe
+from fma_bands.band_text import describe
+from fma_bands.bands import AnyBand, MultilabelBand
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library, Vignette
 

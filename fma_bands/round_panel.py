@@ -15,7 +15,8 @@ from string import ascii_uppercase
 
 from sqlmodel import Session, select
 
-from fma_bands.bands import AnyBand, MultilabelBand, describe_values, to_file
+from fma_bands.band_text import describe_values
+from fma_bands.bands import AnyBand, MultilabelBand, to_file
 from fma_bands.canonical import canonical_json
 from fma_bands.errors import AccessDenied
 from fma_bands.reviews import ReviewData, as_data, attested_band

@@ -13,7 +13,8 @@ from typing import Any
 from sqlmodel import Session
 
 from fma_bands.actions import sub_action
-from fma_bands.bands import describe, parse_band, to_file
+from fma_bands.band_text import describe
+from fma_bands.bands import parse_band, to_file
 from fma_bands.envelopes import evidence_of, latest_signed_reviews, subject_name
 from fma_bands.labels import case_label
 from fma_bands.records import stamp

@@ -1,4 +1,4 @@
-"""Typed bands: harness traps refused, membership, straddling, set algebra, digests, notation."""
+"""Typed bands: harness traps refused, membership, straddling, set algebra, digests."""
 
 import json
 
@@ -13,9 +13,7 @@ from fma_bands.bands import (
     SetBand,
     band_from_values,
     consensus,
-    describe,
     parse_band,
-    parse_notation,
     to_file,
     to_harness,
 )
@@ -150,21 +148,6 @@ def test_orders_consensus_unites_required_inside_shared_defensible():
     assert consensus([one, two, three]).rule == "empty"
 
 
-def test_notation_of_the_handback():
-    assert to_harness(parse_notation("analgesia_tier", "{1, 3}")) == [1, 3]
-    assert to_harness(parse_notation("followup_days", '{"min": 1, "max": 30}')) == {
-        "min": 1,
-        "max": 30,
-    }
-    assert to_harness(parse_notation("admit", "{false, true}")) == [False, True]
-    with pytest.raises(FmaBandsError, match="double quotes"):
-        parse_notation("followup_days", "{min: 1, max: 30}")
-    with pytest.raises(FmaBandsError, match="cannot read band"):
-        parse_notation("esi_acuity", "2 or 3")
-    with pytest.raises(FmaBandsError, match="outside the domain"):
-        parse_notation("esi_acuity", "{0, 1}")
-
-
 def test_threshold_text():
     t = parse_threshold("value <= 14")
     assert (t.op, t.value) == ("<=", 14) and t.holds(14) and not t.holds(15)
@@ -172,12 +155,6 @@ def test_threshold_text():
     assert str(ESI) == "high_acuity: value <= 2"
     with pytest.raises(FmaBandsError, match="write 'value OP N'"):
         parse_threshold("less than 14")
-
-
-def test_describe_reads_like_a_clinician_would_say_it():
-    assert describe(parse_band("analgesia_tier", [1, 3])) == "1 - NSAID, 3 - strong opioid"
-    assert describe(parse_band("followup_days", {"min": 1, "max": 30})) == "1 day to 30 days"
-    assert describe(parse_band("admit", [False, True])) == "either (yes or no)"
 
 
 # Properties ---------------------------------------------------------------------------------
@@ -202,22 +179,6 @@ def test_harness_round_trip(band):
     again = parse_band(band.sub_action, to_harness(band))
     assert again == band
     assert again.digest() == band.digest()
-
-
-def notation(band) -> str:
-    """How a clinician writes the band on a hand-back line (DESIGN 2.3)."""
-    if isinstance(band, IntervalBand):
-        return json.dumps({"min": band.min, "max": band.max})
-    return (
-        "{"
-        + ", ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in band.members)
-        + "}"
-    )
-
-
-@given(value_bands())
-def test_notation_round_trip(band):
-    assert parse_notation(band.sub_action, notation(band)) == band
 
 
 @given(st.sets(st.integers(1, 5), min_size=1), st.permutations([1, 2, 3, 4, 5]))

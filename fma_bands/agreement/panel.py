@@ -7,14 +7,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from fma_bands.band_text import describe, describe_values
 from fma_bands.bands import (
     AnyBand,
     Consensus,
     MultilabelBand,
     band_from_values,
     consensus,
-    describe,
-    describe_values,
     to_file,
     to_harness,
 )

@@ -31,7 +31,7 @@ def check(dirs: tuple[str, ...]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_(as_json: bool) -> None:
     """List the vignettes and their proposed bands."""
-    from fma_bands.bands import describe
+    from fma_bands.band_text import describe
 
     found = library()
     if as_json:

@@ -1,4 +1,4 @@
-"""Values written as ranges for screens (bands.describe_values)."""
+"""Values written as ranges for screens (band_text.describe_values)."""
 
 from itertools import pairwise
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fma_bands.bands import describe_values, value_runs
+from fma_bands.band_text import describe_values, value_runs
 
 
 @pytest.mark.parametrize(
