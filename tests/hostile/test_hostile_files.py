@@ -38,7 +38,9 @@ def demo(tmp_path, monkeypatch):
         as_ = ["--as", "coordinator", "--passphrase-file", "coordinator.pass"] if who else []
         started = time.perf_counter()
         result = CliRunner().invoke(cli, [*base, *as_, *args], catch_exceptions=False)
-        assert time.perf_counter() - started < 5, args  # nothing hangs
+        # Nothing hangs: a hang never ends, so the bound is far above any loaded machine's
+        # time (speed itself is judged by benchmarks/, never by a test).
+        assert time.perf_counter() - started < 120, args
         assert "Traceback" not in result.output, result.output
         return result
 
