@@ -37,10 +37,11 @@ from fma_bands.files import json_text
 from fma_bands.labels import case_label
 from fma_bands.protocol import DECLARATIONS, MEANINGS, STATEMENT_TEXT
 from fma_bands.records import ensure_record, public_record, stamp
-from fma_bands.reviews import ReviewData, attested_band, my_latest_submitted
+from fma_bands.reviews import ReviewData
 from fma_bands.store.db import pending_files, write_on_commit
 from fma_bands.store.models import Review, User, utcnow
 from fma_bands.study import authorize, study
+from fma_bands.submissions import attested_band, my_latest_submitted
 from fma_bands.users import UserPublic, unlock_signing_key
 from fma_bands.vignettes import Library
 
