@@ -8,8 +8,8 @@ from app_pages.common import escaped, library, require_user, session, settings
 from app_pages.round_parts import rounds
 from fma_bands.errors import FmaBandsError
 from fma_bands.policy import Policy, read_policy
-from fma_bands.reviews import rater_progress
 from fma_bands.study import set_mode, set_policy, study
+from fma_bands.submissions import rater_progress
 
 user = require_user("coordinator")
 lib = library()

@@ -7,6 +7,7 @@ the bands that rater re-reviews); a closed round takes no import.
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlmodel import Session, select
 
@@ -141,6 +142,35 @@ def import_handback(
     mode = study(session).mode
     lines = parse_handback(text, library, source, mode=mode)
     number = study(session).round
+    _refuse_closed_bands(session, rater_id, lines, source)
+    latest_rows = _revisions_to_supersede(
+        session, rater_id, rater.pseudonym, lines, round=number, source=source
+    )
+    now = utcnow()
+    created = []
+    for line in lines:
+        row = _imported_review(
+            line,
+            library,
+            rater_id=rater_id,
+            latest=latest_rows[line.number],
+            mode=mode,
+            round=number,
+            entered_by=actor.pseudonym,
+            now=now,
+        )
+        session.add(row)
+        session.flush()
+        created.append(row)
+    _record_import(session, actor, rater, source, created)
+    names = {rater.id: rater.pseudonym} if rater.id is not None else {}
+    return [as_data(row, library, names) for row in created]
+
+
+def _refuse_closed_bands(
+    session: Session, rater_id: int, lines: list[HandbackLine], source: str
+) -> None:
+    """Refuse the whole file if any line's band is not open to this rater in this round."""
     frozen = []
     for line in lines:
         try:
@@ -149,54 +179,80 @@ def import_handback(
             frozen.append((line.number, exc.message))
     if frozen:
         raise refused(source, frozen)
+
+
+def _revisions_to_supersede(
+    session: Session,
+    rater_id: int,
+    pseudonym: str,
+    lines: list[HandbackLine],
+    *,
+    round: int,
+    source: str,
+) -> dict[int, Review | None]:
+    """The rater's latest revision of each line's band (None if there is none yet), by line
+    number; the whole file refused if any is a draft of the open round."""
     latest_rows = {}
     drafts = []
     for line in lines:
         rows = revisions(session, rater_id, line.vignette_id, line.sub_action)
         latest_rows[line.number] = rows[-1] if rows else None
-        if rows and rows[-1].status == "draft" and rows[-1].round == number:
+        if rows and rows[-1].status == "draft" and rows[-1].round == round:
             # Never overwrite work in progress: the rater submits or the import waits.
             drafts.append(
                 (
                     line.number,
-                    f"{rater.pseudonym} has an unsubmitted draft of {line.vignette_id} "
+                    f"{pseudonym} has an unsubmitted draft of {line.vignette_id} "
                     f"{line.sub_action} in the browser; it must be submitted first",
                 )
             )
     if drafts:
         raise refused(source, drafts)
-    now = utcnow()
-    created = []
-    for line in lines:
-        vignette = library.vignettes[line.vignette_id]
-        proposal = vignette.proposal(line.sub_action)
-        assert proposal is not None, "parse_handback checked every band is proposed"
-        latest = latest_rows[line.number]
-        row = Review(
-            vignette_id=line.vignette_id,
-            sub_action=line.sub_action,
-            rater_id=rater_id,
-            revision=(latest.revision + 1) if latest else 1,
-            supersedes_id=latest.id if latest else None,
-            status="submitted",
-            mode=mode,
-            version=(latest.version + 1) if latest else 1,
-            verdict=line.verdict,
-            band=to_file(line.band) if line.band is not None else None,
-            answers={},
-            reason=line.reason,
-            context_digest=vignette.context_digest_for(line.sub_action),
-            band_digest=proposal.acceptable.digest(),
-            proposal_digest=proposal_digest(proposal) if mode == "review" else None,
-            origin="handback",
-            round=number,
-            entered_by=actor.pseudonym,
-            submitted_at=now,
-            updated_at=now,
-        )
-        session.add(row)
-        session.flush()
-        created.append(row)
+    return latest_rows
+
+
+def _imported_review(
+    line: HandbackLine,
+    library: Library,
+    *,
+    rater_id: int,
+    latest: Review | None,
+    mode: str,
+    round: int,
+    entered_by: str,
+    now: datetime,
+) -> Review:
+    """The submitted revision one hand-back line makes, after the rater's `latest`."""
+    vignette = library.vignettes[line.vignette_id]
+    proposal = vignette.proposal(line.sub_action)
+    assert proposal is not None, "parse_handback checked every band is proposed"
+    return Review(
+        vignette_id=line.vignette_id,
+        sub_action=line.sub_action,
+        rater_id=rater_id,
+        revision=(latest.revision + 1) if latest else 1,
+        supersedes_id=latest.id if latest else None,
+        status="submitted",
+        mode=mode,
+        version=(latest.version + 1) if latest else 1,
+        verdict=line.verdict,
+        band=to_file(line.band) if line.band is not None else None,
+        answers={},
+        reason=line.reason,
+        context_digest=vignette.context_digest_for(line.sub_action),
+        band_digest=proposal.acceptable.digest(),
+        proposal_digest=proposal_digest(proposal) if mode == "review" else None,
+        origin="handback",
+        round=round,
+        entered_by=entered_by,
+        submitted_at=now,
+        updated_at=now,
+    )
+
+
+def _record_import(
+    session: Session, actor: UserPublic, rater: User, source: str, created: list[Review]
+) -> None:
     audit.record(
         session,
         kind="handback_imported",
@@ -210,5 +266,3 @@ def import_handback(
             ],
         },
     )
-    names = {rater.id: rater.pseudonym} if rater.id is not None else {}
-    return [as_data(row, library, names) for row in created]

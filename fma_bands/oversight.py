@@ -20,10 +20,10 @@ from sqlmodel import Session, col
 from fma_bands.assignment import load as load_assignments
 from fma_bands.labels import case_numbers
 from fma_bands.protocol import QUESTION_KEYS
-from fma_bands.reviews import submitted_reviews
 from fma_bands.spreadsheet import csv_text
 from fma_bands.store.models import BandMark, Review, ScreenDraft, User
 from fma_bands.study import authorize
+from fma_bands.submissions import submitted_reviews
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 

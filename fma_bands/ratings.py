@@ -1,7 +1,7 @@
 """Submitted reviews as the ratings the agreement statistics take, and the study's report and
 Agreement screen from them, one round at a time.
 
-Blinding is checked where the reviews are read (reviews.submitted_bands); this module only
+Blinding is checked where the reviews are read (submissions.submitted_bands); this module only
 turns them into numbers.
 """
 
@@ -12,8 +12,9 @@ from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report, agreeme
 from fma_bands.agreement.views import Screen, screen
 from fma_bands.bands import BandReader
 from fma_bands.labels import tool_names
-from fma_bands.reviews import ReviewData, SubmittedBand, attested_band, submitted_bands
+from fma_bands.reviews import ReviewData
 from fma_bands.store.models import Review
+from fma_bands.submissions import SubmittedBand, attested_band, submitted_bands
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 

@@ -19,9 +19,10 @@ from fma_bands.band_text import describe_values
 from fma_bands.bands import AnyBand, MultilabelBand, to_file
 from fma_bands.canonical import canonical_json
 from fma_bands.errors import AccessDenied
-from fma_bands.reviews import ReviewData, as_data, attested_band
+from fma_bands.reviews import ReviewData, as_data
 from fma_bands.store.models import Review
 from fma_bands.study import round_bands, study
+from fma_bands.submissions import attested_band
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 

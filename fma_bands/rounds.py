@@ -17,9 +17,9 @@ from fma_bands.actions import sub_action
 from fma_bands.bands import consensus
 from fma_bands.errors import AccessDenied, ConflictError, FmaBandsError
 from fma_bands.policy import Policy, read_policy
-from fma_bands.reviews import attested_band, submitted_reviews
 from fma_bands.store.models import RoundBand, StudySettings, utcnow
 from fma_bands.study import authorize, set_phase, study
+from fma_bands.submissions import attested_band, submitted_reviews
 from fma_bands.users import UserPublic, list_users, pseudonyms
 from fma_bands.vignettes import Library
 

@@ -18,7 +18,8 @@ from fma_bands.bands import parse_band, to_file
 from fma_bands.envelopes import evidence_of, latest_signed_reviews, subject_name
 from fma_bands.labels import case_label
 from fma_bands.records import stamp
-from fma_bands.reviews import ReviewData, attested_band, my_latest_submitted
+from fma_bands.reviews import ReviewData
+from fma_bands.submissions import attested_band, my_latest_submitted
 from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 

@@ -8,20 +8,12 @@ from sqlmodel import select
 
 from fma_bands.errors import AccessDenied, ConflictError, FmaBandsError
 from fma_bands.handback import import_handback
-from fma_bands.reviews import (
-    ReviewForm,
-    band_reviews,
-    current_review,
-    my_reviews,
-    next_item,
-    progress,
-    queue,
-    save,
-    submitted_reviews,
-)
+from fma_bands.queue import next_item, progress_by_group, queue
+from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
 from fma_bands.study import set_mode, set_phase, sync_vignettes
+from fma_bands.submissions import band_reviews, submitted_reviews
 from fma_bands.vignettes import load_library
 from tests.conftest import HANDBACK, enrol_study
 
@@ -54,7 +46,7 @@ def test_queue_progress_and_resume(study):
     with session_scope(engine) as s:
         items = queue(s, library, a)
     assert len(items) == 4
-    assert progress(items)["all"] == {"all": (0, 4)}
+    assert progress_by_group(items)["all"] == {"all": (0, 4)}
     form = ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS)
     submit(engine, library, a, "draft_triage_01", "esi_acuity", form)
     with session_scope(engine) as s:
@@ -68,7 +60,7 @@ def test_queue_progress_and_resume(study):
             expected_version=0,
         )
         items = queue(s, library, a)
-    summary = progress(items)
+    summary = progress_by_group(items)
     assert summary["all"] == {"all": (1, 4)}
     assert summary["domain"]["triage"] == (1, 1)
     assert summary["sub_action"]["esi_acuity"] == (1, 2)
@@ -470,9 +462,9 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
     from fma_bands.impact import reviewed_impact
     from fma_bands.marks import all_flags
     from fma_bands.oversight import reviews_csv
-    from fma_bands.reviews import rater_progress
     from fma_bands.rounds import open_round
     from fma_bands.study import RULES, authorize, set_policy
+    from fma_bands.submissions import rater_progress
     from fma_bands.users import enrol, reset
 
     engine, library, coordinator, a, _ = study

@@ -19,12 +19,13 @@ from fma_bands.protocol import DECLARATIONS
 from fma_bands.queue import rater_queue
 from fma_bands.ratings import study_report
 from fma_bands.registry import decide
-from fma_bands.reviews import ReviewForm, current_review, save, submitted_reviews
+from fma_bands.reviews import ReviewForm, current_review, save
 from fma_bands.round_panel import build, panel
 from fma_bands.rounds import close_round, discordant_bands, open_round, round_two_raters, state
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
 from fma_bands.study import set_phase, study
+from fma_bands.submissions import submitted_reviews
 from fma_bands.users import create_user
 from fma_bands.vignettes import load_library
 from tests.conftest import DEMO_VIGNETTES

@@ -128,7 +128,7 @@ def test_a_study_from_before_migrations_is_upgraded_intact(empty_database):
 
 
 def test_the_upgraded_study_works_with_todays_code(empty_database):
-    from fma_bands.reviews import submitted_reviews
+    from fma_bands.submissions import submitted_reviews
     from fma_bands.users import get_user, sign_in
     from fma_bands.vignettes import load_library
     from tests.conftest import DEMO_VIGNETTES
