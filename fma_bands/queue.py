@@ -15,16 +15,15 @@ from typing import Literal
 
 from sqlalchemy import select
 from sqlmodel import Session, col
-from sqlmodel import select as orm_select
 
 from fma_bands import drafts, marks
 from fma_bands.actions import SUB_ACTIONS
 from fma_bands.assignment import assigned_bands
 from fma_bands.labels import case_numbers
 from fma_bands.store.models import Review
-from fma_bands.study import current_round_bands, is_current
+from fma_bands.study import current_round_bands
 from fma_bands.users import UserPublic
-from fma_bands.vignettes import Library, Proposal, Vignette
+from fma_bands.vignettes import Library
 
 Status = Literal["to do", "in progress", "skipped", "submitted", "changed since submitted"]
 STATUSES: tuple[Status, ...] = (
@@ -170,76 +169,3 @@ def page(rows: Sequence[QueueRow], number: int, size: int = PAGE_SIZE) -> list[Q
 
 def pages(rows: Sequence[QueueRow], size: int = PAGE_SIZE) -> int:
     return max(1, -(-len(rows) // size))
-
-
-# Every band of the library as one list (no assignment, no rounds), with its progress --------
-
-
-@dataclass(frozen=True)
-class QueueItem:
-    vignette_id: str
-    sub_action: str
-    domain: str
-    status: Literal["to do", "draft", "submitted"]
-    revision: int | None
-    stale: bool
-
-    @property
-    def done(self) -> bool:
-        return self.status == "submitted" and not self.stale
-
-
-def bands_to_review(library: Library) -> list[tuple[Vignette, Proposal]]:
-    """Every proposed band, in the order a rater works: by vignette, then by step."""
-    order = {name: i for i, name in enumerate(SUB_ACTIONS)}
-    return [(v, p) for v in library for p in sorted(v.proposals, key=lambda p: order[p.sub_action])]
-
-
-def queue(session: Session, library: Library, rater: UserPublic) -> list[QueueItem]:
-    mine: dict[tuple[str, str], Review] = {}
-    for row in session.exec(orm_select(Review).where(Review.rater_id == rater.id)):
-        key = (row.vignette_id, row.sub_action)
-        if key not in mine or row.revision > mine[key].revision:
-            mine[key] = row
-    items = []
-    for vignette, proposal in bands_to_review(library):
-        found = mine.get((vignette.id, proposal.sub_action))
-        status: Literal["to do", "draft", "submitted"] = "to do"
-        stale = False
-        if found is not None:
-            status = "submitted" if found.status == "submitted" else "draft"
-            stale = not is_current(library, found)
-        items.append(
-            QueueItem(
-                vignette.id,
-                proposal.sub_action,
-                vignette.domain,
-                status,
-                found.revision if found else None,
-                stale,
-            )
-        )
-    return items
-
-
-def progress_by_group(items: list[QueueItem]) -> dict[str, dict[str, tuple[int, int]]]:
-    """done / assigned overall, per domain and per sub-action."""
-    result: dict[str, dict[str, tuple[int, int]]] = {"all": {}, "domain": {}, "sub_action": {}}
-    groups = {
-        "all": lambda i: "all",
-        "domain": lambda i: i.domain,
-        "sub_action": lambda i: i.sub_action,
-    }
-    for name, key in groups.items():
-        assigned = Counter(key(i) for i in items)
-        done = Counter(key(i) for i in items if i.done)
-        result[name] = {k: (done[k], assigned[k]) for k in sorted(assigned)}
-    return result
-
-
-def next_item(items: list[QueueItem]) -> QueueItem | None:
-    """Where the rater stopped: the first draft, else the first band not yet done."""
-    drafts = [i for i in items if i.status == "draft"]
-    if drafts:
-        return drafts[0]
-    return next((i for i in items if not i.done), None)

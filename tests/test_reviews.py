@@ -8,7 +8,7 @@ from sqlmodel import select
 
 from fma_bands.errors import AccessDenied, ConflictError, FmaBandsError
 from fma_bands.handback import import_handback
-from fma_bands.queue import next_item, progress_by_group, queue
+from fma_bands.queue import counts, progress, rater_queue, resume
 from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
@@ -44,28 +44,27 @@ def submit(engine, library, rater, vid, name, form, version=0):
 def test_queue_progress_and_resume(study):
     engine, library, _, a, _ = study
     with session_scope(engine) as s:
-        items = queue(s, library, a)
-    assert len(items) == 4
-    assert progress_by_group(items)["all"] == {"all": (0, 4)}
+        rows = rater_queue(s, library, a)
+    assigned = len(rows)
+    assert assigned >= 2 and progress(rows) == (0, assigned)
+    first, second = rows[0], rows[1]
     form = ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS)
-    submit(engine, library, a, "draft_triage_01", "esi_acuity", form)
+    submit(engine, library, a, first.vignette_id, first.sub_action, form)
     with session_scope(engine) as s:
         save(
             s,
             library,
             a,
-            "draft_ordering_01",
-            "esi_acuity",
+            second.vignette_id,
+            second.sub_action,
             ReviewForm(verdict="AMEND"),
             expected_version=0,
         )
-        items = queue(s, library, a)
-    summary = progress_by_group(items)
-    assert summary["all"] == {"all": (1, 4)}
-    assert summary["domain"]["triage"] == (1, 1)
-    assert summary["sub_action"]["esi_acuity"] == (1, 2)
-    resume = next_item(items)
-    assert (resume.vignette_id, resume.status) == ("draft_ordering_01", "draft")
+        rows = rater_queue(s, library, a)
+    assert progress(rows) == (1, assigned)
+    assert counts(rows)["submitted"] == 1 and counts(rows)["in progress"] == 1
+    resumed = resume(rows)
+    assert resumed is not None and resumed.band == second.band
 
 
 def test_submit_requires_a_complete_review_and_keeps_nothing_half_done(study):
@@ -183,7 +182,8 @@ def test_blinding_holds_while_the_phase_is_open(study):
             band_reviews(s, library, viewer=b, vid="draft_triage_01", name="esi_acuity")
         # Rater b's own view of the band shows nothing of rater a's.
         assert current_review(s, library, b, "draft_triage_01", "esi_acuity") is None
-        assert all(i.status == "to do" for i in queue(s, library, b))
+        theirs = rater_queue(s, library, b)
+        assert theirs and all(r.status == "to do" for r in theirs)
         assert len(submitted_reviews(s, library, viewer=coordinator)) == 1
         set_phase(s, actor=coordinator, phase="closed")
     with session_scope(engine) as s:
@@ -245,8 +245,8 @@ def test_a_changed_clinical_core_makes_reviews_stale_but_keeps_them(study, tmp_p
         report = sync_vignettes(s, changed, actor="coordinator")
         assert report.changed == ["draft_triage_01"]
         assert report.stale_reviews == 1
-        [item] = [i for i in queue(s, changed, a) if i.vignette_id == "draft_triage_01"]
-        assert item.stale and not item.done
+        [row] = [r for r in rater_queue(s, changed, a) if r.vignette_id == "draft_triage_01"]
+        assert row.status == "changed since submitted" and not row.done
         kept = submitted_reviews(s, changed, viewer=coordinator, include_stale=True)
         assert [r.stale for r in kept] == [True]
         assert submitted_reviews(s, changed, viewer=coordinator) == []
