@@ -3,14 +3,12 @@ once confirmed), the passphrase again, and the signature manifestation once sign
 
 import streamlit as st
 
-from app_pages.common import escaped, library, require_user, session, settings
-from fma_bands.actions import sub_action
-from fma_bands.attestations import attest, manifestation, on_file
-from fma_bands.errors import FmaBandsError
+from app_pages.attest_parts import attestations_on_file, reviews_covered, sign_attestation
+from app_pages.common import library, require_user, session, settings
 from fma_bands.identity import is_recorded
-from fma_bands.labels import case_label, case_numbers
+from fma_bands.labels import case_numbers
 from fma_bands.protocol import DECLARATIONS, STATEMENT_TEXT
-from fma_bands.signing_plan import covered_rows, imported_rows, plan
+from fma_bands.signing_plan import plan
 
 user = require_user("rater")
 lib, folder = library(), settings().attestations
@@ -39,24 +37,7 @@ if not identity_recorded:
 
 st.subheader("Statement")
 st.write(STATEMENT_TEXT)
-if signing.imported:
-    st.subheader("Imported from your paper hand-back")
-    st.caption(
-        "Entered by the coordinator from your paper hand-back. Your signature covers them "
-        "only if you confirm that they are your own verdicts."
-    )
-    st.dataframe(imported_rows(signing, numbers), hide_index=True)
-    st.checkbox("These are my verdicts: cover them with my signature", key="attest:confirm")
-st.subheader(f"The {len(signing.reviews)} reviews this signature covers")
-if signing.reviews:
-    st.dataframe(covered_rows(signing, numbers), hide_index=True)
-elif signing.imported:
-    st.info("Nothing to sign yet: confirm the imported reviews above, or review bands yourself.")
-else:
-    st.info("You have no current submitted review to sign.")
-for vid, name, why in signing.skipped:
-    band = f"{case_label(numbers, vid)} · {sub_action(name).label}"
-    st.caption(escaped(f"Not covered: {band}: {why}"))
+reviews_covered(signing, numbers)
 
 with st.form("attest"):
     st.markdown("**Declarations** (all are required)")
@@ -71,24 +52,9 @@ with st.form("attest"):
         "Sign attestation", type="primary", disabled=not (signing.reviews and identity_recorded)
     )
 if sign:
-    try:
-        with session() as s:
-            path = attest(
-                s,
-                lib,
-                rater=user,
-                passphrase=passphrase,
-                meaning="adjudication",
-                declarations=[k for k, ticked in ticks.items() if ticked],
-                folder=folder,
-                confirm_imported=confirm,
-            )
-        st.session_state.signed = manifestation(folder, path)
-        st.rerun()
-    except FmaBandsError as exc:
-        st.error(escaped(exc.message))
+    declared = [k for k, ticked in ticks.items() if ticked]
+    sign_attestation(
+        lib, user, passphrase=passphrase, declarations=declared, folder=folder, confirm=confirm
+    )
 
-if mine := on_file(folder, user.pseudonym):
-    st.subheader("Your attestations on file")
-    for line in mine:
-        st.caption(escaped(line))
+attestations_on_file(folder, user.pseudonym)

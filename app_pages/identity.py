@@ -3,9 +3,9 @@ editor; only a salted commitment is ever published."""
 
 import streamlit as st
 
-from app_pages.common import escaped, require_user, session, settings
-from fma_bands.errors import FmaBandsError
-from fma_bands.identity import is_recorded, reveal_identity, set_identity
+from app_pages.common import require_user, session
+from app_pages.identity_parts import DONE, record, reveal
+from fma_bands.identity import is_recorded
 from fma_bands.protocol import IDENTITY_FIELDS
 from fma_bands.users import list_users
 
@@ -25,7 +25,7 @@ if not raters:
     st.stop()
 st.dataframe([{"rater": p, "identity recorded": ok} for p, ok in recorded.items()], hide_index=True)
 
-if done := st.session_state.pop("identity:done", None):
+if done := st.session_state.pop(DONE, None):
     # Recorded: the private values leave the screen (they stay on it after an error).
     st.session_state.update({f"identity:{f}": "" for f in IDENTITY_FIELDS})
     st.success(done)
@@ -37,26 +37,7 @@ with st.form("identity"):
     }
     save = st.form_submit_button("Record identity")
 if save:
-    try:
-        with session() as s:
-            set_identity(
-                s,
-                actor=user,
-                pseudonym=who,
-                record=values,
-                key_path=settings().identity_key,
-                source="form",
-            )
-    except FmaBandsError as exc:
-        st.error(escaped(exc.message))
-    else:
-        st.session_state["identity:done"] = (
-            f"Identity of {who} recorded. Its commitment is published in {who}'s public record "
-            "when they next sign."
-        )
-        st.rerun()
+    record(user, who, values)
 
 if recorded.get(who) and st.button(f"Reveal {who}'s identity (audited)"):
-    with session() as s:
-        revealed = reveal_identity(s, actor=user, pseudonym=who, key_path=settings().identity_key)
-    st.json(revealed)
+    reveal(user, who)

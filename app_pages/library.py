@@ -3,17 +3,9 @@ bands (raters see neutral case labels; the coordinator also sees ids and strata)
 
 import streamlit as st
 
-from app_pages.common import escaped, library, plain, proposals_visible, require_user, settings
-from fma_bands.actions import sub_action
-from fma_bands.labels import (
-    case_numbers,
-    describe_band,
-    shelf,
-    stratum,
-    tool_names,
-    vignette_address,
-    vignette_title,
-)
+from app_pages.common import escaped, library, proposals_visible, require_user, settings
+from app_pages.vignette_parts import card
+from fma_bands.labels import case_numbers, shelf
 
 PAGE = 10
 user = require_user()
@@ -40,24 +32,4 @@ chosen = shelf(lib, user, domain)
 number = st.pagination(max(1, -(-len(chosen) // PAGE)), key="library_page")
 st.caption(f"{len(chosen)} vignettes, {PAGE} to a page.")
 for vignette in chosen[(number - 1) * PAGE : number * PAGE]:
-    with st.container(border=True):
-        left, right = st.columns([3, 2])
-        left.page_link(
-            "app_pages/vignette.py",
-            label=escaped(vignette_title(numbers, vignette, user)),
-            icon=":material/description:",
-            query_params=vignette_address(vignette.id, user),
-        )
-        if (found := stratum(vignette, user)) is not None:
-            left.caption(escaped(f"{vignette.domain} · stratum: {found}"))
-        with left:
-            plain(vignette.clinical_core)
-        with right:
-            for proposal in vignette.proposals:
-                text = describe_band(proposal.acceptable, tool_names(vignette))
-                blind = "to be written by each rater (blind mode)"
-                plain(
-                    text if show_proposals else blind, label=sub_action(proposal.sub_action).label
-                )
-            if not vignette.proposals:
-                st.caption("No band to review.")
+    card(vignette, numbers, user, show_proposals)

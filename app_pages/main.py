@@ -1,36 +1,12 @@
 """The app's navigation: which screens a visitor, a rater and the coordinator see.
 
 `streamlit run app.py` from a checkout and `fma-bands serve` from an installed package both
-land here; page paths are absolute so either works from any folder.
+land here; page paths are absolute so either works from any folder (app_pages.menu_parts).
 """
-
-from pathlib import Path
 
 import streamlit as st
 
-HERE = Path(__file__).resolve().parent
-# Every address a signed-in user can open; signed out, each shows the sign-in form instead and
-# keeps its query, so a shared link to a band leads there once the rater has signed in.
-ADDRESSES = (
-    "queue",
-    "review",
-    "library",
-    "vignette",
-    "agreement",
-    "attest",
-    "admin",
-    "registry_page",
-    "identity",
-    "audit_log",
-    "raters",
-    "handbacks",
-    "passphrase",
-    "progress",
-)
-
-
-def page(name: str, title: str, icon: str, **options) -> st.Page:
-    return st.Page(HERE / f"{name}.py", title=title, icon=f":material/{icon}:", **options)
+from app_pages.menu_parts import coordinator_pages, first_run_pages, rater_pages, signed_out_pages
 
 
 def run() -> None:
@@ -43,45 +19,14 @@ def run() -> None:
     with session() as s:
         first_run = not has_users(s)
     user = current_user()
-    library = page("library", "Vignette library", "menu_book")
-    vignette = page("vignette", "Vignette", "description")
-    agreement = page("agreement", "Agreement", "insights")
-    passphrase = page("passphrase", "Change passphrase", "password")
     if first_run:
-        pages = [page("first_run", "Set up", "key")]
+        pages = first_run_pages()
     elif user is None:
-        # Activation is reached from the sign-in page, so signed out there is nothing to choose.
-        pages = [
-            page("sign_in", "Sign in", "login"),
-            page("activate", "Activate your account", "how_to_reg", visibility="hidden"),
-        ] + [
-            page("sign_in", "Sign in", "login", url_path=path, visibility="hidden")
-            for path in ADDRESSES
-        ]
+        pages = signed_out_pages()
     elif user.role == "rater":
-        pages = [
-            page("queue", "My queue", "checklist", default=True),
-            page("review", "Review a band", "rate_review"),
-            library,
-            vignette,
-            agreement,
-            page("attest", "Sign attestation", "signature"),
-            passphrase,
-        ]
+        pages = rater_pages()
     else:
-        pages = [
-            page("admin", "Study admin", "tune", default=True),
-            page("raters", "Raters", "group"),
-            page("handbacks", "Import a hand-back", "upload_file"),
-            page("progress", "Raters' progress", "monitoring"),
-            library,
-            vignette,
-            agreement,
-            page("registry_page", "Band registry", "verified"),
-            page("identity", "Rater identities", "badge"),
-            page("audit_log", "Audit log", "receipt_long"),
-            passphrase,
-        ]
+        pages = coordinator_pages()
     if user is not None:
         with st.sidebar:
             st.caption(f"Signed in as {user.pseudonym} ({user.role})")

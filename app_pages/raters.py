@@ -3,9 +3,9 @@ new code to someone who lost their passphrase. The coordinator never sets a pass
 
 import streamlit as st
 
-from app_pages.common import escaped, require_user, session
-from fma_bands.errors import FmaBandsError
-from fma_bands.users import enrol, get_user, list_users, reset, roster
+from app_pages.common import require_user, session
+from app_pages.raters_parts import enrol_rater, issued_code, new_code
+from fma_bands.users import list_users, roster
 
 EMPTY = {"enrol:pseudonym": "", "enrol:specialty": "", "enrol:jurisdiction": "", "enrol:years": 0}
 user = require_user("coordinator")
@@ -15,23 +15,7 @@ with session() as s:
     raters = list_users(s, role="rater")
 
 st.title("Raters")
-if issued := st.session_state.pop("raters:code", None):
-    st.success(
-        f"{issued['what']} Give {issued['name']} this enrolment code privately; it is shown "
-        f"this once, works once, and expires on {issued['expires']:%d %b %Y}. They activate "
-        "their account with it on the sign-in page and choose their own passphrase."
-    )
-    st.code(issued["code"], language=None)
-
-
-def handed_over(what: str, name: str, code: str) -> None:
-    """Show the code on the next run only, and empty the form for the next rater."""
-    with session() as s:
-        expires = get_user(s, name).code_expires_at  # type: ignore[union-attr]
-    st.session_state["raters:code"] = {"what": what, "name": name, "code": code, "expires": expires}
-    st.session_state["enrol:done"] = True
-    st.rerun()
-
+issued_code()
 
 st.subheader("Enrol a rater")
 with st.form("enrol"):
@@ -53,23 +37,9 @@ with st.form("enrol"):
     )
     submitted = st.form_submit_button("Enrol rater")
 if submitted:
-    try:
-        with session() as s:
-            made, code = enrol(
-                s,
-                actor=user,
-                pseudonym=pseudonym.strip(),
-                role="rater",
-                specialty=specialty,
-                jurisdiction=jurisdiction,
-                years_post_registration=int(years),
-            )
-    except FmaBandsError as exc:
-        for field, message in (exc.fields or {"": exc.message}).items():
-            words = f"{field.replace('_', ' ').capitalize()}: {message}" if field else message
-            st.error(escaped(words))
-    else:
-        handed_over(f"Enrolled {made.pseudonym}.", made.pseudonym, code)
+    enrol_rater(
+        user, pseudonym=pseudonym, specialty=specialty, jurisdiction=jurisdiction, years=years
+    )
 
 if raters:
     st.subheader("Enrolled raters")
@@ -83,6 +53,4 @@ if raters:
             "new signing key; the old one stays in their public record as retired."
         )
         if st.form_submit_button("Issue a new enrolment code") and who:
-            with session() as s:
-                code = reset(s, actor=user, pseudonym=who)
-            handed_over(f"{who} was reset.", who, code)
+            new_code(user, who)

@@ -5,11 +5,8 @@ screen the two columns stack."""
 import streamlit as st
 
 from app_pages.common import library, require_user, session, signed_bands, stack_below
-from app_pages.common import settings as settings_of_app
 from app_pages.review_form import follow, open_here, review_form
 from app_pages.review_parts import heading, panel, submitted, what_the_agent_knows
-from fma_bands.attestations import resign
-from fma_bands.errors import FmaBandsError
 from fma_bands.labels import address, from_address
 from fma_bands.review_screen import open_screen
 
@@ -27,25 +24,6 @@ if screen is None:
 if params != address(*screen.band):
     st.query_params.from_dict(address(*screen.band))
 heading(screen)
-here = screen.band
-
-
-def _sign_again(s, passphrase: str) -> None:
-    """A change to a signed review must not leave the old signature standing in its place: sign
-    again what was signed before plus this change, and never an unconfirmed import."""
-    try:
-        resign(
-            s,
-            lib,
-            rater=user,
-            passphrase=passphrase,
-            bands={here},
-            folder=settings_of_app().attestations,
-        )
-    except FmaBandsError as exc:
-        message = f"{exc.message}; nothing was submitted"
-        raise FmaBandsError(message, fields={"passphrase": message}) from None
-
 
 stack_below(1100, "review_columns")
 with st.container(key="review_columns"):
@@ -59,4 +37,4 @@ with right:
     elif screen.phase != "open":
         st.info("The review phase is closed: reviews can no longer change.")
     else:
-        review_form(screen, screen.band in signed_bands(user.pseudonym), _sign_again)
+        review_form(screen, screen.band in signed_bands(user.pseudonym))

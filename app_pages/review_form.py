@@ -1,6 +1,6 @@
 """The rater's side of the review screen: the six questions, the verdict, their own band, the
 reason and how sure they are, then Submit and next, Skip for now, or a flag for the
-coordinator.
+coordinator (app_pages.flag_parts).
 
 Drawn as a fragment, so a click reruns this column only. The screen's entries live in session
 state beside the widgets (Streamlit forgets a widget's value once it is not drawn) and are kept
@@ -13,7 +13,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from app_pages import band_editor
-from app_pages.common import current_user, escaped, library, session, show_errors
+from app_pages.common import current_user, escaped, library, session, settings, show_errors
+from app_pages.flag_parts import flag_box
 from fma_bands import band_form, drafts, marks, review_screen
 from fma_bands.errors import ConflictError, FmaBandsError
 from fma_bands.labels import (
@@ -138,22 +139,38 @@ def follow() -> None:
 
 
 @st.fragment
-def review_form(screen: Screen, signed: bool, sign_again: Callable) -> None:
-    state, key = st.session_state, screen.key
+def review_form(screen: Screen, signed: bool) -> None:
+    """The rater's column, top to bottom; `signed`: their signed attestation covers the band."""
     follow()
     mine = entries(screen)
-    tried = bool(state.get(f"{key}:tried"))
+    tried = bool(st.session_state.get(f"{screen.key}:tried"))
+    _notice_conflict(screen)
+    errors = review_screen.problems(
+        mine, screen.proposal, screen.vignette, screen.mode, final=tried, round=screen.round
+    ) | (st.session_state.get(f"{screen.key}:failed") or {})
+    _conflict(screen)
+    if screen.mode == "review":
+        _questions(screen, errors)
+    _verdict(screen, errors)
+    if mine.get("verdict") == "AMEND":
+        _own_band(screen, mine, errors)
+    _reason_and_confidence(screen, errors)
+    if signed:
+        _passphrase(screen, errors)
+    _actions(screen, errors, tried, signed)
+
+
+def _notice_conflict(screen: Screen) -> None:
+    """The store's version moved on since this session began the review: say so, once."""
+    state, key = st.session_state, screen.key
     if state[f"{key}:version"] != screen.version and not state.get(f"{key}:conflict"):
         state[f"{key}:conflict"] = (
             "This review was changed in another tab or window since you began here. What you "
             "entered here is still on screen, but it cannot be submitted over the newer version."
         )
-    errors = review_screen.problems(
-        mine, screen.proposal, screen.vignette, screen.mode, final=tried, round=screen.round
-    ) | (state.get(f"{key}:failed") or {})
-    _conflict(screen)
-    if screen.mode == "review":
-        _questions(screen, errors)
+
+
+def _verdict(screen: Screen, errors: dict[str, str]) -> None:
     st.subheader("Your verdict")
     words = VERDICT_WORDS[screen.mode]
     _widget(
@@ -166,16 +183,23 @@ def review_form(screen: Screen, signed: bool, sign_again: Callable) -> None:
         index=None,
     )
     show_errors(errors, "verdict")
-    if mine.get("verdict") == "AMEND":
-        starts = " (it starts from the proposal)" if screen.mode == "review" else ""
-        st.markdown(f"**Your band**{starts}")
-        band_editor.edit(screen, mine, _changed_of(screen), _confirm_of(screen), errors)
-        band, _ = band_form.band_of(
-            screen.action, review_screen.band_fields(mine), screen.vignette.orderables
-        )
-        if band is not None:
-            state[f"{key}:last_band"] = band
-        band_editor.picture(screen, band, state.get(f"{key}:last_band"))
+
+
+def _own_band(screen: Screen, mine: dict, errors: dict[str, str]) -> None:
+    """The band the rater amends to, and its picture (the last valid one while it is not)."""
+    state, key = st.session_state, screen.key
+    starts = " (it starts from the proposal)" if screen.mode == "review" else ""
+    st.markdown(f"**Your band**{starts}")
+    band_editor.edit(screen, mine, _changed_of(screen), _confirm_of(screen), errors)
+    band, _ = band_form.band_of(
+        screen.action, review_screen.band_fields(mine), screen.vignette.orderables
+    )
+    if band is not None:
+        state[f"{key}:last_band"] = band
+    band_editor.picture(screen, band, state.get(f"{key}:last_band"))
+
+
+def _reason_and_confidence(screen: Screen, errors: dict[str, str]) -> None:
     _widget(
         screen,
         st.text_area,
@@ -194,15 +218,16 @@ def review_form(screen: Screen, signed: bool, sign_again: Callable) -> None:
         options=CONFIDENCES,
         format_func=CONFIDENCE_WORDS.get,
     )
-    if signed:
-        st.info(
-            "Your signed attestation covers this band. Submitting a change signs your "
-            "attestation again, over your reviews as they now stand, with the declarations you "
-            "made before; the new signature supersedes the old one for this band."
-        )
-        st.text_input("Your passphrase, to sign again", type="password", key=f"{key}:passphrase")
-        show_errors(errors, "passphrase")
-    _actions(screen, errors, tried, signed, sign_again)
+
+
+def _passphrase(screen: Screen, errors: dict[str, str]) -> None:
+    st.info(
+        "Your signed attestation covers this band. Submitting a change signs your "
+        "attestation again, over your reviews as they now stand, with the declarations you "
+        "made before; the new signature supersedes the old one for this band."
+    )
+    st.text_input("Your passphrase, to sign again", type="password", key=f"{screen.key}:passphrase")
+    show_errors(errors, "passphrase")
 
 
 def _changed_of(screen: Screen) -> Callable:
@@ -270,7 +295,7 @@ def _reload(screen: Screen) -> None:
     forget(screen.key)
 
 
-def _actions(screen: Screen, errors: dict, tried: bool, signed: bool, sign_again) -> None:
+def _actions(screen: Screen, errors: dict, tried: bool, signed: bool) -> None:
     key = screen.key
     if tried and errors:
         st.error("Some answers need attention: see the messages beside them.")
@@ -283,7 +308,7 @@ def _actions(screen: Screen, errors: dict, tried: bool, signed: bool, sign_again
         icon=":material/send:",
         key=f"{key}:submit",
         on_click=_submit,
-        args=(screen, signed, sign_again),
+        args=(screen, signed),
     )
     skip.button(
         "Skip for now",
@@ -297,10 +322,10 @@ def _actions(screen: Screen, errors: dict, tried: bool, signed: bool, sign_again
         st.warning(f"Your last change could not be kept yet: {escaped(kept)}")
     else:
         st.caption("Everything you enter is kept as you work: you can leave and come back.")
-    _flag_box(screen)
+    flag_box(screen, _user())
 
 
-def _submit(screen: Screen, signed: bool, sign_again: Callable) -> None:
+def _submit(screen: Screen, signed: bool) -> None:
     state, key, user, lib = st.session_state, screen.key, _user(), library()
     if f"{key}:entries" not in state:
         return  # a second click on a band already submitted (see _changed)
@@ -320,7 +345,10 @@ def _submit(screen: Screen, signed: bool, sign_again: Callable) -> None:
                 expected_version=state[f"{key}:version"],
             )
             if signed:
-                sign_again(s, passphrase)
+                folder = settings().attestations
+                review_screen.sign_again(
+                    s, lib, user, screen.band, passphrase=passphrase, folder=folder
+                )
             following = review_screen.after(s, lib, user, (screen.vignette.id, screen.name))
     except ConflictError as exc:
         state[f"{key}:conflict"] = str(exc)
@@ -345,47 +373,3 @@ def _skip(screen: Screen) -> None:
         following = review_screen.after(s, lib, user, (screen.vignette.id, screen.name))
     st.session_state[FLASH] = "Skipped for now: this band comes back once the others are done."
     st.session_state[GOTO] = following.band if following else "queue"
-
-
-def _flag_box(screen: Screen) -> None:
-    key = screen.key
-    with session() as s:
-        mine = [f for f in marks.my_flags(s, _user(), *screen.band) if f.cleared_at is None]
-    with st.expander(
-        "Flag this band for the coordinator",
-        icon=":material/flag:",
-        expanded=bool(st.session_state.get(f"{key}:flag_error")),
-    ):
-        for flag in mine:
-            st.caption(f"You flagged this band on {flag.created_at:%d %b %Y, %H:%M} UTC:")
-            st.text(flag.note)
-        st.text_area(
-            "What should the coordinator look at?",
-            key=f"{key}:flag_note",
-            help="A problem with the vignette, the proposal, or your scope.",
-        )
-        if error := st.session_state.get(f"{key}:flag_error"):
-            st.error(escaped(error), icon=":material/error:")
-        st.button("Send the flag", key=f"{key}:flag", on_click=_flag, args=(screen,))
-    if sent := st.session_state.pop(f"{key}:flag_sent", None):
-        st.success(sent, icon=":material/flag:")
-
-
-def _flag(screen: Screen) -> None:
-    state, key = st.session_state, screen.key
-    try:
-        with session() as s:
-            marks.flag(
-                s,
-                library(),
-                _user(),
-                screen.vignette.id,
-                screen.name,
-                state.get(f"{key}:flag_note") or "",
-            )
-    except FmaBandsError as exc:
-        state[f"{key}:flag_error"] = exc.message
-        return
-    state[f"{key}:flag_error"] = None
-    state[f"{key}:flag_note"] = ""
-    state[f"{key}:flag_sent"] = "Flag sent: the coordinator sees it on the Raters' progress page."

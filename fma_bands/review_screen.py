@@ -1,18 +1,21 @@
 """The review screen as plain data: which band it shows (and why, when a link named none), what
 the agent knew at that step, the rater's entries as flat fields, every problem with them in
-plain words, and submitting them, with the rater's automatic draft and skip cleared.
+plain words, and submitting them, with the rater's automatic draft and skip cleared (and a
+signed band signed again).
 
 Entries are the screen's fields by name: `verdict`, `reason`, `confidence`, `q1:choice`,
 `q1:note` ... `q6:note`, and the band editor's fields under `band:` (fma_bands.band_form).
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlmodel import Session
 
 from fma_bands import band_form, drafts, marks, round_panel
 from fma_bands.actions import Step, SubAction, sub_action
+from fma_bands.attestations import resign
 from fma_bands.bands import AnyBand, parse_band
 from fma_bands.errors import FmaBandsError
 from fma_bands.labels import case_label, case_numbers, case_token, tool_names
@@ -285,6 +288,25 @@ def submit(
     drafts.discard(session, rater, vid, name)
     marks.clear_skip(session, rater, vid, name)
     return saved
+
+
+def sign_again(
+    session: Session,
+    library: Library,
+    rater: UserPublic,
+    band: tuple[str, str],
+    *,
+    passphrase: str,
+    folder: Path,
+) -> None:
+    """A change to a signed review must not leave the old signature standing in its place: sign
+    again what was signed before plus this change, and never an unconfirmed import. Called in
+    the submission's session, so a failure (said beside the passphrase) rolls it back too."""
+    try:
+        resign(session, library, rater=rater, passphrase=passphrase, bands={band}, folder=folder)
+    except FmaBandsError as exc:
+        message = f"{exc.message}; nothing was submitted"
+        raise FmaBandsError(message, fields={"passphrase": message}) from None
 
 
 def after(
