@@ -11,7 +11,7 @@ from sqlmodel import Session, select
 from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report, agreement_report
 from fma_bands.agreement.views import Screen, screen
 from fma_bands.bands import BandReader
-from fma_bands.labels import tool_names
+from fma_bands.labels import case_numbers, tool_names
 from fma_bands.reviews import ReviewData
 from fma_bands.store.models import Review
 from fma_bands.submissions import SubmittedBand, attested_band, submitted_bands
@@ -85,7 +85,7 @@ def study_screen(
     names = {vid: tool_names(v) for vid, v in library.vignettes.items()}
     # Raters see the figures once the round closes, but never who wrote which band.
     reader = None if viewer.is_coordinator else viewer.pseudonym
-    return screen(report, orderables, names, reader=reader)
+    return screen(report, orderables, names, reader=reader, cases=case_numbers(library))
 
 
 def reviews_fingerprint(session: Session) -> tuple:

@@ -4,7 +4,7 @@ disputed span written as ranges.
 """
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fma_bands.actions import sub_action
 from fma_bands.agreement.bootstrap import FEW_VIGNETTES
@@ -24,7 +24,7 @@ from fma_bands.agreement.panel import (
     most_disputed_first,
 )
 from fma_bands.bands import AnyBand, MultilabelBand, band_from_values
-from fma_bands.labels import describe_band
+from fma_bands.labels import address, case_label, describe_band
 from fma_bands.picture import Row
 
 METRIC_LABELS = {
@@ -164,11 +164,7 @@ class BandView:
     names: Mapping[str, str]  # orderable -> the name a clinician reads (cbc as "CBC")
     consensus: str | None  # "Consensus: ..." in words, None without one
     disputed: str | None
-
-    @property
-    def query(self) -> dict[str, str]:
-        """The query of the band's vignette page."""
-        return {"id": self.vignette_id}
+    query: Mapping[str, str]  # the address of the band's vignette page
 
 
 @dataclass(frozen=True)
@@ -179,8 +175,10 @@ class Screen:
     agreements: tuple[BandAgreement, ...]  # every band, most disputed first
     orderables: Mapping[str, tuple[str, ...]]  # vignette id -> its orderables
     names: Mapping[str, Mapping[str, str]]  # vignette id -> its orderables' readable names
-    # A rater's own pseudonym: the others' bands are then shown without their names.
+    # A rater's own pseudonym: the others' bands are then shown without their names, and cases
+    # by their neutral labels (an id can say its stratum, and round 2 is still to come).
     reader: str | None = None
+    cases: Mapping[str, int] = field(default_factory=dict)  # vignette id -> case number
 
     def bands(self, start: int = 0, stop: int | None = None) -> list[BandView]:
         """The boxes of bands start to stop, most disputed first: the page shows one page of
@@ -191,6 +189,7 @@ class Screen:
                 self.orderables.get(b.vignette_id, ()),
                 self.names.get(b.vignette_id, {}),
                 reader=self.reader,
+                cases=self.cases,
             )
             for b in self.agreements[start:stop]
         ]
@@ -216,6 +215,7 @@ def band_view(
     names: Mapping[str, str] | None = None,
     *,
     reader: str | None = None,
+    cases: Mapping[str, int] | None = None,
 ) -> BandView:
     """The band's box; for a rater (`reader`), their own band as theirs and the others' unnamed."""
     c = b.consensus
@@ -224,19 +224,24 @@ def band_view(
     if c.band is not None:
         rows.append(Row("consensus", c.band, band_from_values(b.sub_action, c.disputed)))
     raters = f"{b.n_raters} rater{'s' if b.n_raters != 1 else ''} with a band"
+    if reader is None:
+        case, query = b.vignette_id, {"id": b.vignette_id}
+    else:
+        case, query = case_label(cases or {}, b.vignette_id), address(b.vignette_id)
     agreed, disputed = consensus_text(c), disputed_text(b.sub_action, c)
     if isinstance(c.band, MultilabelBand):  # orders by the names clinicians read, not keys
         agreed = describe_band(c.band, names)
     return BandView(
         vignette_id=b.vignette_id,
         sub_action=b.sub_action,
-        title=f"{b.vignette_id} · {sub_action(b.sub_action).label}",
+        title=f"{case} · {sub_action(b.sub_action).label}",
         caption=f"{raters}, {b.n_declined} declined · {rule_text(b)}",
         rows=tuple(rows),
         orderables=orderables,
         names=dict(names),
         consensus=None if agreed is None else f"Consensus: {agreed}",
         disputed=None if disputed is None else f"Disputed span: {disputed}",
+        query=query,
     )
 
 
@@ -258,6 +263,7 @@ def screen(
     names: Mapping[str, Mapping[str, str]] | None = None,
     *,
     reader: str | None = None,
+    cases: Mapping[str, int] | None = None,
 ) -> Screen:
     tables = {m: alpha_rows(report, m) for m in METRICS}
     return Screen(
@@ -268,4 +274,5 @@ def screen(
         orderables=dict(orderables),
         names=dict(names or {}),
         reader=reader,
+        cases=dict(cases or {}),
     )

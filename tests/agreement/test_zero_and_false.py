@@ -109,7 +109,8 @@ def test_a_rater_sees_the_panel_without_names():
         rate("v1", "esi_acuity", "rater-03", [2]),
     ]
     report = agreement_report(ratings, bootstrap=0)
-    (mine,) = screen(report, {}, reader="rater-02").bands()
+    (mine,) = screen(report, {}, reader="rater-02", cases={"v1": 2, "v2": 1}).bands()
+    assert mine.title == "Case 2 of 2 · ESI acuity level" and "v1" not in str(mine.query)
     labels = [row.label for row in mine.rows]
     assert labels == ["your band", "another rater (1)", "another rater (2)"]  # no consensus
     assert [row.band.values() for row in mine.rows] == [{3}, {2}, {2, 3}]  # by values, not by who
