@@ -139,7 +139,7 @@ def dataframe_rows(frame: Locator) -> dict[str, dict[str, str]]:
     return rows
 
 
-def eventually(page: Page, check: Callable[[], object], timeout: float = 5_000) -> None:
+def eventually(page: Page, check: Callable[[], object], timeout: float = 15_000) -> None:
     """Retry `check` until it stops failing an assertion, as `expect` retries a locator: for
     what the page draws after the script has finished (a dataframe's new rows)."""
     deadline = time.monotonic() + timeout / 1000
