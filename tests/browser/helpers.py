@@ -131,6 +131,8 @@ def dataframe_rows(frame: Locator) -> dict[str, dict[str, str]]:
     """An st.dataframe's visible cells, by the text of each row's first cell, then by column
     header (the grid draws on a canvas; its accessible table carries the text)."""
     headers = frame.locator('[role="columnheader"]').all_inner_texts()
+    # Raised while the grid is still drawing, so that eventually() reads it again.
+    assert headers and all(headers), f"the grid has not drawn its headers yet: {headers}"
     rows = {}
     for row in frame.locator('[role="row"]').all():
         cells = row.locator('[role="gridcell"]').all_inner_texts()
