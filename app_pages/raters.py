@@ -4,8 +4,9 @@ new code to someone who lost their passphrase. The coordinator never sets a pass
 import streamlit as st
 
 from app_pages.common import escaped, require_user, session
+from fma_bands.enrolment import enrol, reset
 from fma_bands.errors import FmaBandsError
-from fma_bands.users import enrol, get_user, list_users, reset, roster
+from fma_bands.users import get_user, list_users, roster
 
 EMPTY = {"enrol:pseudonym": "", "enrol:specialty": "", "enrol:jurisdiction": "", "enrol:years": 0}
 user = require_user("coordinator")

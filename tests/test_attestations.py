@@ -25,6 +25,8 @@ from sqlmodel import select
 from fma_bands import audit
 from fma_bands.attestations import attest, plan, resign
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE
+from fma_bands.enrolment import activate, create_first_coordinator
+from fma_bands.enrolment import enrol as enrol_person
 from fma_bands.envelopes import (
     ADJUDICATION_TYPE,
     RECORD_FIELDS,
@@ -38,14 +40,14 @@ from fma_bands.handback import import_handback
 from fma_bands.identity import check_revealed, reveal_identity, set_identity
 from fma_bands.policy import Policy, write_policy_file
 from fma_bands.protocol import DECLARATIONS, IDENTITY_FIELDS, STATEMENT_TEXT
+from fma_bands.provenance import ADJUDICATED
 from fma_bands.records import ensure_record
-from fma_bands.registry import ADJUDICATED, decide
+from fma_bands.registry import decide
 from fma_bands.reviews import ReviewForm, current_review, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import AuditEvent, User
 from fma_bands.study import sync_vignettes
-from fma_bands.users import activate, create_first_coordinator, unlock_signing_key
-from fma_bands.users import enrol as enrol_person
+from fma_bands.users import unlock_signing_key
 from tests.conftest import HANDBACK, assign_all
 
 COORDINATOR = dict(pseudonym="coordinator", passphrase="coordinator passphrase")
