@@ -4,8 +4,9 @@ hand the code over, shown once on the next run."""
 import streamlit as st
 
 from app_pages.common import escaped, session
+from fma_bands.enrolment import enrol, reset
 from fma_bands.errors import FmaBandsError
-from fma_bands.users import UserPublic, enrol, get_user, reset
+from fma_bands.users import UserPublic, get_user
 
 ISSUED = "raters:code"
 

@@ -11,7 +11,8 @@ from fma_bands.band_text import describe
 from fma_bands.errors import FmaBandsError
 from fma_bands.export import RULE_LABELS, dump_bands, export_document, write_export
 from fma_bands.harness import harness_note
-from fma_bands.registry import Decision, Registry
+from fma_bands.provenance import Decision
+from fma_bands.registry import Registry
 from fma_bands.vignettes import Library
 
 PAGE = 20

@@ -21,10 +21,11 @@ from sqlalchemy import insert
 from benchmarks.generate_study import FOLLOWUP_TICKS, ORDERABLES
 from fma_bands import audit
 from fma_bands.bands import parse_band, to_file
+from fma_bands.enrolment import create_user
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import AuditEvent, Review
 from fma_bands.study import sync_vignettes
-from fma_bands.users import UserPublic, create_user
+from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library, load_library
 
 DOMAINS = ("triage", "ordering", "medication", "documentation")

@@ -22,7 +22,8 @@ from fma_bands.errors import FmaBandsError
 from fma_bands.files import MIB, read_yaml, write_atomically
 from fma_bands.harness import HarnessCheck, build, harness_note, importable_harness, private_harness
 from fma_bands.policy import Policy
-from fma_bands.registry import ADJUDICATED, Grant, Registry, decide
+from fma_bands.provenance import ADJUDICATED, Grant
+from fma_bands.registry import Registry, decide
 from fma_bands.vignettes import Library, Proposal
 
 FORMAT = "fma-bands/v1"

@@ -10,129 +10,23 @@ from pathlib import Path
 from typing import Any
 
 from fma_bands.actions import sub_action
-from fma_bands.bands import AnyBand, BandReader, band_from_values, consensus, to_harness
-from fma_bands.envelopes import proposal_digest, read_evidence, revoked_digests, subject_name
+from fma_bands.bands import AnyBand, BandReader, band_from_values, consensus
+from fma_bands.checked_envelopes import CheckedEnvelope
+from fma_bands.envelopes import (
+    Evidence,
+    proposal_digest,
+    read_evidence,
+    revoked_digests,
+    subject_name,
+)
 from fma_bands.errors import FmaBandsError
 from fma_bands.policy import Policy, check_policy, read_policy
+from fma_bands.provenance import ADJUDICATED, REASONS, WARNINGS, Decision, Grant, Reason, Verdict
 from fma_bands.vignettes import Library, Proposal, Vignette
 
-ADJUDICATED = "clinician-adjudicated"
-REASONS = {
-    "no_attestation": "no attestation on file covers this band",
-    "malformed": "an attestation file is not a well-formed signed statement",
-    "bad_signature": "an attestation's signature does not match its content: it was altered",
-    "unknown_key": "an attestation is signed by a key that no self-signed public record holds "
-    "(or one retired before it was used)",
-    "duplicate_key": "one key is in the public records of two pseudonyms, so it counts for none",
-    "unsigned_record": "the adjudicator has no public record signed by their own key, or it was "
-    "altered",
-    "wrong_signer": "an attestation is signed by a key enrolled for someone other than its "
-    "named adjudicator",
-    "wrong_subject": "an attestation covers an identical band of another vignette, not this one",
-    "digest_mismatch": "the band was changed after it was signed",
-    "stale_context": "the vignette's clinical information changed after the band was signed",
-    "proposal_changed": "the proposal (its source, clause, reasoning, notes, span, threshold or "
-    "provenance) changed after it was signed",
-    "revoked": "the attestation was revoked by its signer",
-    "declined": "the adjudicator declined this band, which counts for nothing",
-    "out_of_scope": "the adjudicator's specialty is outside the scope rule for this sub-action",
-    "quorum_not_met": "fewer valid attestations than the policy's quorum",
-    "no_consensus": "the adjudicators' bands share no value",
-    "missing_record": "a record that a signed record names is no longer in the folder",
-    "no_policy": "attestations/policy.yaml is missing or invalid, so nothing is granted",
-}
-# Warnings travel with a granted band; they never refuse it.
-WARNINGS = {
-    "out_of_scope": REASONS["out_of_scope"],
-    "demo_account": "the adjudicator's passphrase was set by fma-bands demo, not chosen by them",
-    "key_changed": "the adjudicator's key was replaced (an account reset): check with them",
-}
-
-
-@dataclass(frozen=True)
-class Reason:
-    code: str
-    message: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One counted adjudicator's signed verdict on a band, so the export can state it."""
-
-    pseudonym: str
-    specialty: str
-    verdict: str
-    reason: str | None
-    band: AnyBand
-    round: int
-
-
-@dataclass(frozen=True)
-class Grant:
-    """What the registry decided for one band; without one a band keeps its file provenance."""
-
-    provenance: str
-    band: AnyBand
-    adjudicated_by: tuple[str, ...] = ()
-    disputed_span: AnyBand | None = None
-    n_raters: int = 0
-    intersection_rule: str = "absent"
-    attestations: tuple[dict[str, str], ...] = ()
-    warnings: tuple[str, ...] = ()
-    verdicts: tuple[Verdict, ...] = ()
-    round: int | None = None
-
-
-@dataclass
-class Decision:
-    vignette_id: str
-    sub_action: str
-    provenance: str
-    band: AnyBand
-    disputed_span: AnyBand | None = None
-    adjudicated_by: tuple[str, ...] = ()
-    reasons: list[Reason] = field(default_factory=list)
-    warnings: list[Reason] = field(default_factory=list)
-    attestations: list[dict[str, str]] = field(default_factory=list)
-    n_raters: int = 0
-    intersection_rule: str = "absent"
-    verdicts: list[Verdict] = field(default_factory=list)
-    round: int | None = None
-
-    @property
-    def adjudicated(self) -> bool:
-        return self.provenance == ADJUDICATED
-
-    def grant(self) -> Grant:
-        return Grant(
-            provenance=self.provenance,
-            band=self.band,
-            adjudicated_by=self.adjudicated_by,
-            disputed_span=self.disputed_span,
-            n_raters=self.n_raters,
-            intersection_rule=self.intersection_rule,
-            attestations=tuple(self.attestations),
-            warnings=tuple(f"{w.code}: {w.message}" for w in self.warnings),
-            verdicts=tuple(self.verdicts),
-            round=self.round,
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "vignette_id": self.vignette_id,
-            "sub_action": self.sub_action,
-            "provenance": self.provenance,
-            "acceptable": to_harness(self.band),
-            "adjudicated_by": list(self.adjudicated_by),
-            "reasons": [r.code for r in self.reasons],
-            "reason_messages": [r.message for r in self.reasons],
-            "warnings": [w.code for w in self.warnings],
-            "warning_messages": [w.message for w in self.warnings],
-            "attestations": self.attestations,
-        }
+Band = tuple[str, str]  # (vignette id, sub-action)
+# Reasons that hold for every band: while one stands, no band is granted.
+EVERYWHERE = ("no_policy", "missing_record")
 
 
 @dataclass
@@ -177,58 +71,19 @@ def decide(
     scope: str | None = None,
 ) -> Registry:
     """Every proposed band's provenance, with stable reason codes where it is not granted."""
-    everywhere: list[Reason] = []
-    try:
-        stored: Policy | None = read_policy(folder)
-    except FmaBandsError as exc:
-        stored = None
-        everywhere.append(Reason("no_policy", str(exc)))
-    policy = check_policy(
-        quorum if quorum is not None else (stored.quorum if stored else 1),
-        scope if scope is not None else (stored.scope if stored else "warn"),
-    )
+    policy, no_policy = _policy(folder, quorum, scope)
+    everywhere = [no_policy] if no_policy else []
     evidence = read_evidence(folder)
     registry = Registry([], policy, head=evidence.head)
     registry.adjudicators = {name: dict(a.record) for name, a in evidence.adjudicators.items()}
-    if stored is None:
-        registry.policy_problem = everywhere[0].message
+    if no_policy:
+        registry.policy_problem = no_policy.message
     for code, message in evidence.problems:
         registry.file_problems.append(f"{code}: {message}")
         if code == "missing_record":
             everywhere.append(Reason(code, message))
-    entries: dict[tuple[str, str], list[_Entry]] = {}
-    failures: dict[tuple[str, str], list[Reason]] = {}
     revocations = revoked_digests(evidence)
-    for env in evidence.envelopes:
-        if env.error:
-            code, message = env.error
-            claims = _claimed_names(env.claimed)
-            for name in claims:
-                failures.setdefault(name, []).append(Reason(code, f"{env.path.name}: {message}"))
-            if (not claims and env.kind != "record") or env.kind == "record":
-                registry.file_problems.append(f"{env.path.name}: {code}: {message}")
-            continue
-        if env.kind != "adjudication":
-            continue
-        assert env.statement is not None and env.pseudonym and env.keyid
-        subjects = {s["name"]: s["digest"].get("sha256") for s in env.statement["subject"]}
-        adjudicator = evidence.adjudicators[env.pseudonym]
-        record = dict(adjudicator.record, n_keys=len(adjudicator.keys))
-        signed_at, payload_sha256 = env.signed_at, env.payload_sha256 or ""
-        for review in env.predicate["reviews"]:
-            subject = subject_name(review["vignette_id"], review["sub_action"])
-            entries.setdefault((review["vignette_id"], review["sub_action"]), []).append(
-                _Entry(
-                    pseudonym=env.pseudonym,
-                    record=record,
-                    file=env.path.name,
-                    keyid=env.keyid,
-                    signed_at=signed_at,
-                    review=review,
-                    subject_digest=subjects.get(subject),
-                    payload_sha256=payload_sha256,
-                )
-            )
+    entries, failures = _signed_reviews(evidence, registry.file_problems)
     revoked = {
         e.file
         for group in entries.values()
@@ -251,14 +106,82 @@ def decide(
             if not entries.get(key):
                 decision.reasons += _copies(proposal, vignette, entries)
             registry.decisions.append(decision)
+    if not everywhere:
+        registry.valid_signers = _valid_signers(evidence, revoked)
+    return registry
+
+
+def _policy(folder: Path, quorum: int | None, scope: str | None) -> tuple[Policy, Reason | None]:
+    """The policy applied (policy.yaml's, with the values asked for over it), and why there is
+    no valid policy.yaml, if there is none."""
+    problem: Reason | None = None
+    try:
+        stored: Policy | None = read_policy(folder)
+    except FmaBandsError as exc:
+        stored, problem = None, Reason("no_policy", str(exc))
+    policy = check_policy(
+        quorum if quorum is not None else (stored.quorum if stored else 1),
+        scope if scope is not None else (stored.scope if stored else "warn"),
+    )
+    return policy, problem
+
+
+def _signed_reviews(
+    evidence: Evidence, file_problems: list[str]
+) -> tuple[dict[Band, list[_Entry]], dict[Band, list[Reason]]]:
+    """Each band's signed reviews, from the adjudications that verify, and why each envelope
+    that does not verify fails, for the bands it claims; one that claims no band (or a public
+    record) is a file problem instead."""
+    entries: dict[Band, list[_Entry]] = {}
+    failures: dict[Band, list[Reason]] = {}
+    for env in evidence.envelopes:
+        if env.error:
+            code, message = env.error
+            claims = _claimed_names(env.claimed)
+            for name in claims:
+                failures.setdefault(name, []).append(Reason(code, f"{env.path.name}: {message}"))
+            if (not claims and env.kind != "record") or env.kind == "record":
+                file_problems.append(f"{env.path.name}: {code}: {message}")
+            continue
+        if env.kind != "adjudication":
+            continue
+        for entry in _entries(env, evidence):
+            key = (entry.review["vignette_id"], entry.review["sub_action"])
+            entries.setdefault(key, []).append(entry)
+    return entries, failures
+
+
+def _entries(env: CheckedEnvelope, evidence: Evidence) -> list[_Entry]:
+    """One verified adjudication's signed reviews, in the order it holds them."""
+    assert env.statement is not None and env.pseudonym and env.keyid
+    subjects = {s["name"]: s["digest"].get("sha256") for s in env.statement["subject"]}
+    adjudicator = evidence.adjudicators[env.pseudonym]
+    record = dict(adjudicator.record, n_keys=len(adjudicator.keys))
+    signed_at, payload_sha256 = env.signed_at, env.payload_sha256 or ""
+    return [
+        _Entry(
+            pseudonym=env.pseudonym,
+            record=record,
+            file=env.path.name,
+            keyid=env.keyid,
+            signed_at=signed_at,
+            review=review,
+            subject_digest=subjects.get(subject_name(review["vignette_id"], review["sub_action"])),
+            payload_sha256=payload_sha256,
+        )
+        for review in env.predicate["reviews"]
+    ]
+
+
+def _valid_signers(evidence: Evidence, revoked: set[str]) -> dict[str, str]:
+    """Each pseudonym with a valid, unrevoked adjudication, and the date of their latest."""
+    signers: dict[str, str] = {}
     for env in evidence.envelopes:
         if env.error is None and env.kind == "adjudication" and env.path.name not in revoked:
             date = env.signed_at[:10]
-            known = registry.valid_signers.get(env.pseudonym or "", date)
-            registry.valid_signers[env.pseudonym or ""] = max(date, known)
-    if everywhere:
-        registry.valid_signers.clear()
-    return registry
+            known = signers.get(env.pseudonym or "", date)
+            signers[env.pseudonym or ""] = max(date, known)
+    return signers
 
 
 def _claimed_names(statement: Any) -> list[tuple[str, str]]:
@@ -296,27 +219,65 @@ def _decide_band(
     policy: Policy,
     read_band: BandReader,
 ) -> Decision:
-    name = proposal.sub_action
-    action = sub_action(name)
-    decision = Decision(vignette.id, name, proposal.provenance, proposal.acceptable)
+    decision = Decision(vignette.id, proposal.sub_action, proposal.provenance, proposal.acceptable)
     decision.disputed_span = proposal.disputed_span
     decision.reasons += failures
-    blocked = any(r.code in ("no_policy", "missing_record") for r in failures)
-    # Each adjudicator's latest unrevoked signed review of the band's latest round counts: an
-    # earlier one of theirs is superseded, and a round-1 review never stands beside a round 2.
     standing = [e for e in entries if e.file not in revoked]
+    decision.reasons += _revocations(entries, standing)
+    counted = _count(decision, _latest(standing), vignette, proposal, policy, read_band)
+    if not entries and not [f for f in failures if f.code not in EVERYWHERE]:
+        decision.reasons.append(Reason("no_attestation", REASONS["no_attestation"]))
+    decision.n_raters = len(counted)
+    if any(r.code in EVERYWHERE for r in failures):
+        return decision
+    if len(counted) < policy.quorum:
+        if entries or failures:
+            decision.reasons.append(
+                Reason(
+                    "quorum_not_met",
+                    f"{REASONS['quorum_not_met']}: {len(counted)} of {policy.quorum} required",
+                )
+            )
+        return decision
+    _grant(decision, counted, proposal)
+    return decision
+
+
+def _revocations(entries: list[_Entry], standing: list[_Entry]) -> list[Reason]:
+    """A reason for each adjudicator whose every signed review of the band is revoked."""
+    reasons = []
     for name_revoked in sorted({e.pseudonym for e in entries} - {e.pseudonym for e in standing}):
         files = ", ".join(sorted({e.file for e in entries if e.pseudonym == name_revoked}))
-        decision.reasons.append(
-            Reason("revoked", f"{REASONS['revoked']}: {name_revoked} ({files})")
-        )
+        reasons.append(Reason("revoked", f"{REASONS['revoked']}: {name_revoked} ({files})"))
+    return reasons
+
+
+def _latest(standing: list[_Entry]) -> dict[str, _Entry]:
+    """Each adjudicator's latest unrevoked signed review of the band's latest round: an earlier
+    one of theirs is superseded, and a round-1 review never stands beside a round 2."""
     last_round = max((e.round for e in standing), default=1)
     latest: dict[str, _Entry] = {}
     for entry in sorted(standing, key=lambda e: e.signed_at):
         if entry.round == last_round:
             latest[entry.pseudonym] = entry
-    counted: list[tuple[_Entry, AnyBand]] = []
+    return latest
+
+
+def _count(
+    decision: Decision,
+    latest: dict[str, _Entry],
+    vignette: Vignette,
+    proposal: Proposal,
+    policy: Policy,
+    read_band: BandReader,
+) -> list[tuple[_Entry, AnyBand]]:
+    """The signed reviews that count for the band, each with the band it attests. Why each other
+    one does not count goes into the decision's reasons; a signer outside the scope rule into
+    its warnings instead, when the policy only warns."""
+    name = proposal.sub_action
+    action = sub_action(name)
     band_digest = proposal.band_digest.removeprefix("sha256:")
+    counted: list[tuple[_Entry, AnyBand]] = []
     for entry in latest.values():
         who = f"{entry.pseudonym} ({entry.file})"
         reason = _refusal(entry, vignette, proposal, band_digest)
@@ -340,20 +301,11 @@ def _decide_band(
             decision.reasons.append(Reason("malformed", f"{who}: attested band unreadable: {exc}"))
             continue
         counted.append((entry, attested))
-    if not entries and not [f for f in failures if f.code not in ("no_policy", "missing_record")]:
-        decision.reasons.append(Reason("no_attestation", REASONS["no_attestation"]))
-    decision.n_raters = len(counted)
-    if blocked:
-        return decision
-    if len(counted) < policy.quorum:
-        if entries or failures:
-            decision.reasons.append(
-                Reason(
-                    "quorum_not_met",
-                    f"{REASONS['quorum_not_met']}: {len(counted)} of {policy.quorum} required",
-                )
-            )
-        return decision
+    return counted
+
+
+def _grant(decision: Decision, counted: list[tuple[_Entry, AnyBand]], proposal: Proposal) -> None:
+    """Grant the band on the reviews that count, if they share a band (else say they do not)."""
     bands = [band for _, band in counted]
     agreed = consensus(bands)
     decision.intersection_rule = agreed.rule
@@ -361,13 +313,13 @@ def _decide_band(
     granted = bands[0] if len(bands) == 1 else agreed.band
     if granted is None:
         decision.reasons.append(Reason("no_consensus", REASONS["no_consensus"]))
-        return decision
+        return
     spare = agreed.disputed
     if len(bands) == 1 and proposal.disputed_span is not None:
         spare = proposal.disputed_span.values() - granted.values()
     decision.provenance = ADJUDICATED
     decision.band = granted
-    decision.disputed_span = band_from_values(name, spare) if spare else None
+    decision.disputed_span = band_from_values(proposal.sub_action, spare) if spare else None
     decision.adjudicated_by = tuple(sorted(e.pseudonym for e, _ in counted))
     ordered = sorted(counted, key=lambda c: c[0].pseudonym)
     # File names only: the export says which folder they are in.
@@ -386,16 +338,20 @@ def _decide_band(
         for e, band in ordered
     ]
     decision.round = max(v.round for v in decision.verdicts)
-    for entry, _ in ordered:
+    decision.warnings += _account_warnings([e for e, _ in ordered])
+
+
+def _account_warnings(signers: list[_Entry]) -> list[Reason]:
+    """What a granted band's reader should know about its signers' accounts."""
+    warnings = []
+    for entry in signers:
         if entry.record.get("demo"):
-            decision.warnings.append(
+            warnings.append(
                 Reason("demo_account", f"{WARNINGS['demo_account']}: {entry.pseudonym}")
             )
         if entry.record.get("n_keys", 1) > 1:
-            decision.warnings.append(
-                Reason("key_changed", f"{WARNINGS['key_changed']}: {entry.pseudonym}")
-            )
-    return decision
+            warnings.append(Reason("key_changed", f"{WARNINGS['key_changed']}: {entry.pseudonym}"))
+    return warnings
 
 
 def _refusal(entry: _Entry, vignette: Vignette, proposal: Proposal, band_digest: str) -> str | None:

@@ -7,6 +7,7 @@ Which bands a rater may review in the open round is enforced in fma_bands.study.
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import update
@@ -18,7 +19,7 @@ from fma_bands.bands import consensus
 from fma_bands.errors import AccessDenied, ConflictError, FmaBandsError
 from fma_bands.policy import Policy, read_policy
 from fma_bands.store.models import RoundBand, StudySettings, utcnow
-from fma_bands.study import authorize, set_phase, study
+from fma_bands.study import StudyPublic, authorize, set_phase, study
 from fma_bands.submissions import attested_band, submitted_reviews
 from fma_bands.users import UserPublic, list_users, pseudonyms
 from fma_bands.vignettes import Library
@@ -152,6 +153,21 @@ def open_round(
     ones, each for its round-2 raters (audited)."""
     authorize(session, actor, "open_round")
     current = study(session)
+    _check_can_follow(current, number)
+    chosen = _chosen(session, library, actor, folder, bands)
+    raters = round_two_raters(session, library, chosen)
+    empty = [f"{vid} {name}" for (vid, name), people in raters.items() if not people]
+    if empty:
+        raise FmaBandsError(f"no rater can review {', '.join(empty)} in round {number}")
+    now = utcnow()
+    _move_to(session, current, number, now)
+    _assign(session, raters, actor=actor, number=number, now=now)
+    session.flush()
+    return state(session, viewer=actor)
+
+
+def _check_can_follow(current: StudyPublic, number: int) -> None:
+    """Refuse to open round `number` unless it is round 2 and round 1 is closed."""
     if current.phase == "open":
         raise AccessDenied(
             f"round {current.round} is still open: close it (confirmed) before opening another"
@@ -163,12 +179,10 @@ def open_round(
             + (" (round 2 has been held already)" if current.round >= SECOND else ""),
             field="round",
         )
-    chosen = _chosen(session, library, actor, folder, bands)
-    raters = round_two_raters(session, library, chosen)
-    empty = [f"{vid} {name}" for (vid, name), people in raters.items() if not people]
-    if empty:
-        raise FmaBandsError(f"no rater can review {', '.join(empty)} in round {number}")
-    now = utcnow()
+
+
+def _move_to(session: Session, current: StudyPublic, number: int, now: datetime) -> None:
+    """The study's round becomes `number`, open, unless another coordinator moved it first."""
     # Compare-and-set: of two coordinators opening the round at once, the second is refused.
     moved = session.execute(
         update(StudySettings)
@@ -181,7 +195,18 @@ def open_round(
     )
     if moved.rowcount != 1:  # type: ignore[attr-defined]
         raise ConflictError(f"round {number} was opened meanwhile: reload to see it")
-    session.expire_all()  # the settings row loaded above is stale now
+    session.expire_all()  # the settings row the caller loaded is stale now
+
+
+def _assign(
+    session: Session,
+    raters: dict[Band, list[UserPublic]],
+    *,
+    actor: UserPublic,
+    number: int,
+    now: datetime,
+) -> None:
+    """Each band of round `number` to its raters (audited)."""
     for (vid, name), people in raters.items():
         for rater in people:
             session.add(
@@ -206,8 +231,6 @@ def open_round(
             ],
         },
     )
-    session.flush()
-    return state(session, viewer=actor)
 
 
 def close_round(session: Session, *, actor: UserPublic) -> RoundState:

@@ -90,8 +90,8 @@ def enrol_study(session, library, *, assign_everything=True):
 
     Unless told otherwise the coordinator assigns both raters every band, so tests of reviewing
     need not care whose specialty covers which band (tests/study/test_assignment.py does)."""
+    from fma_bands.enrolment import create_user
     from fma_bands.study import sync_vignettes
-    from fma_bands.users import create_user
 
     sync_vignettes(session, library, actor="test")
     coordinator = create_user(

@@ -14,11 +14,12 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, Error
 
 from app_pages.common import WORD_JOINER
+from fma_bands.enrolment import create_user
 from fma_bands.review_screen import screen_key
 from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import sync_vignettes
-from fma_bands.users import UserPublic, create_user
+from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library
 from tests.conftest import ROOT, SHARED_VIGNETTES, assign_all
 

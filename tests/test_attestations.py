@@ -27,6 +27,8 @@ from fma_bands.adjudicators import RECORD_FIELDS, read_adjudicators
 from fma_bands.attestations import attest, resign
 from fma_bands.checked_envelopes import ADJUDICATION_TYPE
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE
+from fma_bands.enrolment import activate, create_first_coordinator
+from fma_bands.enrolment import enrol as enrol_person
 from fma_bands.envelopes import proposal_digest, read_folder
 from fma_bands.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.export import export_document, load_adjudicators, load_bands, write_bands
@@ -34,15 +36,15 @@ from fma_bands.handback import import_handback
 from fma_bands.identity import check_revealed, reveal_identity, set_identity
 from fma_bands.policy import Policy, write_policy_file
 from fma_bands.protocol import DECLARATIONS, IDENTITY_FIELDS, STATEMENT_TEXT
+from fma_bands.provenance import ADJUDICATED
 from fma_bands.records import ensure_record
-from fma_bands.registry import ADJUDICATED, decide
+from fma_bands.registry import decide
 from fma_bands.reviews import ReviewForm, current_review, save
 from fma_bands.signing_plan import plan
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import AuditEvent, User
 from fma_bands.study import sync_vignettes
-from fma_bands.users import activate, create_first_coordinator, unlock_signing_key
-from fma_bands.users import enrol as enrol_person
+from fma_bands.users import unlock_signing_key
 from tests.conftest import HANDBACK, assign_all
 
 COORDINATOR = dict(pseudonym="coordinator", passphrase="coordinator passphrase")

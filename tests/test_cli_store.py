@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fma_bands.enrolment import create_first_coordinator, create_user
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import study, sync_vignettes
-from fma_bands.users import create_first_coordinator, create_user, get_user, list_users, sign_in
+from fma_bands.users import get_user, list_users, sign_in
 from fma_bands.vignettes import load_library
 from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
 

@@ -13,7 +13,8 @@ from fma_bands.canonical import canonical_json
 from fma_bands.checked_envelopes import clear_cache
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
 from fma_bands.envelopes import read_evidence
-from fma_bands.registry import ADJUDICATED, decide
+from fma_bands.provenance import ADJUDICATED
+from fma_bands.registry import decide
 from fma_bands.store.db import session_scope
 from fma_bands.users import unlock_signing_key
 from tests import test_registry

@@ -26,7 +26,7 @@ from fma_bands.export import (
 )
 from fma_bands.harness import harness_note
 from fma_bands.policy import Policy
-from fma_bands.registry import ADJUDICATED, Grant, Verdict
+from fma_bands.provenance import ADJUDICATED, Grant, Verdict
 from fma_bands.vignettes import load_library
 from tests.conftest import DEMO_VIGNETTES, SHARED
 from tests.test_harness import harness_package, require_shared, shipped_registry

@@ -25,6 +25,7 @@ import yaml
 
 from fma_bands.actions import parse_threshold, sub_action
 from fma_bands.bands import parse_band
+from fma_bands.enrolment import create_first_coordinator
 from fma_bands.export import (
     ADJUDICATOR_FIELDS,
     BAND_FIELDS,
@@ -34,11 +35,10 @@ from fma_bands.export import (
     write_bands,
 )
 from fma_bands.identity import set_identity
-from fma_bands.registry import ADJUDICATED
+from fma_bands.provenance import ADJUDICATED
 from fma_bands.reviews import ReviewForm, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import set_phase, set_policy, sync_vignettes
-from fma_bands.users import create_first_coordinator
 from fma_bands.vignettes import Library, load_library
 from tests.conftest import DEMO_VIGNETTES, ROOT, SHARED, assign_all
 from tests.test_attestations import (

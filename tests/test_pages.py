@@ -12,10 +12,11 @@ from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
 from fma_bands import audit
+from fma_bands.enrolment import ACTIVATION_FAILED
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import set_phase
 from fma_bands.throttle import FREE_FAILURES
-from fma_bands.users import ACTIVATION_FAILED, SIGN_IN_FAILED, UserPublic, list_users
+from fma_bands.users import SIGN_IN_FAILED, UserPublic, list_users
 from tests import page_helpers
 from tests.page_helpers import (
     BANDS,

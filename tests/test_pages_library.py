@@ -12,8 +12,8 @@ from tests.page_helpers import as_read
 @pytest.fixture
 def app(monkeypatch, shared_vignettes, tmp_path):
     """The app on the FairMedAgent vignettes with a signed-in rater."""
+    from fma_bands.enrolment import create_user
     from fma_bands.store.db import make_engine, session_scope, upgrade
-    from fma_bands.users import create_user
 
     url = f"sqlite:///{tmp_path / 'fma-bands.db'}"
     monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(shared_vignettes))

@@ -6,6 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from fma_bands.attestations import attest
+from fma_bands.enrolment import create_user
 from fma_bands.handback import import_handback
 from fma_bands.identity import set_identity
 from fma_bands.policy import Policy, write_policy_file
@@ -13,7 +14,6 @@ from fma_bands.protocol import DECLARATIONS
 from fma_bands.registry import decide
 from fma_bands.review_screen import screen_key
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.users import create_user
 from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
 
 IDENTITY = {

@@ -281,9 +281,9 @@ def test_a_bound_changed_just_before_switching_to_a_list_is_kept(study):
 @pytest.fixture
 def demo_rater(monkeypatch, tmp_path):
     """The app on the bundled demo study (it has orders bands), with one rater signed up."""
+    from fma_bands.enrolment import create_user
     from fma_bands.store.db import make_engine, session_scope, upgrade
     from fma_bands.study import sync_vignettes
-    from fma_bands.users import create_user
     from fma_bands.vignettes import load_library
     from tests.conftest import DEMO_VIGNETTES, ROOT
 

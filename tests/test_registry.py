@@ -17,16 +17,18 @@ from fma_bands.adjudicators import read_adjudicators
 from fma_bands.attestations import revoke
 from fma_bands.canonical import canonical_json
 from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
+from fma_bands.enrolment import activate, reset
 from fma_bands.envelopes import read_evidence, read_folder, records_head
 from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.export import export_document, load_adjudicators, load_bands, write_bands
 from fma_bands.keys import generate_keypair, unseal_private_key
 from fma_bands.policy import POLICY_FILE, Policy, read_policy, write_policy_file
-from fma_bands.registry import ADJUDICATED, REASONS, decide
+from fma_bands.provenance import ADJUDICATED, REASONS
+from fma_bands.registry import decide
 from fma_bands.reviews import ReviewForm, current_review, save
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import set_policy
-from fma_bands.users import activate, reset, unlock_signing_key
+from fma_bands.users import unlock_signing_key
 from fma_bands.vignettes import load_library
 from tests.test_attestations import (
     ANSWERS,

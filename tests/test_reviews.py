@@ -458,6 +458,7 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
     coordinator, by fma_bands.study.authorize, whichever module the action lives in."""
     from fma_bands.assignment import change
     from fma_bands.audit_search import choices as audit_choices
+    from fma_bands.enrolment import enrol, reset
     from fma_bands.identity import reveal_identity, set_identity
     from fma_bands.impact import reviewed_impact
     from fma_bands.marks import all_flags
@@ -465,7 +466,6 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
     from fma_bands.rounds import open_round
     from fma_bands.study import RULES, authorize, set_policy
     from fma_bands.submissions import rater_progress
-    from fma_bands.users import enrol, reset
 
     engine, library, coordinator, a, _ = study
     attempts = {

@@ -10,6 +10,7 @@ from sqlmodel import select
 from fma_bands import audit
 from fma_bands.agreement import report_to_json
 from fma_bands.attestations import attest
+from fma_bands.enrolment import create_user
 from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.export import export_document
 from fma_bands.handback import import_handback
@@ -26,7 +27,6 @@ from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
 from fma_bands.study import set_phase, study
 from fma_bands.submissions import submitted_reviews
-from fma_bands.users import create_user
 from fma_bands.vignettes import load_library
 from tests.conftest import DEMO_VIGNETTES
 

@@ -11,23 +11,13 @@ from sqlmodel import select
 
 from fma_bands import audit
 from fma_bands.adjudicators import read_adjudicators
+from fma_bands.enrolment import activate, create_first_coordinator, create_user, enrol, reset
 from fma_bands.envelopes import read_evidence
 from fma_bands.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import AuditEvent, SigningKey, User, utcnow
 from fma_bands.throttle import FREE_FAILURES, MAX_DELAY, wait_after
-from fma_bands.users import (
-    activate,
-    change_passphrase,
-    create_first_coordinator,
-    create_user,
-    enrol,
-    get_user,
-    has_users,
-    reset,
-    sign_in,
-    unlock_signing_key,
-)
+from fma_bands.users import change_passphrase, get_user, has_users, sign_in, unlock_signing_key
 
 RATER = dict(
     role="rater",

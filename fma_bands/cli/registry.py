@@ -73,7 +73,7 @@ def export(out: str, harness: str | None, quorum: int | None, scope: str | None)
 
     from fma_bands.errors import FmaBandsError
     from fma_bands.export import check_harness, export_document, write_bands
-    from fma_bands.registry import ADJUDICATED
+    from fma_bands.provenance import ADJUDICATED
 
     document = export_document(
         complete_library(),

@@ -46,8 +46,9 @@ def demo() -> None:
 
     Refused on a database that already holds a study: the demo accounts' passphrases are
     printed, so they never join a real one."""
+    from fma_bands.enrolment import create_user
     from fma_bands.policy import POLICY_FILE, Policy, write_policy_file
-    from fma_bands.users import create_user, has_users
+    from fma_bands.users import has_users
 
     folder = settings().attestations
     with store() as session:

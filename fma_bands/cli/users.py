@@ -60,7 +60,8 @@ def add(
     The person activates the account with the code and chooses their own passphrase; a rater's
     signing key is made then. The study's first coordinator instead gives their passphrase with
     --passphrase-file, which works only while no coordinator exists."""
-    from fma_bands.users import create_first_coordinator, enrol, has_coordinator
+    from fma_bands.enrolment import create_first_coordinator, enrol
+    from fma_bands.users import has_coordinator
 
     with store() as session:
         if role == "coordinator" and not has_coordinator(session):
@@ -107,8 +108,8 @@ def add(
 def activate(name: str, code_file: str, passphrase_file: str) -> None:
     """Activate your account NAME with your enrolment code, choosing your passphrase; a rater's
     new key then signs their public record into the attestations folder."""
-    from fma_bands.users import ACTIVATION_FAILED
-    from fma_bands.users import activate as activate_account
+    from fma_bands.enrolment import ACTIVATION_FAILED
+    from fma_bands.enrolment import activate as activate_account
 
     code = read_secret(code_file)
     passphrase = read_secret(passphrase_file)
@@ -146,8 +147,8 @@ def passphrase(name: str, passphrase_file: str, new_passphrase_file: str) -> Non
 def reset(name: str, code_file: str | None) -> None:
     """Issue NAME a new enrolment code (coordinator). Their passphrase stops working; their next
     activation makes a new key, and the old one stays on record as retired."""
+    from fma_bands.enrolment import reset as reset_account
     from fma_bands.users import get_user
-    from fma_bands.users import reset as reset_account
 
     with store() as session:
         code = reset_account(session, actor=coordinator(session), pseudonym=name)

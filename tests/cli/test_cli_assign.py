@@ -4,65 +4,14 @@ assigned; every mistake is one line (in-process, with click's CliRunner)."""
 
 import json
 import re
-import shutil
 
 import pytest
-from click.testing import CliRunner
 
-from fma_bands.cli import cli
-from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.study import sync_vignettes
-from fma_bands.users import create_first_coordinator, create_user
 from fma_bands.vignettes import load_library
-from tests.conftest import DEMO_VIGNETTES, RATER_DETAILS
+from tests.conftest import DEMO_VIGNETTES
 
-PASS = "coordinator passphrase"
+# The store and `fma` are tests/cli/conftest.py's, on the demo study.
 ESI = ("demo_triage_border_01", "esi_acuity")
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory):
-    """The demo vignettes in a store with a coordinator, a geriatrician and an emergency
-    physician, made once (their Argon2 hashes and keys are what is slow)."""
-    path = tmp_path_factory.mktemp("assign") / "x.db"
-    engine = make_engine(f"sqlite:///{path}")
-    upgrade(engine)
-    with session_scope(engine) as s:
-        sync_vignettes(s, load_library([DEMO_VIGNETTES]), actor="test")
-        create_first_coordinator(s, pseudonym="coordinator", passphrase=PASS)
-        for name, specialty in (("geri-01", "geriatrics"), ("emerg-01", "emergency medicine")):
-            create_user(
-                s,
-                actor="test",
-                pseudonym=name,
-                passphrase=f"{name} passphrase",
-                specialty=specialty,
-                **RATER_DETAILS,
-            )
-    engine.dispose()
-    return path
-
-
-@pytest.fixture
-def fma(tmp_path, monkeypatch, template):
-    """fma-bands in-process on a copy of that store: `fma(*args, who=NAME or None)`."""
-    monkeypatch.chdir(tmp_path)
-    for name in ("FMA_BANDS_AS", "FMA_BANDS_PASSPHRASE_FILE", "FMA_BANDS_DATABASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    for suffix in ("", "-wal"):
-        if template.with_name(template.name + suffix).exists():
-            shutil.copy(template.with_name(template.name + suffix), tmp_path / f"x.db{suffix}")
-    (tmp_path / "c.pass").write_text(PASS + "\n")
-    (tmp_path / "g.pass").write_text("geri-01 passphrase\n")
-    url = f"sqlite:///{tmp_path / 'x.db'}"
-    base = ["--db", url, "--vignettes", str(DEMO_VIGNETTES), "--attestations", "att"]
-
-    def invoke(*args, who="coordinator"):
-        people = {"coordinator": "c.pass", "geri-01": "g.pass"}
-        acting = ["--as", who, "--passphrase-file", people[who]] if who else []
-        return CliRunner().invoke(cli, [*base, *acting, *args], catch_exceptions=False)
-
-    return invoke
 
 
 def shown(fma) -> dict:

@@ -4,21 +4,13 @@ proposal, the raters' consensus and the consensus widened by its disputed span; 
 refused; a bad file is named in one line (in-process, with click's CliRunner)."""
 
 import json
-import shutil
 
 import pytest
-from click.testing import CliRunner
 
 from fma_bands.bands import to_harness
-from fma_bands.cli import cli
-from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.study import sync_vignettes
-from fma_bands.users import create_first_coordinator, create_user
-from fma_bands.vignettes import load_library
-from tests.conftest import HANDBACK, RATER_DETAILS, SHARED_VIGNETTES
+from tests.conftest import HANDBACK
 from tests.study.test_impact import TRAJECTORIES, harness_counts, metrics  # noqa: F401
 
-PASS = "coordinator passphrase"
 KEYS = ["vignette_id", "sub_action", "band", "runs_in_band", "pairs_in_band",
         "pairs_across_threshold"]  # fmt: skip
 # A second rater's paper verdicts (the test's own words): narrower follow-up, ESI 2 only.
@@ -29,45 +21,9 @@ draft_triage_01 | esi_acuity | AMEND {2} | Chest pain with these findings is ESI
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory, shared_vignettes):
-    path = tmp_path_factory.mktemp("impact") / "x.db"
-    engine = make_engine(f"sqlite:///{path}")
-    upgrade(engine)
-    with session_scope(engine) as s:
-        sync_vignettes(s, load_library([shared_vignettes]), actor="test")
-        create_first_coordinator(s, pseudonym="coordinator", passphrase=PASS)
-        for name, specialty in (("geri-01", "geriatrics"), ("emerg-01", "emergency medicine")):
-            create_user(
-                s,
-                actor="test",
-                pseudonym=name,
-                passphrase=f"{name} passphrase",
-                specialty=specialty,
-                **RATER_DETAILS,
-            )
-    engine.dispose()
-    return path
-
-
-@pytest.fixture
-def fma(tmp_path, monkeypatch, template):
-    monkeypatch.chdir(tmp_path)
-    for name in ("FMA_BANDS_AS", "FMA_BANDS_PASSPHRASE_FILE", "FMA_BANDS_DATABASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    for suffix in ("", "-wal"):
-        if template.with_name(template.name + suffix).exists():
-            shutil.copy(template.with_name(template.name + suffix), tmp_path / f"x.db{suffix}")
-    (tmp_path / "c.pass").write_text(PASS + "\n")
-    (tmp_path / "g.pass").write_text("geri-01 passphrase\n")
-    url = f"sqlite:///{tmp_path / 'x.db'}"
-    base = ["--db", url, "--vignettes", str(SHARED_VIGNETTES), "--attestations", "att"]
-
-    def invoke(*args, who="coordinator"):
-        people = {"coordinator": "c.pass", "geri-01": "g.pass"}
-        acting = ["--as", who, "--passphrase-file", people[who]] if who else []
-        return CliRunner().invoke(cli, [*base, *acting, *args], catch_exceptions=False)
-
-    return invoke
+def cli_vignettes(shared_vignettes):
+    """The store and `fma` are tests/cli/conftest.py's, on the FairMedAgent vignettes."""
+    return shared_vignettes
 
 
 def rows_of(fma, *args) -> list[dict]:

@@ -9,10 +9,10 @@ from sqlalchemy import text
 from sqlmodel import select
 
 from fma_bands import audit
+from fma_bands.enrolment import create_user
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review, StudySettings
 from fma_bands.study import sync_vignettes
-from fma_bands.users import create_user
 from fma_bands.vignettes import load_library
 from tests.conftest import DEMO_VIGNETTES, assign_all
 from tests.store import workers

@@ -17,12 +17,12 @@ from fma_bands.assignment import (
     parse_band_ref,
 )
 from fma_bands.coverage import QUORUM, SCOPE, band_coverage, band_progress, coverage, explain
+from fma_bands.enrolment import create_user, enrol
 from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.queue import rater_queue
 from fma_bands.review_screen import open_screen
 from fma_bands.reviews import ReviewForm, save
 from fma_bands.store.db import session_scope
-from fma_bands.users import create_user, enrol
 from fma_bands.vignettes import load_library
 from tests.conftest import DEMO_VIGNETTES, RATER_DETAILS, enrol_study
 
