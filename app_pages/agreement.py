@@ -38,9 +38,7 @@ def _screen(url: str, fingerprint: tuple, files: tuple, viewer: str, number: int
 
 try:
     with st.spinner("Computing alpha with a 1000-resample bootstrap…"):
-        screen = _screen(
-            str(engine().url), fingerprint, tuple(lib.vignettes), user.pseudonym, number
-        )
+        screen = _screen(str(engine().url), fingerprint, lib.digests, user.pseudonym, number)
 except FmaBandsError as exc:
     st.error(escaped(exc))
     st.stop()

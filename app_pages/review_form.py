@@ -87,11 +87,6 @@ def _changed(screen: Screen, name: str) -> None:
         return
     mine[name] = state.get(f"{key}:{name}")
     if name == "band:form":
-        # Changes made just before the switch may arrive in this same run, their callbacks
-        # after this one: read every band widget as it is now, so the switch uses them.
-        for field in [f for f in mine if f.startswith("band:") and f != "band:question"]:
-            if f"{key}:{field}" in state:
-                mine[field] = state[f"{key}:{field}"]
         _switch(screen, mine[name], confirmed=False)
     _keep(screen)
 
@@ -99,6 +94,11 @@ def _changed(screen: Screen, name: str) -> None:
 def _switch(screen: Screen, to: str, *, confirmed: bool) -> None:
     state, key = st.session_state, screen.key
     mine = state[f"{key}:entries"]
+    # Changes made just before the switch may arrive in this same run, their callbacks after
+    # this one: read every band widget as it is now, so the switch uses them.
+    for field in [f for f in mine if f.startswith("band:") and f != "band:question"]:
+        if f"{key}:{field}" in state:
+            mine[field] = state[f"{key}:{field}"]
     fields = review_screen.band_fields(mine)
     switched = band_form.switch_form(screen.action, fields, to, confirmed=confirmed)
     for field, value in switched.fields.items():

@@ -1,6 +1,7 @@
-"""Reading attestations/ from files alone: the self-signed public records of the adjudicators and
-every signed envelope, checked offline, with the hash links between them. No database here (a
-test keeps sqlmodel out of this import), so `fma-bands verify`, the registry and an editor's own
+"""Reading attestations/ from files alone, as evidence: every signed envelope checked offline
+(checked_envelopes.py) against the adjudicators' self-signed public records (adjudicators.py),
+with the hash links between the records. No database here (a test keeps sqlmodel out of this
+import), so `fma-bands verify`, the registry and an editor's own
 check need nothing but the folder.
 """
 

@@ -1,8 +1,7 @@
 """A rater's queue as their screens show it: every band assigned to them in neutral case
 order (from round 2, only the bands they re-review in it), its status in the current round (to
 do, in progress, skipped, submitted, or changed since submitted), their own flags, where to go
-next, and pages of it; and, older and simpler, every band of the library as one list with
-its progress overall, per domain and per sub-action.
+next, and pages of it.
 
 Read in a handful of queries whatever the study's size (no query per band), and with only the
 rater's own reviews, drafts and marks.

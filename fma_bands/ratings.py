@@ -11,6 +11,7 @@ from sqlmodel import Session, select
 from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report, agreement_report
 from fma_bands.agreement.views import Screen, screen
 from fma_bands.bands import BandReader
+from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.labels import case_numbers, tool_names
 from fma_bands.reviews import ReviewData
 from fma_bands.store.models import Review
@@ -78,9 +79,20 @@ def study_screen(
     round: int = 1,
 ) -> Screen:
     """What the Agreement page shows of one round, as plain data."""
-    report = study_report(
-        session, library, viewer=viewer, bootstrap=bootstrap, seed=seed, round=round
-    )
+    try:
+        report = study_report(
+            session, library, viewer=viewer, bootstrap=bootstrap, seed=seed, round=round
+        )
+    except AccessDenied:
+        raise
+    except FmaBandsError:
+        if viewer.is_coordinator:
+            raise
+        # A problem with the stored ratings names the rating, and so its rater.
+        raise FmaBandsError(
+            "the agreement figures cannot be computed from the stored reviews; the "
+            "coordinator's Agreement page says why"
+        ) from None
     orderables = {vid: tuple(v.orderables) for vid, v in library.vignettes.items()}
     names = {vid: tool_names(v) for vid, v in library.vignettes.items()}
     # Raters see the figures once the round closes, but never who wrote which band.

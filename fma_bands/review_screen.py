@@ -27,7 +27,6 @@ from fma_bands.users import UserPublic
 from fma_bands.vignettes import Library, Proposal, Vignette
 
 CONFIDENCES = ("low", "moderate", "high")
-TEXTS = ("reason", *(f"{q}:note" for q in QUESTION_KEYS))
 
 
 @dataclass(frozen=True)

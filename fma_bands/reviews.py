@@ -1,4 +1,4 @@
-"""Reviews (DESIGN 2.3, 2.4): one rater's own drafts, submissions and revisions, checked and
+"""Reviews (DESIGN 2.3): one rater's own drafts, submissions and revisions, checked and
 saved. Reading submitted reviews back, and the blinding that keeps each rater's work from every
 other rater while the review phase is open, is submissions.py.
 

@@ -278,6 +278,17 @@ def test_a_bound_changed_just_before_switching_to_a_list_is_kept(study):
     assert at.pills(key=key(MED, "band", "values")).value == [1, 2, 3]
 
 
+def test_a_list_changed_just_before_confirming_the_range_is_the_one_made_a_range(study):
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "verdict")).set_value("AMEND").run()
+    at.pills(key=key(MED, "band", "values")).set_value([1, 3]).run()
+    at.radio(key=key(MED, "band", "form")).set_value("a range").run()  # a gap: it asks first
+    at.pills(key=key(MED, "band", "values")).set_value([2, 3])  # arrives with the click
+    click(at, "Make it a range")
+    assert at.selectbox(key=key(MED, "band", "lo")).value == 2
+    assert at.selectbox(key=key(MED, "band", "hi")).value == 3
+
+
 @pytest.fixture
 def demo_rater(monkeypatch, tmp_path):
     """The app on the bundled demo study (it has orders bands), with one rater signed up."""

@@ -11,9 +11,9 @@ from fma_bands.agreement.metrics import ALPHA_FIELDS, REVIEW_MODE_ONLY
 from fma_bands.agreement.views import HEADINGS, alpha_row
 from fma_bands.bands import IntervalBand
 from fma_bands.cli.agreement import SHORT
-from fma_bands.errors import AccessDenied
+from fma_bands.errors import AccessDenied, FmaBandsError
 from fma_bands.handback import import_handback
-from fma_bands.ratings import study_ratings, study_report
+from fma_bands.ratings import study_ratings, study_report, study_screen
 from fma_bands.reviews import ReviewForm, save
 from fma_bands.store.db import session_scope
 from fma_bands.study import set_mode, set_phase
@@ -187,3 +187,22 @@ def test_the_crash_study_reports_without_an_error(tmp_path):
     assert (analgesia["consensus"], analgesia["consensus_text"]) == ([1], "1 - NSAID")
     assert (caution["consensus"], caution["consensus_text"]) == ([True], "yes")
     assert "1 - NSAID" in demo.fma("agreement", "--bootstrap", "0")
+
+
+def test_a_problem_with_the_ratings_names_no_rater_to_a_rater(study, monkeypatch):
+    """The message of a malformed rating names its rater: the coordinator reads it, a rater
+    reads only that the figures cannot be computed."""
+    engine, library, coordinator, a, _ = study
+    with session_scope(engine) as s:
+        set_phase(s, actor=coordinator, phase="closed")
+
+    def broken(*args, **kwargs):
+        raise FmaBandsError("rating draft_triage_01 / esi_acuity / adjudicator-02: bad")
+
+    monkeypatch.setattr("fma_bands.ratings.study_report", broken)
+    with session_scope(engine) as s, pytest.raises(FmaBandsError) as seen:
+        study_screen(s, library, viewer=a)
+    assert "adjudicator-02" not in seen.value.message and "coordinator" in seen.value.message
+    with session_scope(engine) as s, pytest.raises(FmaBandsError) as seen:
+        study_screen(s, library, viewer=coordinator)
+    assert "adjudicator-02" in seen.value.message

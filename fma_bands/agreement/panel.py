@@ -2,7 +2,7 @@
 rule (bands.consensus), what is disputed, and how far apart the raters are."""
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -81,14 +81,18 @@ def _jaccard(a: Iterable, b: Iterable) -> float:
     return (union - len(x & y)) / union if union else 0.0
 
 
-def most_disputed_first(bands: Iterable[BandAgreement]) -> list[BandAgreement]:
-    """Highest mean pairwise distance first; bands with fewer than two raters last."""
+def most_disputed_first(
+    bands: Iterable[BandAgreement], cases: Mapping[str, int] | None = None
+) -> list[BandAgreement]:
+    """Highest mean pairwise distance first; bands with fewer than two raters last. Ties (every
+    unanimous band) go by vignette id, or by `cases` (id -> case number) for a rater, to whom
+    id order would say each case's stratum."""
     return sorted(
         bands,
         key=lambda b: (
             b.disagreement is None,
             -(b.disagreement or 0.0),
-            b.vignette_id,
+            b.vignette_id if cases is None else cases.get(b.vignette_id, 0),
             b.sub_action,
         ),
     )

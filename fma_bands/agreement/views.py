@@ -270,7 +270,10 @@ def screen(
         tables=tables,
         notes={m: notes(m, tables[m]) for m in METRICS},
         points={m: chart_points(report, m) for m in METRICS},
-        agreements=tuple(most_disputed_first(report.bands)),
+        # A rater's ties go by case number: id order would say each case's stratum.
+        agreements=tuple(
+            most_disputed_first(report.bands, None if reader is None else cases or {})
+        ),
         orderables=dict(orderables),
         names=dict(names or {}),
         reader=reader,

@@ -117,3 +117,22 @@ def test_a_rater_sees_the_panel_without_names():
     assert not any("rater-0" in label for label in labels)
     (theirs,) = screen(report, {}).bands()  # the coordinator sees who wrote what
     assert [row.label for row in theirs.rows][:3] == ["rater-01", "rater-02", "rater-03"]
+
+
+def test_a_rater_reads_tied_bands_in_case_order_never_id_order():
+    """Unanimous bands all tie; in id order a rater would read each case's stratum from where
+    it falls (demo_med_border_01 before demo_med_clear_01)."""
+    ratings = [
+        rate(vid, "admit", rater, [True])
+        for vid in ("a_border", "b_clear", "c_inter")
+        for rater in ("rater-01", "rater-02")
+    ]
+    report = agreement_report(ratings, bootstrap=0)
+    cases = {"a_border": 3, "b_clear": 1, "c_inter": 2}
+    shown = screen(report, {}, reader="rater-01", cases=cases)
+    assert [b.vignette_id for b in shown.agreements] == ["b_clear", "c_inter", "a_border"]
+    assert [b.vignette_id for b in screen(report, {}).agreements] == [
+        "a_border",
+        "b_clear",
+        "c_inter",
+    ]

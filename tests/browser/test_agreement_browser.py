@@ -255,14 +255,18 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
         expect(chart.locator(f'[aria-label="{line}"]')).to_have_count(1)
 
     expect(page.get_by_role("heading", name="Bands, most disputed first")).to_be_visible()
-    followup, triage = band_box(page, FOLLOWUP), band_box(page, TRIAGE)
-    analgesia = band_box(page, ANALGESIA)
+    # A rater reads the cases by their neutral labels, and the others' bands without names.
+    followup, triage = band_box(page, IN_QUEUE[FOLLOWUP]), band_box(page, IN_QUEUE[TRIAGE])
+    analgesia = band_box(page, IN_QUEUE[ANALGESIA])
+    expect(page.get_by_role("link", name=FOLLOWUP)).to_have_count(0)
     expect(followup).to_contain_text("2 raters with a band, 0 declined · intersection rule applied")
     expect(followup.get_by_text("Consensus: 1 to 14 days", exact=True)).to_be_visible()
     expect(followup.get_by_text("Disputed span: 15 to 30 days", exact=True)).to_be_visible()
     expect(followup.get_by_test_id("stVegaLiteChart")).to_have_count(1)
-    for rater in ("rater-01", "rater-02", "consensus"):
-        expect(followup.locator(f'[aria-label*="row: {rater};"]').first).to_be_attached()
+    for row in ("your band", "another rater (1)", "consensus"):
+        expect(followup.locator(f'[aria-label*="row: {row};"]').first).to_be_attached()
+    expect(followup.locator('[aria-label*="row: rater-02;"]')).to_have_count(0)
+    assert "rater-02" not in page.get_by_test_id("stMain").inner_text()
     expect(triage.get_by_text("Consensus: 2 - emergent", exact=True)).to_be_visible()
     expect(triage.get_by_text(re.compile("^Disputed span"))).to_have_count(0)
     expect(analgesia).to_contain_text("one rater only: the intersection rule does not bind")

@@ -156,3 +156,13 @@ def test_upgrading_twice_changes_nothing(empty_database):
 def test_the_head_known_without_alembic_is_alembics_head():
     # A new revision must move db.HEAD too, or databases at the old head would skip it.
     assert head_revision() == HEAD
+
+
+def test_a_database_one_revision_behind_is_upgraded_not_skipped(empty_database):
+    """The quick check at start recognises only a database at HEAD; one a revision behind still
+    goes through alembic to head."""
+    _, engine = empty_database
+    assert upgrade(engine, "0030") == "0030"
+    assert "round_band" not in inspect(engine).get_table_names()
+    assert upgrade(engine) == HEAD
+    assert "round_band" in inspect(engine).get_table_names()
