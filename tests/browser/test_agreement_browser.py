@@ -15,6 +15,8 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from fma_bands.labels import case_label, case_numbers
+from fma_bands.vignettes import load_library
 from tests.agreement.demo import CRASH
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
@@ -32,6 +34,7 @@ from tests.browser.helpers import (
     sign_in,
     wait_for_app,
 )
+from tests.conftest import DEMO_VIGNETTES
 
 ACCEPT = "ACCEPT: the band stands as written"
 FOLLOWUP = "draft_documentation_01 · Follow-up interval (days)"
@@ -337,19 +340,21 @@ def test_an_analgesia_band_of_one_beside_a_boolean_band_draws_every_band(
     assert rows[POOLED]["reading"] == report["metrics"]["pooled"]["band"]["reading"]
     alpha_chart(page)
     boxes = page.get_by_test_id("stLayoutWrapper").filter(has=page.get_by_role("link"))
+    numbers = case_numbers(load_library([DEMO_VIGNETTES]))
     for band in report["bands"]:
         label = {"analgesia_tier": "Analgesia tier"}.get(
             band["sub_action"], "Controlled-substance caution"
         )
-        box = band_box(page, f"{band['vignette_id']} · {label}")
+        # rater-01 reads each case by its neutral label, never by its id.
+        box = band_box(page, f"{case_label(numbers, band['vignette_id'])} · {label}")
         expect(box.get_by_test_id("stVegaLiteChart")).to_have_count(1)
         expect(box.get_by_test_id("stVegaLiteChart").get_by_role("img")).to_be_visible()
         if band["consensus_text"]:
             consensus = f"Consensus: {band['consensus_text']}"
             expect(box.get_by_text(consensus, exact=True)).to_be_visible()
-    analgesia = band_box(page, "demo_med_border_01 · Analgesia tier")
+    analgesia = band_box(page, f"{case_label(numbers, 'demo_med_border_01')} · Analgesia tier")
     expect(analgesia.get_by_text("Consensus: 1 - NSAID", exact=True)).to_be_visible()
-    caution = band_box(page, CAUTION)
+    caution = band_box(page, IN_QUEUE[CAUTION])
     expect(caution.get_by_text("Consensus: yes", exact=True)).to_be_visible()
     assert boxes.count() >= 4
     shoot(page, "agreement-demo-closed")

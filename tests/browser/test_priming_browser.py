@@ -16,6 +16,7 @@ from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
     open_app,
     open_from_sidebar,
+    press,
     settle,
     sign_in,
     submit_first_band,
@@ -85,22 +86,25 @@ def walk(page: Page, url: str, library: Library) -> dict[str, str]:
         seen[f"vignette, case {number}"] = screen(page, library)
     open_from_sidebar(page, "Review a band")
     total = sum(len(v.proposals) for v in library)
-    back = main.get_by_role("button", name="← Previous band")
-    expect(page.get_by_text(re.compile(r"band \d+ of \d+ in your queue"))).to_be_visible()
-    while back.count():  # to the first band of the queue, then through every band
-        expect(back).to_have_count(1)  # not while the last run's copy is on screen
-        back.click()
-        settle(page)
+    position = page.get_by_text(re.compile(rf"band \d+ of {total} in your queue"))
+    expect(position).to_be_visible()
+    found = re.search(r"band (\d+) of", position.inner_text())
+    assert found, position.inner_text()
+
+    def at(number: int) -> None:
+        where = page.get_by_text(re.compile(rf"band {number} of {total} in your queue"))
+        expect(where).to_be_visible()
+
+    # Back to the first band of the queue, then through every band, one position at a time (a
+    # button counted while the last run's copy is still drawn may be gone when clicked).
+    for number in range(int(found[1]) - 1, 0, -1):
+        press(page, "← Previous band")
+        at(number)
     for number in range(1, total + 1):
-        expect(
-            page.get_by_text(re.compile(rf"band {number} of {total} in your queue"))
-        ).to_be_visible()
+        at(number)
         seen[f"band {number}"] = screen(page, library)
         if number < total:
-            following = main.get_by_role("button", name="Next band →")
-            expect(following).to_have_count(1)
-            following.click()
-            settle(page)
+            press(page, "Next band →")
     return seen
 
 
