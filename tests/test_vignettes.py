@@ -1,5 +1,6 @@
 """Vignette files: the real FairMedAgent set and the demo study load; broken files are named."""
 
+import re
 import shutil
 import textwrap
 
@@ -50,6 +51,18 @@ def test_the_demo_study_loads_and_covers_the_design():
     assert any(p.acceptable.action.kind == "boolean" for p in proposals)
     assert any(p.disputed_span is not None for p in proposals)
     assert any(p.threshold is not None for p in proposals)
+
+
+def test_the_demo_texts_never_name_a_cases_stratum():
+    """Raters read the demo's texts verbatim, so the bundled study must not prime them: no
+    proposal text says how ambiguous its case is (the real harness's files are data, shown as
+    written; these are ours)."""
+    library = load_library([DEMO_VIGNETTES])
+    stratum = re.compile(r"\b(clear|intermediate|borderline|ambiguity|stratum)\b", re.IGNORECASE)
+    for v in library:
+        for p in v.proposals:
+            for text in filter(None, (p.source, p.clause, p.reasoning, p.notes)):
+                assert not stratum.search(text), (v.id, p.sub_action, text)
 
 
 def test_context_shows_results_only_from_reassess_on(shared_library):
