@@ -197,7 +197,7 @@ def test_a_hostile_hand_back_upload_is_refused_by_name(page: Page, demo_server, 
         "nul.txt": (b"demo_doc_clear_01 | followup_days | ACCEPT | ok\x00\n", "holds a NUL byte"),
         "latin1.txt": ("demo_doc_clear_01 | followup_days | ACCEPT | café\n".encode("latin-1"),
                        "is not UTF-8 text"),
-        "**bold** :red[x] $y$.txt": (b"not a hand-back line\n", "nothing was stored"),
+        "**bold** :red[x] $y$.txt": (b"not a hand-back line\n", "1 problem(s)"),
     }  # fmt: skip
     for name, (data, message) in uploads.items():
         page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(

@@ -1,8 +1,10 @@
 """Ten raters at once, and two writers racing for one thing, on SQLite and PostgreSQL: nothing is
 lost, no raw database error reaches anyone, and the audit chain still verifies."""
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -15,7 +17,6 @@ from fma_bands.store.models import Review, StudySettings
 from fma_bands.study import sync_vignettes
 from fma_bands.vignettes import load_library
 from tests.conftest import DEMO_VIGNETTES, assign_all
-from tests.store import workers
 
 RATERS = [f"rater-{i:02d}" for i in range(10)]
 
@@ -49,19 +50,34 @@ def study(engine):
     return engine, str(engine.url.render_as_string(hide_password=False)), bands
 
 
-def pool(n: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def at_once(name: str, *calls: list) -> list:
+    """Run tests.store.workers' `name` once per argument list, each in a process of its own, all
+    at once; their results in order. A process that dies says how, with what it printed."""
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.store.workers", name, json.dumps(args)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in calls
+    ]
+    results = []
+    for process in started:
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0, f"a worker exited with {process.returncode}:\n{err}"
+        results.append(json.loads(out.splitlines()[-1]))
+    return results
 
 
 def test_ten_raters_at_once_lose_nothing(study):
     engine, url, bands = study
     mine = bands[:12]
-    with pool(10) as workers_:
-        days = list(
-            workers_.map(
-                workers.rater_day, [url] * 10, [str(DEMO_VIGNETTES)] * 10, RATERS, [mine] * 10
-            )
-        )
+    days = at_once("rater_day", *([url, str(DEMO_VIGNETTES), rater, mine] for rater in RATERS))
     results = [r for day in days for r in day]
     assert not [r for r in results if r.startswith("RAW")], results
     # Nobody else writes a rater's own reviews, so no save of theirs may be lost or refused.
@@ -76,17 +92,8 @@ def test_two_tabs_racing_on_one_band_one_wins_one_reloads(study):
     engine, url, bands = study
     band = bands[0]
     for round_ in range(3):
-        with pool(2) as racers:
-            outcomes = list(
-                racers.map(
-                    workers.stale_save,
-                    [url] * 2,
-                    [str(DEMO_VIGNETTES)] * 2,
-                    ["rater-00"] * 2,
-                    [band] * 2,
-                    [round_] * 2,
-                )
-            )
+        tab = [url, str(DEMO_VIGNETTES), "rater-00", band, round_]
+        outcomes = at_once("stale_save", tab, tab)
         assert sorted(outcomes) == ["conflict", "ok"], outcomes
     with session_scope(engine) as s:
         rows = s.exec(select(Review).where(Review.vignette_id == band[0])).all()
@@ -100,8 +107,7 @@ def test_two_first_callers_never_collide_on_the_study_settings(study):
     for _ in range(3):
         with engine.begin() as conn:
             conn.execute(text("DELETE FROM study_settings"))
-        with pool(2) as racers:
-            outcomes = list(racers.map(workers.first_call, [url] * 2))
+        outcomes = at_once("first_call", [url], [url])
         assert outcomes == ["ok", "ok"]
         with session_scope(engine) as s:
             assert len(s.exec(select(StudySettings)).all()) == 1

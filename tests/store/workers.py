@@ -1,5 +1,9 @@
 """What one process does in the concurrency tests: a rater working through bands, or a writer
-racing another for one thing. Top-level functions, so a spawned process can import them."""
+racing another for one thing. Run as `python -m tests.store.workers NAME ARGS-AS-JSON`; it
+prints the function's result as JSON."""
+
+import json
+import sys
 
 from fma_bands.errors import ConflictError, FmaBandsError
 from fma_bands.reviews import ReviewForm, current_review, save
@@ -81,3 +85,8 @@ def first_call(url: str) -> str:
         error = exc
     engine.dispose()
     return outcome(error)
+
+
+if __name__ == "__main__":
+    WORKERS = {f.__name__: f for f in (rater_day, stale_save, first_call)}
+    print(json.dumps(WORKERS[sys.argv[1]](*json.loads(sys.argv[2]))))
