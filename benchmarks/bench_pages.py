@@ -43,12 +43,15 @@ class PageCase:
     role: str  # "rater" or "coordinator"
     params: dict[str, str] = field(default_factory=dict)
     interactions: dict[str, Callable] = field(default_factory=dict)
+    # The fragment whose widgets the interactions change, where the page has several: a click
+    # in a browser reruns that one alone, never the page's other fragments.
+    fragment: str | None = None
 
 
 # Under AppTest every interaction reruns the whole page, while in a browser a click inside an
 # st.fragment reruns only the widget callbacks and that fragment. Both are timed as they run,
 # patched in before any page module is imported, so every @st.fragment of the app is wrapped.
-FRAGMENT_MS: list[float] = []
+FRAGMENT_MS: list[tuple[str, float]] = []  # (fragment, or 'callbacks'; ms)
 
 
 def _time_fragments() -> None:
@@ -63,7 +66,7 @@ def _time_fragments() -> None:
         try:
             return callbacks(self, *args, **kwargs)
         finally:
-            FRAGMENT_MS.append((time.perf_counter() - start) * 1000)
+            FRAGMENT_MS.append(("callbacks", (time.perf_counter() - start) * 1000))
 
     SessionState._call_callbacks = timed_callbacks  # type: ignore[method-assign]
 
@@ -77,7 +80,7 @@ def _time_fragments() -> None:
             try:
                 return func(*args, **kwargs)
             finally:
-                FRAGMENT_MS.append((time.perf_counter() - start) * 1000)
+                FRAGMENT_MS.append((func.__name__, (time.perf_counter() - start) * 1000))
 
         return real(run, **options)
 
@@ -160,6 +163,7 @@ def cases(study: BenchStudy) -> list[PageCase]:
             interactions={
                 "tick_the_confirmation": lambda at, band: at.checkbox(key="close_sure").check()
             },
+            fragment="close_phase",
         ),
         PageCase("agreement", "app_pages/agreement.py", "coordinator"),
         PageCase("registry", "app_pages/registry_page.py", "coordinator"),
@@ -230,7 +234,12 @@ def time_page(study: BenchStudy, case: PageCase, repeat: int) -> dict[str, float
             _check(at, f"{case.name}: {name}")
             # Callbacks alone (FRAGMENT_MS holds one entry) mean no fragment ran.
             if len(FRAGMENT_MS) > 1 and name != "submit_and_next":  # that one opens a page
-                samples.setdefault(f"{name}_fragment_ms", []).append(sum(FRAGMENT_MS))
+                ran = [
+                    ms
+                    for where, ms in FRAGMENT_MS
+                    if where == "callbacks" or case.fragment in (None, where)
+                ]
+                samples.setdefault(f"{name}_fragment_ms", []).append(sum(ran))
     return {key: round(statistics.median(values), 1) for key, values in samples.items()}
 
 
