@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, verify_envelope
+from fma_bands.dsse import (
+    IN_TOTO_PAYLOAD_TYPE,
+    STATEMENT_TYPE,
+    Parsed,
+    parse_envelope,
+    verify_envelope,
+    verify_parsed,
+)
 from fma_bands.errors import FmaBandsError
 from fma_bands.files import decode_text, load_json, read_bounded
 
@@ -39,6 +46,8 @@ class CheckedEnvelope:
     payload_sha256: str | None = None
     file_sha256: str | None = None
     envelope: Any = field(default=None, repr=False)
+    # The envelope as dsse.parse_envelope reads it, payload decoded; None if it cannot.
+    parsed: Parsed | None = field(default=None, repr=False)
     well_formed: bool = False  # the claimed statement has the shape the registry relies on
 
     @property
@@ -77,7 +86,7 @@ class CheckedEnvelope:
 # and verified afresh. The files are still read and hashed on every call. Statements held here
 # are shared by every reader: read them, never change them.
 _CACHE_ENTRIES = 256
-_parsed: OrderedDict[str, tuple[Any, str | None, Any, bool]] = OrderedDict()
+_parsed: OrderedDict[str, tuple[Any, Parsed | None, str | None, Any, bool]] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -138,7 +147,13 @@ def load_envelope(path: Path, *, wanted: Wanted | None = None) -> CheckedEnvelop
         text = read_bounded(path, limit=MAX_ENVELOPE_BYTES, what="envelope")
         checked.file_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
         if (known := _recall(_parsed, checked.file_sha256)) is not None:
-            checked.envelope, checked.payload_sha256, checked.claimed, checked.well_formed = known
+            (
+                checked.envelope,
+                checked.parsed,
+                checked.payload_sha256,
+                checked.claimed,
+                checked.well_formed,
+            ) = known
             return checked
         turned_down = wanted and _recall(_passed_over, (checked.file_sha256, wanted[0]))
         if turned_down:
@@ -148,7 +163,7 @@ def load_envelope(path: Path, *, wanted: Wanted | None = None) -> CheckedEnvelop
     except FmaBandsError as exc:
         return checked.fail("malformed", f"not a readable JSON envelope: {exc.message}")
     try:
-        payload = base64.b64decode(checked.envelope["payload"], validate=True)
+        payload = _payload(checked)
         checked.payload_sha256 = hashlib.sha256(payload).hexdigest()
         if wanted is not None and not wanted[1](payload):
             # Not parsed, so not remembered as parsed: only as turned down by this test.
@@ -159,9 +174,25 @@ def load_envelope(path: Path, *, wanted: Wanted | None = None) -> CheckedEnvelop
     except (KeyError, TypeError, ValueError, FmaBandsError):
         checked.claimed = None
     checked.well_formed = _well_formed(checked.claimed)
-    known = (checked.envelope, checked.payload_sha256, checked.claimed, checked.well_formed)
+    known = (
+        checked.envelope,
+        checked.parsed,
+        checked.payload_sha256,
+        checked.claimed,
+        checked.well_formed,
+    )
     _remember(_parsed, checked.file_sha256, known)
     return checked
+
+
+def _payload(checked: CheckedEnvelope) -> bytes:
+    """The payload's bytes, decoded once for the statement and the signature alike. An envelope
+    parse_envelope refuses (its verification will say why) may still say what it claimed."""
+    try:
+        checked.parsed = parse_envelope(checked.envelope)
+    except FmaBandsError:
+        return base64.b64decode(checked.envelope["payload"], validate=True)
+    return checked.parsed[0]
 
 
 def may_be_a_record(payload: bytes) -> bool:
@@ -187,7 +218,10 @@ def _verified_envelope(checked: CheckedEnvelope, trusted: dict[str, str]) -> _Ou
     if (known := _recall(_verified, key)) is not None:
         return known
     try:
-        verified = verify_envelope(checked.envelope, trusted)
+        if checked.parsed is not None:
+            verified = verify_parsed(checked.parsed, trusted)
+        else:
+            verified = verify_envelope(checked.envelope, trusted)
         outcome = _Outcome(None, verified.payload_type, tuple(verified.keyids))
     except FmaBandsError as exc:
         outcome = _Outcome((exc.code or "malformed", exc.message), "", ())

@@ -11,7 +11,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fma_bands.adjudicators import Adjudicator, check_record, check_records, published_mismatches
 from fma_bands.checked_envelopes import (
@@ -24,7 +24,11 @@ from fma_bands.checked_envelopes import (
     may_name,
     verify_signers,
 )
-from fma_bands.vignettes import Proposal
+
+if TYPE_CHECKING:
+    # Only a type here: `fma-bands verify` reads envelopes, never vignettes, and the vignettes'
+    # band models take about 0.1 s to import.
+    from fma_bands.vignettes import Proposal
 
 MAX_FOLDER_FILE_BYTES = 64 * 1024 * 1024  # above every limit a reader of the folder applies
 
@@ -33,7 +37,7 @@ def subject_name(vignette_id: str, sub_action: str) -> str:
     return f"{vignette_id}/{sub_action}"
 
 
-def proposal_digest(proposal: Proposal) -> str:
+def proposal_digest(proposal: "Proposal") -> str:
     """The digest of the whole proposal a rater judged: values, disputed span, threshold, source,
     clause, reasoning, notes and provenance. A change to any of them after signing shows."""
     return proposal.proposal_digest

@@ -2,17 +2,17 @@
 attestation), and bounded reads of YAML and JSON that refuse a hostile file by name, quickly."""
 
 import contextlib
-import gc
+import itertools
 import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from fma_bands import collector
 from fma_bands.errors import FmaBandsError
 
 
@@ -190,42 +190,30 @@ def _yaml_refusal(exc: yaml.YAMLError, source: str) -> FmaBandsError:
     return FmaBandsError(f"not valid YAML: {reason}", file=source, line=line)
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Parsing a signed statement (2 MB, a million objects, none in a cycle) takes twice as long
-    with the cyclic garbage collector scanning the growing heap; it runs again afterwards."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def load_json(text: str, *, source: str) -> Any:
     """JSON data nested at most MAX_DEPTH deep; deeper is refused, never a RecursionError."""
     too_deep = FmaBandsError(f"nested more than {MAX_DEPTH} levels deep", file=source)
     try:
-        with _collector_paused():
+        with collector.paused():
             data = json.loads(text)
     except RecursionError:
         raise too_deep from None
     except json.JSONDecodeError as exc:
         raise FmaBandsError(f"not valid JSON: {exc.msg}", file=source, line=exc.lineno) from None
     # Level by level, so checking depth cannot itself recurse too far; only containers are
-    # carried to the next level (a signed statement holds about a million scalars).
-    level = [data] if isinstance(data, dict | list) else []
+    # carried to the next level (a signed statement holds about a million scalars, so the
+    # children are chained in C and filtered in one comprehension: half the time of a loop).
+    containers = (dict, list)
+    level = [data] if isinstance(data, containers) else []
     depth = 0
     while level:
         depth += 1
         if depth > MAX_DEPTH:
             raise too_deep
-        below: list[Any] = []
-        for value in level:
-            children = value.values() if isinstance(value, dict) else value
-            below.extend([c for c in children if isinstance(c, dict | list)])
-        level = below
+        children = itertools.chain.from_iterable(
+            value.values() if type(value) is dict else value for value in level
+        )
+        level = [c for c in children if isinstance(c, containers)]
     return data
 
 

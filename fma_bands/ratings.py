@@ -8,10 +8,12 @@ turns them into numbers.
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report, agreement_report
+from fma_bands import collector
+from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report
 from fma_bands.agreement.views import Screen, screen
 from fma_bands.bands import BandReader
 from fma_bands.errors import AccessDenied, FmaBandsError
+from fma_bands.kept_reports import kept_report
 from fma_bands.labels import case_numbers, tool_names
 from fma_bands.reviews import ReviewData
 from fma_bands.store.models import Review
@@ -63,10 +65,14 @@ def study_report(
     bootstrap: int = DEFAULT_B,
     seed: int = DEFAULT_SEED,
     round: int = 1,
+    fresh: bool = False,
 ) -> Report:
-    """The agreement report of one round's ratings (verdicts compared in review mode only)."""
-    ratings = study_ratings(session, library, viewer=viewer, round=round)
-    return agreement_report(ratings, bootstrap=bootstrap, seed=seed)
+    """The agreement report of one round's ratings (verdicts compared in review mode only),
+    kept once computed (kept_reports.py): the same ratings are not bootstrapped twice, unless
+    `fresh` asks for it."""
+    with collector.paused():
+        ratings = study_ratings(session, library, viewer=viewer, round=round)
+        return kept_report(session, ratings, library, bootstrap=bootstrap, seed=seed, fresh=fresh)
 
 
 def study_screen(

@@ -16,7 +16,13 @@ from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey
 
 from fma_bands.canonical import canonical_json
-from fma_bands.dsse import IN_TOTO_PAYLOAD_TYPE, pae, sign_envelope, verify_envelope
+from fma_bands.dsse import (
+    IN_TOTO_PAYLOAD_TYPE,
+    decode_b64_field,
+    pae,
+    sign_envelope,
+    verify_envelope,
+)
 from fma_bands.errors import FmaBandsError, WrongPassphrase
 from fma_bands.files import write_json_atomically
 from fma_bands.identity import check_identity_commitment, identity_commitment
@@ -434,3 +440,33 @@ def test_keyid_for_refuses_bad_public_keys():
         keyid_for("not base64!")
     with pytest.raises(FmaBandsError, match="32 bytes"):
         keyid_for(base64.b64encode(b"short").decode())
+
+
+_B64_TEXT = st.text(
+    alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", max_size=12
+)
+
+
+@given(st.one_of(_B64_TEXT, st.binary(max_size=9).map(lambda b: base64.b64encode(b).decode())))
+def test_a_base64_field_is_accepted_exactly_when_it_is_the_encoding_of_its_bytes(text):
+    # The canonical spelling is checked on the last characters, not by encoding the bytes again:
+    # it must agree with encoding them again on every string of the alphabet.
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        expected = "is not valid base64"
+    else:
+        expected = None if base64.b64encode(raw).decode() == text else "not canonical"
+    try:
+        decode_b64_field(text, "payload")
+        found = None
+    except FmaBandsError as exc:
+        found = "is not valid base64" if "is not valid base64" in exc.message else "not canonical"
+    assert found == expected
+
+
+def test_stray_padding_bits_are_refused_on_both_padding_lengths():
+    for text in ("QR==", "QUJ=", "QUJDRB=="):
+        with pytest.raises(FmaBandsError, match="not canonical padded base64"):
+            decode_b64_field(text, "payload")
+    assert decode_b64_field("QUJDRA==", "payload") == b"ABCD"

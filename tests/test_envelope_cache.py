@@ -31,13 +31,18 @@ def verifications(monkeypatch):
     """Each signature check that really runs, by envelope file name, from a cold cache."""
     clear_cache()
     seen: list[str] = []
-    real = checked_envelopes.verify_envelope
+    real_envelope, real_parsed = checked_envelopes.verify_envelope, checked_envelopes.verify_parsed
 
-    def counted(envelope, trusted):
+    def counted_envelope(envelope, trusted):
         seen.append(envelope["signatures"][0]["keyid"])
-        return real(envelope, trusted)
+        return real_envelope(envelope, trusted)
 
-    monkeypatch.setattr(checked_envelopes, "verify_envelope", counted)
+    def counted_parsed(parsed, trusted):
+        seen.append(parsed[2][0][0])
+        return real_parsed(parsed, trusted)
+
+    monkeypatch.setattr(checked_envelopes, "verify_envelope", counted_envelope)
+    monkeypatch.setattr(checked_envelopes, "verify_parsed", counted_parsed)
     yield seen
     clear_cache()
 

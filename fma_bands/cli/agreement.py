@@ -41,7 +41,13 @@ GAP = "  "  # between columns; no cell holds two spaces running
     show_default=True,
     help="1: the independent round (the reliability figure); 2: consensus-building.",
 )
-def agreement(as_json: bool, bootstrap: int, seed: int, number: int) -> None:
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="Compute the report again instead of reading the copy kept when it was last computed "
+    "from the same ratings (the figures are the same; this checks it).",
+)
+def agreement(as_json: bool, bootstrap: int, seed: int, number: int, fresh: bool) -> None:
     """Krippendorff's alpha of one round's submitted reviews, with consensus bands."""
     from fma_bands.agreement import report_to_json
     from fma_bands.ratings import PURPOSES, ROUND_NOTES, study_report
@@ -55,6 +61,7 @@ def agreement(as_json: bool, bootstrap: int, seed: int, number: int) -> None:
             bootstrap=bootstrap,
             seed=seed,
             round=number,
+            fresh=fresh,
         )
     if as_json:
         print_json({"round": number, "purpose": PURPOSES[number], **report_to_json(report)})

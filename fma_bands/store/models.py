@@ -10,7 +10,7 @@ validated data only. No `from __future__ import annotations` here: SQLModel read
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, TypeDecorator, UniqueConstraint
+from sqlalchemy import JSON, DateTime, Text, TypeDecorator, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -241,4 +241,16 @@ class Assignment(SQLModel, table=True):
     sub_action: str | None = None
     assigned: bool  # True: added, False: removed
     made_by: str
+    made_at: datetime = _when()
+
+
+class KeptReport(SQLModel, table=True):
+    """An agreement report as computed, kept under the SHA-256 of everything it was computed
+    from (report_cache.py): a page or command that finds it skips a second of bootstrap. Only
+    ever a copy: delete every row and the same reports are computed again."""
+
+    __tablename__ = "kept_report"
+
+    key: str = Field(primary_key=True)
+    body: str = Field(sa_type=Text)  # JSON (report_cache.report_json)
     made_at: datetime = _when()

@@ -130,3 +130,21 @@ def test_the_demo_refuses_another_studys_attestations_folder(run, tmp_path):
     assert run("demo").exit_code == 0
     other = run("--db", f"sqlite:///{tmp_path / 'other.db'}", "demo")
     one_line_error(other, "already holds another study's signed records")
+
+
+def test_a_command_run_in_process_leaves_the_garbage_collector_as_it_was(tmp_path):
+    # The console script runs its command with the collector off (fma_bands.cli.run); main(),
+    # which tests and other programs call, must give it back.
+    import gc
+
+    from fma_bands.cli import main
+
+    assert gc.isenabled()
+    assert main(["--help"]) == 0
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        main(["--help"])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
