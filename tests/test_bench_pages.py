@@ -30,6 +30,7 @@ def test_the_page_benchmark_writes_every_page_and_command(tmp_path):
     for name, timings in pages.items():
         assert {"first_load_ms", "rerun_ms"} <= set(timings), name
         assert all(isinstance(v, float) and v > 0 for v in timings.values()), name
+    assert pages["agreement"]["first_load_computing_ms"] > 0  # with no kept report
     review = pages["review"]
     for interaction in ("answer_a_question", "choose_a_verdict", "switch_list_and_range"):
         assert review[f"{interaction}_ms"] >= review[f"{interaction}_fragment_ms"] > 0
@@ -40,6 +41,7 @@ def test_the_page_benchmark_writes_every_page_and_command(tmp_path):
         "verify",
         "audit_verify",
         "agreement_json",
+        "agreement_json_fresh",
         "registry_json",
         "export",
     }

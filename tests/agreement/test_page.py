@@ -125,3 +125,24 @@ def test_a_rater_sees_no_figure_while_the_phase_is_open(monkeypatch, tmp_path):
     assert not at.dataframe and not charts(at) and not at.get("page_link")
     coordinator = agreement_page(demo, "coordinator")
     assert len(coordinator.get("page_link")) == 4
+
+
+def test_a_vignette_changed_while_the_server_runs_changes_the_figures(monkeypatch, tmp_path):
+    # The page keeps its screen under the vignettes' digests: a proposal edited after the
+    # reviews makes them stale, and the very next visit must leave that band out.
+    import shutil
+
+    demo = demo_study(tmp_path, CRASH)
+    folder = tmp_path / "vignettes"
+    shutil.copytree(DEMO_VIGNETTES, folder)
+    serve(monkeypatch, demo)
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(folder))
+    assert len(agreement_page(demo, "coordinator").get("page_link")) == 4
+    path = folder / "demo_med_border_01.yaml"
+    text = path.read_text(encoding="utf-8")
+    edited = text.replace("reasoning: >-\n", "reasoning: >-\n      Edited after review.\n", 1)
+    assert edited != text
+    path.write_text(edited, encoding="utf-8")
+    at = agreement_page(demo, "coordinator")
+    # Its analgesia band was reviewed against the old reasoning, so it is stale now.
+    assert len(at.get("page_link")) == 4 - 1
