@@ -316,7 +316,10 @@ def test_write_export_writes_bands_yaml_in_the_export_folder_only(tmp_path):
 
 
 def python_dump(document) -> str:
-    return dump_bands(document, dumper=yaml.SafeDumper)
+    """What bands.yaml must be, byte for byte: plain yaml.dump with PyYAML's own emitter."""
+    return yaml.dump(
+        dict(document), Dumper=yaml.SafeDumper, sort_keys=False, allow_unicode=True, width=100
+    )
 
 
 def test_the_export_is_the_pure_python_emitters_text_byte_for_byte(shared_library):
@@ -329,13 +332,15 @@ def test_the_export_is_the_pure_python_emitters_text_byte_for_byte(shared_librar
 @pytest.mark.skipif(not hasattr(yaml, "CSafeDumper"), reason="PyYAML built without libyaml")
 def test_libyaml_writes_an_export_of_plain_text_and_python_the_rest(monkeypatch):
     used = []
-    real = yaml.dump
+    real = yaml.emit
 
-    def dump(data, **options):
+    def emit(events, **options):
         used.append(options["Dumper"])
-        return real(data, **options)
+        return real(events, **options)
 
-    monkeypatch.setattr(yaml, "dump", dump)
+    monkeypatch.setattr(yaml, "emit", emit)
+    # Plain data never reaches yaml.dump: its events are built directly (yaml_writer).
+    monkeypatch.setattr(yaml, "dump", None)
     dump_bands({"reasoning": "Plain words, a colon: and é.\nA second line."})
     dump_bands({"reasoning": "A tab\there"})
     dump_bands({"notes": ["ok", {"reason": "a space before a break \nhere"}]})

@@ -506,11 +506,13 @@ def test_overrides_apply_and_the_export_records_the_policy_used(files, store, tm
     as_stored = write_bands(tmp_path / "stored.yaml", export_document(study.library, folder))
     assert yaml.safe_load(as_stored.read_text())["policy"] == {"quorum": 2, "scope": "require"}
     assert all(not e["adjudicated_by"] for g in load_bands(as_stored).values() for e in g)
-    sensitivity = write_bands(
-        tmp_path / "sensitivity.yaml",
-        export_document(study.library, folder, quorum=1, scope="warn"),
-    )
+    granted = export_document(study.library, folder, quorum=1, scope="warn")
+    sensitivity = write_bands(tmp_path / "sensitivity.yaml", granted)
     assert yaml.safe_load(sensitivity.read_text())["policy"] == {"quorum": 1, "scope": "warn"}
+    # Adjudicated bands, their attestations and reasoning: written as plain yaml.dump writes them.
+    options = {"sort_keys": False, "allow_unicode": True, "width": 100}
+    plain = yaml.dump(granted, Dumper=yaml.SafeDumper, **options)
+    assert sensitivity.read_bytes() == plain.encode("utf-8")
     assert all(
         e["adjudicated_by"] == ["adjudicator-01"]
         for g in load_bands(sensitivity).values()

@@ -1,0 +1,148 @@
+"""YAML text byte for byte as `yaml.dump(data, Dumper=..., sort_keys=False, allow_unicode=True,
+width=...)` writes it, in a tenth of the time for plain data (issue 14: bands.yaml).
+
+yaml.dump builds a node for every value (the representer), asks the resolver twice about every
+scalar's tag (the serializer), and only then hands events to the emitter; for bands.yaml, about
+148,000 scalars but only a few hundred distinct ones, that was nearly all of its time. For plain
+data the events follow from the values alone, so `dump` builds them in one walk, each distinct
+scalar's event once (with the implicit flags the serializer would give it), and hands them to
+the same emitter. Anything else (another type, a subclass, a list or dict reached twice, which
+yaml.dump writes as an anchor and alias, nesting deeper than any export) goes to yaml.dump.
+"""
+
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import yaml
+from yaml.events import (
+    DocumentEndEvent,
+    DocumentStartEvent,
+    Event,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+    StreamStartEvent,
+)
+from yaml.nodes import ScalarNode
+
+# libyaml's emitter, where PyYAML was built with it, writes an export three times as fast as
+# PyYAML's own and the same text byte for byte, except for strings PyYAML writes double-quoted
+# (a tab, a control character, a space beside a line break: libyaml folds long ones otherwise)
+# and characters the two judge differently (beyond U+FFFF, U+0085, U+FEFF). A document holding
+# any such string is written by the pure-Python emitter (tests/test_export.py checks any text).
+# One more difference was always there and is kept: an empty key, `'': x` from libyaml, `? ''`
+# then `: x` from PyYAML (bands.yaml has none; tests/test_yaml_writer.py pins it).
+C_DUMPER = getattr(yaml, "CSafeDumper", None)
+_WRITTEN_DIFFERENTLY = re.compile(
+    "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[ ][\n\u2028\u2029]|[\n\u2028\u2029][ ]"
+)
+
+TAG = "tag:yaml.org,2002:"
+# What SafeRepresenter makes of each plain scalar type: its tag and its text.
+_SCALARS: dict[type, tuple[str, Callable[[Any], str]]] = {
+    str: (TAG + "str", lambda value: value),
+    int: (TAG + "int", str),
+    bool: (TAG + "bool", lambda value: "true" if value else "false"),
+    type(None): (TAG + "null", lambda value: "null"),
+}
+# yaml.dump's default_flow_style=False: every list and dict in block style. The emitter never
+# changes an event, so one of each serves every list and dict.
+_MAPPING = MappingStartEvent(None, TAG + "map", True, flow_style=False)
+_SEQUENCE = SequenceStartEvent(None, TAG + "seq", True, flow_style=False)
+_MAPPING_END, _SEQUENCE_END = MappingEndEvent(), SequenceEndEvent()
+# bands.yaml nests under ten deep. Far deeper data goes to yaml.dump, which, taking two calls a
+# level where the walk takes one, runs out of stack sooner: it then fails as it always did.
+MAX_DEPTH = 64
+
+
+class _NotPlain(Exception):
+    """Data the walk leaves to yaml.dump."""
+
+
+class _Events:
+    """The events yaml.dump's serializer emits for plain data, in its order."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = [StreamStartEvent(), DocumentStartEvent()]
+        self.scalars: dict[type, dict[Any, ScalarEvent]] = {kind: {} for kind in _SCALARS}
+        self.containers: set[int] = set()
+        self.resolver = yaml.resolver.Resolver()
+
+    def add(self, data: Any, depth: int = 0) -> None:
+        kind = type(data)
+        if kind is dict or kind is list:
+            if depth > MAX_DEPTH or id(data) in self.containers:
+                raise _NotPlain
+            self.containers.add(id(data))  # the document keeps each alive: ids stay distinct
+            if kind is dict:
+                self.events.append(_MAPPING)
+                for key, value in data.items():
+                    self.add(key, depth + 1)
+                    self.add(value, depth + 1)
+                self.events.append(_MAPPING_END)
+            else:
+                self.events.append(_SEQUENCE)
+                for value in data:
+                    self.add(value, depth + 1)
+                self.events.append(_SEQUENCE_END)
+            return
+        seen = self.scalars.get(kind)
+        if seen is None:
+            raise _NotPlain
+        event = seen.get(data)
+        if event is None:
+            event = seen[data] = self.scalar(kind, data)
+        self.events.append(event)
+
+    def scalar(self, kind: type, data: Any) -> ScalarEvent:
+        # As Serializer.serialize_node: is the tag the one the text implies, or the default?
+        tag, text_of = _SCALARS[kind]
+        text = text_of(data)
+        implicit = (
+            tag == self.resolver.resolve(ScalarNode, text, (True, False)),
+            tag == self.resolver.resolve(ScalarNode, text, (False, True)),
+        )
+        return ScalarEvent(None, tag, implicit, text)
+
+    def done(self) -> list[Event]:
+        return [*self.events, DocumentEndEvent(), StreamEndEvent()]
+
+
+def dump(data: Any, *, width: int, dumper: type | None = None) -> str:
+    """`yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=width)`, the
+    same text, for `dumper` yaml.SafeDumper or yaml.CSafeDumper (the safe representer and the
+    default resolver); without one, libyaml's where it writes what PyYAML's own would."""
+    walk = _Events()
+    try:
+        walk.add(data)
+    except _NotPlain:
+        chosen = dumper or emitter_for(_strings(data))
+        return yaml.dump(data, Dumper=chosen, sort_keys=False, allow_unicode=True, width=width)
+    chosen = dumper or emitter_for(iter(walk.scalars[str]))
+    text = yaml.emit(walk.done(), Dumper=chosen, allow_unicode=True, width=width)
+    assert text is not None, "yaml.emit returns the text when given no stream"
+    return text
+
+
+def emitter_for(strings: Iterator[str]) -> type:
+    """libyaml's dumper, unless PyYAML's own would write one of these strings differently."""
+    if C_DUMPER is None or any(_WRITTEN_DIFFERENTLY.search(text) for text in strings):
+        return yaml.SafeDumper
+    return C_DUMPER
+
+
+def _strings(data: Any) -> Iterator[str]:
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
