@@ -22,7 +22,7 @@ from fma_bands.dsse import (
     verify_parsed,
 )
 from fma_bands.errors import FmaBandsError
-from fma_bands.files import decode_text, load_json, read_bounded
+from fma_bands.files import decode_text, load_json, read_bounded_bytes
 
 ADJUDICATION_TYPE = "https://fma-bands.org/attestation/adjudication/v1"
 REVOCATION_TYPE = "https://fma-bands.org/attestation/revocation/v1"
@@ -103,6 +103,10 @@ _verified: OrderedDict[tuple[str, frozenset[tuple[str, str]]], _Outcome] = Order
 # (file digest, test) -> payload digest, for files a reader's test turned down (see
 # load_envelope).
 _passed_over: OrderedDict[tuple[str, str], str] = OrderedDict()
+# File digest -> the envelope and its parse, for files a test turned down: every command's start
+# turns down each attestation (it is not a public record) and most then read it in full, which
+# would decode its 3 MB payload a second time.
+_decoded: OrderedDict[str, tuple[Any, Parsed | None]] = OrderedDict()
 
 
 def clear_cache() -> None:
@@ -111,6 +115,7 @@ def clear_cache() -> None:
         _parsed.clear()
         _verified.clear()
         _passed_over.clear()
+        _decoded.clear()
 
 
 # Pages run in several threads of one server.
@@ -144,8 +149,10 @@ def load_envelope(path: Path, *, wanted: Wanted | None = None) -> CheckedEnvelop
     try:
         # Regular files only, of bounded size and depth: a link to /dev/zero, a FIFO or a
         # 20,000-deep nesting is refused by name, never read forever or recursed into.
-        text = read_bounded(path, limit=MAX_ENVELOPE_BYTES, what="envelope")
-        checked.file_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        data = read_bounded_bytes(path, limit=MAX_ENVELOPE_BYTES, what="envelope")
+        digest = hashlib.sha256(data).hexdigest()
+        text = decode_text(data, what="envelope", file=str(path))
+        checked.file_sha256 = digest
         if (known := _recall(_parsed, checked.file_sha256)) is not None:
             (
                 checked.envelope,
@@ -159,7 +166,10 @@ def load_envelope(path: Path, *, wanted: Wanted | None = None) -> CheckedEnvelop
         if turned_down:
             checked.payload_sha256 = turned_down
             return checked
-        checked.envelope = load_json(text, source=str(path))
+        if (decoded := _recall(_decoded, digest)) is not None:
+            checked.envelope, checked.parsed = decoded
+        else:
+            checked.envelope = load_json(text, source=str(path))
     except FmaBandsError as exc:
         return checked.fail("malformed", f"not a readable JSON envelope: {exc.message}")
     try:
@@ -168,6 +178,7 @@ def load_envelope(path: Path, *, wanted: Wanted | None = None) -> CheckedEnvelop
         if wanted is not None and not wanted[1](payload):
             # Not parsed, so not remembered as parsed: only as turned down by this test.
             _remember(_passed_over, (checked.file_sha256, wanted[0]), checked.payload_sha256)
+            _remember(_decoded, checked.file_sha256, (checked.envelope, checked.parsed))
             return checked
         claimed = decode_text(payload, what="signed statement")
         checked.claimed = load_json(claimed, source=f"{path} (payload)")
@@ -189,10 +200,11 @@ def _payload(checked: CheckedEnvelope) -> bytes:
     """The payload's bytes, decoded once for the statement and the signature alike. An envelope
     parse_envelope refuses (its verification will say why) may still say what it claimed."""
     try:
-        checked.parsed = parse_envelope(checked.envelope)
+        if checked.parsed is None:
+            checked.parsed = parse_envelope(checked.envelope)
+        return checked.parsed[0]
     except FmaBandsError:
         return base64.b64decode(checked.envelope["payload"], validate=True)
-    return checked.parsed[0]
 
 
 def may_be_a_record(payload: bytes) -> bool:

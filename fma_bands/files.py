@@ -84,6 +84,11 @@ def read_bounded(path: str | Path, *, limit: int, what: str = "file") -> str:
     A folder, a device (/dev/zero), a FIFO or a socket is refused before anything is read, so a
     hostile path can neither hang nor flood the process.
     """
+    return decode_text(read_bounded_bytes(path, limit=limit, what=what), what=what, file=str(path))
+
+
+def read_bounded_bytes(path: str | Path, *, limit: int, what: str = "file") -> bytes:
+    """read_bounded's bytes, before they are read as text (for a reader that hashes them)."""
     path = Path(path)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then says what it is.
@@ -97,7 +102,7 @@ def read_bounded(path: str | Path, *, limit: int, what: str = "file") -> str:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise FmaBandsError(f"the {what} is larger than the {_size(limit)} limit", file=str(path))
-    return decode_text(data, what=what, file=str(path))
+    return data
 
 
 def decode_text(data: bytes, *, what: str, file: str | None = None) -> str:
