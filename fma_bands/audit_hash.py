@@ -105,7 +105,8 @@ def stored_events(session: Session) -> list[StoredEvent]:
 def content_digests(session: Session, events: list[StoredEvent]) -> Iterator[str | None]:
     """`content_hash` of each event, in order, as if each had been read through the model: from
     the stored text where `_digest_of_stored_text` can, else by reading the event through the
-    model after all, which reports or fails on odd content exactly as verify always did."""
+    model after all, which reports odd content as verify always did (and content the model
+    cannot read as edited)."""
     # Payload text -> its canonical JSON. Raters reviewing the same proposal record the same
     # payload, so a study's log holds about one distinct payload in four.
     payloads: dict[str, str] = {}
@@ -113,7 +114,14 @@ def content_digests(session: Session, events: list[StoredEvent]) -> Iterator[str
         digest = _digest_of_stored_text(event, payloads)
         if digest is None:
             query = select(*columns()).where(col(AuditEvent.seq) == event.seq)
-            digest = content_hash(session.execute(query).one())
+            try:
+                row = session.execute(query).one()
+            except (ValueError, TypeError):
+                # Content the model cannot even read (a payload that is not JSON, a date that
+                # does not exist) was never written by fma-bands: an edit, reported, not a crash.
+                digest = None
+            else:
+                digest = content_hash(row)
         yield digest
 
 

@@ -491,10 +491,30 @@ def test_another_spelling_of_the_same_instant_is_intact_as_before(tmp_path):
     with Session(engine) as s:
         report = audit.verify(s)
         assert report.ok and report == plain_verify(s)
+    engine.dispose()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "at = '2026-02-30 10:00:00.000000'",  # a day that does not exist
+        "payload = '{\"a\": 1'",  # text that is not JSON
+        "payload = 7",  # not text at all
+    ],
+)
+def test_content_the_model_cannot_read_is_reported_edited_not_a_crash(tmp_path, edit):
+    """SQLite stores whatever an UPDATE writes. Content no fma-bands could have written is an
+    edit of the log, and verify says so, naming the event, instead of failing."""
+    from fma_bands.store.db import make_engine, upgrade
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'fma-bands.db'}")
+    upgrade(engine)
+    append(engine, [{"a": 1}, {"b": 2}, {"c": 3}])
     with engine.begin() as conn:
-        conn.execute(text("UPDATE audit_event SET at = '2026-02-30 10:00:00.000000' WHERE seq = 1"))
-    with Session(engine) as s, pytest.raises(ValueError, match="day is out of range"):
-        audit.verify(s)  # as it always did: the model cannot read the row
+        conn.execute(text(f"UPDATE audit_event SET {edit} WHERE seq = 2"))
+    with Session(engine) as s:
+        report = audit.verify(s)
+    assert [(p.seq, p.kind) for p in report.problems] == [(2, "edited")]
     engine.dispose()
 
 

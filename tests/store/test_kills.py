@@ -57,6 +57,8 @@ class Study:
             "FMA_BANDS_IDENTITY_KEY": str(self.folder / "identity.key"),
             "FMA_BANDS_AS": "coordinator",
             "FMA_BANDS_PASSPHRASE_FILE": str(self.folder / "coordinator.pass"),
+            # A killed command's traceback goes to its own log, not the checkout's.
+            "FMA_BANDS_LOG_FILE": str(self.folder / "fma-bands.log"),
         }
 
     def command(self, *args: str, window: str | None = None) -> list[str]:
