@@ -213,9 +213,17 @@ def outcome(compute):
 
 
 def plain_digests(session) -> list[str | None]:
-    """Every event read through the model and hashed by event_hash: verify's way before."""
-    query = select(*columns()).order_by(col(AuditEvent.seq))
-    return [content_hash(row) for row in session.execute(query).all()]
+    """Every event read through the model and hashed by event_hash: verify's way before, except
+    that an event the model cannot read at all is None (edited), where it used to fail."""
+    digests = []
+    for (seq,) in session.execute(select(col(AuditEvent.seq)).order_by(col(AuditEvent.seq))):
+        try:
+            row = session.execute(select(*columns()).where(col(AuditEvent.seq) == seq)).one()
+        except (ValueError, TypeError):
+            digests.append(None)
+        else:
+            digests.append(content_hash(row))
+    return digests
 
 
 def fast_digests(session) -> list[str | None]:
