@@ -148,3 +148,17 @@ def test_only_the_newest_reports_are_kept(demo, computed):
         newest = report_key(ratings, bootstrap=10, seed=KEEP + 2)
     assert len(kept) == KEEP
     assert newest in {row.key for row in kept}
+
+
+def test_the_command_prints_the_same_report_kept_or_fresh(tmp_path):
+    made = demo_study(tmp_path, THREE_RATERS)
+    first = made.fma("agreement", "--json", "--bootstrap", "200")
+    engine = make_engine(made.url)
+    with session_scope(engine) as s:
+        assert len(s.exec(select(KeptReport)).all()) == 1
+    engine.dispose()
+    assert made.fma("agreement", "--json", "--bootstrap", "200") == first
+    assert made.fma("agreement", "--json", "--bootstrap", "200", "--fresh") == first
+    assert made.fma("agreement", "--bootstrap", "200") == made.fma(
+        "agreement", "--bootstrap", "200", "--fresh"
+    )
