@@ -76,18 +76,19 @@ class StoredEvent(NamedTuple):
     hash: Any
 
 
-def stored_events(session: Session) -> list[StoredEvent]:
-    """The whole log in seq order, as stored."""
-    at: Any  # a column or a column expression
-    payload: Any
+def stored_columns(session: Session) -> tuple[Any, Any]:
+    """`at` and `payload` as the database holds them: the payload's JSON text (and on SQLite,
+    `at`'s text), which reading through the model would decode and could fail on."""
     if session.connection().dialect.name == "sqlite":
         # type_coerce changes no SQL, so a value SQLite holds as another type arrives as that type.
-        at = type_coerce(AuditEvent.at, Text)
-        payload = type_coerce(AuditEvent.payload, Text)
-    else:
-        # psycopg would decode json itself; the cast hands over the very text it would decode.
-        at = col(AuditEvent.at)
-        payload = cast(AuditEvent.payload, Text)
+        return type_coerce(AuditEvent.at, Text), type_coerce(AuditEvent.payload, Text)
+    # psycopg would decode json itself; the cast hands over the very text it would decode.
+    return col(AuditEvent.at), cast(AuditEvent.payload, Text)
+
+
+def stored_events(session: Session) -> list[StoredEvent]:
+    """The whole log in seq order, as stored."""
+    at, payload = stored_columns(session)
     query = select(
         col(AuditEvent.seq),
         at,

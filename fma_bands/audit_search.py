@@ -1,6 +1,7 @@
 """The audit log as the coordinator reads it: events filtered by kind, by who and by date, a
 page at a time, their details in words, and all of a search as CSV."""
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -8,6 +9,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, func, select
 from sqlmodel import Session, col
 
+from fma_bands.audit_hash import stored_columns
 from fma_bands.spreadsheet import csv_text
 from fma_bands.store.models import AuditEvent
 from fma_bands.study import authorize
@@ -69,8 +71,9 @@ def search(
     """The matching events newest first, as table rows."""
     authorize(session, viewer, "read_audit")
     conditions = _where(search)
+    at, payload = stored_columns(session)
     query = (
-        select(*(col(getattr(AuditEvent, c)) for c in ("seq", "at", "actor", "kind", "payload")))
+        select(col(AuditEvent.seq), at, col(AuditEvent.actor), col(AuditEvent.kind), payload)
         .where(*conditions)
         .order_by(col(AuditEvent.seq).desc())
         .offset(offset)
@@ -80,14 +83,36 @@ def search(
     rows = [
         {
             "seq": seq,
-            "when (UTC)": f"{at:%Y-%m-%d %H:%M:%S}",
+            "when (UTC)": _when(at),
             "who": actor or "(the system)",
             "what": kind.replace("_", " "),
-            "details": details(payload),
+            "details": _details_of_stored(payload),
         }
         for seq, at, actor, kind, payload in session.execute(query)
     ]
     return rows
+
+
+# Read from what the database holds, so that an event edited into something fma-bands never
+# writes (text that is not JSON, a day that does not exist) is listed as such, not a crash;
+# the chain check on the same page names it as edited.
+UNREADABLE = "(unreadable: not as fma-bands writes it; the chain check reports it as edited)"
+
+
+def _when(at: Any) -> str:
+    try:
+        moment = datetime.fromisoformat(at) if isinstance(at, str) else at
+        return f"{moment:%Y-%m-%d %H:%M:%S}"
+    except (TypeError, ValueError):
+        return UNREADABLE
+
+
+def _details_of_stored(text: Any) -> str:
+    try:
+        payload = json.loads(text)
+    except (TypeError, ValueError):
+        return UNREADABLE
+    return details(payload) if isinstance(payload, dict) else UNREADABLE
 
 
 def details(payload: dict[str, Any]) -> str:

@@ -385,3 +385,21 @@ def test_audit_log_shows_an_intact_chain_then_tampering(study):
     [error] = at.error
     assert error.value == "The audit log has been tampered with (1 problem(s)):"
     assert "event 2 (user_enrolled) was edited" in at.code[0].value
+
+
+@pytest.mark.parametrize(
+    "edit", ["payload = '{\"pseudonym\": '", "payload = 7", "at = '2026-02-30 10:00:00.000000'"]
+)
+def test_audit_log_lists_an_event_edited_into_nonsense_and_names_it(study, edit):
+    # SQLite keeps whatever an UPDATE writes, even what the model cannot read back: the page
+    # must still say the log was edited and list the event, never fail.
+    from fma_bands.audit_search import UNREADABLE
+
+    with study.store() as s:
+        s.execute(text(f"UPDATE audit_event SET {edit} WHERE seq = 2"))
+    at = open_app(study.coordinator, "app_pages/audit_log.py")
+    [error] = at.error
+    assert error.value == "The audit log has been tampered with (1 problem(s)):"
+    assert "event 2 (user_enrolled) was edited" in at.code[0].value
+    [listed] = [row for row in at.dataframe[0].value.to_dict("records") if row["seq"] == 2]
+    assert UNREADABLE in (listed["when (UTC)"], listed["details"])
