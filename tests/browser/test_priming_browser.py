@@ -89,20 +89,31 @@ def walk(page: Page, url: str, library: Library) -> dict[str, str]:
     found = re.search(r"band (\d+) of", position.inner_text())
     assert found, position.inner_text()
 
-    def at(number: int) -> None:
-        where = page.get_by_text(re.compile(rf"band {number} of {total} in your queue"))
-        expect(where).to_be_visible()
+    def place(number: int):
+        return page.get_by_text(re.compile(rf"band {number} of {total} in your queue"))
+
+    def move(button: str, number: int) -> None:
+        """Press `button` until band `number` shows. Under load a click can land while the
+        page redraws and be lost (seen once in CI); pressing again is safe only because the
+        band is checked not to have moved first."""
+        for _ in range(3):
+            press(page, button)
+            try:
+                expect(place(number)).to_be_visible(timeout=5000)
+                return
+            except AssertionError:
+                expect(place(number - 1 if "Next" in button else number + 1)).to_be_visible()
+        expect(place(number)).to_be_visible()
 
     # Back to the first band of the queue, then through every band, one position at a time (a
     # button counted while the last run's copy is still drawn may be gone when clicked).
     for number in range(int(found[1]) - 1, 0, -1):
-        press(page, "← Previous band")
-        at(number)
+        move("← Previous band", number)
     for number in range(1, total + 1):
-        at(number)
+        expect(place(number)).to_be_visible()
         seen[f"band {number}"] = screen(page, library)
         if number < total:
-            press(page, "Next band →")
+            move("Next band →", number + 1)
     return seen
 
 
