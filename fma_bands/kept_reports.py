@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 
 from fma_bands.agreement import Alpha, BandAgreement, Rating, Report, agreement_report
 from fma_bands.bands import BandReader, Consensus, to_file
+from fma_bands.canonical import canonical_text_float_free, sha256_of_canonical
 from fma_bands.store.models import KeptReport
 from fma_bands.vignettes import Library
 
@@ -45,12 +46,12 @@ def kept_report(
     `fresh` computes it again whatever is kept, and keeps that instead."""
     key = report_key(ratings, bootstrap=bootstrap, seed=seed)
     found = session.get(KeptReport, key)
-    if found is not None:
+    if found is not None and not fresh:
         try:
-            if not fresh:
-                return report_from_json(json.loads(found.body), library)
+            return report_from_json(json.loads(found.body), library)
         except (KeyError, TypeError, ValueError):
             pass  # unreadable: computed again below, and kept afresh
+    if found is not None:
         session.delete(found)
         session.flush()
     report = agreement_report(ratings, bootstrap=bootstrap, seed=seed)
@@ -70,10 +71,10 @@ def report_key(ratings: list[Rating], *, bootstrap: int, seed: int) -> str:
         "seed": seed,
         "ratings": rows,
     }
-    # Deterministic JSON is all a key needs (ratings hold no floats); canonical_json's search
-    # for floats in 27,000 rows would cost as much as reading them.
-    text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    # Ratings hold text, integers and booleans only, so canonical_json's search for floats in
+    # 27,000 rows (which would cost as much as reading them) is left out.
+    text = canonical_text_float_free(inputs)
+    return sha256_of_canonical(text.encode()).removeprefix("sha256:")
 
 
 def _band(r: Rating) -> Any:

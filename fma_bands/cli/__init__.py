@@ -4,6 +4,7 @@ import gc
 import sys
 from collections.abc import Sequence
 
+from fma_bands import collector
 from fma_bands.cli import (  # noqa: F401  (each module adds its commands to the group)
     agreement,
     assign,
@@ -26,13 +27,8 @@ from fma_bands.cli.base import cli
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit status (tests call this in their own process:
     the cyclic garbage collector is as it was afterwards)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector.paused():
         return _command(argv)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def run() -> None:
