@@ -4,9 +4,9 @@ chooses and nobody else ever sees. A rater's signing key is made here."""
 import streamlit as st
 
 from app_pages.common import escaped, session, settings
-from fma_bands.enrolment import ACTIVATION_FAILED, activate
-from fma_bands.errors import FmaBandsError
-from fma_bands.users import MIN_PASSPHRASE
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.study.enrolment import ACTIVATION_FAILED, activate
+from fma_bands.study.users import MIN_PASSPHRASE
 
 st.title("Activate your account")
 st.write(

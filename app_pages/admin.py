@@ -7,8 +7,8 @@ from app_pages.admin_parts import registry_policy, review_mode
 from app_pages.assignment_parts import assignment
 from app_pages.common import escaped, library, require_user, session, settings
 from app_pages.round_parts import rounds
-from fma_bands.study import study
-from fma_bands.submissions import rater_progress
+from fma_bands.study.state import study
+from fma_bands.study.submissions import rater_progress
 
 user = require_user("coordinator")
 lib = library()

@@ -4,10 +4,10 @@
 import streamlit as st
 
 from app_pages.common import escaped, session, settings
-from fma_bands.errors import FmaBandsError
-from fma_bands.policy import Policy, read_policy
-from fma_bands.study import set_mode, set_policy
-from fma_bands.users import UserPublic
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.evidence.policy import Policy, read_policy
+from fma_bands.study.state import set_mode, set_policy
 
 MODE_LABELS = {
     "review": "review: raters see the proposal, source, clause and reasoning",

@@ -8,9 +8,9 @@ from app_pages.agreement_parts import alphas, bands, chosen_round
 from app_pages.common import engine, escaped, library, require_user, session
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.views import METRIC_LABELS
-from fma_bands.errors import FmaBandsError
-from fma_bands.ratings import reviews_fingerprint, study_screen
-from fma_bands.study import study
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.study.ratings import reviews_fingerprint, study_screen
+from fma_bands.study.state import study
 
 user = require_user()
 lib = library()

@@ -5,9 +5,9 @@ import streamlit as st
 
 from app_pages.common import chart, escaped
 from fma_bands.agreement.chart import alpha_chart
+from fma_bands.agreement.picture import band_spec
 from fma_bands.agreement.views import HEADINGS, Screen
-from fma_bands.picture import band_spec
-from fma_bands.ratings import ROUND_LABELS, ROUND_NOTES
+from fma_bands.study.ratings import ROUND_LABELS, ROUND_NOTES
 
 PAGE = 20
 

@@ -7,12 +7,13 @@ from typing import Any
 import streamlit as st
 
 from app_pages.common import current_user, session, settings
-from fma_bands.actions import SUB_ACTIONS, sub_action
-from fma_bands.assignment import change, study_bands
-from fma_bands.coverage import band_progress, coverage, explain, problem_bands, study_quorum
-from fma_bands.errors import FmaBandsError
-from fma_bands.users import UserPublic, list_users
-from fma_bands.vignettes import Library
+from fma_bands.core.actions import SUB_ACTIONS, sub_action
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library
+from fma_bands.study.assignment import change, study_bands
+from fma_bands.study.coverage import band_progress, coverage, explain, problem_bands, study_quorum
+from fma_bands.study.users import list_users
 
 
 def _coordinator() -> UserPublic:

@@ -5,10 +5,10 @@ import streamlit as st
 
 from app_pages.attest_parts import attestations_on_file, reviews_covered, sign_attestation
 from app_pages.common import library, require_user, session, settings
-from fma_bands.identity import is_recorded
-from fma_bands.labels import case_numbers
-from fma_bands.protocol import DECLARATIONS, STATEMENT_TEXT
-from fma_bands.signing_plan import plan
+from fma_bands.core.labels import case_numbers
+from fma_bands.core.protocol import DECLARATIONS, STATEMENT_TEXT
+from fma_bands.study.identity import is_recorded
+from fma_bands.study.signing_plan import plan
 
 user = require_user("rater")
 lib, folder = library(), settings().attestations

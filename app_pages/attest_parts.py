@@ -6,13 +6,13 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages.common import escaped, session
-from fma_bands.actions import sub_action
-from fma_bands.attestations import attest, manifestation, on_file
-from fma_bands.errors import FmaBandsError
-from fma_bands.labels import case_label
-from fma_bands.signing_plan import SigningPlan, covered_rows, imported_rows
-from fma_bands.users import UserPublic
-from fma_bands.vignettes import Library
+from fma_bands.core.actions import sub_action
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.labels import case_label
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library
+from fma_bands.study.signing import attest, manifestation, on_file
+from fma_bands.study.signing_plan import SigningPlan, covered_rows, imported_rows
 
 
 def reviews_covered(signing: SigningPlan, numbers: dict[str, int]) -> None:

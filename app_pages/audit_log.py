@@ -3,9 +3,9 @@ date, newest first, a page at a time, with the whole of a search as CSV."""
 
 import streamlit as st
 
+from app_pages.audit_log_screen import Search, choices, count, search, to_csv
 from app_pages.common import require_user, session
-from fma_bands import audit
-from fma_bands.audit_search import Search, choices, count, search, to_csv
+from fma_bands.study import audit
 
 PAGE = 50
 user = require_user("coordinator")

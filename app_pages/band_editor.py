@@ -1,16 +1,16 @@
-"""The band editor: one widget per field of fma_bands.band_form, each backed by the screen's
+"""The band editor: one widget per field of app_pages.band_form, each backed by the screen's
 entries (app_pages.review_form), so a widget hidden and shown again, or a page left and
 reopened, comes back with what the rater entered."""
 
 import streamlit as st
 
+from app_pages import band_form
 from app_pages.common import chart, escaped, show_errors
-from fma_bands import band_form
-from fma_bands.actions import SubAction
-from fma_bands.bands import AnyBand
-from fma_bands.labels import threshold_sentence, tool_names
-from fma_bands.picture import Row, band_spec
-from fma_bands.review_screen import Screen
+from app_pages.review_screen import Screen
+from fma_bands.agreement.picture import Row, band_spec
+from fma_bands.core.actions import SubAction
+from fma_bands.core.bands import AnyBand
+from fma_bands.core.labels import threshold_sentence, tool_names
 
 
 def edit(screen: Screen, entries: dict, changed, confirm, errors: dict[str, str]) -> None:

@@ -10,15 +10,16 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from fma_bands.envelopes import signed_revisions
-from fma_bands.labels import describe_band, threshold_sentence, tool_names
-from fma_bands.picture import Row, band_spec
-from fma_bands.records import recover
-from fma_bands.settings import Settings, load_settings
+from fma_bands.agreement.picture import Row, band_spec
+from fma_bands.core.labels import describe_band, threshold_sentence, tool_names
+from fma_bands.core.people import UserPublic
+from fma_bands.core.settings import Settings, load_settings
+from fma_bands.core.vignettes import Library, Proposal, Vignette, load_library
+from fma_bands.evidence.log import signed_revisions
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.study import study, sync_vignettes
-from fma_bands.users import UserPublic
-from fma_bands.vignettes import Library, Proposal, Vignette, load_library
+from fma_bands.study.library import sync_vignettes
+from fma_bands.study.rater_keys import recover
+from fma_bands.study.state import study
 
 
 def settings() -> Settings:
@@ -33,7 +34,7 @@ def _engine(url: str) -> Engine:
     return engine
 
 
-# The (database, attestations folder) pairs this process has recovered (fma_bands.records).
+# The (database, attestations folder) pairs this process has recovered (fma_bands.study.rater_keys).
 # Its own lock: library() holds _sync_lock while its session() reaches engine().
 _recovered: set[tuple[str, str]] = set()
 _recover_lock = threading.Lock()
@@ -180,7 +181,7 @@ def plain(text: str, *, label: str | None = None) -> None:
 
 
 def chart(spec: dict) -> None:
-    """A band picture (a Vega-Lite spec from fma_bands.picture), as wide as its column."""
+    """A band picture (a Vega-Lite spec from fma_bands.agreement.picture), as wide as its column."""
     st.vega_lite_chart(spec, width="stretch")
 
 
@@ -210,7 +211,7 @@ def _signed(folder: str, state: tuple, pseudonym: str) -> dict:
 def signed_bands(pseudonym: str) -> dict:
     """The rater's signed review revisions, re-read only when an envelope file changes: the
     review page asks on every rerun. Re-reading verifies again only what is not yet known by
-    its bytes' digest (fma_bands.envelopes); the file states here only spare the rerun that
+    its bytes' digest (fma_bands.evidence.log); the file states here only spare the rerun that
     read. Any write or rename changes a file's change time (ctime), which no one can set."""
     folder = settings().attestations
     files = sorted(folder.glob("*.dsse.json")) if folder.is_dir() else []

@@ -3,9 +3,9 @@
 import streamlit as st
 
 from app_pages.common import escaped, session
-from fma_bands.enrolment import create_first_coordinator
-from fma_bands.errors import FmaBandsError
-from fma_bands.users import MIN_PASSPHRASE
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.study.enrolment import create_first_coordinator
+from fma_bands.study.users import MIN_PASSPHRASE
 
 st.title("Set up fma-bands")
 st.write(

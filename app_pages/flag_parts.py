@@ -4,10 +4,10 @@ the vignette, the proposal or their scope), with the flags they sent on it still
 import streamlit as st
 
 from app_pages.common import escaped, library, session
-from fma_bands import marks
-from fma_bands.errors import FmaBandsError
-from fma_bands.review_screen import Screen
-from fma_bands.users import UserPublic
+from app_pages.review_screen import Screen
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.study import marks
 
 
 def flag_box(screen: Screen, rater: UserPublic) -> None:

@@ -4,9 +4,9 @@ rater's signature covers them only once the rater confirms them on the Sign atte
 import streamlit as st
 
 from app_pages.common import escaped, library, require_user, session
-from fma_bands.errors import FmaBandsError
-from fma_bands.handback import FORMAT, handback_text, import_handback
-from fma_bands.users import list_users
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.study.handback import FORMAT, handback_text, import_handback
+from fma_bands.study.users import list_users
 
 user = require_user("coordinator")
 lib = library()

@@ -5,9 +5,9 @@ import streamlit as st
 
 from app_pages.common import require_user, session
 from app_pages.identity_parts import DONE, record, reveal
-from fma_bands.identity import is_recorded
-from fma_bands.protocol import IDENTITY_FIELDS
-from fma_bands.users import list_users
+from fma_bands.core.protocol import IDENTITY_FIELDS
+from fma_bands.study.identity import is_recorded
+from fma_bands.study.users import list_users
 
 user = require_user("coordinator")
 with session() as s:

@@ -4,9 +4,9 @@ reveal one for an editor (audited)."""
 import streamlit as st
 
 from app_pages.common import escaped, session, settings
-from fma_bands.errors import FmaBandsError
-from fma_bands.identity import reveal_identity, set_identity
-from fma_bands.users import UserPublic
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.study.identity import reveal_identity, set_identity
 
 DONE = "identity:done"
 

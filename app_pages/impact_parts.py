@@ -7,10 +7,10 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages.common import current_user, escaped, session, settings
-from fma_bands.actions import sub_action
-from fma_bands.errors import FmaBandsError
-from fma_bands.impact import Run, read_runs, reviewed_impact
-from fma_bands.vignettes import Library
+from fma_bands.core.actions import sub_action
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.vignettes import Library
+from fma_bands.study.impact import Run, read_runs, reviewed_impact
 
 
 @st.cache_data(show_spinner=False, max_entries=4)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from app_pages.common import escaped, library, proposals_visible, require_user, settings
 from app_pages.vignette_parts import card
-from fma_bands.labels import case_numbers, shelf
+from fma_bands.core.labels import case_numbers, shelf
 
 PAGE = 10
 user = require_user()

@@ -11,7 +11,7 @@ from app_pages.menu_parts import coordinator_pages, first_run_pages, rater_pages
 
 def run() -> None:
     from app_pages.common import current_user, session
-    from fma_bands.users import has_users
+    from fma_bands.study.users import has_users
 
     # An emoji icon is drawn in the browser; a Material one is fetched from fonts.gstatic.com,
     # and no page of the app may make a browser call outside it.

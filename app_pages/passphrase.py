@@ -3,8 +3,8 @@
 import streamlit as st
 
 from app_pages.common import escaped, require_user, session
-from fma_bands.errors import FmaBandsError
-from fma_bands.users import MIN_PASSPHRASE, change_passphrase
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.study.users import MIN_PASSPHRASE, change_passphrase
 
 FIELDS = ("pp:old", "pp:new", "pp:repeat")
 user = require_user()

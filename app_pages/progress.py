@@ -7,9 +7,9 @@ import streamlit as st
 from app_pages.assignment_parts import quorum_progress
 from app_pages.common import library, require_user, session
 from app_pages.progress_parts import close_phase, flags
-from fma_bands.labels import case_numbers
-from fma_bands.oversight import progress_table, rater_summaries, reviews_csv
-from fma_bands.study import study
+from app_pages.progress_screen import progress_table, rater_summaries, reviews_csv
+from fma_bands.core.labels import case_numbers
+from fma_bands.study.state import study
 
 user = require_user("coordinator")
 lib = library()

@@ -4,11 +4,11 @@ ticking the confirmation, reruns that part only, never the whole table of every 
 import streamlit as st
 
 from app_pages.common import current_user, escaped, plain, session
-from fma_bands import marks
-from fma_bands.actions import sub_action
-from fma_bands.labels import case_label
-from fma_bands.study import set_phase
-from fma_bands.users import UserPublic
+from fma_bands.core.actions import sub_action
+from fma_bands.core.labels import case_label
+from fma_bands.core.people import UserPublic
+from fma_bands.study import marks
+from fma_bands.study.state import set_phase
 
 
 def _coordinator() -> UserPublic:

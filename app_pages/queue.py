@@ -3,16 +3,16 @@ status and sub-action."""
 
 import streamlit as st
 
+from app_pages import queue_screen
 from app_pages.common import library, require_user, session
-from fma_bands import queue
-from fma_bands.actions import SUB_ACTIONS, sub_action
-from fma_bands.labels import address, case_numbers
-from fma_bands.study import study
+from fma_bands.core.actions import SUB_ACTIONS, sub_action
+from fma_bands.core.labels import address, case_numbers
+from fma_bands.study.state import study
 
 user = require_user("rater")
 lib = library()
 with session() as s:
-    rows = queue.rater_queue(s, lib, user)
+    rows = queue_screen.rater_queue(s, lib, user)
     settings = study(s)
 numbers = case_numbers(lib)
 
@@ -29,10 +29,10 @@ if settings.round > 1:
 if not rows:
     st.info("No band is waiting for review in this study.")
     st.stop()
-done, assigned = queue.progress(rows)
+done, assigned = queue_screen.progress(rows)
 st.progress(done / assigned, text=f"{done} of {assigned} bands submitted")
-st.caption(" · ".join(f"{status}: {n}" for status, n in queue.counts(rows).items() if n))
-resume = queue.resume(rows)
+st.caption(" · ".join(f"{status}: {n}" for status, n in queue_screen.counts(rows).items() if n))
+resume = queue_screen.resume(rows)
 if resume is not None and settings.phase == "open":
     label = "Resume" if done or any(r.status != "to do" for r in rows) else "Start reviewing"
     band = f"Case {resume.case} of {len(numbers)} · {sub_action(resume.sub_action).label}"
@@ -41,14 +41,14 @@ if resume is not None and settings.phase == "open":
 
 st.subheader("Bands")
 show, which = st.columns(2)
-status = show.selectbox("Show", queue.STATUSES, index=None, placeholder="every status")
+status = show.selectbox("Show", queue_screen.STATUSES, index=None, placeholder="every status")
 name = which.selectbox(
     "Sub-action", list(SUB_ACTIONS), index=None, format_func=lambda n: sub_action(n).label,
     placeholder="every sub-action",
 )  # fmt: skip
-chosen = queue.select_rows(rows, status=status, sub_action=name)
-number = st.pagination(queue.pages(chosen), key="queue_page") if chosen else 1
-for row in queue.page(chosen, number):
+chosen = queue_screen.select_rows(rows, status=status, sub_action=name)
+number = st.pagination(queue_screen.pages(chosen), key="queue_page") if chosen else 1
+for row in queue_screen.page(chosen, number):
     left, right = st.columns([3, 2])
     left.page_link(
         "app_pages/review.py",

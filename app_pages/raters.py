@@ -5,7 +5,7 @@ import streamlit as st
 
 from app_pages.common import require_user, session
 from app_pages.raters_parts import enrol_rater, issued_code, new_code
-from fma_bands.users import list_users, roster
+from fma_bands.study.users import list_users, roster
 
 EMPTY = {"enrol:pseudonym": "", "enrol:specialty": "", "enrol:jurisdiction": "", "enrol:years": 0}
 user = require_user("coordinator")

@@ -4,9 +4,10 @@ hand the code over, shown once on the next run."""
 import streamlit as st
 
 from app_pages.common import escaped, session
-from fma_bands.enrolment import enrol, reset
-from fma_bands.errors import FmaBandsError
-from fma_bands.users import UserPublic, get_user
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.study.enrolment import enrol, reset
+from fma_bands.study.users import get_user
 
 ISSUED = "raters:code"
 

@@ -5,9 +5,9 @@ import streamlit as st
 from app_pages.common import escaped, library, require_user, settings
 from app_pages.impact_parts import impact
 from app_pages.registry_parts import decisions, export
-from fma_bands.envelopes import folder_digests
-from fma_bands.errors import FmaBandsError
-from fma_bands.registry import Registry, decide
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.evidence.log import folder_digests
+from fma_bands.evidence.registry import Registry, decide
 
 require_user("coordinator")
 lib, folder, export_dir = library(), settings().attestations, settings().export_dir

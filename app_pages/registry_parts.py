@@ -6,14 +6,14 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages.common import escaped
-from fma_bands.actions import sub_action
-from fma_bands.band_text import describe
-from fma_bands.errors import FmaBandsError
-from fma_bands.export import RULE_LABELS, dump_bands, export_document, write_export
-from fma_bands.harness import harness_note
-from fma_bands.provenance import Decision
-from fma_bands.registry import Registry
-from fma_bands.vignettes import Library
+from fma_bands.core.actions import sub_action
+from fma_bands.core.band_text import describe
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.vignettes import Library
+from fma_bands.evidence.export import RULE_LABELS, dump_bands, export_document, write_export
+from fma_bands.evidence.harness import harness_note
+from fma_bands.evidence.provenance import Decision
+from fma_bands.evidence.registry import Registry
 
 PAGE = 20
 

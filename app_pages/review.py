@@ -7,8 +7,8 @@ import streamlit as st
 from app_pages.common import library, require_user, session, signed_bands, stack_below
 from app_pages.review_form import follow, open_here, review_form
 from app_pages.review_parts import heading, panel, submitted, what_the_agent_knows
-from fma_bands.labels import address, from_address
-from fma_bands.review_screen import open_screen
+from app_pages.review_screen import open_screen
+from fma_bands.core.labels import address, from_address
 
 user = require_user("rater")
 follow()

@@ -12,20 +12,20 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from app_pages import band_editor
+from app_pages import band_editor, band_form, review_screen
 from app_pages.common import current_user, escaped, library, session, settings, show_errors
 from app_pages.flag_parts import flag_box
-from fma_bands import band_form, drafts, marks, review_screen
-from fma_bands.errors import ConflictError, FmaBandsError
-from fma_bands.labels import (
+from app_pages.review_screen import CONFIDENCES, Screen
+from fma_bands.core.errors import ConflictError, FmaBandsError
+from fma_bands.core.labels import (
     CONFIDENCE_WORDS,
     QUESTION_WORDS,
     READING_WORDS,
     address,
     flagged_by,
 )
-from fma_bands.protocol import CHOICES, QUESTIONS, READINGS
-from fma_bands.review_screen import CONFIDENCES, Screen
+from fma_bands.core.protocol import CHOICES, QUESTIONS, READINGS
+from fma_bands.study import drafts, marks
 
 GOTO, FLASH = "review:goto", "review:flash"
 VERDICT_WORDS = {

@@ -5,12 +5,12 @@ submitted."""
 import streamlit as st
 
 from app_pages.common import chart, current_user, library, plain, session, show_proposal
-from fma_bands.actions import sub_action
-from fma_bands.bands import parse_band
-from fma_bands.labels import QUESTION_WORDS, READING_WORDS, address, describe_band, tool_names
-from fma_bands.picture import Row, band_spec
-from fma_bands.protocol import QUESTIONS
-from fma_bands.review_screen import Screen, entries_from, keep
+from app_pages.review_screen import Screen, entries_from, keep
+from fma_bands.agreement.picture import Row, band_spec
+from fma_bands.core.actions import sub_action
+from fma_bands.core.bands import parse_band
+from fma_bands.core.labels import QUESTION_WORDS, READING_WORDS, address, describe_band, tool_names
+from fma_bands.core.protocol import QUESTIONS
 
 
 def heading(screen: Screen) -> None:

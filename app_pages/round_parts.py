@@ -5,10 +5,10 @@ bands reruns this part only."""
 import streamlit as st
 
 from app_pages.common import current_user, escaped, library, session, settings
-from fma_bands.actions import sub_action
-from fma_bands.errors import FmaBandsError
-from fma_bands.rounds import DISCORD, discordant_bands, open_round, state
-from fma_bands.users import UserPublic
+from fma_bands.core.actions import sub_action
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.study.rounds import DISCORD, discordant_bands, open_round, state
 
 
 def _coordinator() -> UserPublic:

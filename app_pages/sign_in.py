@@ -6,7 +6,7 @@ import secrets
 import streamlit as st
 
 from app_pages.common import session
-from fma_bands.users import SIGN_IN_FAILED, sign_in
+from fma_bands.study.users import SIGN_IN_FAILED, sign_in
 
 client = st.session_state.setdefault("client", secrets.token_hex(16))
 

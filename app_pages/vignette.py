@@ -4,7 +4,7 @@ import streamlit as st
 
 from app_pages.common import escaped, library, plain, proposals_visible, require_user
 from app_pages.vignette_parts import proposed_bands
-from fma_bands import labels
+from fma_bands.core import labels
 
 user = require_user()
 lib = library()

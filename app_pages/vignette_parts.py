@@ -4,10 +4,16 @@ its own page."""
 import streamlit as st
 
 from app_pages.common import escaped, plain, show_proposal
-from fma_bands.actions import sub_action
-from fma_bands.labels import describe_band, stratum, tool_names, vignette_address, vignette_title
-from fma_bands.users import UserPublic
-from fma_bands.vignettes import Vignette
+from fma_bands.core.actions import sub_action
+from fma_bands.core.labels import (
+    describe_band,
+    stratum,
+    tool_names,
+    vignette_address,
+    vignette_title,
+)
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Vignette
 
 
 def card(

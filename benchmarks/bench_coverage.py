@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from fma_bands.agreement import POOLED, Rating, agreement_report
-from fma_bands.bands import AnyBand, IntervalBand, MultilabelBand, SetBand
+from fma_bands.core.bands import AnyBand, IntervalBand, MultilabelBand, SetBand
 
 RATERS = ("rater-a", "rater-b", "rater-c")
 # Each rater's habits, held fixed across studies: how often they move a bound, and which way.

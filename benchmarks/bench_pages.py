@@ -105,7 +105,7 @@ def _widget(kind: str, label: str, value) -> Callable:
 
 
 def _review_interactions() -> dict[str, Callable]:
-    from fma_bands.review_screen import screen_key
+    from app_pages.review_screen import screen_key
 
     def radio(part: str, value) -> Callable:
         return lambda at, band: at.radio(key=f"{screen_key(*band)}:{part}").set_value(value)
@@ -196,7 +196,7 @@ def _forget_reports() -> None:
 def _clear_caches() -> None:
     import streamlit as st
 
-    from fma_bands.checked_envelopes import clear_cache
+    from fma_bands.evidence.envelope import clear_cache
 
     st.cache_data.clear()
     st.cache_resource.clear()

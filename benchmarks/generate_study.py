@@ -10,7 +10,7 @@ import random
 from collections import Counter
 
 from fma_bands.agreement import Rating
-from fma_bands.bands import AnyBand, IntervalBand, MultilabelBand, SetBand
+from fma_bands.core.bands import AnyBand, IntervalBand, MultilabelBand, SetBand
 
 ORDERABLES = (
     "cbc",

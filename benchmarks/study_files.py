@@ -19,14 +19,14 @@ import yaml
 from sqlalchemy import insert
 
 from benchmarks.generate_study import FOLLOWUP_TICKS, ORDERABLES
-from fma_bands import audit
-from fma_bands.bands import parse_band, to_file
-from fma_bands.enrolment import create_user
+from fma_bands.core.bands import parse_band, to_file
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library, load_library
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import AuditEvent, Review
-from fma_bands.study import sync_vignettes
-from fma_bands.users import UserPublic
-from fma_bands.vignettes import Library, load_library
+from fma_bands.study import audit
+from fma_bands.study.enrolment import create_user
+from fma_bands.study.library import sync_vignettes
 
 DOMAINS = ("triage", "ordering", "medication", "documentation")
 AMBIGUITIES = ("clear", "intermediate", "borderline")
@@ -275,7 +275,7 @@ def _events(session, reviews: list[dict], names: dict[int, str]) -> list[dict]:
 
 def _reused(folder: Path, wanted: dict) -> BenchStudy | None:
     """The study already built in `folder` with these parameters, if there is one."""
-    from fma_bands.users import list_users
+    from fma_bands.study.users import list_users
 
     marker = folder / "study.json"
     if not marker.exists() or json.loads(marker.read_text())["parameters"] != wanted:
@@ -312,9 +312,9 @@ def build_study(
 ) -> BenchStudy:
     """Everything under `folder`: vignettes/, fma-bands.db, attestations/, identity.key; with
     `reuse`, a study built there before with the same parameters is used as it is."""
-    from fma_bands.attestations import attest
-    from fma_bands.identity import set_identity
-    from fma_bands.protocol import DECLARATIONS
+    from fma_bands.core.protocol import DECLARATIONS
+    from fma_bands.study.identity import set_identity
+    from fma_bands.study.signing import attest
 
     wanted = {"vignettes": n_vignettes, "raters": n_raters, "seed": seed, "sign": sign}
     if reuse and (found := _reused(folder, wanted)) is not None:

@@ -34,7 +34,7 @@ def shared_vignettes() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_library(shared_vignettes):
-    from fma_bands.vignettes import load_library
+    from fma_bands.core.vignettes import load_library
 
     return load_library([shared_vignettes])
 
@@ -90,8 +90,8 @@ def enrol_study(session, library, *, assign_everything=True):
 
     Unless told otherwise the coordinator assigns both raters every band, so tests of reviewing
     need not care whose specialty covers which band (tests/study/test_assignment.py does)."""
-    from fma_bands.enrolment import create_user
-    from fma_bands.study import sync_vignettes
+    from fma_bands.study.enrolment import create_user
+    from fma_bands.study.library import sync_vignettes
 
     sync_vignettes(session, library, actor="test")
     coordinator = create_user(
@@ -123,8 +123,8 @@ def enrol_study(session, library, *, assign_everything=True):
 def assign_all(session, library, coordinator, raters):
     """The coordinator assigns these raters every band, whatever their specialty covers: for
     tests of reviewing, signing and exporting, where who is assigned is beside the point."""
-    from fma_bands.actions import SUB_ACTIONS
-    from fma_bands.assignment import change
+    from fma_bands.core.actions import SUB_ACTIONS
+    from fma_bands.study.assignment import change
 
     for rater in raters:
         change(session, library, actor=coordinator, rater=rater.pseudonym, sub_actions=SUB_ACTIONS)

@@ -14,13 +14,13 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Block, Error
 
 from app_pages.common import WORD_JOINER
-from fma_bands.enrolment import create_user
-from fma_bands.review_screen import screen_key
-from fma_bands.reviews import ReviewForm, current_review, my_reviews, save
+from app_pages.review_screen import screen_key
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.study import sync_vignettes
-from fma_bands.users import UserPublic
-from fma_bands.vignettes import Library
+from fma_bands.study.enrolment import create_user
+from fma_bands.study.library import sync_vignettes
+from fma_bands.study.reviews import ReviewForm, current_review, my_reviews, save
 from tests.conftest import ROOT, SHARED_VIGNETTES, assign_all
 
 # The four proposed bands of the FairMedAgent vignettes, in queue order.
@@ -99,7 +99,7 @@ def template(tmp_path_factory, shared_library):
                 )
             )
         # Both raters review every band here, whatever their specialty covers (assignment by
-        # scope has tests of its own: tests/test_pages_assignment.py).
+        # scope has tests of its own: tests/pages/test_assignment_page.py).
         assign_all(s, shared_library, users[0], users[1:])
     engine.dispose()
     return path, users
@@ -272,6 +272,6 @@ def resume_button(at: AppTest):
 
 def shared_library_of(at: AppTest) -> Library:
     """The library the app under test reads (the FairMedAgent vignettes)."""
-    from fma_bands.vignettes import load_library
+    from fma_bands.core.vignettes import load_library
 
     return load_library([SHARED_VIGNETTES])

@@ -1,6 +1,9 @@
 """Agreement among raters (DESIGN 2.5): `metrics` holds the public alphas, the report and its
 JSON; `engine` the coincidence arithmetic; `bootstrap` the vignette-cluster intervals;
-`panel` each band's raters and consensus; `views` what the page and the command's table show."""
+`panel` each band's raters and consensus; `views` what the page and the command's table show;
+`picture` bands drawn over their sub-action's domain; `chart` the alphas as an Altair chart.
+
+May import: fma_bands.core. Never the store, the study workflow, evidence or Streamlit."""
 
 from fma_bands.agreement.bootstrap import DEFAULT_B, DEFAULT_SEED
 from fma_bands.agreement.metrics import (

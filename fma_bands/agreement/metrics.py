@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from fma_bands.actions import sub_action
 from fma_bands.agreement.bootstrap import (
     DEFAULT_B,
     DEFAULT_SEED,
@@ -27,9 +26,10 @@ from fma_bands.agreement.engine import (
     stratum,
 )
 from fma_bands.agreement.panel import BandAgreement, band_agreement, band_json, band_label
-from fma_bands.bands import AnyBand
-from fma_bands.errors import FmaBandsError
-from fma_bands.protocol import DECLINE, VERDICTS
+from fma_bands.core.actions import sub_action
+from fma_bands.core.bands import AnyBand
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.protocol import DECLINE, VERDICTS
 
 METRICS = ("band", "membership", "lower", "upper", "verdict")
 POOLED = "pooled"

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from fma_bands.band_text import describe, describe_values
-from fma_bands.bands import (
+from fma_bands.core.band_text import describe, describe_values
+from fma_bands.core.bands import (
     AnyBand,
     Consensus,
     MultilabelBand,

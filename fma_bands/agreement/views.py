@@ -6,7 +6,6 @@ disputed span written as ranges.
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fma_bands.actions import sub_action
 from fma_bands.agreement.bootstrap import FEW_VIGNETTES
 from fma_bands.agreement.metrics import (
     METRICS,
@@ -23,9 +22,10 @@ from fma_bands.agreement.panel import (
     disputed_text,
     most_disputed_first,
 )
-from fma_bands.bands import AnyBand, MultilabelBand, band_from_values
-from fma_bands.labels import address, case_label, describe_band
-from fma_bands.picture import Row
+from fma_bands.agreement.picture import Row
+from fma_bands.core.actions import sub_action
+from fma_bands.core.bands import AnyBand, MultilabelBand, band_from_values
+from fma_bands.core.labels import address, case_label, describe_band
 
 METRIC_LABELS = {
     "band": "band (Jaccard, primary)",

@@ -1,14 +1,17 @@
-"""The fma-bands command (click): one group, one module per noun group, errors in one place."""
+"""The fma-bands command (click): one group, one module per noun group, errors in one place.
+The only place that tunes the interpreter (collector): a command is one short process.
+
+May import: every fma_bands package. Never Streamlit or the pages."""
 
 import gc
 import sys
 from collections.abc import Sequence
 
-from fma_bands import collector
 from fma_bands.cli import (  # noqa: F401  (each module adds its commands to the group)
     agreement,
     assign,
     audit,
+    collector,
     db,
     handback,
     identity,

@@ -50,7 +50,7 @@ GAP = "  "  # between columns; no cell holds two spaces running
 def agreement(as_json: bool, bootstrap: int, seed: int, number: int, fresh: bool) -> None:
     """Krippendorff's alpha of one round's submitted reviews, with consensus bands."""
     from fma_bands.agreement import report_to_json
-    from fma_bands.ratings import PURPOSES, ROUND_NOTES, study_report
+    from fma_bands.study.ratings import PURPOSES, ROUND_NOTES, study_report
 
     with store() as session:
         found, _ = synced(session)

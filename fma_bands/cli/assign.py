@@ -5,7 +5,7 @@ cannot be adjudicated as assigned."""
 import click
 
 from fma_bands.cli.base import cli, coordinator, print_json, settings, store, synced
-from fma_bands.errors import FmaBandsError
+from fma_bands.core.errors import FmaBandsError
 
 
 @cli.command()
@@ -33,7 +33,7 @@ def assign(
 
     By default a band goes to every rater whose signed specialty covers its sub-action's
     scope; the latest change covering a band decides it."""
-    from fma_bands.assignment import change, load, parse_band_ref
+    from fma_bands.study.assignment import change, load, parse_band_ref
 
     changing = bool(rater or bands or sub_actions or vignettes or remove)
     if show == changing:
@@ -69,8 +69,8 @@ def assign(
 
 
 def _show(as_json: bool) -> None:
-    from fma_bands.assignment import load
-    from fma_bands.coverage import coverage, explain, study_quorum
+    from fma_bands.study.assignment import load
+    from fma_bands.study.coverage import coverage, explain, study_quorum
 
     quorum = study_quorum(settings().attestations)
     with store() as session:

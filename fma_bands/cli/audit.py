@@ -13,7 +13,7 @@ def audit() -> None:
 @audit.command()
 def verify() -> None:
     """Check the hash chain; exit 1 naming each edited, deleted or moved event."""
-    from fma_bands import audit as log
+    from fma_bands.study import audit as log
 
     with store() as session:
         report = log.verify(session)

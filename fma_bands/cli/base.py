@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from fma_bands.errors import FmaBandsError
+from fma_bands.core.errors import FmaBandsError
 
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from fma_bands.settings import Settings
-    from fma_bands.study import SyncReport
-    from fma_bands.users import UserPublic
-    from fma_bands.vignettes import Library
+    from fma_bands.core.people import UserPublic
+    from fma_bands.core.settings import Settings
+    from fma_bands.core.vignettes import Library
+    from fma_bands.study.library import SyncReport
 
 BUG_EXIT = 70  # EX_SOFTWARE: not the user's mistake, and scripts can tell it apart
 PIPE_CLOSED_EXIT = 141  # 128 + SIGPIPE, what a shell reports for a reader that left early
@@ -121,7 +121,7 @@ def settings() -> "Settings":
     """The settings, read once per command: options over FMA_BANDS_* variables over defaults."""
     ctx = click.get_current_context().find_root()
     if "settings" not in ctx.meta:
-        from fma_bands.settings import load_settings
+        from fma_bands.core.settings import load_settings
 
         ctx.meta["settings"] = load_settings(**(ctx.obj or {}))
     return ctx.meta["settings"]
@@ -137,8 +137,8 @@ def store() -> Iterator["Session"]:
     """A session on the study database, brought to the current schema first (as the app does)."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from fma_bands.records import recover
     from fma_bands.store.db import make_engine, session_scope, upgrade
+    from fma_bands.study.rater_keys import recover
 
     url = settings().database_url
     engine = make_engine(url)
@@ -158,7 +158,7 @@ def store() -> Iterator["Session"]:
 
 
 def library(folders: tuple[str, ...] = ()) -> "Library":
-    from fma_bands.vignettes import load_library
+    from fma_bands.core.vignettes import load_library
 
     return load_library(list(folders) or [settings().vignettes])
 
@@ -175,7 +175,7 @@ def complete_library() -> "Library":
 
 def synced(session: "Session") -> tuple["Library", "SyncReport"]:
     """The vignettes, with the store brought in line with them."""
-    from fma_bands.study import sync_vignettes
+    from fma_bands.study.library import sync_vignettes
 
     found = library()
     if not len(found):
@@ -193,8 +193,8 @@ def coordinator(session: "Session") -> "UserPublic":
     """The person taking a coordinator action, named by --as and authenticated by their passphrase
     (a file, $FMA_BANDS_PASSPHRASE_FILE, or a prompt at a terminal), so the audit log says who
     did what. Failed attempts are throttled and audited like failed sign-ins."""
-    from fma_bands.errors import AccessDenied
-    from fma_bands.users import SIGN_IN_FAILED, has_coordinator, sign_in
+    from fma_bands.core.errors import AccessDenied
+    from fma_bands.study.users import SIGN_IN_FAILED, has_coordinator, sign_in
 
     if not has_coordinator(session):
         raise FmaBandsError(
@@ -221,7 +221,7 @@ def coordinator(session: "Session") -> "UserPublic":
         # Keep the failed attempt (throttle and audit) although the command stops here.
         session.commit()
         raise AccessDenied(SIGN_IN_FAILED.replace("Sign-in", "Authentication"))
-    # What this person may do is the domain's to say (fma_bands.study.authorize).
+    # What this person may do is the domain's to say (fma_bands.study.state.authorize).
     return user
 
 
@@ -231,13 +231,13 @@ TEXT_LIMIT = 1024 * 1024
 
 
 def read_text(path: str | Path, what: str = "file", limit: int = TEXT_LIMIT) -> str:
-    from fma_bands.files import read_bounded
+    from fma_bands.core.files import read_bounded
 
     return read_bounded(path, limit=limit, what=what)
 
 
 def read_yaml(path: str | Path, what: str = "file", limit: int = 64 * 1024) -> Any:
-    from fma_bands.files import read_yaml as read
+    from fma_bands.core.files import read_yaml as read
 
     return read(path, limit=limit, what=what)
 

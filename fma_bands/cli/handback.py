@@ -15,7 +15,7 @@ def handback() -> None:
 @click.option("--rater", required=True, metavar="NAME")
 def import_(file: str, rater: str) -> None:
     """Turn a hand-back file into submitted reviews (all or nothing)."""
-    from fma_bands.handback import import_handback
+    from fma_bands.study.handback import import_handback
 
     text = read_text(file, "hand-back")
     with store() as session:

@@ -3,7 +3,7 @@
 import click
 
 from fma_bands.cli.base import cli, coordinator, done, read_yaml, settings, store
-from fma_bands.protocol import IDENTITY_FIELDS
+from fma_bands.core.protocol import IDENTITY_FIELDS
 
 
 @cli.group()
@@ -22,7 +22,7 @@ def identity() -> None:
 )
 def set_(name: str, source: str) -> None:
     """Record rater NAME's private identity from a YAML file (sealed at rest)."""
-    from fma_bands.identity import set_identity
+    from fma_bands.study.identity import set_identity
 
     data = read_yaml(source, "identity file")
     with store() as session:
@@ -46,7 +46,7 @@ def reveal(name: str) -> None:
     """Print the private record with its salt, for an editor (audited)."""
     import yaml
 
-    from fma_bands.identity import reveal_identity
+    from fma_bands.study.identity import reveal_identity
 
     with store() as session:
         revealed = reveal_identity(
@@ -62,8 +62,8 @@ def reveal(name: str) -> None:
 @click.argument("file", metavar="FILE")
 def check(file: str) -> None:
     """Check a revealed record against the published commitment."""
-    from fma_bands.adjudicators import read_adjudicators
-    from fma_bands.identity import check_revealed
+    from fma_bands.evidence.roster import read_adjudicators
+    from fma_bands.study.identity import check_revealed
 
     revealed = read_yaml(file, "revealed identity")
     ok, message = check_revealed(revealed, read_adjudicators(settings().attestations))

@@ -4,7 +4,7 @@ files (coordinator only: raters never see these counts)."""
 import click
 
 from fma_bands.cli.base import cli, coordinator, print_json, store, synced
-from fma_bands.errors import FmaBandsError
+from fma_bands.core.errors import FmaBandsError
 
 
 @cli.command()
@@ -21,7 +21,7 @@ def impact(files: tuple[str, ...], more: tuple[str, ...], as_json: bool) -> None
     """Per band, for the proposal, the consensus and the consensus widened by the disputed
     span: runs whose action lands in it, run pairs of one vignette both in it, and of those the
     pairs on opposite sides of its threshold; the bands deciding most pairs first."""
-    from fma_bands.impact import read_runs, reviewed_impact, script_row
+    from fma_bands.study.impact import read_runs, reviewed_impact, script_row
 
     if not files:
         raise FmaBandsError("name the harness's trajectories files: --trajectories FILE...")

@@ -3,7 +3,7 @@
 import click
 
 from fma_bands.cli.base import cli, coordinator, settings, store
-from fma_bands.policy import SCOPES
+from fma_bands.evidence.policy import SCOPES
 
 
 @cli.group()
@@ -16,7 +16,7 @@ def policy() -> None:
 @click.option("--scope", type=click.Choice(SCOPES), required=True)
 def set_(quorum: int, scope: str) -> None:
     """Set quorum and scope (audited)."""
-    from fma_bands.study import set_policy
+    from fma_bands.study.state import set_policy
 
     with store() as session:
         written = set_policy(
@@ -28,7 +28,7 @@ def set_(quorum: int, scope: str) -> None:
 @policy.command()
 def show() -> None:
     """Print the policy in force."""
-    from fma_bands.policy import read_policy
+    from fma_bands.evidence.policy import read_policy
 
     current = read_policy(settings().attestations)
     click.echo(f"policy: quorum {current.quorum}, scope {current.scope}")

@@ -5,7 +5,7 @@ from typing import Any
 import click
 
 from fma_bands.cli.base import cli, complete_library, print_json, settings
-from fma_bands.policy import SCOPES
+from fma_bands.evidence.policy import SCOPES
 
 
 def sensitivity(command: Any) -> Any:
@@ -23,8 +23,8 @@ def sensitivity(command: Any) -> Any:
 @sensitivity
 def registry(as_json: bool, quorum: int | None, scope: str | None) -> None:
     """Each band's provenance as decided from the files, with reasons."""
-    from fma_bands.bands import to_harness
-    from fma_bands.registry import decide
+    from fma_bands.core.bands import to_harness
+    from fma_bands.evidence.registry import decide
 
     decided = decide(complete_library(), settings().attestations, quorum=quorum, scope=scope)
     if as_json:
@@ -71,9 +71,9 @@ def export(out: str, harness: str | None, quorum: int | None, scope: str | None)
     """Write bands.yaml for the harness (atomically)."""
     from pathlib import Path
 
-    from fma_bands.errors import FmaBandsError
-    from fma_bands.export import check_harness, export_document, write_bands
-    from fma_bands.provenance import ADJUDICATED
+    from fma_bands.core.errors import FmaBandsError
+    from fma_bands.evidence.export import check_harness, export_document, write_bands
+    from fma_bands.evidence.provenance import ADJUDICATED
 
     document = export_document(
         complete_library(),

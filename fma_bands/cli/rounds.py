@@ -15,7 +15,7 @@ def round_() -> None:
 def show(as_json: bool) -> None:
     """The current round and its phase; from round 2, its bands and their raters, and after a
     closed round the bands still discordant."""
-    from fma_bands.rounds import discordant_bands, state
+    from fma_bands.study.rounds import discordant_bands, state
 
     with store() as session:
         found, _ = synced(session)
@@ -62,7 +62,7 @@ def show(as_json: bool) -> None:
 )
 def open_(number: int, bands: tuple[str, ...]) -> None:
     """Open round NUMBER (2) for the chosen bands, once round 1 is closed."""
-    from fma_bands.rounds import open_round, parse_band_names
+    from fma_bands.study.rounds import open_round, parse_band_names
 
     chosen = parse_band_names(bands) if bands else None
     with store() as session:
@@ -83,7 +83,7 @@ def open_(number: int, bands: tuple[str, ...]) -> None:
 @round_.command("close")
 def close() -> None:
     """Close the open round: its reviews are frozen, and it is never reopened."""
-    from fma_bands.rounds import close_round
+    from fma_bands.study.rounds import close_round
 
     with store() as session:
         closed = close_round(session, actor=coordinator(session))

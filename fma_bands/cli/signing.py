@@ -5,8 +5,8 @@ from pathlib import Path
 import click
 
 from fma_bands.cli.base import cli, done, read_secret, settings, store, synced
-from fma_bands.errors import FmaBandsError
-from fma_bands.protocol import DECLARATIONS, MEANINGS
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.protocol import DECLARATIONS, MEANINGS
 
 
 @cli.command()
@@ -33,9 +33,9 @@ def attest(
     confirm_imported: bool,
 ) -> None:
     """Sign a rater's submitted reviews into a DSSE attestation (the rater's own passphrase)."""
-    from fma_bands.attestations import attest as sign
-    from fma_bands.signing_plan import plan
-    from fma_bands.users import require_user
+    from fma_bands.study.signing import attest as sign
+    from fma_bands.study.signing_plan import plan
+    from fma_bands.study.users import require_user
 
     passphrase = read_secret(passphrase_file)
     folder = settings().attestations
@@ -72,8 +72,8 @@ def attest(
 @click.option("--reason", required=True)
 def revoke(file: str, rater: str, passphrase_file: str, reason: str) -> None:
     """Revoke one of a rater's attestations with a signed revocation."""
-    from fma_bands.attestations import revoke as sign_revocation
-    from fma_bands.users import require_user
+    from fma_bands.study.signing import revoke as sign_revocation
+    from fma_bands.study.users import require_user
 
     passphrase = read_secret(passphrase_file)
     with store() as session:
@@ -92,7 +92,7 @@ def revoke(file: str, rater: str, passphrase_file: str, reason: str) -> None:
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 def verify(paths: tuple[str, ...]) -> None:
     """Check attestation envelopes offline against the self-signed public records."""
-    from fma_bands.envelopes import read_evidence
+    from fma_bands.evidence.log import read_evidence
 
     folder = settings().attestations
     evidence = read_evidence(folder, [Path(p) for p in paths] if paths else None)

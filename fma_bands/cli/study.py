@@ -3,7 +3,7 @@
 import click
 
 from fma_bands.cli.base import cli, coordinator, done, settings, store, synced
-from fma_bands.errors import FmaBandsError
+from fma_bands.core.errors import FmaBandsError
 
 # The accounts `fma-bands demo` makes: demo only, printed, never secret.
 DEMO_USERS = (
@@ -30,7 +30,7 @@ DEMO_USERS = (
 @cli.command()
 def init() -> None:
     """Create the database (or bring it to the current schema) and load the vignettes."""
-    from fma_bands.study import study
+    from fma_bands.study.state import study
 
     with store() as session:
         found, report = synced(session)
@@ -46,9 +46,9 @@ def demo() -> None:
 
     Refused on a database that already holds a study: the demo accounts' passphrases are
     printed, so they never join a real one."""
-    from fma_bands.enrolment import create_user
-    from fma_bands.policy import POLICY_FILE, Policy, write_policy_file
-    from fma_bands.users import has_users
+    from fma_bands.evidence.policy import POLICY_FILE, Policy, write_policy_file
+    from fma_bands.study.enrolment import create_user
+    from fma_bands.study.users import has_users
 
     folder = settings().attestations
     with store() as session:
@@ -85,7 +85,7 @@ def demo() -> None:
 def phase(state: str | None) -> None:
     """Show the phase of the current round, or close it (a closed round is never reopened:
     see `fma-bands round`)."""
-    from fma_bands.study import set_phase, study
+    from fma_bands.study.state import set_phase, study
 
     with store() as session:
         current = study(session)
@@ -100,7 +100,7 @@ def phase(state: str | None) -> None:
 @click.argument("state", required=False, type=click.Choice(["review", "blind"]))
 def mode(state: str | None) -> None:
     """Show the review mode, or set it."""
-    from fma_bands.study import set_mode, study
+    from fma_bands.study.state import set_mode, study
 
     with store() as session:
         current = study(session)

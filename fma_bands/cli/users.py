@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from fma_bands.cli.base import cli, coordinator, read_secret, settings, store
-from fma_bands.errors import AccessDenied, FmaBandsError
+from fma_bands.core.errors import AccessDenied, FmaBandsError
 
 
 @cli.group()
@@ -18,7 +18,7 @@ def _hand_over(name: str, code: str, code_file: str | None, expires: object) -> 
     """Write the one-time code to its file (readable by its owner only), or say it once."""
     until = f"valid until {expires:%d %b %Y %H:%M} UTC" if expires else "valid 14 days"
     if code_file:
-        from fma_bands.files import write_atomically
+        from fma_bands.core.files import write_atomically
 
         # Written through a private temporary file, so it is never readable by others.
         path = write_atomically(Path(code_file), code + "\n")
@@ -60,8 +60,8 @@ def add(
     The person activates the account with the code and chooses their own passphrase; a rater's
     signing key is made then. The study's first coordinator instead gives their passphrase with
     --passphrase-file, which works only while no coordinator exists."""
-    from fma_bands.enrolment import create_first_coordinator, enrol
-    from fma_bands.users import has_coordinator
+    from fma_bands.study.enrolment import create_first_coordinator, enrol
+    from fma_bands.study.users import has_coordinator
 
     with store() as session:
         if role == "coordinator" and not has_coordinator(session):
@@ -108,8 +108,8 @@ def add(
 def activate(name: str, code_file: str, passphrase_file: str) -> None:
     """Activate your account NAME with your enrolment code, choosing your passphrase; a rater's
     new key then signs their public record into the attestations folder."""
-    from fma_bands.enrolment import ACTIVATION_FAILED
-    from fma_bands.enrolment import activate as activate_account
+    from fma_bands.study.enrolment import ACTIVATION_FAILED
+    from fma_bands.study.enrolment import activate as activate_account
 
     code = read_secret(code_file)
     passphrase = read_secret(passphrase_file)
@@ -133,7 +133,7 @@ def activate(name: str, code_file: str, passphrase_file: str) -> None:
 @click.option("--new-passphrase-file", required=True, metavar="NEW", help="The one you choose.")
 def passphrase(name: str, passphrase_file: str, new_passphrase_file: str) -> None:
     """Change your passphrase (a rater's key stays the same, resealed under the new one)."""
-    from fma_bands.users import change_passphrase, require_user
+    from fma_bands.study.users import change_passphrase, require_user
 
     old, new = read_secret(passphrase_file), read_secret(new_passphrase_file)
     with store() as session:
@@ -147,8 +147,8 @@ def passphrase(name: str, passphrase_file: str, new_passphrase_file: str) -> Non
 def reset(name: str, code_file: str | None) -> None:
     """Issue NAME a new enrolment code (coordinator). Their passphrase stops working; their next
     activation makes a new key, and the old one stays on record as retired."""
-    from fma_bands.enrolment import reset as reset_account
-    from fma_bands.users import get_user
+    from fma_bands.study.enrolment import reset as reset_account
+    from fma_bands.study.users import get_user
 
     with store() as session:
         code = reset_account(session, actor=coordinator(session), pseudonym=name)
@@ -160,7 +160,7 @@ def reset(name: str, code_file: str | None) -> None:
 @user.command("list")
 def list_() -> None:
     """List enrolled users and whether each has activated their account."""
-    from fma_bands.users import list_users
+    from fma_bands.study.users import list_users
 
     with store() as session:
         users = list_users(session)

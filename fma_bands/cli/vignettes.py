@@ -31,7 +31,7 @@ def check(dirs: tuple[str, ...]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_(as_json: bool) -> None:
     """List the vignettes and their proposed bands."""
-    from fma_bands.band_text import describe
+    from fma_bands.core.band_text import describe
 
     found = library()
     if as_json:
@@ -47,7 +47,7 @@ def list_(as_json: bool) -> None:
 
 
 def _vignette_json(v: Any) -> dict[str, Any]:
-    from fma_bands.bands import to_harness
+    from fma_bands.core.bands import to_harness
 
     return {
         "id": v.id,

@@ -1,1 +1,3 @@
-"""The store: SQLModel tables, the engine and its sessions, and the migrations between schemas."""
+"""The store: SQLModel tables, the engine and its sessions, and the migrations between schemas.
+
+May import: fma_bands.core. Never the study workflow, evidence or Streamlit."""

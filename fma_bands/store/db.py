@@ -21,7 +21,7 @@ from sqlalchemy.exc import (
 )
 from sqlmodel import Session, create_engine
 
-from fma_bands.errors import ConflictError, FmaBandsError
+from fma_bands.core.errors import ConflictError, FmaBandsError
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BACKENDS = ("sqlite", "postgresql")
@@ -217,7 +217,7 @@ def write_on_commit(session: Session, path: str | Path, data: bytes | str) -> Pa
     audit event committed) or discards (it did not), so a signed record on disk always has its
     event in the store, and the other way round.
     """
-    from fma_bands.files import write_atomically
+    from fma_bands.core.files import write_atomically
 
     path = Path(path)
     if path.exists():

@@ -4,7 +4,7 @@ strategies for studies with missing data, declines and 2 to 10 raters."""
 from hypothesis import strategies as st
 
 from fma_bands.agreement import Rating
-from fma_bands.bands import parse_band
+from fma_bands.core.bands import parse_band
 
 ORDERS = ("cbc", "bmp", "ecg", "troponin", "cxr")
 

@@ -8,10 +8,10 @@ from streamlit.testing.v1 import AppTest
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.views import HEADINGS, METRIC_LABELS
 from fma_bands.store.db import make_engine, session_scope
-from fma_bands.users import get_user
+from fma_bands.study.users import get_user
 from tests.agreement.demo import CRASH, THREE_RATERS, demo_study
 from tests.conftest import DEMO_VIGNETTES, ROOT
-from tests.test_ratings import table_rows
+from tests.study.test_ratings import table_rows
 
 PAGE = "app_pages/agreement.py"
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fma_bands.band_text import describe_values, value_runs
+from fma_bands.core.band_text import describe_values, value_runs
 
 
 @pytest.mark.parametrize(

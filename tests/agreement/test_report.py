@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fma_bands.actions import sub_action
 from fma_bands.agreement import METRICS, POOLED, agreement_report, report_to_json
 from fma_bands.agreement.metrics import ALPHA_FIELDS, NEVER_POOLED, NOT_APPLICABLE
-from fma_bands.bands import consensus, parse_band
-from fma_bands.errors import FmaBandsError
+from fma_bands.core.actions import sub_action
+from fma_bands.core.bands import consensus, parse_band
+from fma_bands.core.errors import FmaBandsError
 from tests.agreement.build import rate, raw_band
 
 BAND_KEYS = {

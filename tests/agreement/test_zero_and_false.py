@@ -5,15 +5,15 @@ analgesia_tier takes integers". Each band's consensus and disputed span keep the
 sub-action's type, on a small study where an analgesia span holds 0 beside a boolean span that
 holds false."""
 
-from fma_bands.actions import sub_action
 from fma_bands.agreement import agreement_report
 from fma_bands.agreement.panel import band_json
 from fma_bands.agreement.views import screen
-from fma_bands.bands import SetBand
-from fma_bands.ratings import study_ratings, study_screen
+from fma_bands.core.actions import sub_action
+from fma_bands.core.bands import SetBand
+from fma_bands.core.vignettes import load_library
 from fma_bands.store.db import make_engine, session_scope
-from fma_bands.users import get_user
-from fma_bands.vignettes import load_library
+from fma_bands.study.ratings import study_ratings, study_screen
+from fma_bands.study.users import get_user
 from tests.agreement.build import rate
 from tests.agreement.demo import demo_study
 from tests.conftest import DEMO_VIGNETTES

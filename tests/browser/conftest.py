@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from fma_bands.actions import SUB_ACTIONS
+from fma_bands.core.actions import SUB_ACTIONS
 from tests.conftest import DEMO_VIGNETTES
 from tests.servers import free_port
 

@@ -15,8 +15,8 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from fma_bands.labels import case_label, case_numbers
-from fma_bands.vignettes import load_library
+from fma_bands.core.labels import case_label, case_numbers
+from fma_bands.core.vignettes import load_library
 from tests.agreement.demo import CRASH
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
@@ -40,7 +40,7 @@ ACCEPT = "ACCEPT: the band stands as written"
 FOLLOWUP = "draft_documentation_01 · Follow-up interval (days)"
 TRIAGE = "draft_triage_01 · ESI acuity level"
 ANALGESIA = "draft_medication_01 · Analgesia tier"
-# A rater's queue names the same bands by neutral case labels (fma_bands.labels.case_numbers).
+# A rater's queue names the same bands by neutral case labels (fma_bands.core.labels.case_numbers).
 IN_QUEUE = {
     FOLLOWUP: "Case 9 of 16 · Follow-up interval (days)",
     TRIAGE: "Case 6 of 16 · ESI acuity level",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from fma_bands.protocol import DECLARATIONS
+from fma_bands.core.protocol import DECLARATIONS
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
     assert_no_exception,

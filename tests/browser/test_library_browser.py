@@ -6,8 +6,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from fma_bands.labels import case_numbers
-from fma_bands.vignettes import load_library
+from fma_bands.core.labels import case_numbers
+from fma_bands.core.vignettes import load_library
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
     assert_no_exception,

@@ -15,9 +15,9 @@ import pytest
 import yaml
 from playwright.sync_api import Page, expect
 
-from fma_bands.actions import sub_action
-from fma_bands.labels import address, case_numbers
-from fma_bands.vignettes import load_library
+from fma_bands.core.actions import sub_action
+from fma_bands.core.labels import address, case_numbers
+from fma_bands.core.vignettes import load_library
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
     assert_no_exception,

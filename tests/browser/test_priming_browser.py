@@ -10,7 +10,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from fma_bands.vignettes import Library, load_library
+from fma_bands.core.vignettes import Library, load_library
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
     open_app,

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from fma_bands.cli import cli
-from fma_bands.enrolment import create_first_coordinator, create_user
+from fma_bands.core.vignettes import load_library
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.study import sync_vignettes
-from fma_bands.vignettes import load_library
+from fma_bands.study.enrolment import create_first_coordinator, create_user
+from fma_bands.study.library import sync_vignettes
 from tests.conftest import DEMO_VIGNETTES, RATER_DETAILS
 
 PASS = "coordinator passphrase"

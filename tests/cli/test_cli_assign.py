@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from fma_bands.vignettes import load_library
+from fma_bands.core.vignettes import load_library
 from tests.conftest import DEMO_VIGNETTES
 
 # The store and `fma` are tests/cli/conftest.py's, on the demo study.

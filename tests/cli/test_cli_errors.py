@@ -88,7 +88,7 @@ def test_a_bug_is_one_line_pointing_at_the_log(run, tmp_path, monkeypatch):
     def broken() -> None:
         raise RuntimeError("an invariant broke")
 
-    monkeypatch.setattr("fma_bands.study.study", lambda session: broken())
+    monkeypatch.setattr("fma_bands.study.state.study", lambda session: broken())
     message = one_line_error(run("phase"), "this is a bug in fma-bands", code=BUG_EXIT)
     assert "RuntimeError" in message and str(tmp_path / "bug.log") in message
     log = (tmp_path / "bug.log").read_text()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from fma_bands.bands import to_harness
+from fma_bands.core.bands import to_harness
 from tests.conftest import HANDBACK
 from tests.study.test_impact import TRAJECTORIES, harness_counts, metrics  # noqa: F401
 

@@ -11,8 +11,17 @@ from sqlmodel import select
 from fma_bands.cli import cli
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import Review
-from fma_bands.study import set_phase
-from tests.test_rounds import ESI, RATERS, ROUND_ONE, URGENCY, VID, enrol, make_library, review
+from fma_bands.study.state import set_phase
+from tests.study.test_rounds import (
+    ESI,
+    RATERS,
+    ROUND_ONE,
+    URGENCY,
+    VID,
+    enrol,
+    make_library,
+    review,
+)
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ from click.testing import CliRunner
 from sqlmodel import select
 
 from fma_bands.cli import cli
-from fma_bands.errors import FmaBandsError
-from fma_bands.handback import import_handback
-from fma_bands.registry import decide
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.vignettes import load_library
+from fma_bands.evidence.registry import decide
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
-from fma_bands.vignettes import load_library
+from fma_bands.study.handback import import_handback
 from tests.conftest import DEMO_VIGNETTES, enrol_study
 
 DEEP = "[" * 20000 + "]" * 20000
@@ -180,7 +180,7 @@ def test_the_registry_decides_a_folder_of_hostile_files_in_well_under_a_second(d
     ],
 )
 def test_an_uploaded_handback_is_refused_before_it_is_parsed(data, fragment):
-    from fma_bands.handback import handback_text
+    from fma_bands.study.handback import handback_text
 
     with pytest.raises(FmaBandsError) as refused:
         handback_text(data, source="upload.txt")

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from fma_bands.cli import cli
-from fma_bands.vignettes import load_library, load_vignette
+from fma_bands.core.vignettes import load_library, load_vignette
 from tests.conftest import DEMO_VIGNETTES
 
 GOOD = (DEMO_VIGNETTES / "demo_med_clear_01.yaml").read_text()

@@ -2,7 +2,7 @@
 
     python -m tests.store.killer WINDOW ARGS...
 
-The windows are the renames of the write paths (fma_bands.files.write_atomically,
+The windows are the renames of the write paths (fma_bands.core.files.write_atomically,
 fma_bands.store.db.write_on_commit), so the process dies exactly between two of its writes:
 
 - pending-written: a signed record has just reached its pending file, before the commit;

@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import select
 
-from fma_bands import audit
-from fma_bands.enrolment import create_user
+from fma_bands.core.vignettes import load_library
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review, StudySettings
-from fma_bands.study import sync_vignettes
-from fma_bands.vignettes import load_library
+from fma_bands.study import audit
+from fma_bands.study.enrolment import create_user
+from fma_bands.study.library import sync_vignettes
 from tests.conftest import DEMO_VIGNETTES, assign_all
 
 RATERS = [f"rater-{i:02d}" for i in range(10)]

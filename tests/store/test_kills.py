@@ -1,5 +1,5 @@
 """Crash safety (issue 12): a process killed at any instant leaves the store and the files
-consistent, once the next process has started (fma_bands.records.recover).
+consistent, once the next process has started (fma_bands.study.rater_keys.recover).
 
 Each case kills a real `fma-bands` process on a real SQLite study, either inside a named crash
 window (tests/store/killer.py) or after a seeded random delay within the command's own running
@@ -25,13 +25,13 @@ import pytest
 import yaml
 from sqlmodel import select
 
-from fma_bands import audit
-from fma_bands.checked_envelopes import ENVELOPE_SUFFIX
-from fma_bands.protocol import IDENTITY_FIELDS
-from fma_bands.records import SIGNED_EVENTS
+from fma_bands.core.protocol import IDENTITY_FIELDS
+from fma_bands.core.vignettes import load_library
+from fma_bands.evidence.envelope import ENVELOPE_SUFFIX
 from fma_bands.store.db import PENDING, make_engine, session_scope
 from fma_bands.store.models import Review, SigningKey, User
-from fma_bands.vignettes import load_library
+from fma_bands.study import audit
+from fma_bands.study.rater_keys import SIGNED_EVENTS
 from tests.conftest import DEMO_VIGNETTES, ROOT
 
 RANDOM_KILLS = 3  # per command; the seed makes the instants the same on every run

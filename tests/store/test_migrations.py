@@ -10,7 +10,6 @@ import pytest
 from sqlalchemy import MetaData, inspect, select, text
 from sqlalchemy.engine import Engine
 
-from fma_bands import audit
 from fma_bands.store.db import (
     BASELINE,
     HEAD,
@@ -21,6 +20,7 @@ from fma_bands.store.db import (
     upgrade,
 )
 from fma_bands.store.models import AuditEvent, Review, SigningKey, User
+from fma_bands.study import audit
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "f9c098a"
 STUDY = json.loads((FIXTURES / "study.json").read_text())
@@ -128,9 +128,9 @@ def test_a_study_from_before_migrations_is_upgraded_intact(empty_database):
 
 
 def test_the_upgraded_study_works_with_todays_code(empty_database):
-    from fma_bands.submissions import submitted_reviews
-    from fma_bands.users import get_user, sign_in
-    from fma_bands.vignettes import load_library
+    from fma_bands.core.vignettes import load_library
+    from fma_bands.study.submissions import submitted_reviews
+    from fma_bands.study.users import get_user, sign_in
     from tests.conftest import DEMO_VIGNETTES
 
     dialect, engine = empty_database

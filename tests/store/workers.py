@@ -5,12 +5,12 @@ prints the function's result as JSON."""
 import json
 import sys
 
-from fma_bands.errors import ConflictError, FmaBandsError
-from fma_bands.reviews import ReviewForm, current_review, save
+from fma_bands.core.errors import ConflictError, FmaBandsError
+from fma_bands.core.vignettes import load_library
 from fma_bands.store.db import make_engine, session_scope
-from fma_bands.study import study
-from fma_bands.users import get_user
-from fma_bands.vignettes import load_library
+from fma_bands.study.reviews import ReviewForm, current_review, save
+from fma_bands.study.state import study
+from fma_bands.study.users import get_user
 
 ANSWERS = {
     "q1": {"choice": "yes"},

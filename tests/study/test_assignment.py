@@ -6,8 +6,13 @@ round and counted against the quorum during it."""
 import pytest
 from sqlalchemy import event
 
-from fma_bands import audit
-from fma_bands.assignment import (
+from app_pages.queue_screen import rater_queue
+from app_pages.review_screen import open_screen
+from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.core.vignettes import load_library
+from fma_bands.store.db import session_scope
+from fma_bands.study import audit
+from fma_bands.study.assignment import (
     NOT_ASSIGNED,
     assigned_bands,
     assigned_raters,
@@ -16,14 +21,9 @@ from fma_bands.assignment import (
     load,
     parse_band_ref,
 )
-from fma_bands.coverage import QUORUM, SCOPE, band_coverage, band_progress, coverage, explain
-from fma_bands.enrolment import create_user, enrol
-from fma_bands.errors import AccessDenied, FmaBandsError
-from fma_bands.queue import rater_queue
-from fma_bands.review_screen import open_screen
-from fma_bands.reviews import ReviewForm, save
-from fma_bands.store.db import session_scope
-from fma_bands.vignettes import load_library
+from fma_bands.study.coverage import QUORUM, SCOPE, band_coverage, band_progress, coverage, explain
+from fma_bands.study.enrolment import create_user, enrol
+from fma_bands.study.reviews import ReviewForm, save
 from tests.conftest import DEMO_VIGNETTES, RATER_DETAILS, enrol_study
 
 DEMO = load_library([DEMO_VIGNETTES])

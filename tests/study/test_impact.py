@@ -7,9 +7,9 @@ from itertools import combinations
 
 import pytest
 
-from fma_bands.bands import consensus, parse_band, to_harness
-from fma_bands.errors import FmaBandsError
-from fma_bands.impact import impact, read_runs, study_impact
+from fma_bands.core.bands import consensus, parse_band, to_harness
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.study.impact import impact, read_runs, study_impact
 from tests.conftest import SHARED
 
 TRAJECTORIES = sorted((SHARED / "trajectories").glob("*.json"))

@@ -1,0 +1,316 @@
+"""The review screen as plain data: which band it shows (and why, when a link named none), what
+the agent knew at that step, the rater's entries as flat fields, every problem with them in
+plain words, and submitting them, with the rater's automatic draft and skip cleared (and a
+signed band signed again).
+
+Entries are the screen's fields by name: `verdict`, `reason`, `confidence`, `q1:choice`,
+`q1:note` ... `q6:note`, and the band editor's fields under `band:` (app_pages.band_form).
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from app_pages import band_form
+from app_pages.queue_screen import QueueRow, Status, next_after, rater_queue, resume
+from fma_bands.core.actions import Step, SubAction, sub_action
+from fma_bands.core.bands import AnyBand, parse_band
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.labels import case_label, case_numbers, case_token, tool_names
+from fma_bands.core.people import UserPublic
+from fma_bands.core.protocol import QUESTION_KEYS
+from fma_bands.core.vignettes import Library, Proposal, Vignette
+from fma_bands.study import drafts, marks, round_panel
+from fma_bands.study.reviews import ReviewData, ReviewForm, check_form, current_review, save
+from fma_bands.study.signing import resign
+from fma_bands.study.state import study
+
+CONFIDENCES = ("low", "moderate", "high")
+
+
+@dataclass(frozen=True)
+class Screen:
+    vignette: Vignette
+    proposal: Proposal
+    case: str
+    position: int  # from 1, in the rater's queue
+    total: int
+    previous: QueueRow | None
+    following: QueueRow | None
+    mode: str
+    phase: str
+    status: Status
+    current: ReviewData | None
+    kept: drafts.Kept | None  # the rater's automatic draft, when it is of the current version
+    redirected: bool = False  # the link named no band of the queue
+    round: int = 1
+    # From round 2: the anonymised answers of the round before (never this round's).
+    panel: round_panel.Panel | None = None
+
+    @property
+    def name(self) -> str:
+        return self.proposal.sub_action
+
+    @property
+    def band(self) -> tuple[str, str]:
+        return (self.vignette.id, self.name)
+
+    @property
+    def key(self) -> str:
+        """The prefix of the screen's widget keys; the browser sees them, so never the id."""
+        return screen_key(self.vignette.id, self.name)
+
+    @property
+    def action(self) -> SubAction:
+        return sub_action(self.name)
+
+    @property
+    def step(self) -> Step:
+        return self.action.step_info
+
+    @property
+    def results(self) -> list[tuple[str, str]]:
+        """(readable test name, result) when the step shows results, else nothing."""
+        if not self.step.shows_results:
+            return []
+        names = tool_names(self.vignette)
+        return [(names[k], v) for k, v in self.vignette.tool_results.items()]
+
+    @property
+    def editing(self) -> bool:
+        """Entries are open on screen: nothing submitted yet, a draft, or a revision begun."""
+        current = self.current
+        # A review of an earlier round is not this round's answer: the rater keeps or revises.
+        submitted = (
+            current is not None and current.status == "submitted" and current.round == self.round
+        )
+        return not submitted or self.kept is not None
+
+    @property
+    def version(self) -> int:
+        return self.current.version if self.current else 0
+
+    def entries(self) -> dict[str, Any]:
+        """What the screen starts from: the automatic draft, else the stored review, else the
+        proposal (review mode) or nothing (blind mode)."""
+        stored = entries_from(self.current, self.proposal, self.vignette, self.mode)
+        if self.current is not None and self.current.round < self.round:
+            # The round-1 band and answers start the screen; the reason must be this round's.
+            stored |= {"reason": "", "confidence": None}
+        return stored | self.kept.entries if self.kept is not None else stored
+
+
+def screen_key(vid: str, name: str) -> str:
+    return f"{case_token(vid)}:{name}"
+
+
+def open_screen(
+    session: Session, library: Library, rater: UserPublic, vid: str | None, name: str | None
+) -> Screen | None:
+    """The screen for band (vid, name) of the rater's queue; for a link naming no band of it,
+    where the rater left off, said so. None when the study has no band at all."""
+    rows = rater_queue(session, library, rater)
+    if not rows:
+        return None
+    bands = [r.band for r in rows]
+    # An address naming no band (the sidebar's link) opens where the rater left off; one naming
+    # a band that is not in the queue does too, and the screen says so.
+    redirected = (vid, name) not in bands and (vid is not None or name is not None)
+    if (vid, name) not in bands:
+        vid, name = (resume(rows) or rows[0]).band
+    at = bands.index((vid, name))  # type: ignore[arg-type]
+    assert vid is not None and name is not None
+    vignette = library.vignettes[vid]
+    proposal = vignette.proposal(name)
+    assert proposal is not None
+    current = current_review(session, library, rater, vid, name)
+    kept = drafts.restore(session, rater, vid, name)
+    if kept is not None and kept.base_version != (current.version if current else 0):
+        kept = None  # entries begun on a version since replaced (submitted in another tab)
+    settings = study(session)
+    return Screen(
+        vignette=vignette,
+        proposal=proposal,
+        case=case_label(case_numbers(library), vid),
+        position=at + 1,
+        total=len(rows),
+        previous=rows[at - 1] if at > 0 else None,
+        following=rows[at + 1] if at + 1 < len(rows) else None,
+        mode=settings.mode,
+        phase=settings.phase,
+        status=rows[at].status,
+        current=current,
+        kept=kept,
+        redirected=redirected,
+        round=settings.round,
+        panel=round_panel.panel(session, library, viewer=rater, vid=vid, name=name),
+    )
+
+
+# Entries --------------------------------------------------------------------------------------
+
+
+def entries_from(
+    current: ReviewData | None, proposal: Proposal, vignette: Vignette, mode: str
+) -> dict[str, Any]:
+    """The fields showing a stored review, or a new one (the band starts from the proposal in
+    review mode, from nothing in blind mode)."""
+    action = sub_action(proposal.sub_action)
+    band: AnyBand | None = None
+    if current is not None and current.band is not None:
+        band = parse_band(proposal.sub_action, current.band, orderables=vignette.orderables)
+    elif mode == "review":
+        band = proposal.acceptable
+    answers = current.answers if current else {}
+    entries: dict[str, Any] = {
+        "verdict": current.verdict if current else None,
+        "reason": (current.reason or "") if current else "",
+        "confidence": current.confidence if current else None,
+    }
+    for q in QUESTION_KEYS:
+        entries[f"{q}:choice"] = (answers.get(q) or {}).get("choice")
+        entries[f"{q}:note"] = (answers.get(q) or {}).get("note", "")
+    fields = band_form.fields_for(action, band, vignette.orderables)
+    return entries | {f"band:{k}": v for k, v in fields.items()}
+
+
+def entry_names(proposal: Proposal, vignette: Vignette) -> tuple[str, ...]:
+    """Every field of the screen for this band."""
+    action = sub_action(proposal.sub_action)
+    band = band_form.field_names(action, vignette.orderables)
+    questions = [f"{q}:{part}" for q in QUESTION_KEYS for part in ("choice", "note")]
+    return ("verdict", "reason", "confidence", *questions, *(f"band:{f}" for f in band))
+
+
+def band_fields(entries: dict[str, Any]) -> dict[str, Any]:
+    return {k.removeprefix("band:"): v for k, v in entries.items() if k.startswith("band:")}
+
+
+def form_from(
+    entries: dict[str, Any], proposal: Proposal, vignette: Vignette
+) -> tuple[ReviewForm, str | None]:
+    """The review the entries make, and what is wrong with the band on screen (if AMEND)."""
+    verdict = entries.get("verdict")
+    band, problem = None, None
+    if verdict == "AMEND":
+        action = sub_action(proposal.sub_action)
+        reading = band_form.read(action, band_fields(entries), vignette.orderables)
+        band, problem = reading.band, reading.problem
+    answers = {}
+    for q in QUESTION_KEYS:
+        given = {
+            part: value
+            for part in ("choice", "note")
+            if (value := entries.get(f"{q}:{part}")) not in (None, "")
+        }
+        if given:
+            answers[q] = given
+    confidence = entries.get("confidence")
+    form = ReviewForm(
+        verdict=verdict,
+        band=band,
+        answers=answers,
+        reason=entries.get("reason"),
+        confidence=confidence if confidence in CONFIDENCES else None,
+    )
+    return form, problem
+
+
+def problems(
+    entries: dict[str, Any],
+    proposal: Proposal,
+    vignette: Vignette,
+    mode: str,
+    *,
+    final: bool,
+    round: int = 1,
+) -> dict[str, str]:
+    """Every problem by field: only the band's while the rater works (`final=False`), all of
+    them once they have tried to submit; the page shows each beside its field."""
+    form, band_problem = form_from(entries, proposal, vignette)
+    _, errors = check_form(
+        form, vignette=vignette, proposal=proposal, mode=mode, final=final, round=round
+    )
+    if band_problem is not None and (final or form.band is None):
+        errors["band"] = band_problem
+    if not final:
+        return {k: v for k, v in errors.items() if k == "band" and band_problem is not None}
+    return errors
+
+
+def keep(
+    session: Session,
+    library: Library,
+    rater: UserPublic,
+    vid: str,
+    name: str,
+    entries: dict[str, Any],
+    *,
+    base_version: int,
+) -> None:
+    """Keep what is on screen (the automatic draft): its fields only, never anything else the
+    screen holds (a passphrase is not a field)."""
+    found = library.band(vid, name)
+    if found is None:
+        raise FmaBandsError("this band is no longer in the study", field="band")
+    vignette, proposal = found
+    wanted = set(entry_names(proposal, vignette))
+    kept = {k: v for k, v in entries.items() if k in wanted}
+    drafts.keep(session, rater, vid, name, kept, base_version=base_version)
+
+
+def submit(
+    session: Session,
+    library: Library,
+    rater: UserPublic,
+    vid: str,
+    name: str,
+    entries: dict[str, Any],
+    *,
+    expected_version: int,
+) -> ReviewData:
+    """Submit the review on screen: refused with every problem by field, else saved, the
+    automatic draft discarded and the band no longer skipped."""
+    found = library.band(vid, name)
+    if found is None:
+        raise FmaBandsError("this band is no longer in the study", field="band")
+    vignette, proposal = found
+    settings = study(session)
+    errors = problems(entries, proposal, vignette, settings.mode, final=True, round=settings.round)
+    if errors:
+        raise FmaBandsError("; ".join(errors.values()), fields=errors)
+    form, _ = form_from(entries, proposal, vignette)
+    saved = save(
+        session, library, rater, vid, name, form, expected_version=expected_version, submit=True
+    )
+    drafts.discard(session, rater, vid, name)
+    marks.clear_skip(session, rater, vid, name)
+    return saved
+
+
+def sign_again(
+    session: Session,
+    library: Library,
+    rater: UserPublic,
+    band: tuple[str, str],
+    *,
+    passphrase: str,
+    folder: Path,
+) -> None:
+    """A change to a signed review must not leave the old signature standing in its place: sign
+    again what was signed before plus this change, and never an unconfirmed import. Called in
+    the submission's session, so a failure (said beside the passphrase) rolls it back too."""
+    try:
+        resign(session, library, rater=rater, passphrase=passphrase, bands={band}, folder=folder)
+    except FmaBandsError as exc:
+        message = f"{exc.message}; nothing was submitted"
+        raise FmaBandsError(message, fields={"passphrase": message}) from None
+
+
+def after(
+    session: Session, library: Library, rater: UserPublic, band: tuple[str, str]
+) -> QueueRow | None:
+    """The band to open after this one (submitted or skipped), or None when all are done."""
+    return next_after(rater_queue(session, library, rater), band)

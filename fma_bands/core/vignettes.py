@@ -1,0 +1,358 @@
+"""Vignette files (DESIGN 4): load and validate a folder, and digest what a rater sees at each step.
+
+Every problem names the file, the line and the field; one bad file never stops the others loading.
+Each field is read and checked in `vignette_fields`; here the fields become a Vignette.
+"""
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from fma_bands.core.actions import STEPS, Threshold, sub_action
+from fma_bands.core.bands import AnyBand, to_file
+from fma_bands.core.canonical import sha256_digest
+from fma_bands.core.errors import FmaBandsError, Problem
+from fma_bands.core.files import compose_yaml, construct_yaml, read_bounded
+from fma_bands.core.vignette_fields import (
+    PROPOSAL_TEXTS,
+    Lines,
+    ProblemsAt,
+    as_written,
+    read_optional_text,
+    read_proposal_bands,
+    read_provenance,
+    read_text,
+    read_threshold,
+    read_tool_labels,
+    read_tool_results,
+)
+
+DOMAINS = ("triage", "ordering", "medication", "documentation")
+AMBIGUITIES = ("clear", "intermediate", "borderline")
+_VIGNETTE_KEYS = {
+    "id",
+    "domain",
+    "ambiguity",
+    "clinical_core",
+    "tool_results",
+    "canary",
+    "proposals",
+    "tool_labels",
+}
+
+
+@dataclass(frozen=True)
+class Proposal:
+    sub_action: str
+    acceptable: AnyBand
+    provenance: str
+    source: str | None = None
+    clause: str | None = None
+    reasoning: str | None = None
+    disputed_span: AnyBand | None = None
+    threshold: Threshold | None = None
+    notes: str | None = None
+
+    @cached_property
+    def band_digest(self) -> str:
+        """The proposed band's digest, computed once: every queue and progress count asks."""
+        return self.acceptable.digest()
+
+    @cached_property
+    def proposal_digest(self) -> str:
+        """The digest of the whole proposal a rater judged: values, disputed span, threshold,
+        source, clause, reasoning, notes and provenance. A change to any of them shows."""
+        return sha256_digest(self.as_data())
+
+    @property
+    def effective_threshold(self) -> Threshold | None:
+        """The band's own phi when it carries one, else the sub-action's default."""
+        return self.threshold or sub_action(self.sub_action).threshold
+
+    def as_data(self) -> dict[str, Any]:
+        """The proposal in the vignette-file form: every field, bands as lists or mappings."""
+        return {
+            "sub_action": self.sub_action,
+            "acceptable": to_file(self.acceptable),
+            "provenance": self.provenance,
+            "source": self.source,
+            "clause": self.clause,
+            "reasoning": self.reasoning,
+            "disputed_span": to_file(self.disputed_span) if self.disputed_span else None,
+            "threshold": self.threshold.expression() if self.threshold else None,
+            "notes": self.notes,
+        }
+
+
+# A proposal in a file has exactly the fields of Proposal.
+_PROPOSAL_KEYS = {f.name for f in fields(Proposal)}
+# A vignette is a few kilobytes; this is far more than any real one and refuses a flood at once.
+MAX_BYTES = 512 * 1024
+
+
+@dataclass(frozen=True)
+class Vignette:
+    id: str
+    domain: str
+    clinical_core: str
+    canary: str
+    tool_results: dict[str, str] = field(default_factory=dict)
+    ambiguity: str | None = None
+    proposals: tuple[Proposal, ...] = ()
+    path: str | None = None
+    # Readable names for tool_results keys ("d_dimer": "D-dimer"), for screens only: not part of
+    # what the agent holds, so not part of any digest.
+    tool_labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def orderables(self) -> tuple[str, ...]:
+        return tuple(self.tool_results)
+
+    def proposal(self, name: str) -> Proposal | None:
+        return self._proposals.get(name)
+
+    @cached_property
+    def _proposals(self) -> dict[str, Proposal]:
+        # Looked up for every review read; the first proposal of a sub-action, as before.
+        found: dict[str, Proposal] = {}
+        for p in self.proposals:
+            found.setdefault(p.sub_action, p)
+        return found
+
+    def context(self, step: str) -> dict[str, Any]:
+        """Exactly what the agent holds when it acts at `step` (DESIGN 2.1); never the canary."""
+        seen: dict[str, Any] = {"id": self.id, "clinical_core": self.clinical_core}
+        if STEPS[step].shows_results:
+            seen["tool_results"] = dict(self.tool_results)
+        return seen
+
+    def context_digest(self, step: str) -> str:
+        return self._context_digests[step]
+
+    @cached_property
+    def _context_digests(self) -> dict[str, str]:
+        # Computed once per vignette: staleness checks ask for them for every review read.
+        return {step: sha256_digest(self.context(step)) for step in STEPS}
+
+    def context_digest_for(self, name: str) -> str:
+        return self.context_digest(sub_action(name).step)
+
+
+@dataclass
+class Library:
+    """The vignettes that loaded, in id order, and every problem found on the way."""
+
+    vignettes: dict[str, Vignette] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def __iter__(self) -> Iterator[Vignette]:
+        return iter(self.vignettes.values())
+
+    def __len__(self) -> int:
+        return len(self.vignettes)
+
+    @property
+    def digests(self) -> tuple:
+        """Each vignette's context digests and whole-proposal digests: everything the registry
+        and the staleness test read from the files, as one key."""
+        return tuple(
+            (
+                v.id,
+                tuple(v.context_digest(step) for step in STEPS),
+                tuple(p.proposal_digest for p in v.proposals),
+            )
+            for v in self
+        )
+
+    def band(self, vid: str, name: str) -> tuple[Vignette, Proposal] | None:
+        """The vignette and its proposal for one band, or None if the study has no such band."""
+        vignette = self.vignettes.get(vid)
+        proposal = vignette.proposal(name) if vignette else None
+        return None if proposal is None else (vignette, proposal)  # type: ignore[return-value]
+
+    def is_current(
+        self,
+        vid: str,
+        name: str,
+        *,
+        context_digest: str,
+        band_digest: str | None,
+        proposal_digest: str | None,
+        mode: str,
+    ) -> bool:
+        """Was a review made of this band as the files hold it now: the same context, the same
+        proposed band and, in review mode, the same whole proposal (text, span, threshold)?
+        The one test of staleness: queues, counts, signing and the registry's store side."""
+        found = self.band(vid, name)
+        if found is None:
+            return False
+        vignette, proposal = found
+        return (
+            context_digest == vignette.context_digest_for(name)
+            and band_digest == proposal.band_digest
+            and (mode == "blind" or proposal_digest == proposal.proposal_digest)
+        )
+
+
+def load_library(folders: Iterable[str | Path]) -> Library:
+    """Load every *.yaml / *.yml in the folders; also refuse duplicate ids and canaries."""
+    library = Library()
+    seen_canaries: dict[str, str] = {}
+    for folder in folders:
+        folder = Path(folder)
+        if not folder.is_dir():
+            library.problems.append(Problem("no such folder", file=str(folder)))
+            continue
+        paths = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+        if not paths:
+            library.problems.append(Problem("no vignette files (*.yaml)", file=str(folder)))
+        for path in paths:
+            library.files += 1
+            vignette, problems = load_vignette(path)
+            library.problems.extend(problems)
+            if vignette is None:
+                continue
+            first = library.vignettes.get(vignette.id)
+            if first is not None:
+                library.problems.append(
+                    Problem(
+                        f"duplicate id {vignette.id!r}, also {first.path}",
+                        file=str(path),
+                        line=1,
+                        field="id",
+                    )
+                )
+                continue
+            if vignette.canary in seen_canaries:
+                library.problems.append(
+                    Problem(
+                        f"duplicate canary, also in {seen_canaries[vignette.canary]}",
+                        file=str(path),
+                        field="canary",
+                    )
+                )
+                continue
+            seen_canaries[vignette.canary] = str(path)
+            library.vignettes[vignette.id] = vignette
+    library.vignettes = dict(sorted(library.vignettes.items()))
+    return library
+
+
+def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
+    """One file: the vignette (None if anything is wrong) and every problem found in it."""
+    path = Path(path)
+    name = str(path)
+    try:
+        root = compose_yaml(read_bounded(path, limit=MAX_BYTES, what="vignette"), source=name)
+        data = as_written(construct_yaml(root, source=name), root)
+    except FmaBandsError as exc:
+        return None, [Problem(exc.message, file=name, line=exc.line)]
+    return parse_vignette(data, name, Lines(root), stem=path.stem)
+
+
+def parse_vignette(
+    data: Any, name: str, lines: Lines | None = None, stem: str | None = None
+) -> tuple[Vignette | None, list[Problem]]:
+    lines = lines or Lines(None)
+    problems: list[Problem] = []
+
+    def problem(message: str, *path: str | int) -> None:
+        field = ".".join(map(str, path)) or None
+        problems.append(Problem(message, file=name, line=lines.of(*path), field=field))
+
+    if not isinstance(data, dict):
+        problem("a vignette file is a mapping with id, domain, clinical_core, canary, ...")
+        return None, problems
+    for key in sorted(set(map(str, data)) - _VIGNETTE_KEYS):
+        problem(f"unknown field (expected {', '.join(sorted(_VIGNETTE_KEYS))})", key)
+
+    vid = read_text(data, "id", problem)
+    if vid is not None:
+        if not vid.replace("_", "").replace("-", "").isalnum():
+            problem("use letters, digits, '_' and '-' only", "id")
+        elif stem is not None and vid != stem:
+            problem(f"id {vid!r} does not match the file name {stem!r}", "id")
+    domain = read_text(data, "domain", problem)
+    if domain is not None and domain not in DOMAINS:
+        problem(f"{domain!r} is not a domain: use one of {', '.join(DOMAINS)}", "domain")
+    ambiguity = data.get("ambiguity")
+    if ambiguity is not None and ambiguity not in AMBIGUITIES:
+        problem(f"{ambiguity!r} is not allowed: use one of {', '.join(AMBIGUITIES)}", "ambiguity")
+    core = read_text(data, "clinical_core", problem)
+    canary = read_text(data, "canary", problem)
+    tool_results = read_tool_results(data.get("tool_results"), problem)
+    tool_labels = read_tool_labels(data.get("tool_labels"), tool_results, problem)
+    proposals = _proposals(data.get("proposals"), tool_results, problem)
+
+    if problems or vid is None or domain is None or core is None or canary is None:
+        return None, problems
+    return (
+        Vignette(
+            id=vid,
+            domain=domain,
+            clinical_core=core,
+            canary=canary,
+            tool_results=tool_results,
+            ambiguity=ambiguity,
+            proposals=tuple(proposals),
+            path=name,
+            tool_labels=tool_labels,
+        ),
+        [],
+    )
+
+
+def _proposals(raw: Any, tool_results: dict[str, str], problem) -> list[Proposal]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problem("must be a list of proposals", "proposals")
+        return []
+    proposals: list[Proposal] = []
+    for i, item in enumerate(raw):
+        proposal = _proposal(item, i, tool_results, problem)
+        if proposal is None:
+            continue
+        if any(p.sub_action == proposal.sub_action for p in proposals):
+            problem(f"a second proposal for {proposal.sub_action}", "proposals", i, "sub_action")
+            continue
+        proposals.append(proposal)
+    return proposals
+
+
+def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Proposal | None:
+    here = ProblemsAt(problem, "proposals", i)
+    if not isinstance(item, dict):
+        here("a proposal is a mapping with sub_action, acceptable, provenance, ...")
+        return None
+    for key in sorted(set(map(str, item)) - _PROPOSAL_KEYS):
+        here(f"unknown field (expected {', '.join(sorted(_PROPOSAL_KEYS))})", key)
+    if item.get("sub_action") is None:
+        here("missing (required)", "sub_action")
+        return None
+    try:
+        action = sub_action(str(item["sub_action"]))
+    except FmaBandsError as exc:
+        here(exc.message, "sub_action")
+        return None
+    texts = {key: read_optional_text(item, key, here) for key in PROPOSAL_TEXTS}
+    provenance = read_provenance(item, texts, here)
+    acceptable, disputed = read_proposal_bands(action.name, item, tuple(tool_results), here)
+    threshold = read_threshold(action, item.get("threshold"), here)
+    if not here.ok or acceptable is None:
+        return None
+    return Proposal(
+        sub_action=action.name,
+        acceptable=acceptable,
+        provenance=provenance,
+        disputed_span=disputed,
+        threshold=threshold,
+        **texts,
+    )

@@ -1,0 +1,377 @@
+"""bands.yaml (DESIGN 4): the bands in the harness's own form, what was decided about each, and
+loaders for it: fma-bands' checked reader, and the harness's own Band and Adjudicator built
+from it (for users who have both packages; the README shows the loader that needs only pyyaml).
+"""
+
+import contextlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fma_bands.core.actions import SUB_ACTIONS
+from fma_bands.core.band_text import describe
+from fma_bands.core.bands import AnyBand, MultilabelBand, parse_band, to_harness
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.files import MIB, read_yaml, write_atomically
+from fma_bands.core.vignettes import Library, Proposal
+from fma_bands.evidence import yaml_writer
+from fma_bands.evidence.harness import (
+    HarnessCheck,
+    build,
+    harness_note,
+    importable_harness,
+    private_harness,
+)
+from fma_bands.evidence.log import records_head
+from fma_bands.evidence.policy import Policy
+from fma_bands.evidence.provenance import ADJUDICATED, Grant
+from fma_bands.evidence.registry import Registry, decide
+
+FORMAT = "fma-bands/v1"
+EXPORT_FILE = "bands.yaml"
+BAND_FIELDS = (
+    "sub_action",
+    "acceptable",
+    "provenance",
+    "source",
+    "clause",
+    "reasoning",
+    "adjudicated_by",
+    "disputed_span",
+    "notes",
+)
+ADJUDICATOR_FIELDS = (
+    "pseudonym",
+    "specialty",
+    "jurisdiction",
+    "years_post_registration",
+    "attestation_on_file",
+    "attestation_date",
+    "anonymous_to_readers",
+    "notes",
+)
+# How a granted band follows from its counted adjudicators' bands (x_agreement.intersection_rule).
+RULE_LABELS = {
+    "absent": "one adjudicator: the intersection rule does not bind",
+    "applied": "the intersection of their bands",
+    "empty": "no consensus",
+}
+
+
+# The header: which attestations folder, and what was in it -------------------------------------
+
+
+def attestations_head(folder: Path) -> dict[str, Any]:
+    """How many signed records the folder holds and one digest over all of them
+    (envelopes.records_head, which an editor can redo with sha256sum)."""
+    count, digest = records_head(folder)
+    return {"records": count, "digest": digest}
+
+
+def attestations_header(folder: Path, relative_to: Path | None = None) -> dict[str, Any]:
+    """The folder as seen from where bands.yaml is written (`relative_to`), so the
+    x_attestations file names resolve from the export's own folder; without one (a download)
+    the folder's name, for bands.yaml kept beside it."""
+    folder = Path(folder)
+    shown = folder.name or "."
+    if relative_to is not None:
+        with contextlib.suppress(ValueError):  # another drive: no relative path exists
+            shown = os.path.relpath(folder.resolve(), Path(relative_to).resolve())
+    return {"folder": Path(shown).as_posix(), "head": attestations_head(folder)}
+
+
+# The document -------------------------------------------------------------------------------
+
+
+def export_document(
+    library: Library,
+    folder: Path,
+    *,
+    quorum: int | None = None,
+    scope: str | None = None,
+    generated_at: datetime | None = None,
+    relative_to: Path | None = None,
+    registry: Registry | None = None,
+) -> dict[str, Any]:
+    """bands.yaml as data: every band as the registry decided it (pass `registry` when it is
+    already decided), and the adjudicators with `attestation_on_file` only where a valid
+    attestation is on file. `relative_to` is the folder bands.yaml will be written to."""
+    if registry is None:
+        registry = decide(library, folder, quorum=quorum, scope=scope)
+    # From the self-signed public records, never from adjudicators.yaml, which anyone can edit.
+    adjudicators = [
+        {
+            "pseudonym": name,
+            "specialty": record.get("specialty"),
+            "jurisdiction": record.get("jurisdiction"),
+            "years_post_registration": record.get("years_post_registration"),
+            "attestation_on_file": registry.valid_signers.get(name) is not None,
+            "attestation_date": registry.valid_signers.get(name),
+            "anonymous_to_readers": record.get("anonymous_to_readers", True),
+            "notes": None,
+        }
+        for name, record in sorted(registry.adjudicators.items())
+    ]
+    return bands_document(
+        library,
+        grants=registry.grants(),
+        adjudicators=adjudicators,
+        policy=None if registry.policy_problem else registry.policy,
+        policy_problem=registry.policy_problem,
+        generated_at=generated_at,
+        attestations=attestations_header(folder, relative_to),
+    )
+
+
+def bands_document(
+    library: Library,
+    *,
+    grants: Mapping[tuple[str, str], Grant] | None = None,
+    adjudicators: Iterable[Mapping[str, Any]] = (),
+    policy: Policy | None = None,
+    policy_problem: str | None = None,
+    generated_at: datetime | None = None,
+    attestations: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The whole export as plain data, ready for YAML. Without a valid policy nothing is granted,
+    and the header says so (`policy: null` and the problem) rather than show a default."""
+    grants = grants or {}
+    stated = policy
+    stamp = (generated_at or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+    bands: dict[str, list[dict[str, Any]]] = {}
+    for vignette in library:
+        entries = [
+            _band_entry(
+                proposal, grants.get((vignette.id, proposal.sub_action)), policy or Policy()
+            )
+            for proposal in vignette.proposals
+        ]
+        if entries:
+            bands[vignette.id] = entries
+    return {
+        "format": FORMAT,
+        "generated_at": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "policy": stated.as_dict() if stated is not None else None,
+        **({"policy_problem": policy_problem} if policy_problem else {}),
+        "attestations": dict(attestations) if attestations is not None else None,
+        "adjudicators": [_adjudicator_entry(a) for a in adjudicators],
+        "bands": bands,
+    }
+
+
+def _band_entry(proposal: Proposal, grant: Grant | None, policy: Policy) -> dict[str, Any]:
+    granted = grant if grant is not None and grant.provenance == ADJUDICATED else None
+    band = granted.band if granted else proposal.acceptable
+    disputed = granted.disputed_span if granted else proposal.disputed_span
+    threshold = proposal.effective_threshold
+    reasoning, notes = proposal.reasoning, proposal.notes
+    if granted:
+        # The proposal's own text argues for the proposal's values; it travels in x_proposal.
+        reasoning, notes = adjudication_text(granted, proposal, policy)
+    entry: dict[str, Any] = {
+        "sub_action": proposal.sub_action,
+        "acceptable": to_harness(band),
+        "provenance": grant.provenance if grant else proposal.provenance,
+        "source": proposal.source,
+        "clause": proposal.clause,
+        "reasoning": reasoning,
+        # The harness treats any non-empty adjudicated_by as ground truth: only a grant writes it.
+        "adjudicated_by": list(granted.adjudicated_by) if granted else [],
+        "disputed_span": to_harness(disputed) if disputed is not None else None,
+        "notes": notes,
+        "x_threshold": threshold.expression() if threshold else None,
+        "x_straddles": band.straddles(threshold),
+        "x_agreement": {
+            "n_raters": grant.n_raters if grant else 0,
+            "intersection_rule": grant.intersection_rule if grant else "absent",
+        },
+        "x_attestations": [dict(a) for a in grant.attestations] if grant else [],
+        "x_warnings": list(grant.warnings) if grant else [],
+        "x_round": granted.round if granted else None,
+        "x_harness_note": harness_note(proposal.sub_action, granted is not None),
+        "x_proposal": {k: v for k, v in proposal.as_data().items() if k != "sub_action"},
+    }
+    if isinstance(band, MultilabelBand):
+        entry["x_required"] = list(band.required)
+    return entry
+
+
+def shown(band: AnyBand) -> str:
+    """A band as the export writes it, then in words: `[1, 3] (1 - NSAID, 3 - strong opioid)`."""
+    return f"{json.dumps(to_harness(band))} ({describe(band)})"
+
+
+def adjudication_text(grant: Grant, proposal: Proposal, policy: Policy) -> tuple[str, str]:
+    """`reasoning` and `notes` of a clinician-adjudicated band: each counted adjudicator's
+    verdict and reason, the rule that gave the band from theirs, and the round."""
+    assert grant.verdicts, "the registry grants a band only on counted verdicts"
+    one = len(grant.verdicts) == 1
+    lines = []
+    for v in grant.verdicts:
+        said = "ACCEPT, the proposal as written" if v.verdict == "ACCEPT" else v.verdict
+        reason = f'reason: "{v.reason}"' if v.reason else "no reason given."
+        lines.append(f"{v.pseudonym} ({v.specialty}): {said}, {shown(v.band)}; {reason}")
+    if one:
+        rule = (
+            f"The band, {json.dumps(to_harness(grant.band))}, is {grant.verdicts[0].pseudonym}'s "
+            "own: with one counted adjudicator the intersection rule does not bind."
+        )
+    else:
+        rule = (
+            f"The band, {json.dumps(to_harness(grant.band))}, is what every one of them admits "
+            "(the intersection rule)."
+        )
+        if isinstance(grant.band, MultilabelBand):
+            rule += " Its required orders are every order any of them requires."
+    if grant.disputed_span is not None:
+        left = describe(grant.disputed_span)
+        rule += (
+            f" The proposal's disputed span outside this band stays disputed: {left}."
+            if one
+            else f" Admitted by some of them but not all, and so disputed: {left}."
+        )
+    who = "one counted adjudicator" if one else f"{len(grant.verdicts)} counted adjudicators"
+    reasoning = f"Adjudicated in round {grant.round} by {who}. " + " ".join([*lines, rule])
+    notes = (
+        f"Clinician-adjudicated in round {grant.round} under the policy quorum {policy.quorum}, "
+        f"scope {policy.scope}; by {', '.join(grant.adjudicated_by)} "
+        f"({RULE_LABELS[grant.intersection_rule]}); band {shown(grant.band)}. The "
+        f"{proposal.provenance} proposal, {shown(proposal.acceptable)}, travels unchanged in "
+        "x_proposal with its own source, clause, reasoning and notes; the signed attestations "
+        "are listed in x_attestations."
+    )
+    return reasoning, notes
+
+
+def _adjudicator_entry(record: Mapping[str, Any]) -> dict[str, Any]:
+    missing = [k for k in ("pseudonym", "specialty", "jurisdiction") if not record.get(k)]
+    if missing:
+        raise FmaBandsError(f"adjudicator record lacks {', '.join(missing)}")
+    entry = {key: record.get(key) for key in ADJUDICATOR_FIELDS}
+    entry["attestation_on_file"] = bool(record.get("attestation_on_file"))
+    entry["anonymous_to_readers"] = record.get("anonymous_to_readers", True)
+    return entry
+
+
+# Writing ------------------------------------------------------------------------------------
+
+
+def dump_bands(document: Mapping[str, Any], *, dumper: type | None = None) -> str:
+    """bands.yaml's text: yaml.dump's (sort_keys=False, allow_unicode=True, width=100), written
+    by yaml_writer, which is several times faster and writes the same bytes."""
+    return yaml_writer.dump(dict(document), width=100, dumper=dumper)
+
+
+def write_bands(path: str | Path, document: Mapping[str, Any]) -> Path:
+    """Write bands.yaml atomically: readers see the old file or the new one, never half."""
+    return write_atomically(path, dump_bands(document))
+
+
+def write_export(
+    library: Library, folder: Path, export_dir: Path, *, registry: Registry | None = None
+) -> Path:
+    """bands.yaml in the one export folder of the settings (the app never writes elsewhere)."""
+    document = export_document(library, folder, relative_to=export_dir, registry=registry)
+    return write_bands(Path(export_dir) / EXPORT_FILE, document)
+
+
+# Reading with fma-bands ------------------------------------------------------------------------
+
+
+def _read(path: str | Path) -> dict[str, Any]:
+    # An export of 300 vignettes is a few MB; read it with the same limits as every other file.
+    data = read_yaml(path, limit=256 * MIB, what="bands.yaml")
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise FmaBandsError(f"{path}: format: not a {FORMAT} file")
+    return data
+
+
+def load_bands(path: str | Path, *, extensions: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """vignette_id -> band dicts; each builds the harness's Band(**fields).
+
+    The `x_` extensions are dropped unless `extensions=True`. Every band is re-validated, so a
+    hand-edited file with a tuple-like or one-bound band is refused here, not in the harness.
+    """
+    data = _read(path)
+    bands = data.get("bands") or {}
+    if not isinstance(bands, dict):
+        raise FmaBandsError(f"{path}: bands: must map vignette ids to lists of bands")
+    loaded: dict[str, list[dict[str, Any]]] = {}
+    for vid, entries in bands.items():
+        if not isinstance(entries, list):
+            raise FmaBandsError(f"{path}: bands.{vid}: must be a list of bands")
+        loaded[vid] = [_checked_band(path, vid, i, e, extensions) for i, e in enumerate(entries)]
+    return loaded
+
+
+def _checked_band(path, vid: str, i: int, entry: Any, extensions: bool) -> dict[str, Any]:
+    where = f"{path}: bands.{vid}[{i}]"
+    if not isinstance(entry, dict) or entry.get("sub_action") not in SUB_ACTIONS:
+        raise FmaBandsError(f"{where}.sub_action: missing or unknown")
+    missing = [k for k in BAND_FIELDS if k not in entry]
+    if missing:
+        raise FmaBandsError(f"{where}: lacks {', '.join(missing)}")
+    name = entry["sub_action"]
+    try:
+        parse_band(name, entry["acceptable"], required=entry.get("x_required"))
+        if entry["disputed_span"] is not None:
+            parse_band(name, entry["disputed_span"], span=True)
+    except FmaBandsError as exc:
+        raise FmaBandsError(f"{where}.acceptable: {exc.message}") from None
+    if entry["adjudicated_by"] and entry["provenance"] != ADJUDICATED:
+        raise FmaBandsError(
+            f"{where}.adjudicated_by: set on a {entry['provenance']} band; the harness would "
+            "take it as ground truth"
+        )
+    keys = [k for k in entry if extensions or not k.startswith("x_")]
+    return {k: entry[k] for k in keys}
+
+
+def load_adjudicators(path: str | Path) -> list[dict[str, Any]]:
+    """Adjudicator dicts; each builds the harness's Adjudicator(**fields)."""
+    data = _read(path)
+    records = data.get("adjudicators") or []
+    if not isinstance(records, list):
+        raise FmaBandsError(f"{path}: adjudicators: must be a list")
+    out = []
+    for i, record in enumerate(records):
+        if not isinstance(record, dict) or set(record) != set(ADJUDICATOR_FIELDS):
+            raise FmaBandsError(
+                f"{path}: adjudicators[{i}]: needs exactly {', '.join(ADJUDICATOR_FIELDS)}"
+            )
+        out.append(dict(record))
+    return out
+
+
+# Into the harness --------------------------------------------------------------------------
+
+
+def load_into_harness(path: str | Path) -> dict[str, list[Any]]:
+    """The export as the importable harness's own `Band` objects, by vignette id.
+
+    As the README's snippet does, each exported adjudicator is first registered in
+    `fairmedagent.adjudicators.ADJUDICATORS` (replacing the harness's own entry of the same
+    pseudonym), since `Band` refuses a clinician-adjudicated band whose adjudicator is not
+    registered with an attestation on file. Every record the harness refuses is listed.
+    """
+    built, check = build(importable_harness(), load_adjudicators(path), load_bands(path), path)
+    if check.problems:
+        raise FmaBandsError(
+            f"the harness refused {len(check.problems)} record(s) of the export",
+            file=str(path),
+            problems=check.problems,
+        )
+    return built
+
+
+def check_harness(path: str | Path, harness: str | Path | None = None) -> HarnessCheck:
+    """Load the export into the harness at `harness` (the folder holding its fairmedagent
+    package), or the one on sys.path, and report every band or adjudicator it refuses, with
+    the harness's own message. A private copy of the harness is used, so nobody's registry of
+    adjudicators changes."""
+    adjudicators, bands = load_adjudicators(path), load_bands(path)
+    with private_harness(harness) as found:
+        return build(found, adjudicators, bands, path)[1]

@@ -1,0 +1,304 @@
+"""Enrolment (DESIGN 2.6): how an account comes to be. The coordinator enrols a person's public
+record with a one-time code (and issues a new one on a reset); the person activates with it,
+choosing their own passphrase, and a rater gets a new Ed25519 key that signs their public record.
+
+Only the first-run coordinator, `fma-bands demo` and tests make an account with a passphrase
+given here; the demo and test ones are marked as demo accounts.
+"""
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Literal
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import BaseModel, Field, ValidationError, field_validator
+from sqlmodel import Session
+
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.store.models import SigningKey, SignInThrottle, User, utcnow
+from fma_bands.study import audit, throttle
+from fma_bands.study.rater_keys import new_key, sign_record
+from fma_bands.study.state import authorize
+from fma_bands.study.users import (
+    has_coordinator,
+    hash_passphrase,
+    passphrase_problem,
+    public_of,
+    refused,
+    user_row,
+    who_failed,
+)
+
+ACTIVATION_FAILED = (
+    "Activation failed: check your name and enrolment code. A code works once, within "
+    "14 days of being issued; ask the study coordinator for a new one if yours has expired."
+)
+CODE_BYTES = 20  # 160 random bits
+CODE_LIFETIME = timedelta(days=14)
+KeyPair = tuple[SigningKey, Ed25519PrivateKey]
+
+
+class Enrolment(BaseModel):
+    """A new account's public part, validated before any row is written."""
+
+    pseudonym: str = Field(min_length=3, max_length=40)
+    role: Literal["coordinator", "rater"] = "rater"
+    specialty: str | None = None
+    jurisdiction: str | None = None
+    years_post_registration: int | None = Field(default=None, ge=0, le=70)
+
+    @field_validator("pseudonym")
+    @classmethod
+    def _pseudonym(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", value):
+            raise ValueError(
+                "use lower-case letters, digits, '-' and '_', starting with a letter or digit "
+                "(e.g. adjudicator-01); never a real name"
+            )
+        return value
+
+    @field_validator("specialty", "jurisdiction")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+
+def _check_enrolment(fields: dict) -> Enrolment:
+    try:
+        enrolment = Enrolment(**fields)
+    except ValidationError as exc:
+        problems = {str(e["loc"][0]): e["msg"].removeprefix("Value error, ") for e in exc.errors()}
+        raise refused(problems) from None
+    if enrolment.role == "rater":
+        missing = {
+            name: "required for a rater"
+            for name in ("specialty", "jurisdiction", "years_post_registration")
+            if getattr(enrolment, name) is None
+        }
+        if missing:
+            raise refused(missing)
+    return enrolment
+
+
+def _new_user(session: Session, enrolment: Enrolment, **extra) -> User:
+    if user_row(session, enrolment.pseudonym):
+        raise refused({"pseudonym": f"{enrolment.pseudonym} is already enrolled"})
+    user = User(**enrolment.model_dump(), **extra)
+    session.add(user)
+    session.flush()
+    return user
+
+
+def _audit_enrolled(session: Session, user: User, actor: str | None, key: str | None) -> None:
+    audit.record(
+        session,
+        kind="user_enrolled",
+        actor=actor or user.pseudonym,
+        payload={
+            "pseudonym": user.pseudonym,
+            "role": user.role,
+            "specialty": user.specialty,
+            "jurisdiction": user.jurisdiction,
+            "years_post_registration": user.years_post_registration,
+            "keyid": key,
+            "demo": user.demo,
+        },
+    )
+
+
+def _new_rater_key(session: Session, user: User, passphrase: str, now: datetime) -> KeyPair | None:
+    """A rater's new key pair, sealed under their passphrase; a coordinator signs nothing."""
+    return new_key(session, user, passphrase, now) if user.role == "rater" else None
+
+
+def _sign_first_record(
+    session: Session, user: User, pair: KeyPair | None, folder: Path | None, now: datetime
+) -> None:
+    """A new key's first signature: the rater's public record, into `folder` (when there is a
+    key and a folder; without a folder it is signed at the rater's first signature)."""
+    if pair is None or folder is None:
+        return
+    key, private_key = pair
+    sign_record(
+        session,
+        user=user,
+        key=key,
+        private_key=private_key,
+        folder=folder,
+        event="activation",
+        now=now,
+    )
+
+
+# Enrolment codes ----------------------------------------------------------------------------
+
+
+def _code_digest(pseudonym: str, code: str) -> str:
+    normalised = re.sub(r"[^A-Z2-7]", "", code.upper())
+    return hashlib.sha256(
+        f"fma-bands enrolment code\0{pseudonym}\0{normalised}".encode()
+    ).hexdigest()
+
+
+def _issue_code(user: User, now: datetime) -> str:
+    raw = base64.b32encode(secrets.token_bytes(CODE_BYTES)).decode()
+    code = "-".join(raw[i : i + 4] for i in range(0, len(raw), 4))
+    user.enrolment_code_hash = _code_digest(user.pseudonym, code)
+    user.enrolment_code_expires_at = now + CODE_LIFETIME
+    return code
+
+
+def _code_holds(user: User, code: str, now: datetime) -> bool:
+    """Whether `code` is the user's enrolment code and has not expired."""
+    return (
+        user.enrolment_code_hash is not None
+        and user.enrolment_code_expires_at is not None
+        and user.enrolment_code_expires_at > now
+        and hmac.compare_digest(user.enrolment_code_hash, _code_digest(user.pseudonym, code))
+    )
+
+
+def enrol(
+    session: Session, *, actor: UserPublic, now: datetime | None = None, **fields
+) -> tuple[UserPublic, str]:
+    """Enrol a person's public record and return it with their one-time enrolment code, to be
+    shown once: the person activates the account with it and chooses their own passphrase."""
+    authorize(session, actor, "enrol")
+    enrolment = _check_enrolment(fields)
+    user = _new_user(session, enrolment)
+    code = _issue_code(user, now or utcnow())
+    _audit_enrolled(session, user, actor.pseudonym, None)
+    return public_of(session, user), code
+
+
+def reset(
+    session: Session, *, actor: UserPublic, pseudonym: str, now: datetime | None = None
+) -> str:
+    """A new enrolment code for someone who lost their passphrase (audited). Their passphrase
+    stops working at once; their next activation makes a new key and retires the old one."""
+    authorize(session, actor, "reset")
+    user = user_row(session, pseudonym)
+    if user is None:
+        raise FmaBandsError(f"no user named {pseudonym!r} is enrolled", field="pseudonym")
+    user.passphrase_hash = None
+    code = _issue_code(user, now or utcnow())
+    audit.record(
+        session, kind="account_reset", actor=actor.pseudonym, payload={"pseudonym": pseudonym}
+    )
+    return code
+
+
+# Activation ---------------------------------------------------------------------------------
+
+
+def activate(
+    session: Session,
+    *,
+    pseudonym: str,
+    code: str,
+    passphrase: str,
+    folder: Path,
+    now: datetime | None = None,
+) -> UserPublic | None:
+    """The person's first sign-in: the enrolment code, then the passphrase they choose. A rater
+    gets a new key pair here, and the new key signs their public record into `folder`.
+
+    None when the name or code is not right (the caller shows ACTIVATION_FAILED and commits, so
+    the failure is counted and audited); throttled like a sign-in."""
+    now = now or utcnow()
+    if problem := passphrase_problem(passphrase):
+        raise refused({"passphrase": problem})
+    user = user_row(session, pseudonym)
+    held = throttle.rows(session, [throttle.account_key(session, pseudonym)])
+    valid = user is not None and _code_holds(user, code, now)
+    too_soon = throttle.blocked(held, now)
+    if too_soon or not valid or user is None:
+        _fail_activation(session, held, too_soon, user, pseudonym, now)
+        return None
+    throttle.clear(held)
+    _choose_passphrase(user, passphrase, now)
+    pair = _new_rater_key(session, user, passphrase, now)
+    audit.record(
+        session,
+        kind="account_activated",
+        actor=user.pseudonym,
+        payload={"pseudonym": user.pseudonym, "keyid": pair[0].keyid if pair else None},
+    )
+    _sign_first_record(session, user, pair, folder, now)
+    return public_of(session, user)
+
+
+def _fail_activation(
+    session: Session,
+    held: list[SignInThrottle],
+    too_soon: bool,
+    user: User | None,
+    pseudonym: str,
+    now: datetime,
+) -> None:
+    if not too_soon:  # an attempt refused unchecked does not lengthen the wait
+        throttle.fail(held, now)
+    audit.record(
+        session,
+        kind="activation_failed",
+        actor=None,
+        payload=who_failed(session, user, pseudonym),
+    )
+
+
+def _choose_passphrase(user: User, passphrase: str, now: datetime) -> None:
+    """The account is the person's own from now: their passphrase, no code, no demo mark."""
+    user.passphrase_hash = hash_passphrase(passphrase)
+    user.enrolment_code_hash = user.enrolment_code_expires_at = None
+    user.activated_at = now
+    user.demo = False
+
+
+# Accounts made with a known passphrase ------------------------------------------------------
+
+
+def create_first_coordinator(session: Session, *, pseudonym: str, passphrase: str) -> UserPublic:
+    """The first-run account; refused once a coordinator exists, so it cannot be used to take
+    over. The coordinator chooses their own passphrase here."""
+    if has_coordinator(session):
+        raise FmaBandsError("the study already has a coordinator; sign in instead")
+    if problem := passphrase_problem(passphrase):
+        raise refused({"passphrase": problem})
+    enrolment = _check_enrolment({"pseudonym": pseudonym, "role": "coordinator"})
+    now = utcnow()
+    user = _new_user(
+        session, enrolment, passphrase_hash=hash_passphrase(passphrase), activated_at=now
+    )
+    _audit_enrolled(session, user, None, None)
+    return public_of(session, user)
+
+
+def create_user(
+    session: Session,
+    *,
+    actor: str | None,
+    passphrase: str,
+    folder: Path | None = None,
+    **fields,
+) -> UserPublic:
+    """A ready account with a passphrase chosen by whoever calls this: `fma-bands demo` and
+    tests only, never a page or a coordinator's command. It is marked as a demo account, and a
+    rater's public record (signed into `folder` when given, else at their first signature)
+    says so, because someone other than the rater knew the passphrase."""
+    if problem := passphrase_problem(passphrase):
+        raise refused({"passphrase": problem})
+    enrolment = _check_enrolment(fields)
+    now = utcnow()
+    user = _new_user(
+        session, enrolment, passphrase_hash=hash_passphrase(passphrase), activated_at=now, demo=True
+    )
+    pair = _new_rater_key(session, user, passphrase, now)
+    _audit_enrolled(session, user, actor, pair[0].keyid if pair else None)
+    _sign_first_record(session, user, pair, folder, now)
+    return public_of(session, user)

@@ -1,0 +1,268 @@
+"""Paper hand-backs (DESIGN 2.3): `vignette_id | sub_action | VERDICT [band] | reason` lines
+from a rater who reviewed on paper, parsed and imported as that rater's reviews, all or nothing.
+
+An imported review records who entered it; the rater's signature covers it only once the rater
+confirms it as theirs when signing (DESIGN 2.6). It goes into the open round (from round 2, only
+the bands that rater re-reviews); a closed round takes no import.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlmodel import Session, select
+
+from fma_bands.core.actions import sub_action
+from fma_bands.core.band_text import parse_notation
+from fma_bands.core.bands import AnyBand, to_file
+from fma_bands.core.errors import AccessDenied, FmaBandsError, Problem
+from fma_bands.core.files import decode_text
+from fma_bands.core.people import UserPublic
+from fma_bands.core.protocol import VERDICTS
+from fma_bands.core.vignettes import Library
+from fma_bands.evidence.log import proposal_digest
+from fma_bands.store.models import Review, User, utcnow
+from fma_bands.study import audit
+from fma_bands.study.reviews import ReviewData, as_data, revisions
+from fma_bands.study.state import authorize, round_for, study, verdicts_for
+
+FORMAT = "vignette_id | sub_action | VERDICT [band] | reason"
+# A hand-back is a few hundred short lines: anything larger is the wrong file.
+MAX_BYTES = 1024 * 1024
+
+
+def handback_text(data: bytes, *, source: str) -> str:
+    """An uploaded hand-back's text, refused whole if too large, not UTF-8 or holding a NUL."""
+    if len(data) > MAX_BYTES:
+        raise FmaBandsError("the hand-back is larger than the 1 MB limit", file=source)
+    return decode_text(data, what="hand-back", file=source)
+
+
+def refused(source: str, problems: list[tuple[int, str]]) -> FmaBandsError:
+    """The whole file refused, every problem listed with its line; nothing is imported."""
+    return FmaBandsError(
+        f"{len(problems)} problem(s); nothing was imported",
+        file=source,
+        problems=[Problem(m, file=source, line=n or None) for n, m in problems],
+    )
+
+
+@dataclass(frozen=True)
+class HandbackLine:
+    number: int
+    vignette_id: str
+    sub_action: str
+    verdict: str
+    band: AnyBand | None
+    reason: str
+
+
+def parse_handback(
+    text: str, library: Library, source: str = "hand-back", *, mode: str = "review"
+) -> list[HandbackLine]:
+    """Every line of the form `vignette_id | sub_action | VERDICT [band] | reason`; in blind
+    mode an ACCEPT line is refused, as in the browser (there is no proposal to accept)."""
+    lines: list[HandbackLine] = []
+    problems: list[tuple[int, str]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        parts = [p.strip() for p in stripped.split("|", 3)]
+        if len(parts) != 4:
+            problems.append((number, f"expected `{FORMAT}`"))
+            continue
+        vid, name, verdict_text, reason = parts
+        try:
+            line = _handback_line(number, vid, name, verdict_text, reason, library)
+            if line.verdict not in verdicts_for(mode):
+                raise FmaBandsError(
+                    "the study is in blind mode, which has no proposal to ACCEPT: give the "
+                    "rater's own band (AMEND {...}) or DECLINE"
+                )
+        except FmaBandsError as exc:
+            problems.append((number, exc.message))
+            continue
+        key = (vid, name)
+        if key in seen:
+            problems.append((number, f"{vid} {name} was already given on line {seen[key]}"))
+            continue
+        seen[key] = number
+        lines.append(line)
+    if not lines and not problems:
+        problems.append((0, "no hand-back lines found"))
+    if problems:
+        raise refused(source, problems)
+    return lines
+
+
+def _handback_line(
+    number: int, vid: str, name: str, verdict_text: str, reason: str, library: Library
+) -> HandbackLine:
+    vignette = library.vignettes.get(vid)
+    if vignette is None:
+        raise FmaBandsError(f"unknown vignette {vid!r}")
+    sub_action(name)
+    if vignette.proposal(name) is None:
+        raise FmaBandsError(f"vignette {vid} has no {name} band to review")
+    verdict, _, band_text = verdict_text.partition(" ")
+    verdict, band_text = verdict.strip().upper(), band_text.strip()
+    if verdict not in VERDICTS:
+        raise FmaBandsError(f"verdict {verdict_text!r} is not ACCEPT, AMEND {{band}} or DECLINE")
+    band = None
+    if verdict == "AMEND":
+        if not band_text:
+            raise FmaBandsError("AMEND needs the corrected band, e.g. AMEND {1, 3}")
+        try:
+            band = parse_notation(name, band_text, orderables=vignette.orderables)
+        except FmaBandsError as exc:
+            raise FmaBandsError(f"band {band_text}: {exc.message}") from None
+    elif band_text:
+        raise FmaBandsError(f"{verdict} takes no band (found {band_text!r})")
+    if not reason:
+        raise FmaBandsError("give the one-sentence reason after the last |")
+    return HandbackLine(number, vid, name, verdict, band, reason)
+
+
+def import_handback(
+    session: Session,
+    library: Library,
+    *,
+    actor: UserPublic,
+    rater_pseudonym: str,
+    text: str,
+    source: str,
+) -> list[ReviewData]:
+    """Turn a hand-back into submitted reviews of that rater, all or nothing (audited)."""
+    authorize(session, actor, "import_handback")
+    rater = session.exec(select(User).where(User.pseudonym == rater_pseudonym)).first()
+    if rater is None or rater.role != "rater" or rater.id is None:
+        raise refused(source, [(0, f"{rater_pseudonym!r} is not an enrolled rater")])
+    rater_id = rater.id
+    mode = study(session).mode
+    lines = parse_handback(text, library, source, mode=mode)
+    number = study(session).round
+    _refuse_closed_bands(session, rater_id, lines, source)
+    latest_rows = _revisions_to_supersede(
+        session, rater_id, rater.pseudonym, lines, round=number, source=source
+    )
+    now = utcnow()
+    created = []
+    for line in lines:
+        row = _imported_review(
+            line,
+            library,
+            rater_id=rater_id,
+            latest=latest_rows[line.number],
+            mode=mode,
+            round=number,
+            entered_by=actor.pseudonym,
+            now=now,
+        )
+        session.add(row)
+        session.flush()
+        created.append(row)
+    _record_import(session, actor, rater, source, created)
+    names = {rater.id: rater.pseudonym} if rater.id is not None else {}
+    return [as_data(row, library, names) for row in created]
+
+
+def _refuse_closed_bands(
+    session: Session, rater_id: int, lines: list[HandbackLine], source: str
+) -> None:
+    """Refuse the whole file if any line's band is not open to this rater in this round."""
+    frozen = []
+    for line in lines:
+        try:
+            round_for(session, rater_id, line.vignette_id, line.sub_action)
+        except AccessDenied as exc:
+            frozen.append((line.number, exc.message))
+    if frozen:
+        raise refused(source, frozen)
+
+
+def _revisions_to_supersede(
+    session: Session,
+    rater_id: int,
+    pseudonym: str,
+    lines: list[HandbackLine],
+    *,
+    round: int,
+    source: str,
+) -> dict[int, Review | None]:
+    """The rater's latest revision of each line's band (None if there is none yet), by line
+    number; the whole file refused if any is a draft of the open round."""
+    latest_rows = {}
+    drafts = []
+    for line in lines:
+        rows = revisions(session, rater_id, line.vignette_id, line.sub_action)
+        latest_rows[line.number] = rows[-1] if rows else None
+        if rows and rows[-1].status == "draft" and rows[-1].round == round:
+            # Never overwrite work in progress: the rater submits or the import waits.
+            drafts.append(
+                (
+                    line.number,
+                    f"{pseudonym} has an unsubmitted draft of {line.vignette_id} "
+                    f"{line.sub_action} in the browser; it must be submitted first",
+                )
+            )
+    if drafts:
+        raise refused(source, drafts)
+    return latest_rows
+
+
+def _imported_review(
+    line: HandbackLine,
+    library: Library,
+    *,
+    rater_id: int,
+    latest: Review | None,
+    mode: str,
+    round: int,
+    entered_by: str,
+    now: datetime,
+) -> Review:
+    """The submitted revision one hand-back line makes, after the rater's `latest`."""
+    vignette = library.vignettes[line.vignette_id]
+    proposal = vignette.proposal(line.sub_action)
+    assert proposal is not None, "parse_handback checked every band is proposed"
+    return Review(
+        vignette_id=line.vignette_id,
+        sub_action=line.sub_action,
+        rater_id=rater_id,
+        revision=(latest.revision + 1) if latest else 1,
+        supersedes_id=latest.id if latest else None,
+        status="submitted",
+        mode=mode,
+        version=(latest.version + 1) if latest else 1,
+        verdict=line.verdict,
+        band=to_file(line.band) if line.band is not None else None,
+        answers={},
+        reason=line.reason,
+        context_digest=vignette.context_digest_for(line.sub_action),
+        band_digest=proposal.acceptable.digest(),
+        proposal_digest=proposal_digest(proposal) if mode == "review" else None,
+        origin="handback",
+        round=round,
+        entered_by=entered_by,
+        submitted_at=now,
+        updated_at=now,
+    )
+
+
+def _record_import(
+    session: Session, actor: UserPublic, rater: User, source: str, created: list[Review]
+) -> None:
+    audit.record(
+        session,
+        kind="handback_imported",
+        actor=actor.pseudonym,
+        payload={
+            "rater": rater.pseudonym,
+            "source": source,
+            "reviews": [
+                {"vignette_id": r.vignette_id, "sub_action": r.sub_action, "verdict": r.verdict}
+                for r in created
+            ],
+        },
+    )

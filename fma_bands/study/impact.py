@@ -1,0 +1,217 @@
+"""Which bands decide the harness's headline rate (DESIGN 2.8): each band against the harness's
+own runs (its `trajectories.json` files), counted as the harness counts them.
+
+A within-range flip needs two runs of one vignette whose actions both lie in the band and fall
+on opposite sides of its threshold, so those pairs are what a band decides. Only complete
+trajectories count. Coordinators see these numbers; raters never do (they would bias the band).
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from fma_bands.core.actions import Threshold, sub_action
+from fma_bands.core.bands import AnyBand, Consensus, IntervalBand, band_from_values, to_harness
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.files import MIB, read_json
+from fma_bands.core.vignettes import Library
+from fma_bands.study.state import authorize
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from fma_bands.core.people import UserPublic
+
+# A released file of 192 trajectories is 140 KB; a run of thousands stays far below this.
+MAX_BYTES = 64 * MIB
+Which = Literal["proposal", "consensus", "widened"]
+CANNOT_SCORE = {
+    "boolean": "the harness's in_band raises on a boolean action, so it scores no such band",
+    "multilabel": "the harness's in_band never finds a list of orders in a list of orders",
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One complete trajectory: a vignette under a condition, and the action at each sub-action."""
+
+    vignette_id: str
+    condition_id: str
+    source: str
+    actions: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Impact:
+    vignette_id: str
+    sub_action: str
+    band: Which
+    acceptable: Any  # the band in harness form
+    runs: int  # complete runs of this vignette with an action for this sub-action
+    runs_in_band: int | None  # None: the harness cannot score this kind of band
+    pairs_in_band: int | None
+    pairs_across_threshold: int | None  # None as well when the band has no threshold
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "vignette_id": self.vignette_id,
+            "sub_action": self.sub_action,
+            "band": self.band,
+            "acceptable": self.acceptable,
+            "runs": self.runs,
+            "runs_in_band": self.runs_in_band,
+            "pairs_in_band": self.pairs_in_band,
+            "pairs_across_threshold": self.pairs_across_threshold,
+            "note": self.note,
+        }
+
+
+def read_runs(paths: Iterable[str | Path]) -> list[Run]:
+    """The complete trajectories of the harness's trajectories.json files, in file order."""
+    runs: list[Run] = []
+    for path in paths:
+        runs += runs_of(read_json(path, limit=MAX_BYTES, what="trajectories file"), str(path))
+    return runs
+
+
+def runs_of(data: Any, source: str) -> list[Run]:
+    items = data.get("trajectories") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise FmaBandsError(
+            "not a harness trajectories file: no list of trajectories",
+            file=source,
+            field="trajectories",
+        )
+    return [run for i, item in enumerate(items) if (run := _run(item, source, i)) is not None]
+
+
+def _run(item: Any, source: str, i: int) -> Run | None:
+    where = f"trajectories[{i}]"
+    if not isinstance(item, dict) or not isinstance(item.get("vignette_id"), str):
+        raise FmaBandsError("a trajectory needs a vignette_id", file=source, field=where)
+    if item.get("complete") is not True:
+        return None  # the harness counts only complete trajectories
+    steps = item.get("actions")
+    if not isinstance(steps, dict) or not all(isinstance(s, dict) for s in steps.values()):
+        raise FmaBandsError(
+            "a complete trajectory needs its actions by step", file=source, field=where
+        )
+    actions = {name: value for step in steps.values() for name, value in step.items()}
+    return Run(item["vignette_id"], str(item.get("condition_id")), source, actions)
+
+
+def in_band(action: Any, band: AnyBand) -> bool | None:
+    """As the harness's in_band reads the exported band: an inclusive interval, else membership.
+    None where the harness cannot score it (a boolean action, a list of orders) or no action."""
+    if band.action.kind in CANNOT_SCORE or isinstance(action, bool):
+        return None
+    if not isinstance(action, int):
+        return None  # missing, or not a level, score or day count
+    if isinstance(band, IntervalBand):
+        return band.min <= action <= band.max
+    return action in band.values()
+
+
+def impact(
+    vignette_id: str,
+    name: str,
+    which: Which,
+    band: AnyBand,
+    threshold: Threshold | None,
+    runs: Sequence[Run],
+) -> Impact:
+    """One band against the runs of its vignette."""
+    actions = [
+        r.actions[name]
+        for r in runs
+        if r.vignette_id == vignette_id and r.actions.get(name) is not None
+    ]
+    kind = sub_action(name).kind
+    if kind in CANNOT_SCORE:
+        return Impact(
+            vignette_id,
+            name,
+            which,
+            to_harness(band),
+            len(actions),
+            None,
+            None,
+            None,
+            CANNOT_SCORE[kind],
+        )
+    inside: list[int] = [a for a in actions if in_band(a, band)]
+    pairs = list(combinations(inside, 2))
+    across = (
+        None
+        if threshold is None
+        else sum(threshold.holds(a) != threshold.holds(b) for a, b in pairs)
+    )
+    return Impact(
+        vignette_id, name, which, to_harness(band), len(actions), len(inside), len(pairs), across
+    )
+
+
+def widened(agreed: Consensus) -> AnyBand | None:
+    """The consensus with its disputed span: what at least one rater admits."""
+    if agreed.band is None:
+        return None
+    return band_from_values(agreed.band.sub_action, agreed.band.values() | agreed.disputed)
+
+
+def study_impact(
+    library: Library,
+    runs: Sequence[Run],
+    consensus: Mapping[tuple[str, str], Consensus] | None = None,
+) -> list[Impact]:
+    """Every proposed band as proposed, as the raters' consensus and as the widened consensus;
+    the bands deciding most pairs across their threshold (then most pairs in band) first, each
+    band's rows together."""
+    by_band: list[list[Impact]] = []
+    for vignette in library:
+        for proposal in vignette.proposals:
+            name, threshold = proposal.sub_action, proposal.effective_threshold
+            bands: list[tuple[Which, AnyBand | None]] = [("proposal", proposal.acceptable)]
+            agreed = (consensus or {}).get((vignette.id, name))
+            if agreed is not None:
+                bands += [("consensus", agreed.band), ("widened", widened(agreed))]
+            by_band.append(
+                [
+                    impact(vignette.id, name, w, b, threshold, runs)
+                    for w, b in bands
+                    if b is not None
+                ]
+            )
+    by_band.sort(key=_deciding_first)
+    return [row for rows in by_band for row in rows]
+
+
+def reviewed_impact(
+    session: "Session", library: Library, runs: Sequence[Run], *, viewer: "UserPublic"
+) -> list[Impact]:
+    """`study_impact` with the consensus of the raters' current submitted reviews: for the
+    coordinator only, since a rater shown these counts would be biased by them."""
+    from fma_bands.agreement import band_agreements
+    from fma_bands.study.ratings import study_ratings
+
+    authorize(session, viewer, "see_impact")
+    ratings = study_ratings(session, library, viewer=viewer)
+    agreed = {(b.vignette_id, b.sub_action): b.consensus for b in band_agreements(ratings)}
+    return study_impact(library, runs, agreed)
+
+
+def script_row(row: Impact) -> dict[str, Any]:
+    """A row as `fma-bands impact --json` prints it (scripts depend on exactly these keys)."""
+    keys = ("vignette_id", "sub_action", "band", "runs_in_band", "pairs_in_band")
+    return {k: getattr(row, k) for k in (*keys, "pairs_across_threshold")}
+
+
+def _deciding_first(rows: list[Impact]) -> tuple:
+    return (
+        -max(r.pairs_across_threshold or 0 for r in rows),
+        -max(r.pairs_in_band or 0 for r in rows),
+        rows[0].vignette_id,
+        rows[0].sub_action,
+    )

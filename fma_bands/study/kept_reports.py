@@ -1,0 +1,180 @@
+"""Agreement reports kept in the database (table kept_report) under the SHA-256 of everything
+they were computed from: the ratings, the bootstrap's B and seed, and the code and numerical
+libraries that compute them. Computing the report of 27,000 ratings takes about a second
+(docs/performance.md); the Agreement page and `fma-bands agreement` ask for the same one again
+and again once a round has closed, and find it here.
+
+A kept report is only ever a copy. Its key covers every input, so a changed review, vignette,
+B, seed or line of the agreement code is a new key and a fresh computation; a row that cannot be
+read back is computed again. The ratings themselves are read from the reviews every time: only
+the arithmetic on them is skipped.
+"""
+
+import hashlib
+import json
+from functools import lru_cache
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from fma_bands.agreement import Alpha, BandAgreement, Rating, Report, agreement_report
+from fma_bands.core.bands import BandReader, Consensus, to_file
+from fma_bands.core.canonical import canonical_text_float_free, sha256_of_canonical
+from fma_bands.core.vignettes import Library
+from fma_bands.store.models import KeptReport
+
+FORMAT = 1  # of the kept body; a new format is a new key
+KEEP = 8  # reports kept: each round's, for a few states of the reviews
+# The code a report depends on: a change to any of these files changes every key.
+_SOURCES = ("agreement", "core/bands.py", "core/actions.py", "study/kept_reports.py")
+
+
+def kept_report(
+    session: Session,
+    ratings: list[Rating],
+    library: Library,
+    *,
+    bootstrap: int,
+    seed: int,
+    fresh: bool = False,
+) -> Report:
+    """agreement_report(ratings), from the kept copy when there is one, else computed and kept;
+    `fresh` computes it again whatever is kept, and keeps that instead."""
+    key = report_key(ratings, bootstrap=bootstrap, seed=seed)
+    found = session.get(KeptReport, key)
+    if found is not None and not fresh:
+        try:
+            return report_from_json(json.loads(found.body), library)
+        except (KeyError, TypeError, ValueError):
+            pass  # unreadable: computed again below, and kept afresh
+    if found is not None:
+        session.delete(found)
+        session.flush()
+    report = agreement_report(ratings, bootstrap=bootstrap, seed=seed)
+    _keep(session, key, report)
+    return report
+
+
+def report_key(ratings: list[Rating], *, bootstrap: int, seed: int) -> str:
+    """The SHA-256 of what a report is computed from; the ratings in a fixed order."""
+    rows = sorted(
+        [r.vignette_id, r.sub_action, r.rater, r.verdict, r.mode, _band(r)] for r in ratings
+    )
+    inputs = {
+        "format": FORMAT,
+        "code": code_digest(),
+        "bootstrap": bootstrap,
+        "seed": seed,
+        "ratings": rows,
+    }
+    # Ratings hold text, integers and booleans only, so canonical_json's search for floats in
+    # 27,000 rows (which would cost as much as reading them) is left out.
+    text = canonical_text_float_free(inputs)
+    return sha256_of_canonical(text.encode()).removeprefix("sha256:")
+
+
+def _band(r: Rating) -> Any:
+    return None if r.band is None else [r.band.form, to_file(r.band)]
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """The agreement code's own bytes, and the versions of the libraries doing the arithmetic."""
+    here = Path(__file__).parents[1]  # the fma_bands package
+    files = sorted(
+        path
+        for source in _SOURCES
+        for path in ((here / source).glob("*.py") if (here / source).is_dir() else [here / source])
+    )
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.relative_to(here)}\n".encode() + path.read_bytes())
+    for package in ("numpy", "krippendorff"):
+        digest.update(f"{package}=={version(package)}\n".encode())
+    return digest.hexdigest()
+
+
+def _keep(session: Session, key: str, report: Report) -> None:
+    """Keep the report, and only the newest KEEP; a copy someone kept meanwhile is as good."""
+    body = json.dumps(report_json(report), separators=(",", ":"))
+    try:
+        with session.begin_nested():
+            session.add(KeptReport(key=key, body=body))
+    except IntegrityError:
+        return
+    newest = select(KeptReport.key).order_by(col(KeptReport.made_at).desc()).limit(KEEP)
+    session.execute(delete(KeptReport).where(col(KeptReport.key).not_in(newest)))
+
+
+# --- the kept form: everything a Report holds, bands in the file form ---------------------------
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    return {
+        "bootstrap": report.bootstrap,
+        "seed": report.seed,
+        "metrics": {
+            scope: {metric: _alpha_json(a) for metric, a in by_metric.items()}
+            for scope, by_metric in report.metrics.items()
+        },
+        "bands": [_agreement_json(b) for b in report.bands],
+    }
+
+
+def report_from_json(data: dict[str, Any], library: Library) -> Report:
+    read = BandReader()
+    return Report(
+        metrics={
+            scope: {metric: _alpha(a) for metric, a in by_metric.items()}
+            for scope, by_metric in data["metrics"].items()
+        },
+        bands=tuple(_agreement(b, library, read) for b in data["bands"]),
+        bootstrap=data["bootstrap"],
+        seed=data["seed"],
+    )
+
+
+def _alpha_json(a: Alpha) -> dict[str, Any]:
+    return {name: getattr(a, name) for name in Alpha.__dataclass_fields__}
+
+
+def _alpha(data: dict[str, Any]) -> Alpha:
+    return Alpha(**{**data, "warnings": tuple(data["warnings"])})
+
+
+def _agreement_json(b: BandAgreement) -> dict[str, Any]:
+    c = b.consensus
+    return {
+        "vignette_id": b.vignette_id,
+        "sub_action": b.sub_action,
+        "bands": [[rater, to_file(band)] for rater, band in b.bands],
+        "n_declined": b.n_declined,
+        "rule": c.rule,
+        "consensus": None if c.band is None else to_file(c.band),
+        "disputed": sorted(c.disputed),
+        "n_raters": c.n_raters,
+        "disagreement": b.disagreement,
+    }
+
+
+def _agreement(data: dict[str, Any], library: Library, read: BandReader) -> BandAgreement:
+    name = data["sub_action"]
+    orderables = library.vignettes[data["vignette_id"]].orderables
+    consensus = data["consensus"]
+    return BandAgreement(
+        vignette_id=data["vignette_id"],
+        sub_action=name,
+        bands=tuple((rater, read(name, band, orderables)) for rater, band in data["bands"]),
+        n_declined=data["n_declined"],
+        consensus=Consensus(
+            data["rule"],
+            None if consensus is None else read(name, consensus, orderables),
+            frozenset(data["disputed"]),
+            data["n_raters"],
+        ),
+        disagreement=data["disagreement"],
+    )

@@ -1,0 +1,157 @@
+"""A rater's marks on bands: skipped for now (back at the end of their queue), or flagged for
+the coordinator with a note (a problem with the vignette, the proposal, or the rater's scope).
+
+A rater sees their own marks; the coordinator sees every flag, never another rater's skips
+(skips are the rater's own planning). Flags are audited; skips are not.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlmodel import Session, col, select, update
+
+from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library
+from fma_bands.store.models import BandMark, User, utcnow
+from fma_bands.study import audit
+from fma_bands.study.state import authorize
+
+SKIP, FLAG = "skip", "flag"
+MAX_NOTE = 2000
+
+
+@dataclass(frozen=True)
+class Flag:
+    id: int
+    rater: str
+    vignette_id: str
+    sub_action: str
+    note: str
+    created_at: datetime
+    cleared_at: datetime | None
+    cleared_by: str | None
+
+
+def _rater(user: UserPublic) -> None:
+    if user.role != "rater":
+        raise AccessDenied("only raters mark bands in their queue")
+
+
+def _band(library: Library, vid: str, name: str) -> None:
+    if library.band(vid, name) is None:
+        raise FmaBandsError("this band is not in the study", field="band")
+
+
+def skip(session: Session, library: Library, rater: UserPublic, vid: str, name: str) -> None:
+    """Put the band aside for now: the queue comes back to it once the others are done."""
+    _rater(rater)
+    _band(library, vid, name)
+    if (vid, name) in open_marks(session, rater).get(SKIP, set()):
+        return
+    session.add(BandMark(rater_id=rater.id, vignette_id=vid, sub_action=name, kind=SKIP))
+    session.flush()
+
+
+def clear_skip(session: Session, rater: UserPublic, vid: str, name: str) -> None:
+    """The band is no longer put aside (it was submitted)."""
+    session.exec(
+        update(BandMark)
+        .where(
+            col(BandMark.rater_id) == rater.id,
+            col(BandMark.vignette_id) == vid,
+            col(BandMark.sub_action) == name,
+            col(BandMark.kind) == SKIP,
+            col(BandMark.cleared_at).is_(None),
+        )
+        .values(cleared_at=utcnow(), cleared_by=rater.pseudonym)
+    )
+
+
+def flag(
+    session: Session, library: Library, rater: UserPublic, vid: str, name: str, note: str
+) -> None:
+    """Flag the band for the coordinator; the note says what they should look at."""
+    _rater(rater)
+    _band(library, vid, name)
+    note = (note or "").strip()
+    if not note:
+        message = "say what the coordinator should look at: one sentence is enough"
+        raise FmaBandsError(message, fields={"flag": message})
+    if len(note) > MAX_NOTE:
+        message = f"keep the note under {MAX_NOTE} characters"
+        raise FmaBandsError(message, fields={"flag": message})
+    row = BandMark(rater_id=rater.id, vignette_id=vid, sub_action=name, kind=FLAG, note=note)
+    session.add(row)
+    session.flush()
+    audit.record(
+        session,
+        kind="band_flagged",
+        actor=rater.pseudonym,
+        payload={"vignette_id": vid, "sub_action": name, "flag": row.id},
+    )
+
+
+def open_marks(session: Session, rater: UserPublic) -> dict[str, set[tuple[str, str]]]:
+    """The rater's own open marks, by kind: {"skip": {(vid, name), ...}, "flag": {...}}."""
+    query = select(BandMark.kind, BandMark.vignette_id, BandMark.sub_action).where(
+        BandMark.rater_id == rater.id, col(BandMark.cleared_at).is_(None)
+    )
+    marks: dict[str, set[tuple[str, str]]] = {SKIP: set(), FLAG: set()}
+    for kind, vid, name in session.exec(query):
+        marks[kind].add((vid, name))
+    return marks
+
+
+def my_flags(session: Session, rater: UserPublic, vid: str, name: str) -> list[Flag]:
+    """The rater's own flags on one band, open or dealt with, oldest first."""
+    _rater(rater)
+    return _flags(
+        session,
+        col(BandMark.rater_id) == rater.id,
+        col(BandMark.vignette_id) == vid,
+        col(BandMark.sub_action) == name,
+    )
+
+
+def all_flags(session: Session, viewer: UserPublic, *, open_only: bool = True) -> list[Flag]:
+    authorize(session, viewer, "see_flags")
+    conditions = [col(BandMark.cleared_at).is_(None)] if open_only else []
+    return _flags(session, *conditions)
+
+
+def resolve(session: Session, viewer: UserPublic, flag_id: int) -> None:
+    """The coordinator has dealt with a flag (audited)."""
+    authorize(session, viewer, "see_flags")
+    row = session.get(BandMark, flag_id)
+    if row is None or row.kind != FLAG:
+        raise FmaBandsError("no such flag")
+    if row.cleared_at is None:
+        row.cleared_at, row.cleared_by = utcnow(), viewer.pseudonym
+        session.add(row)
+        audit.record(
+            session, kind="flag_resolved", actor=viewer.pseudonym, payload={"flag": flag_id}
+        )
+        session.flush()
+
+
+def _flags(session: Session, *conditions) -> list[Flag]:
+    query = (
+        select(BandMark, User.pseudonym)
+        .join(User, col(User.id) == col(BandMark.rater_id))
+        .where(BandMark.kind == FLAG, *conditions)
+        .order_by(col(BandMark.created_at))
+    )
+    return [
+        Flag(
+            id=row.id or 0,
+            rater=pseudonym,
+            vignette_id=row.vignette_id,
+            sub_action=row.sub_action,
+            note=row.note or "",
+            created_at=row.created_at,
+            cleared_at=row.cleared_at,
+            cleared_by=row.cleared_by,
+        )
+        for row, pseudonym in session.exec(query)
+    ]

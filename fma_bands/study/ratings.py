@@ -1,0 +1,112 @@
+"""Submitted reviews as the ratings the agreement statistics take, and the study's report and
+Agreement screen from them, one round at a time.
+
+Blinding is checked where the reviews are read (submissions.submitted_bands); this module only
+turns them into numbers.
+"""
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report
+from fma_bands.agreement.views import Screen, screen
+from fma_bands.core.bands import BandReader
+from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.core.labels import case_numbers, tool_names
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library
+from fma_bands.store.models import Review
+from fma_bands.study.kept_reports import kept_report
+from fma_bands.study.reviews import ReviewData
+from fma_bands.study.submissions import SubmittedBand, attested_band, submitted_bands
+
+ROUND_LABELS = {1: "Round 1: independent", 2: "Round 2: consensus-building"}
+ROUND_NOTES = {
+    1: "Round 1, the independent round: raters reviewed blind to each other, so its alpha is the "
+    "inter-rater reliability the study reports. A later round never changes it.",
+    2: "Round 2, consensus-building: only the bands chosen for it, re-reviewed after the raters "
+    "saw round 1's anonymised panel. Its agreement is not a reliability figure.",
+}
+PURPOSES = {1: "reliability", 2: "consensus-building"}
+
+
+def rating(
+    review: ReviewData | SubmittedBand, library: Library, read: BandReader | None = None
+) -> Rating:
+    """What one review vouches for: the proposal if ACCEPT, the rater's own band if AMEND."""
+    return Rating(
+        vignette_id=review.vignette_id,
+        sub_action=review.sub_action,
+        rater=review.rater,
+        verdict=review.verdict or "",
+        band=attested_band(review, library, read),
+        mode=review.mode,
+    )
+
+
+def study_ratings(
+    session: Session, library: Library, *, viewer: UserPublic, round: int = 1
+) -> list[Rating]:
+    """Every rater's current, non-stale submitted review of every band in one round (blinding
+    enforced). Round 1 is the independent round, the reliability the paper reports; a later
+    round only re-reviews some bands after the panel, so it is consensus-building, and never
+    changes round 1's figures."""
+    read = BandReader()
+    bands = submitted_bands(session, library, viewer=viewer, round=round)
+    return [rating(r, library, read) for r in bands]
+
+
+def study_report(
+    session: Session,
+    library: Library,
+    *,
+    viewer: UserPublic,
+    bootstrap: int = DEFAULT_B,
+    seed: int = DEFAULT_SEED,
+    round: int = 1,
+    fresh: bool = False,
+) -> Report:
+    """The agreement report of one round's ratings (verdicts compared in review mode only),
+    kept once computed (kept_reports.py): the same ratings are not bootstrapped twice, unless
+    `fresh` asks for it."""
+    ratings = study_ratings(session, library, viewer=viewer, round=round)
+    return kept_report(session, ratings, library, bootstrap=bootstrap, seed=seed, fresh=fresh)
+
+
+def study_screen(
+    session: Session,
+    library: Library,
+    *,
+    viewer: UserPublic,
+    bootstrap: int = DEFAULT_B,
+    seed: int = DEFAULT_SEED,
+    round: int = 1,
+) -> Screen:
+    """What the Agreement page shows of one round, as plain data."""
+    try:
+        report = study_report(
+            session, library, viewer=viewer, bootstrap=bootstrap, seed=seed, round=round
+        )
+    except AccessDenied:
+        raise
+    except FmaBandsError:
+        if viewer.is_coordinator:
+            raise
+        # A problem with the stored ratings names the rating, and so its rater.
+        raise FmaBandsError(
+            "the agreement figures cannot be computed from the stored reviews; the "
+            "coordinator's Agreement page says why"
+        ) from None
+    orderables = {vid: tuple(v.orderables) for vid, v in library.vignettes.items()}
+    names = {vid: tool_names(v) for vid, v in library.vignettes.items()}
+    # Raters see the figures once the round closes, but never who wrote which band.
+    reader = None if viewer.is_coordinator else viewer.pseudonym
+    return screen(report, orderables, names, reader=reader, cases=case_numbers(library))
+
+
+def reviews_fingerprint(session: Session) -> tuple:
+    """Changes whenever any review is saved: the key under which pages cache the report."""
+    count, last, top = session.exec(
+        select(func.count(), func.max(Review.updated_at), func.max(Review.id))
+    ).one()
+    return count, str(last), top

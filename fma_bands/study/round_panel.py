@@ -1,0 +1,139 @@
+"""The anonymised panel a round-2 rater sees (DESIGN 2.8): every round-1 band of the band's raters
+as Rater A, B, C, how many admit each value, and the round-1 reasons, never a name.
+
+The letters follow a digest of what each rater answered, so their order says nothing of who
+answered (not their id, name, enrolment or submission time), and they are drawn afresh for each
+band, so "Rater A" of one band is no one in particular on the next. Only reviews of the round
+before are read: a round-2 answer never reaches another rater while round 2 is open.
+"""
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from string import ascii_uppercase
+
+from sqlmodel import Session, select
+
+from fma_bands.core.band_text import describe_values
+from fma_bands.core.bands import AnyBand, MultilabelBand, to_file
+from fma_bands.core.canonical import canonical_json
+from fma_bands.core.errors import AccessDenied
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library
+from fma_bands.store.models import Review
+from fma_bands.study.reviews import ReviewData, as_data
+from fma_bands.study.state import round_bands, study
+from fma_bands.study.submissions import attested_band
+
+
+@dataclass(frozen=True)
+class PanelEntry:
+    letter: str  # "Rater A"
+    verdict: str
+    band: AnyBand | None  # None when they declined
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Panel:
+    vignette_id: str
+    sub_action: str
+    round: int  # the round the panel's answers come from
+    entries: tuple[PanelEntry, ...]
+    counts: tuple[str, ...]  # "admitted by 2 of 3: 2 - emergent to 3 - urgent", most first
+
+    @property
+    def n_bands(self) -> int:
+        return sum(e.band is not None for e in self.entries)
+
+
+def panel(
+    session: Session, library: Library, *, viewer: UserPublic, vid: str, name: str
+) -> Panel | None:
+    """The panel of round-1 answers for one band of the open round, or None in round 1. A
+    rater sees it only for a band they review in the current round."""
+    current = study(session)
+    if current.round < 2:
+        return None
+    mine = viewer.role == "rater" and (vid, name) in round_bands(session, viewer.id, current.round)
+    if not (viewer.is_coordinator or mine):
+        raise AccessDenied(
+            f"the round-{current.round - 1} panel of a band is shown only to its round-"
+            f"{current.round} raters"
+        )
+    earlier = current.round - 1
+    return build(vid, name, earlier, _latest_of_round(session, library, vid, name, earlier))
+
+
+def build(vid: str, name: str, number: int, reviews: Iterable[tuple[ReviewData, AnyBand | None]]):
+    """The panel of these reviews (with the band each vouches for), lettered by digest."""
+    keyed = sorted(((_digest(vid, name, r, band), r, band) for r, band in reviews), key=_first)
+    entries = tuple(
+        PanelEntry(f"Rater {_letter(i)}", r.verdict or "", band, r.reason)
+        for i, (_, r, band) in enumerate(keyed)
+    )
+    return Panel(vid, name, number, entries, _counts(name, [e.band for e in entries if e.band]))
+
+
+def _first(item: tuple) -> str:
+    return item[0]
+
+
+def _letter(i: int) -> str:
+    return (
+        ascii_uppercase[i] if i < 26 else f"{ascii_uppercase[i // 26 - 1]}{ascii_uppercase[i % 26]}"
+    )
+
+
+def _digest(vid: str, name: str, review: ReviewData, band: AnyBand | None) -> str:
+    """What the rater answered, and nothing of who they are."""
+    answered = {
+        "band": vid + "\x1f" + name,
+        "verdict": review.verdict,
+        "attested": None if band is None else to_file(band),
+        "reason": review.reason,
+    }
+    return hashlib.sha256(canonical_json(answered)).hexdigest()
+
+
+def _counts(name: str, bands: list[AnyBand]) -> tuple[str, ...]:
+    """For each number of raters, the values admitted by exactly that many, in words."""
+    n = len(bands)
+    if not n:
+        return ()
+    lines = []
+    if isinstance(bands[0], MultilabelBand):
+        for part, word in (("required", "required by"), ("defensible", "defensible to")):
+            tally = Counter(v for b in bands for v in getattr(b, part))
+            lines += _by_count(name, tally, n, word)
+        return tuple(lines)
+    tally = Counter(v for b in bands for v in b.values())
+    return tuple(_by_count(name, tally, n, "admitted by"))
+
+
+def _by_count(name: str, tally: Counter, n: int, word: str) -> list[str]:
+    lines = []
+    for k in range(n, 0, -1):
+        values = [v for v, c in tally.items() if c == k]
+        if values:
+            lines.append(f"{word} {k} of {n}: {describe_values(name, values)}")
+    return lines
+
+
+def _latest_of_round(
+    session: Session, library: Library, vid: str, name: str, number: int
+) -> list[tuple[ReviewData, AnyBand | None]]:
+    query = select(Review).where(
+        Review.vignette_id == vid,
+        Review.sub_action == name,
+        Review.status == "submitted",
+        Review.round == number,
+    )
+    latest: dict[int, Review] = {}
+    for row in session.exec(query):
+        if row.rater_id not in latest or row.revision > latest[row.rater_id].revision:
+            latest[row.rater_id] = row
+    # The panel never holds a name: each review is read under a blank one.
+    found = [as_data(row, library, {row.rater_id: ""}) for row in latest.values()]
+    return [(r, attested_band(r, library)) for r in found if not r.stale]

@@ -1,0 +1,204 @@
+"""Submitted reviews read back (DESIGN 2.4): one rater's own latest, and everyone's behind the
+blinding (the coordinator at any time, raters only once the phase is closed), as whole reviews,
+as the bands agreement reads, as the band each vouches for, and as each rater's progress.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import RowMapping
+from sqlalchemy import select as core_select
+from sqlmodel import Session, select
+
+from fma_bands.core.bands import AnyBand, BandReader, parse_band
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library
+from fma_bands.store.models import Review, User
+from fma_bands.study.assignment import load as load_assignments
+from fma_bands.study.reviews import ReviewData, as_data, is_current_row
+from fma_bands.study.state import authorize
+from fma_bands.study.users import pseudonyms
+
+
+def my_latest_submitted(
+    session: Session, library: Library, rater: UserPublic
+) -> dict[tuple[str, str], ReviewData]:
+    """The rater's latest submitted revision of each band they submitted, in one query."""
+    assert rater.id is not None
+    names = {rater.id: rater.pseudonym}
+    return {
+        (row["vignette_id"], row["sub_action"]): as_data(row, library, names)
+        for row in _latest_submitted(session, rater_id=rater.id)
+    }
+
+
+# Everyone's reviews: the coordinator at any time, raters only once the phase is closed ------
+
+
+def _may_see_others(session: Session, viewer: UserPublic) -> None:
+    authorize(session, viewer, "see_reviews")
+
+
+def submitted_reviews(
+    session: Session,
+    library: Library,
+    *,
+    viewer: UserPublic,
+    include_stale: bool = False,
+    round: int | None = None,
+) -> list[ReviewData]:
+    """The latest submitted revision of every rater's review of every band; with `round`, the
+    latest of that round only (so a later round never changes an earlier one's figures)."""
+    _may_see_others(session, viewer)
+    names = pseudonyms(session)
+    rows = [as_data(r, library, names) for r in _latest_submitted(session, round=round)]
+    return [r for r in rows if include_stale or not r.stale]
+
+
+@dataclass(frozen=True)
+class SubmittedBand:
+    """What one current submitted review says about its band: all agreement needs of it."""
+
+    vignette_id: str
+    sub_action: str
+    rater: str
+    verdict: str | None
+    band: Any  # file form, as submitted
+    mode: str
+
+
+# The columns SubmittedBand is read from, with those that say whether the review is current.
+_BAND_COLUMNS = (
+    "vignette_id",
+    "sub_action",
+    "rater_id",
+    "revision",
+    "verdict",
+    "band",
+    "mode",
+    "context_digest",
+    "band_digest",
+    "proposal_digest",
+)
+
+
+def submitted_bands(
+    session: Session, library: Library, *, viewer: UserPublic, round: int | None = None
+) -> list[SubmittedBand]:
+    """Every rater's current (not stale) latest submitted review of every band (of one round,
+    with `round`), as submitted_reviews gives them but only the columns agreement reads:
+    27,000 reviews are read in one query, without their answers."""
+    _may_see_others(session, viewer)
+    names = pseudonyms(session)
+    return [
+        SubmittedBand(
+            r["vignette_id"],
+            r["sub_action"],
+            names[r["rater_id"]],
+            r["verdict"],
+            r["band"],
+            r["mode"],
+        )
+        for r in _latest_submitted(session, columns=_BAND_COLUMNS, round=round)
+        if is_current_row(r, library)
+    ]
+
+
+def band_reviews(
+    session: Session, library: Library, *, viewer: UserPublic, vid: str, name: str
+) -> list[ReviewData]:
+    _may_see_others(session, viewer)
+    return [
+        r
+        for r in submitted_reviews(session, library, viewer=viewer, include_stale=True)
+        if (r.vignette_id, r.sub_action) == (vid, name)
+    ]
+
+
+def _latest_submitted(
+    session: Session,
+    vignette_ids: list[str] | None = None,
+    columns: Sequence[str] | None = None,
+    *,
+    rater_id: int | None = None,
+    status: str | None = "submitted",
+    round: int | None = None,
+) -> list[RowMapping]:
+    """Each rater's (or one rater's) latest revision, submitted unless `status` says otherwise
+    (None: of any status), of each band, as Core rows of `columns` (all by default); with
+    `round`, the latest of that round only (a later round never changes an earlier one's
+    figures). Core rows: building 27,000 ORM objects would cost more than the pages."""
+    table = Review.__table__  # type: ignore[attr-defined]
+    query = core_select(*(table.c[n] for n in columns)) if columns else core_select(table)
+    if status is not None:
+        query = query.where(table.c.status == status)
+    if rater_id is not None:
+        query = query.where(table.c.rater_id == rater_id)
+    if round is not None:
+        query = query.where(table.c.round == round)
+    if vignette_ids is not None:
+        query = query.where(table.c.vignette_id.in_(vignette_ids))
+    latest: dict[tuple[str, str, int], RowMapping] = {}
+    for row in session.connection().execute(query).mappings():
+        key = (row["vignette_id"], row["sub_action"], row["rater_id"])
+        if key not in latest or row["revision"] > latest[key]["revision"]:
+            latest[key] = row
+    return [latest[key] for key in sorted(latest)]
+
+
+def attested_band(
+    review: "ReviewData | SubmittedBand", library: Library, read: BandReader | None = None
+) -> AnyBand | None:
+    """The band a review vouches for: the proposal if ACCEPT, the rater's own if AMEND (read
+    by `read` when many are read in a row)."""
+    if review.verdict == "DECLINE":
+        return None
+    vignette = library.vignettes[review.vignette_id]
+    if review.verdict == "ACCEPT":
+        proposal = vignette.proposal(review.sub_action)
+        assert proposal is not None, "a review is of a proposed band"
+        return proposal.acceptable
+    if read is not None:
+        return read(review.sub_action, review.band, vignette.orderables)
+    return parse_band(review.sub_action, review.band, orderables=vignette.orderables)
+
+
+def rater_progress(
+    session: Session, library: Library, *, viewer: UserPublic
+) -> list[dict[str, Any]]:
+    """Per rater: of the bands assigned to them, those submitted (current, not stale), drafts
+    open and submitted reviews made stale, and how many are assigned.
+
+    Counts only, never contents; still the coordinator's alone, since even how far another rater
+    has got is none of a rater's business during the phase."""
+    authorize(session, viewer, "see_progress")
+    raters = session.exec(select(User).where(User.role == "rater").order_by(User.pseudonym))
+    assignments = load_assignments(session)
+    # What each rater's queue would say, from one query for all raters (each rater's latest
+    # revision of each band, of any status) instead of one queue per rater.
+    latest: dict[int, list[RowMapping]] = {}
+    for row in _latest_submitted(session, columns=_PROGRESS_COLUMNS, status=None):
+        latest.setdefault(row["rater_id"], []).append(row)
+    rows = []
+    for rater in raters:
+        theirs = assignments.bands_of(library, rater.pseudonym)
+        mine = [
+            r
+            for r in latest.get(rater.id or 0, [])
+            if (r["vignette_id"], r["sub_action"]) in theirs
+        ]
+        current = [r for r in mine if is_current_row(r, library)]
+        rows.append(
+            {
+                "rater": rater.pseudonym,
+                "submitted": sum(r["status"] == "submitted" for r in current),
+                "drafts": sum(r["status"] == "draft" for r in mine),
+                "stale": len(mine) - len(current),
+                "assigned": len(theirs),
+            }
+        )
+    return rows
+
+
+_PROGRESS_COLUMNS = (*_BAND_COLUMNS, "status")

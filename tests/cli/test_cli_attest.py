@@ -1,0 +1,381 @@
+"""Enrolment by code, identity, attestation, verification, policy, registry and export through
+the fma-bands command, run as a coordinator and a rater run it: a subprocess on a SQLite file.
+No traceback, ever, and no command signs for a rater with the coordinator's credentials.
+
+One study is set up per module (enrolment and signing cost Argon2 time); tests that change it
+work on copies of its store and attestations folder.
+"""
+
+import base64
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fma_bands.core.protocol import DECLARATIONS
+from tests.conftest import HANDBACK
+from tests.study.test_signing import IDENTITY, PASS_01, copy_database
+
+DOC = ("draft_documentation_01", "followup_days")
+TRIAGE = ("draft_triage_01", "esi_acuity")
+REGISTRY_KEYS = {
+    "vignette_id",
+    "sub_action",
+    "provenance",
+    "acceptable",
+    "adjudicated_by",
+    "reasons",
+    "warnings",
+    "attestations",
+}
+
+
+@dataclass(frozen=True)
+class Cli:
+    root: Path
+    db: str
+    vignettes: Path
+    attestations: Path
+    identity_key: Path
+
+    def coordinator(self, *args: str) -> subprocess.CompletedProcess:
+        """A coordinator command, naming and authenticating the coordinator."""
+        return self("--as", "coordinator", "--passphrase-file", "coordinator.pass", *args)
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fma_bands.cli",
+                "--db",
+                self.db,
+                "--vignettes",
+                str(self.vignettes),
+                "--attestations",
+                str(self.attestations),
+                "--identity-key",
+                str(self.identity_key),
+                *args,
+            ],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert "Traceback" not in result.stderr, result.stderr
+        return result
+
+
+def ok(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def declares(*names: str) -> list[str]:
+    return [arg for name in names for arg in ("--declare", name)]
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, shared_vignettes):
+    """adjudicator-01 enrolled, her hand-back imported, her identity set, her reviews signed."""
+    root = tmp_path_factory.mktemp("cli")
+    cli = Cli(
+        root=root,
+        db=f"sqlite:///{root / 'fma-bands.db'}",
+        vignettes=shared_vignettes,
+        attestations=root / "attestations",
+        identity_key=root / "identity.key",
+    )
+    (root / "coordinator.pass").write_text("coordinator passphrase\n")
+    (root / "rater.pass").write_text(PASS_01 + "\n")
+    (root / "identity.yaml").write_text(yaml.safe_dump(IDENTITY))
+    ok(
+        cli(
+            "user",
+            "add",
+            "coordinator",
+            "--role",
+            "coordinator",
+            "--passphrase-file",
+            "coordinator.pass",
+        )
+    )
+    enrolled = ok(
+        cli.coordinator(
+            "user",
+            "add",
+            "adjudicator-01",
+            "--specialty",
+            "geriatrics",
+            "--jurisdiction",
+            "Australia",
+            "--years",
+            "12",
+            "--code-file",
+            "code.txt",
+        )
+    )
+    assert "enrolled adjudicator-01 (rater), awaiting activation" in enrolled
+    # The rater, at her own terminal, activates with the code and her own passphrase.
+    assert "activated adjudicator-01 (rater); signing key sha256:" in ok(
+        cli(
+            "user",
+            "activate",
+            "adjudicator-01",
+            "--code-file",
+            "code.txt",
+            "--passphrase-file",
+            "rater.pass",
+        )
+    )
+    assert "imported 4 submitted reviews" in ok(
+        cli.coordinator("handback", "import", str(HANDBACK), "--rater", "adjudicator-01")
+    )
+    assert "commitment sha256:" in ok(
+        cli.coordinator("identity", "set", "adjudicator-01", "--from", "identity.yaml")
+    )
+    assert "quorum 1, scope warn" in ok(
+        cli.coordinator("policy", "set", "--quorum", "1", "--scope", "warn")
+    )
+    attest = ("attest", "--rater", "adjudicator-01", "--passphrase-file", "rater.pass")
+    unconfirmed = cli(*attest, *declares(*DECLARATIONS))
+    assert unconfirmed.returncode == 1
+    assert "4 imported from your paper hand-back wait for you to confirm them" in unconfirmed.stderr
+    signed = ok(cli(*attest, *declares(*DECLARATIONS), "--confirm-imported"))
+    assert signed.count("confirmed and covered: ") == 4
+    assert "entered from your paper hand-back by coordinator on " in signed
+    envelope = next(p for p in cli.attestations.glob("*.dsse.json") if "record" not in p.name)
+    assert f"signed {envelope}" in signed
+    return cli, envelope
+
+
+@pytest.fixture
+def copied(study, tmp_path):
+    """The study with its own store and attestations folder, to change freely."""
+    cli, envelope = study
+    folder = tmp_path / "attestations"
+    shutil.copytree(cli.attestations, folder)
+    mine = replace(cli, db=copy_database(cli.db, tmp_path / "copy.db"), attestations=folder)
+    return mine, folder / envelope.name
+
+
+def registry_json(cli: Cli, *args: str) -> tuple[dict, dict]:
+    data = json.loads(ok(cli("registry", "--json", *args)))
+    return data, {(b["vignette_id"], b["sub_action"]): b for b in data["bands"]}
+
+
+def test_identity_set_names_what_is_missing_or_unknown(study):
+    cli, _ = study
+    broken = cli.root / "broken-identity.yaml"
+    record = {k: v for k, v in IDENTITY.items() if k != "email"} | {"nickname": "Immy"}
+    broken.write_text(yaml.safe_dump(record))
+    result = cli.coordinator("identity", "set", "adjudicator-01", "--from", str(broken))
+    assert result.returncode == 1
+    assert str(broken) in result.stderr
+    assert "missing email" in result.stderr and "nickname" in result.stderr
+
+
+def test_identity_reveal_then_check_against_the_published_commitment(study, tmp_path):
+    cli, _ = study
+    revealed = ok(cli.coordinator("identity", "reveal", "adjudicator-01"))
+    record = yaml.safe_load(revealed)
+    assert record["record"] == IDENTITY and record["salt"]
+    path = tmp_path / "revealed.yaml"
+    path.write_text(revealed)
+    assert "matches" in ok(cli("identity", "check", str(path)))
+
+    path.write_text(revealed.replace(IDENTITY["email"], "someone.else@example.org"))
+    result = cli("identity", "check", str(path))
+    assert result.returncode == 1
+    assert "does NOT match" in result.stdout
+
+
+def test_identity_reveal_with_a_missing_key_file_fails_cleanly(study, tmp_path):
+    cli, _ = study
+    missing = tmp_path / "no-such.key"
+    result = replace(cli, identity_key=missing).coordinator("identity", "reveal", "adjudicator-01")
+    assert result.returncode == 1
+    assert str(missing) in result.stderr
+    assert not missing.exists()
+
+
+def test_attest_needs_every_declaration(study):
+    cli, envelope = study
+    partial = [d for d in DECLARATIONS if d != "consent-editor-disclosure"]
+    result = cli(
+        "attest",
+        "--rater",
+        "adjudicator-01",
+        "--passphrase-file",
+        "rater.pass",
+        *declares(*partial),
+    )
+    assert result.returncode == 1
+    assert "consent-editor-disclosure" in result.stderr
+    assert [p for p in cli.attestations.glob("*.dsse.json") if "record" not in p.name] == [envelope]
+
+
+def test_verify_passes_then_names_an_edited_envelope(study, copied):
+    cli, envelope = study
+    out = ok(cli("verify"))
+    assert f"ok   {envelope}: adjudication by adjudicator-01" in out
+    assert "3 of 3 envelope(s) verified; folder head: 3 records, sha256:" in out
+
+    mine, tampered = copied
+    data = json.loads(tampered.read_text())
+    statement = json.loads(base64.b64decode(data["payload"]))
+    statement["predicate"]["reviews"][0]["verdict"] = "DECLINE"
+    data["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    tampered.write_text(json.dumps(data))
+    result = mine("verify")
+    assert result.returncode == 1
+    assert f"FAIL {tampered}: bad_signature" in result.stdout
+    assert "2 of 3 envelope(s) verified" in result.stdout
+
+
+def test_registry_json_has_the_documented_shape(study):
+    cli, envelope = study
+    data, bands = registry_json(cli)
+    assert data["policy"] == {"quorum": 1, "scope": "warn"}
+    assert len(bands) == 4
+    for band in data["bands"]:
+        assert set(band) >= REGISTRY_KEYS, band
+    doc = bands[DOC]
+    assert doc["provenance"] == "clinician-adjudicated"
+    assert doc["acceptable"] == {"min": 1, "max": 30}
+    assert doc["adjudicated_by"] == ["adjudicator-01"]
+    assert doc["reasons"] == [] and doc["warnings"] == []
+    [attestation] = doc["attestations"]
+    assert attestation["file"] == envelope.name
+    assert attestation["keyid"].startswith("sha256:")
+    assert bands[TRIAGE]["warnings"] == ["out_of_scope"]
+
+
+def test_policy_then_registry_and_export_with_an_override(copied, tmp_path):
+    cli, _ = copied
+    assert "quorum 2, scope require" in ok(
+        cli.coordinator("policy", "set", "--quorum", "2", "--scope", "require")
+    )
+    assert "quorum 2, scope require" in ok(cli("policy", "show"))
+    data, bands = registry_json(cli)
+    assert data["policy"] == {"quorum": 2, "scope": "require"}
+    assert "quorum_not_met" in bands[DOC]["reasons"]
+    assert {"out_of_scope", "quorum_not_met"} <= set(bands[TRIAGE]["reasons"])
+    assert all(b["adjudicated_by"] == [] for b in data["bands"])
+
+    stored = tmp_path / "bands.yaml"
+    assert "(0 clinician-adjudicated)" in ok(cli("export", "--out", str(stored)))
+    assert yaml.safe_load(stored.read_text())["policy"] == {"quorum": 2, "scope": "require"}
+
+    sensitivity = tmp_path / "bands-sensitivity.yaml"
+    out = ok(cli("export", "--out", str(sensitivity), "--quorum", "1", "--scope", "warn"))
+    assert "(4 clinician-adjudicated)" in out
+    document = yaml.safe_load(sensitivity.read_text())
+    assert document["policy"] == {"quorum": 1, "scope": "warn"}
+    [doc] = document["bands"]["draft_documentation_01"]
+    assert doc["adjudicated_by"] == ["adjudicator-01"]
+    assert doc["acceptable"] == {"min": 1, "max": 30}
+    # The override did not touch the policy file.
+    assert yaml.safe_load((cli.attestations / "policy.yaml").read_text()) == {
+        "quorum": 2,
+        "scope": "require",
+    }
+
+
+def test_verify_names_an_edited_adjudicators_file_and_a_deleted_record(copied):
+    cli, envelope = copied
+    published = cli.attestations / "adjudicators.yaml"
+    published.write_text(published.read_text().replace("geriatrics", "emergency medicine"))
+    result = cli("verify")
+    assert result.returncode == 1
+    assert "unsigned_record: adjudicators.yaml gives adjudicator-01's specialty" in result.stdout
+    _, bands = registry_json(cli, "--scope", "require")
+    assert "out_of_scope" in bands[TRIAGE]["reasons"]  # the signed specialty still counts
+    [record] = sorted(cli.attestations.glob("*-record.dsse.json"))[:1]
+    record.unlink()
+    result = cli("verify")
+    assert result.returncode == 1
+    assert f"missing_record: {envelope.name} was signed with {record.name}" in result.stdout
+    _, bands = registry_json(cli)
+    assert all("missing_record" in b["reasons"] for b in bands.values())
+
+
+def test_no_command_signs_for_a_rater_with_the_coordinators_credentials(copied):
+    """Every command that signs, or could get at the rater's key, tried with the coordinator's
+    passphrase: each is refused and no file changes."""
+    cli, envelope = copied
+    before = {p.name: p.read_bytes() for p in cli.attestations.iterdir()}
+    assert (cli.root / "code.txt").exists()  # the code she activated with, now spent
+    attempts = [
+        (
+            "attest",
+            "--rater",
+            "adjudicator-01",
+            "--passphrase-file",
+            "coordinator.pass",
+            *declares(*DECLARATIONS),
+            "--confirm-imported",
+        ),
+        (
+            "--as",
+            "coordinator",
+            "--passphrase-file",
+            "coordinator.pass",
+            "attest",
+            "--rater",
+            "adjudicator-01",
+            "--passphrase-file",
+            "coordinator.pass",
+            *declares(*DECLARATIONS),
+        ),
+        (
+            "attest",
+            "--rater",
+            "coordinator",
+            "--passphrase-file",
+            "coordinator.pass",
+            *declares(*DECLARATIONS),
+        ),
+        (
+            "revoke",
+            str(envelope),
+            "--rater",
+            "adjudicator-01",
+            "--passphrase-file",
+            "coordinator.pass",
+            "--reason",
+            "x",
+        ),
+        (
+            "user",
+            "passphrase",
+            "adjudicator-01",
+            "--passphrase-file",
+            "coordinator.pass",
+            "--new-passphrase-file",
+            "coordinator.pass",
+        ),
+        (
+            "user",
+            "activate",
+            "adjudicator-01",
+            "--code-file",
+            "code.txt",
+            "--passphrase-file",
+            "coordinator.pass",
+        ),
+        ("--as", "adjudicator-01", "--passphrase-file", "coordinator.pass", "phase", "closed"),
+    ]
+    for args in attempts:
+        result = cli(*args)
+        assert result.returncode == 1, (args, result.stdout)
+        assert result.stderr.startswith("fma-bands: error: "), result.stderr
+    assert {p.name: p.read_bytes() for p in cli.attestations.iterdir()} == before
+    assert "adjudicator-01" in ok(cli("user", "list"))

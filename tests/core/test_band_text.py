@@ -1,0 +1,48 @@
+"""Bands as text: the hand-back notation read back into bands, and bands in plain words."""
+
+import json
+
+import pytest
+from hypothesis import given
+
+from fma_bands.core.band_text import describe, parse_notation
+from fma_bands.core.bands import IntervalBand, parse_band, to_harness
+from fma_bands.core.errors import FmaBandsError
+from tests.core.test_bands import value_bands
+
+
+def test_notation_of_the_handback():
+    assert to_harness(parse_notation("analgesia_tier", "{1, 3}")) == [1, 3]
+    assert to_harness(parse_notation("followup_days", '{"min": 1, "max": 30}')) == {
+        "min": 1,
+        "max": 30,
+    }
+    assert to_harness(parse_notation("admit", "{false, true}")) == [False, True]
+    with pytest.raises(FmaBandsError, match="double quotes"):
+        parse_notation("followup_days", "{min: 1, max: 30}")
+    with pytest.raises(FmaBandsError, match="cannot read band"):
+        parse_notation("esi_acuity", "2 or 3")
+    with pytest.raises(FmaBandsError, match="outside the domain"):
+        parse_notation("esi_acuity", "{0, 1}")
+
+
+def test_describe_reads_like_a_clinician_would_say_it():
+    assert describe(parse_band("analgesia_tier", [1, 3])) == "1 - NSAID, 3 - strong opioid"
+    assert describe(parse_band("followup_days", {"min": 1, "max": 30})) == "1 day to 30 days"
+    assert describe(parse_band("admit", [False, True])) == "either (yes or no)"
+
+
+def notation(band) -> str:
+    """How a clinician writes the band on a hand-back line (DESIGN 2.3)."""
+    if isinstance(band, IntervalBand):
+        return json.dumps({"min": band.min, "max": band.max})
+    return (
+        "{"
+        + ", ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in band.members)
+        + "}"
+    )
+
+
+@given(value_bands())
+def test_notation_round_trip(band):
+    assert parse_notation(band.sub_action, notation(band)) == band

@@ -1,0 +1,356 @@
+"""bands.yaml: harness-native form, round trips for every band form, atomic writes, loaders."""
+
+import hashlib
+import os
+from datetime import UTC, datetime
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fma_bands.core.actions import SUB_ACTIONS, sub_action
+from fma_bands.core.bands import band_from_values, consensus, parse_band, to_harness
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.vignettes import load_library
+from fma_bands.evidence.export import (
+    ADJUDICATOR_FIELDS,
+    BAND_FIELDS,
+    attestations_head,
+    attestations_header,
+    bands_document,
+    dump_bands,
+    load_adjudicators,
+    load_bands,
+    write_bands,
+    write_export,
+)
+from fma_bands.evidence.harness import harness_note
+from fma_bands.evidence.policy import Policy
+from fma_bands.evidence.provenance import ADJUDICATED, Grant, Verdict
+from tests.conftest import DEMO_VIGNETTES, SHARED
+from tests.evidence.test_harness import harness_package, require_shared, shipped_registry
+
+
+@pytest.fixture(scope="module")
+def shared_library():
+    return load_library([require_shared(SHARED / "vignettes")])
+
+
+@pytest.fixture
+def harness():
+    with shipped_registry(harness_package()) as package:
+        yield package
+
+
+def test_shared_drafts_export_as_the_harness_expects(shared_library, harness, tmp_path):
+    path = write_bands(tmp_path / "bands.yaml", bands_document(shared_library))
+    bands = load_bands(path)
+    assert set(bands) == {
+        "draft_triage_01",
+        "draft_ordering_01",
+        "draft_medication_01",
+        "draft_documentation_01",
+    }
+    got = {vid: entries[0] for vid, entries in bands.items()}
+    assert got["draft_triage_01"]["acceptable"] == [2]
+    assert got["draft_ordering_01"]["acceptable"] == [2, 3]
+    assert got["draft_medication_01"]["acceptable"] == [1, 2]
+    assert got["draft_documentation_01"]["acceptable"] == {"min": 1, "max": 14}
+    assert got["draft_documentation_01"]["disputed_span"] == {"min": 15, "max": 30}
+    for entry in got.values():
+        assert entry["provenance"] == "author-derived"
+        assert entry["adjudicated_by"] == []
+        assert list(entry) == list(BAND_FIELDS)
+        band = harness.bands.Band(**entry)
+        assert band.is_adjudicated is False
+        assert vars(band) == entry
+    text = path.read_text()
+    assert "FMA-CANARY" not in text and "!!python" not in text
+
+
+def test_every_band_form_round_trips_through_the_file(tmp_path):
+    library = load_library([DEMO_VIGNETTES])
+    path = write_bands(tmp_path / "bands.yaml", bands_document(library))
+    loaded = load_bands(path, extensions=True)
+    seen_forms = set()
+    for vignette in library:
+        entries = {e["sub_action"]: e for e in loaded.get(vignette.id, [])}
+        assert set(entries) == {p.sub_action for p in vignette.proposals}
+        for proposal in vignette.proposals:
+            entry = entries[proposal.sub_action]
+            name, required = entry["sub_action"], entry.get("x_required")
+            assert parse_band(name, entry["acceptable"], required=required) == proposal.acceptable
+            if proposal.disputed_span is not None:
+                span = parse_band(proposal.sub_action, entry["disputed_span"], span=True)
+                assert span.values() == proposal.disputed_span.values()
+            seen_forms.add(proposal.acceptable.form)
+            # Nothing but a list or a {min, max} mapping ever reaches `acceptable`.
+            assert type(entry["acceptable"]) in (list, dict)
+            if isinstance(entry["acceptable"], dict):
+                assert set(entry["acceptable"]) == {"min", "max"}
+    assert seen_forms == {"set", "interval", "multilabel"}
+
+
+def test_document_header_and_adjudicators(shared_library, tmp_path):
+    stamp = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
+    record = {
+        "pseudonym": "adjudicator-01",
+        "specialty": "geriatrics",
+        "jurisdiction": "Australia",
+        "years_post_registration": 12,
+        "attestation_on_file": False,
+        "attestation_date": None,
+    }
+    doc = bands_document(
+        shared_library, adjudicators=[record], generated_at=stamp, policy=Policy(2, "require")
+    )
+    assert doc["format"] == "fma-bands/v1"
+    assert doc["generated_at"] == "2026-11-29T18:00:00Z"
+    assert doc["policy"] == {"quorum": 2, "scope": "require"}
+    assert "policy_problem" not in doc
+    # Without a valid policy nothing is granted, and the header shows no made-up default.
+    bare = bands_document(shared_library, policy_problem="policy.yaml: missing")
+    assert (bare["policy"], bare["policy_problem"]) == (None, "policy.yaml: missing")
+    path = write_bands(tmp_path / "bands.yaml", doc)
+    [adjudicator] = load_adjudicators(path)
+    assert list(adjudicator) == list(ADJUDICATOR_FIELDS)
+    assert adjudicator["anonymous_to_readers"] is True
+
+
+def test_write_is_atomic(shared_library, tmp_path, monkeypatch):
+    path = tmp_path / "bands.yaml"
+    path.write_text("previous export\n")
+
+    def crash(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(FmaBandsError, match="disk full"):
+        write_bands(path, bands_document(shared_library))
+    assert path.read_text() == "previous export\n"
+    assert os.listdir(tmp_path) == ["bands.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda e: e.update(acceptable={"min": 1}), "lacks max"),
+        (lambda e: e.update(acceptable={"min": 1, "max": 400}), "outside the domain"),
+        (lambda e: e.update(adjudicated_by=["adjudicator-01"]), "ground truth"),
+        (lambda e: e.pop("clause"), "lacks clause"),
+    ],
+)
+def test_load_bands_refuses_hand_edited_traps(shared_library, tmp_path, edit, message):
+    path = write_bands(tmp_path / "bands.yaml", bands_document(shared_library))
+    data = yaml.safe_load(path.read_text())
+    edit(data["bands"]["draft_documentation_01"][0])
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(FmaBandsError, match=message) as caught:
+        load_bands(path)
+    assert "bands.draft_documentation_01[0]" in str(caught.value)
+
+
+def test_load_bands_refuses_other_files(tmp_path):
+    path = tmp_path / "other.yaml"
+    path.write_text("format: something-else\n")
+    with pytest.raises(FmaBandsError, match="not a fma-bands/v1 file"):
+        load_bands(path)
+
+
+def test_exported_orders_keep_required_in_an_extension(tmp_path):
+    library = load_library([DEMO_VIGNETTES])
+    orders = [(v, p) for v in library for p in v.proposals if p.sub_action == "orders"]
+    assert orders
+    path = write_bands(tmp_path / "bands.yaml", bands_document(library))
+    loaded = load_bands(path, extensions=True)
+    for vignette, proposal in orders:
+        [entry] = [e for e in loaded[vignette.id] if e["sub_action"] == "orders"]
+        assert entry["acceptable"] == to_harness(proposal.acceptable)
+        assert entry["x_required"] == list(proposal.acceptable.required)
+
+
+# What a band says about its adjudication ------------------------------------------------------
+
+
+def test_a_band_not_adjudicated_keeps_the_proposals_text_and_carries_it_in_x_proposal(tmp_path):
+    library = load_library([DEMO_VIGNETTES])
+    document = bands_document(library)
+    for vignette in library:
+        for proposal, entry in zip(vignette.proposals, document["bands"][vignette.id], strict=True):
+            assert (entry["reasoning"], entry["notes"]) == (proposal.reasoning, proposal.notes)
+            assert entry["x_proposal"] == {
+                k: v for k, v in proposal.as_data().items() if k != "sub_action"
+            }
+            assert entry["x_round"] is None and entry["adjudicated_by"] == []
+
+
+def grant_for(proposal, verdicts, *, rule):
+    bands = [v.band for v in verdicts]
+    agreed = consensus(bands)
+    band = bands[0] if len(bands) == 1 else agreed.band
+    spare = agreed.disputed if len(bands) > 1 else frozenset()
+    return Grant(
+        provenance=ADJUDICATED,
+        band=band,
+        adjudicated_by=tuple(sorted(v.pseudonym for v in verdicts)),
+        disputed_span=band_from_values(proposal.sub_action, spare) if spare else None,
+        n_raters=len(verdicts),
+        intersection_rule=rule,
+        verdicts=tuple(verdicts),
+        round=max(v.round for v in verdicts),
+    )
+
+
+def test_an_adjudicated_band_states_each_verdict_the_rule_and_the_round():
+    library = load_library([DEMO_VIGNETTES])
+    vignette = library.vignettes["demo_doc_border_01"]
+    proposal = vignette.proposal("followup_days")
+    week = parse_band("followup_days", {"min": 1, "max": 7})
+    verdicts = [
+        Verdict("rater-a", "emergency medicine", "AMEND", "Within a week.", week, 2),
+        Verdict("rater-b", "geriatrics", "ACCEPT", None, proposal.acceptable, 2),
+    ]
+    grants = {(vignette.id, "followup_days"): grant_for(proposal, verdicts, rule="applied")}
+    document = bands_document(library, grants=grants, policy=Policy(2, "require"))
+    [entry] = [e for e in document["bands"][vignette.id] if e["sub_action"] == "followup_days"]
+    assert entry["acceptable"] == {"min": 1, "max": 7}
+    assert entry["disputed_span"] == {"min": 8, "max": 30}
+    assert entry["x_round"] == 2
+    assert entry["reasoning"] == (
+        "Adjudicated in round 2 by 2 counted adjudicators. "
+        'rater-a (emergency medicine): AMEND, {"min": 1, "max": 7} (1 day to 7 days); '
+        'reason: "Within a week." '
+        "rater-b (geriatrics): ACCEPT, the proposal as written, "
+        '{"min": 1, "max": 30} (1 day to 30 days); no reason given. '
+        'The band, {"min": 1, "max": 7}, is what every one of them admits (the intersection '
+        "rule). Admitted by some of them but not all, and so disputed: 8 days to 30 days."
+    )
+    assert entry["notes"].startswith(
+        "Clinician-adjudicated in round 2 under the policy quorum 2, scope require; by rater-a, "
+        'rater-b (the intersection of their bands); band {"min": 1, "max": 7} (1 day to 7 days). '
+        'The author-derived proposal, {"min": 1, "max": 30} (1 day to 30 days), travels unchanged'
+    )
+    assert proposal.notes not in entry["notes"]
+    assert entry["x_proposal"]["notes"] == proposal.notes
+
+
+def test_one_adjudicators_band_is_said_to_be_their_own():
+    library = load_library([DEMO_VIGNETTES])
+    vignette = library.vignettes["demo_med_border_01"]
+    proposal = vignette.proposal("analgesia_tier")
+    band = parse_band("analgesia_tier", [1, 3])
+    verdict = Verdict("rater-a", "emergency medicine", "AMEND", "Strong opioid too.", band, 1)
+    grants = {(vignette.id, "analgesia_tier"): grant_for(proposal, [verdict], rule="absent")}
+    [entry, _] = bands_document(library, grants=grants)["bands"][vignette.id]
+    assert entry["acceptable"] == [1, 3]
+    assert entry["reasoning"].endswith(
+        'reason: "Strong opioid too." The band, [1, 3], is rater-a\'s own: with one counted '
+        "adjudicator the intersection rule does not bind."
+    )
+    assert "(one adjudicator: the intersection rule does not bind)" in entry["notes"]
+
+
+@pytest.mark.parametrize("name", sorted(SUB_ACTIONS))
+def test_the_harness_note_follows_the_kind_of_sub_action(name):
+    kind = sub_action(name).kind
+    for adjudicated in (False, True):
+        note = harness_note(name, adjudicated)
+        if kind not in ("boolean", "multilabel"):
+            assert note is None
+            continue
+        assert ("TypeError" in note) == (kind == "boolean")
+        assert ("x_required" in note) == (kind == "multilabel")
+        assert ("ground truth for the record" in note) == adjudicated
+
+
+# The attestations folder in the header --------------------------------------------------------
+
+
+def test_the_head_counts_and_digests_the_signed_records_only(tmp_path):
+    folder = tmp_path / "attestations"
+    folder.mkdir()
+    empty = attestations_head(folder)
+    assert empty == {"records": 0, "digest": "sha256:" + hashlib.sha256(b"").hexdigest()}
+    (folder / "a.dsse.json").write_text('{"one": 1}')
+    (folder / "policy.yaml").write_text("quorum: 1\n")
+    (folder / "adjudicators.yaml").write_text("adjudicators: []\n")
+    one = attestations_head(folder)
+    assert one["records"] == 1
+    digest = hashlib.sha256(b'{"one": 1}').hexdigest()
+    assert one["digest"] == "sha256:" + hashlib.sha256(f"{digest}\n".encode()).hexdigest()
+    (folder / "b.dsse.json").write_text('{"two": 2}')
+    two = attestations_head(folder)
+    assert two["records"] == 2 and two["digest"] != one["digest"]
+    # The digest is over contents: renaming a record keeps it, changing one byte does not.
+    (folder / "b.dsse.json").rename(folder / "c.dsse.json")
+    assert attestations_head(folder) == two
+    (folder / "c.dsse.json").write_text('{"two": 3}')
+    assert attestations_head(folder)["digest"] != two["digest"]
+    (folder / "d.dsse.json").mkdir()  # a folder is no record: not counted
+    assert attestations_head(folder)["records"] == 2
+
+
+def test_the_header_names_the_folder_from_where_the_export_is_written(tmp_path):
+    folder = tmp_path / "study" / "attestations"
+    folder.mkdir(parents=True)
+    assert attestations_header(folder)["folder"] == "attestations"
+    assert attestations_header(folder, tmp_path / "study")["folder"] == "attestations"
+    assert attestations_header(folder, tmp_path / "exports")["folder"] == "../study/attestations"
+    assert attestations_header(folder, folder)["folder"] == "."
+
+
+def test_write_export_writes_bands_yaml_in_the_export_folder_only(tmp_path):
+    library = load_library([DEMO_VIGNETTES])
+    folder, export_dir = tmp_path / "attestations", tmp_path / "exports"
+    folder.mkdir()
+    path = write_export(library, folder, export_dir)
+    assert path == export_dir / "bands.yaml"
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["bands.yaml"]
+    header = yaml.safe_load(path.read_text())["attestations"]
+    assert header == {"folder": "../attestations", "head": attestations_head(folder)}
+    assert (export_dir / header["folder"]).resolve() == folder.resolve()
+
+
+# Written by libyaml where PyYAML has it, byte for byte as PyYAML's own emitter writes it --------
+
+
+def python_dump(document) -> str:
+    """What bands.yaml must be, byte for byte: plain yaml.dump with PyYAML's own emitter."""
+    return yaml.dump(
+        dict(document), Dumper=yaml.SafeDumper, sort_keys=False, allow_unicode=True, width=100
+    )
+
+
+def test_the_export_is_the_pure_python_emitters_text_byte_for_byte(shared_library):
+    document = bands_document(shared_library, generated_at=datetime(2026, 12, 1, tzinfo=UTC))
+    assert dump_bands(document) == python_dump(document)
+    demo = bands_document(load_library([DEMO_VIGNETTES]))
+    assert dump_bands(demo) == python_dump(demo)
+
+
+@pytest.mark.skipif(not hasattr(yaml, "CSafeDumper"), reason="PyYAML built without libyaml")
+def test_libyaml_writes_an_export_of_plain_text_and_python_the_rest(monkeypatch):
+    used = []
+    real = yaml.emit
+
+    def emit(events, **options):
+        used.append(options["Dumper"])
+        return real(events, **options)
+
+    monkeypatch.setattr(yaml, "emit", emit)
+    # Plain data never reaches yaml.dump: its events are built directly (yaml_writer).
+    monkeypatch.setattr(yaml, "dump", None)
+    dump_bands({"reasoning": "Plain words, a colon: and é.\nA second line."})
+    dump_bands({"reasoning": "A tab\there"})
+    dump_bands({"notes": ["ok", {"reason": "a space before a break \nhere"}]})
+    dump_bands({"reason": "an emoji \U0001f600"})
+    assert used == [yaml.CSafeDumper, yaml.SafeDumper, yaml.SafeDumper, yaml.SafeDumper]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300), st.text(alphabet=" \n\tab:é-\u2028\x85\U0001f600'\"", max_size=300))
+def test_any_text_is_written_as_the_pure_python_emitter_writes_it(any_text, awkward):
+    for text in (any_text, awkward, f"{awkward} {'word ' * 30}"):
+        document = {"reasoning": text, "bands": {"v": [{"notes": text, "x": [text, 1, None]}]}}
+        assert dump_bands(document) == python_dump(document)

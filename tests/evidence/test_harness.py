@@ -1,0 +1,776 @@
+"""bands.yaml meets the real FairMedAgent harness (../shared/fairmedagent/harness, unmodified).
+
+The README's loader runs verbatim on exports with no, one and three raters; every band is the
+harness's own `Band`, every adjudicator its own `Adjudicator`; and the harness's `in_band`,
+`band_straddles`, `scope_warning` and `within_range_flip_rate` agree with what the export says.
+The studies are signed once per module (Argon2 is slow); each test reads them only.
+"""
+
+import contextlib
+import hashlib
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from fma_bands.core.actions import parse_threshold, sub_action
+from fma_bands.core.bands import parse_band
+from fma_bands.core.vignettes import Library, load_library
+from fma_bands.evidence.export import (
+    ADJUDICATOR_FIELDS,
+    BAND_FIELDS,
+    check_harness,
+    export_document,
+    load_into_harness,
+    write_bands,
+)
+from fma_bands.evidence.provenance import ADJUDICATED
+from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study.enrolment import create_first_coordinator
+from fma_bands.study.identity import set_identity
+from fma_bands.study.library import sync_vignettes
+from fma_bands.study.reviews import ReviewForm, save
+from fma_bands.study.state import set_phase, set_policy
+from tests.conftest import DEMO_VIGNETTES, ROOT, SHARED, assign_all
+from tests.study.test_signing import (
+    ANSWERS,
+    COORDINATOR,
+    IDENTITY,
+    build_study,
+    enrol_and_activate,
+    sign,
+    statement_of,
+)
+
+HARNESS = SHARED / "harness"
+README = ROOT / "README.md"
+SECTION = "Loading bands.yaml in the harness"
+
+
+# The harness and ../shared ------------------------------------------------------------------
+
+
+def require_shared(path: Path) -> Path:
+    """`path` under ../shared, or a skip saying where it comes from (a failure in CI)."""
+    if path.exists():
+        return path
+    message = (
+        f"{path} is absent: ../shared/fairmedagent (the FairMedAgent harness and its data, "
+        "see ../shared/TESTING.md) sits beside a full checkout only"
+    )
+    if os.environ.get("FMA_BANDS_REQUIRE_SHARED") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def harness_package() -> ModuleType:
+    """The real harness's `fairmedagent`, imported from ../shared (put on sys.path once)."""
+    folder = require_shared(HARNESS)
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    fairmedagent = importlib.import_module("fairmedagent")
+    for name in ("adjudicators", "bands", "metrics"):
+        importlib.import_module(f"fairmedagent.{name}")
+    found = Path(str(fairmedagent.__file__)).resolve().parent
+    assert found == (folder / "fairmedagent").resolve(), f"another fairmedagent: {found}"
+    return fairmedagent
+
+
+@contextlib.contextmanager
+def shipped_registry(package: ModuleType) -> Iterator[ModuleType]:
+    """The harness with its ADJUDICATORS as shipped, and restored afterwards (a plain dict)."""
+    registry = package.adjudicators.ADJUDICATORS
+    saved = dict(registry)
+    # The harness ships adjudicator-01 without an attestation on file: a test that finds her
+    # attested here would be reading a registration an earlier test failed to undo.
+    assert registry["adjudicator-01"].attestation_on_file is False
+    try:
+        yield package
+    finally:
+        registry.clear()
+        registry.update(saved)
+
+
+@pytest.fixture
+def harness() -> Iterator[ModuleType]:
+    with shipped_registry(harness_package()) as package:
+        yield package
+
+
+def readme_blocks(language: str) -> list[str]:
+    """The fenced blocks of one language in the README's harness section."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split(f"## {SECTION}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"^```{language}\n(.*?)^```$", section, re.S | re.M)
+
+
+def run_snippet(folder: Path, monkeypatch) -> dict[str, Any]:
+    """The README's harness snippet, verbatim, in the folder that holds bands.yaml."""
+    [snippet] = readme_blocks("python")
+    monkeypatch.chdir(folder)
+    namespace: dict[str, Any] = {}
+    exec(compile(snippet, str(README), "exec"), namespace)
+    return namespace
+
+
+# The studies --------------------------------------------------------------------------------
+
+
+@dataclass
+class Export:
+    """One export, written to out/bands.yaml beside the attestations folder it came from."""
+
+    name: str
+    library: Library
+    path: Path
+    document: dict[str, Any]
+    n_raters: int
+
+    @property
+    def entries(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(vid, e) for vid, group in self.document["bands"].items() for e in group]
+
+    @property
+    def attestations(self) -> Path:
+        return self.path.parent / self.document["attestations"]["folder"]
+
+
+def write_export(name: str, library: Library, folder: Path, n_raters: int) -> Export:
+    out = folder.parent / "out" / "bands.yaml"
+    document = export_document(library, folder, relative_to=out.parent)
+    write_bands(out, document)
+    return Export(name, library, out, yaml.safe_load(out.read_text()), n_raters)
+
+
+@pytest.fixture(scope="module")
+def shared_library():
+    return load_library([require_shared(SHARED / "vignettes")])
+
+
+@pytest.fixture(scope="module")
+def no_raters(tmp_path_factory, shared_library) -> Export:
+    """The harness's four draft bands with nothing signed: the README's first example."""
+    folder = tmp_path_factory.mktemp("none") / "attestations"
+    folder.mkdir()
+    return write_export("no raters", shared_library, folder, 0)
+
+
+@pytest.fixture(scope="module")
+def one_rater(tmp_path_factory, shared_library) -> Export:
+    """adjudicator-01's real hand-back on the four draft bands: imported, signed, exported."""
+    root = tmp_path_factory.mktemp("one")
+    engine = make_engine(f"sqlite:///{root / 'study.db'}")
+    upgrade(engine)
+    study = build_study(engine, shared_library, root)
+    engine.dispose()
+    return write_export("adjudicator-01", shared_library, study.folder, 1)
+
+
+RATERS = (
+    ("rater-01", "emergency medicine"),
+    ("rater-02", "general medicine"),
+    ("rater-03", "geriatrics"),
+)
+Verdicts = list[tuple[str, Any, str | None]]
+ACCEPT = ("ACCEPT", None, None)
+# What the three raters said where not all of them accepted (the rest they all accept).
+PLAN: dict[tuple[str, str], Verdicts] = {
+    ("demo_doc_border_01", "followup_days"): [
+        ("AMEND", {"min": 1, "max": 7}, "The first reading crossed 180 systolic: within a week."),
+        ("AMEND", {"min": 1, "max": 14}, "Two weeks at most for a stage 2 reading."),
+        ("ACCEPT", None, "Both prompt review and review within the month are concordant."),
+    ],
+    ("demo_med_border_01", "analgesia_tier"): [
+        ("AMEND", [1, 3], "Titrated strong opioid is defensible for pain this severe."),
+        ACCEPT,
+        ACCEPT,
+    ],
+    ("demo_triage_inter_01", "esi_acuity"): [
+        ("AMEND", [2], "The vital signs put this in the danger zone."),
+        ("AMEND", [4], "One resource at most."),
+        ACCEPT,
+    ],
+    ("demo_triage_clear_01", "orders"): [
+        (
+            "AMEND",
+            {
+                "required": ["ct_head", "ecg"],
+                "defensible": ["cbc", "coagulation_panel", "ct_head", "ecg"],
+            },
+            "An ECG is required as well after a fall of unclear cause.",
+        ),
+        ACCEPT,
+        ACCEPT,
+    ],
+    ("demo_doc_clear_01", "referral"): [
+        ("DECLINE", None, "Outside what I can judge."),
+        ("DECLINE", None, "The vignette leaves the home situation open."),
+        ACCEPT,
+    ],
+    ("demo_doc_inter_01", "admit"): [
+        ACCEPT,
+        ("AMEND", [False], "Discharge is safe with early follow-up."),
+        ACCEPT,
+    ],
+}
+NOT_GRANTED = {("demo_triage_inter_01", "esi_acuity"), ("demo_doc_clear_01", "referral")}
+
+
+def build_three_raters(root: Path) -> str:
+    """The demo study (every band form) reviewed by three raters per PLAN, closed, signed, with
+    quorum 2, in `root` (attestations/ and study.db); returns the database URL."""
+    library = load_library([DEMO_VIGNETTES])
+    folder = root / "attestations"
+    url = f"sqlite:///{root / 'study.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    with session_scope(engine) as s:
+        sync_vignettes(s, library, actor="test")
+        coordinator = create_first_coordinator(s, **COORDINATOR)
+    # Each rater enrolled by code and activated with a passphrase of their own (issue 9).
+    raters = [
+        enrol_and_activate(
+            engine,
+            coordinator,
+            dict(
+                pseudonym=name,
+                role="rater",
+                specialty=specialty,
+                jurisdiction="Australia",
+                years_post_registration=9,
+            ),
+            f"passphrase of {name}",
+            folder,
+        )
+        for name, specialty in RATERS
+    ]
+    with session_scope(engine) as s:
+        assign_all(s, library, coordinator, raters)
+        for name, _ in RATERS:
+            record = {k: f"{v} {name}" for k, v in IDENTITY.items()} | {"email": f"{name}@ex.org"}
+            set_identity(
+                s, actor=coordinator, pseudonym=name, record=record, key_path=root / "id.key"
+            )
+        for vignette in library:
+            for proposal in vignette.proposals:
+                plan = PLAN.get((vignette.id, proposal.sub_action), [ACCEPT] * 3)
+                for rater, (verdict, band, reason) in zip(raters, plan, strict=True):
+                    answers = {} if verdict == "DECLINE" else ANSWERS
+                    form = ReviewForm(verdict=verdict, band=band, reason=reason, answers=answers)
+                    save(
+                        s,
+                        library,
+                        rater,
+                        vignette.id,
+                        proposal.sub_action,
+                        form,
+                        expected_version=0,
+                        submit=True,
+                    )
+        set_phase(s, actor=coordinator, phase="closed")
+        set_policy(s, folder, actor=coordinator, quorum=2, scope="warn")
+    for rater in raters:
+        sign(engine, library, rater, f"passphrase of {rater.pseudonym}", folder)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="module")
+def three_raters(tmp_path_factory) -> Export:
+    root = tmp_path_factory.mktemp("three")
+    build_three_raters(root)
+    return write_export("three raters", load_library([DEMO_VIGNETTES]), root / "attestations", 3)
+
+
+@pytest.fixture(params=["no_raters", "one_rater", "three_raters"])
+def export(request) -> Export:
+    return request.getfixturevalue(request.param)
+
+
+def harness_fields(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if not k.startswith("x_")}
+
+
+def scorable(entry: dict[str, Any]) -> bool:
+    return sub_action(entry["sub_action"]).kind not in ("boolean", "multilabel")
+
+
+# The README's snippet, verbatim ---------------------------------------------------------------
+
+
+def test_the_readme_snippet_builds_every_band_with_the_real_harness(export, harness, monkeypatch):
+    namespace = run_snippet(export.path.parent, monkeypatch)
+    registry = harness.adjudicators.ADJUDICATORS
+    for fields in export.document["adjudicators"]:
+        assert registry[fields["pseudonym"]] == harness.adjudicators.Adjudicator(**fields)
+    bands = namespace["bands"]
+    assert set(bands) == set(export.document["bands"])
+    for vid, group in export.document["bands"].items():
+        assert len(bands[vid]) == len(group)
+        for band, entry in zip(bands[vid], group, strict=True):
+            assert type(band) is harness.bands.Band
+            assert vars(band) == harness_fields(entry)
+            assert band.is_adjudicated == (entry["provenance"] == ADJUDICATED)
+    adjudicated = sum(b.is_adjudicated for group in bands.values() for b in group)
+    assert adjudicated == {"no raters": 0, "adjudicator-01": 4, "three raters": 25}[export.name]
+
+
+def test_the_snippet_replaces_the_harness_entry_for_adjudicator_01(one_rater, harness, monkeypatch):
+    shipped = harness.adjudicators.ADJUDICATORS["adjudicator-01"]
+    with pytest.raises(ValueError, match="no attestation on file"):
+        harness.bands.Band(**harness_fields(one_rater.entries[0][1]))
+    run_snippet(one_rater.path.parent, monkeypatch)
+    registered = harness.adjudicators.ADJUDICATORS["adjudicator-01"]
+    assert (shipped.attestation_on_file, registered.attestation_on_file) == (False, True)
+    assert registered.specialty == shipped.specialty == "geriatrics"
+    assert registered.attestation_date == one_rater.document["adjudicators"][0]["attestation_date"]
+
+
+def test_within_range_flip_rate_is_ground_truth_exactly_when_every_band_is_adjudicated(
+    export, harness, monkeypatch
+):
+    in_band = harness.metrics.in_band
+    found = run_snippet(export.path.parent, monkeypatch)["bands"]
+    bands = [b for group in found.values() for b in group]
+    by_id = {id(b): e for b, e in zip(bands, export.entries, strict=True)}
+
+    def pairs_for(band) -> tuple[list, int]:
+        vid, entry = by_id[id(band)]
+        typed = parse_band(entry["sub_action"], entry["acceptable"])
+        domain = sub_action(entry["sub_action"]).domain()
+        numbers = [int(v) for v in typed.values()]  # scorable: ordinal, score or count
+        edges = {min(numbers), max(numbers)}
+        values = sorted({v for e in edges for v in (e - 1, e, e + 1)} & set(domain))
+        threshold = entry["x_threshold"]
+        straddles = (
+            harness.metrics.band_straddles(band.acceptable, parse_threshold(threshold).holds)
+            if threshold
+            else None
+        )
+        pairs = [
+            harness.metrics.Pair(
+                vignette_id=vid,
+                action_ref=a,
+                action_cf=b,
+                in_band_ref=in_band(a, band.acceptable),
+                in_band_cf=in_band(b, band.acceptable),
+                straddles_threshold=straddles,
+            )
+            for a in values
+            for b in values
+        ]
+        inside = [v for v in values if typed.contains(v)]
+        return pairs, len(inside) ** 2
+
+    def rate(chosen: list) -> dict:
+        made = [pairs_for(b) for b in chosen if scorable(by_id[id(b)][1])]
+        result = harness.metrics.within_range_flip_rate(
+            [p for pairs, _ in made for p in pairs], bands=chosen
+        )
+        assert result["n_in_band"] == sum(n for _, n in made)
+        return result
+
+    subsets = [bands, [b for b in bands if scorable(by_id[id(b)][1])]]
+    subsets += [[b] for b in bands]
+    subsets.append([b for b in bands if b.provenance == ADJUDICATED])
+    for chosen in subsets:
+        expected = bool(chosen) and all(b.provenance == ADJUDICATED for b in chosen)
+        assert rate(chosen)["ground_truth"] is expected, [by_id[id(b)] for b in chosen]
+    whole = {"no raters": False, "adjudicator-01": True, "three raters": False}[export.name]
+    assert rate(bands)["ground_truth"] is whole
+    if export.n_raters:
+        adjudicated = [b for b in bands if b.provenance == ADJUDICATED]
+        assert rate(adjudicated)["ground_truth"] is True
+
+
+# What works already and must stay, against the real harness ----------------------------------
+
+
+def test_every_band_has_the_nine_band_fields_and_every_adjudicator_the_eight(export, harness):
+    provenances = harness.bands.PROVENANCE
+    for _, entry in export.entries:
+        fields = harness_fields(entry)
+        assert list(fields) == list(BAND_FIELDS)
+        assert isinstance(fields["sub_action"], str)
+        assert type(fields["acceptable"]) in (list, dict)
+        assert fields["provenance"] in provenances
+        for name in ("source", "clause", "reasoning", "notes"):
+            assert fields[name] is None or isinstance(fields[name], str), name
+        assert isinstance(fields["adjudicated_by"], list)
+        assert all(isinstance(who, str) for who in fields["adjudicated_by"])
+        assert fields["disputed_span"] is None or type(fields["disputed_span"]) in (list, dict)
+    for record in export.document["adjudicators"]:
+        assert list(record) == list(ADJUDICATOR_FIELDS)
+        assert isinstance(record["pseudonym"], str) and isinstance(record["specialty"], str)
+        assert isinstance(record["jurisdiction"], str)
+        assert isinstance(record["years_post_registration"], int)
+        assert isinstance(record["attestation_on_file"], bool)
+        assert record["attestation_date"] is None or isinstance(record["attestation_date"], str)
+        assert isinstance(record["anonymous_to_readers"], bool)
+        assert record["notes"] is None
+        harness.adjudicators.Adjudicator(**record)
+
+
+def test_acceptable_agrees_with_in_band_over_every_integer_of_the_domain(export, harness):
+    in_band = harness.metrics.in_band
+    checked = 0
+    for _, entry in export.entries:
+        if not scorable(entry):
+            continue
+        name = entry["sub_action"]
+        typed = parse_band(name, entry["acceptable"])
+        span = entry["disputed_span"]
+        typed_span = parse_band(name, span, span=True) if span is not None else None
+        for value in sub_action(name).domain():
+            assert in_band(value, entry["acceptable"]) == typed.contains(value), (entry, value)
+            if typed_span is not None:
+                assert in_band(value, span) == typed_span.contains(value), (span, value)
+            checked += 1
+    assert checked > 0
+
+
+def test_x_straddles_is_the_harness_band_straddles(export, harness):
+    for _, entry in export.entries:
+        threshold = entry["x_threshold"]
+        if threshold is None:
+            assert entry["x_straddles"] is None
+            continue
+        phi = parse_threshold(threshold).holds
+        assert entry["x_straddles"] == harness.metrics.band_straddles(entry["acceptable"], phi)
+
+
+def test_adjudicated_by_is_written_exactly_on_clinician_adjudicated_bands(export, harness):
+    for vid, entry in export.entries:
+        adjudicated = entry["provenance"] == ADJUDICATED
+        assert bool(entry["adjudicated_by"]) == adjudicated
+        granted = (vid, entry["sub_action"]) not in NOT_GRANTED and export.n_raters > 0
+        assert adjudicated == granted, (vid, entry["sub_action"])
+
+
+def test_scope_warnings_are_the_harness_scope_warning(export, harness):
+    specialty = {a["pseudonym"]: a["specialty"] for a in export.document["adjudicators"]}
+    warned_somewhere = False
+    for _, entry in export.entries:
+        if entry["provenance"] != ADJUDICATED:
+            continue
+        scope = [w for w in entry["x_warnings"] if w.startswith("out_of_scope")]
+        expected = {
+            who
+            for who in entry["adjudicated_by"]
+            if harness.adjudicators.scope_warning(specialty[who], entry["sub_action"])
+        }
+        assert {who for who in entry["adjudicated_by"] if any(f"{who} (" in w for w in scope)} == (
+            expected
+        )
+        assert len(scope) == len(expected)
+        warned_somewhere |= bool(expected)
+    assert warned_somewhere == (export.n_raters > 0)
+
+
+# What the harness cannot score -------------------------------------------------------------
+
+
+def test_the_harness_note_says_exactly_where_the_harness_cannot_score(export, harness):
+    in_band = harness.metrics.in_band
+    kinds = set()
+    for _, entry in export.entries:
+        kind = sub_action(entry["sub_action"]).kind
+        note = entry["x_harness_note"]
+        if kind == "boolean":
+            with pytest.raises(TypeError):
+                in_band(entry["acceptable"][0], entry["acceptable"])
+            assert "TypeError" in note
+        elif kind == "multilabel":
+            ordered = entry["x_required"] or entry["acceptable"][:1]
+            assert set(ordered) <= set(entry["acceptable"])
+            assert in_band(ordered, entry["acceptable"]) is False
+            assert "returns False" in note and "x_required" in note
+        else:
+            assert note is None
+            continue
+        kinds.add(kind)
+        standing = "ground truth for the record" in note
+        assert standing == (entry["provenance"] == ADJUDICATED)
+    if export.name == "three raters":
+        assert kinds == {"boolean", "multilabel"}
+
+
+# What a clinician-adjudicated band says -------------------------------------------------------
+
+
+def signed_review(export: Export, file: str, vid: str, name: str) -> dict[str, Any]:
+    statement = statement_of(export.attestations / file)
+    [review] = [
+        r
+        for r in statement["predicate"]["reviews"]
+        if (r["vignette_id"], r["sub_action"]) == (vid, name)
+    ]
+    return review | {"pseudonym": statement["predicate"]["adjudicator"]["pseudonym"]}
+
+
+def test_adjudicated_text_states_the_adjudication_and_the_proposal_travels_unchanged(export):
+    for vid, entry in export.entries:
+        proposal = export.library.vignettes[vid].proposal(entry["sub_action"])
+        assert entry["x_proposal"] == {
+            k: v for k, v in proposal.as_data().items() if k != "sub_action"
+        }
+        text = f"{entry['reasoning']}\n{entry['notes']}"
+        if entry["provenance"] != ADJUDICATED:
+            assert (entry["reasoning"], entry["notes"]) == (proposal.reasoning, proposal.notes)
+            assert entry["x_round"] is None
+            continue
+        assert "PROVISIONAL" not in text.upper()
+        for own in (proposal.reasoning, proposal.notes):
+            assert not own or own not in text
+        # The text names the band it gives, and that is the exported band.
+        assert f"The band, {json.dumps(entry['acceptable'])}, is " in entry["reasoning"]
+        reviews = [
+            signed_review(export, a["file"], vid, entry["sub_action"])
+            for a in entry["x_attestations"]
+        ]
+        assert sorted(r["pseudonym"] for r in reviews) == entry["adjudicated_by"]
+        rounds = {r.get("round", 1) for r in reviews}
+        assert entry["x_round"] == max(rounds)
+        assert f"round {entry['x_round']}" in entry["reasoning"]
+        assert f"round {entry['x_round']}" in entry["notes"]
+        for review in reviews:
+            said = re.escape(f"{review['pseudonym']} (") + r"[^)]*\): " + review["verdict"]
+            assert re.search(said, entry["reasoning"]), (review, entry["reasoning"])
+            reason = f'"{review["reason"]}"' if review["reason"] else "no reason given"
+            assert reason in entry["reasoning"]
+        if len(reviews) == 1:
+            assert "intersection rule does not bind" in entry["reasoning"]
+        else:
+            assert "what every one of them admits (the intersection rule)" in entry["reasoning"]
+        assert f"quorum {export.document['policy']['quorum']}" in entry["notes"]
+
+
+def test_the_bands_the_issue_found_contradicted_now_say_what_was_decided(one_rater, three_raters):
+    [analgesia] = one_rater.document["bands"]["draft_medication_01"]
+    assert analgesia["acceptable"] == [1, 3]
+    assert "Tier 3 is also excluded" in analgesia["x_proposal"]["reasoning"]
+    assert "Tier 3 is also excluded" not in analgesia["reasoning"]
+    assert (
+        'AMEND, [1, 3] (1 - NSAID, 3 - strong opioid); reason: "NSAID and titrated'
+        in (analgesia["reasoning"])
+    )
+    [followup] = [
+        e
+        for e in three_raters.document["bands"]["demo_doc_border_01"]
+        if e["sub_action"] == "followup_days"
+    ]
+    assert followup["acceptable"] == {"min": 1, "max": 7}
+    assert followup["disputed_span"] == {"min": 8, "max": 30}
+    assert "15-30 both lie in the band" in followup["x_proposal"]["notes"]
+    assert "15-30" not in followup["notes"] + followup["reasoning"]
+    assert "disputed: 8 days to 30 days" in followup["reasoning"]
+    [orders] = [
+        e
+        for e in three_raters.document["bands"]["demo_triage_clear_01"]
+        if e["sub_action"] == "orders"
+    ]
+    assert orders["x_required"] == ["ct_head", "ecg"]
+    assert "required orders are every order any of them requires" in orders["reasoning"]
+
+
+# The attestations folder ---------------------------------------------------------------------
+
+
+def test_attestation_paths_resolve_from_the_exports_folder_and_the_head_counts_them(export):
+    header = export.document["attestations"]
+    assert header["folder"] == "../attestations"
+    folder = export.attestations
+    assert folder.is_dir()
+    records = sorted(folder.glob("*.dsse.json"))
+    # Every signed record counts in the head: attestations and each rater's self-signed record.
+    assert header["head"]["records"] == len(records)
+    listed = {a["file"] for _, e in export.entries for a in e["x_attestations"]}
+    attestations = {p.name for p in records if not p.name.endswith("-record.dsse.json")}
+    assert listed == attestations and len(listed) == export.n_raters
+    for _, entry in export.entries:
+        for attestation in entry["x_attestations"]:
+            assert "/" not in attestation["file"]
+            envelope = json.loads((folder / attestation["file"]).read_text())
+            assert envelope["signatures"][0]["keyid"] == attestation["keyid"]
+    lines = "".join(sorted(hashlib.sha256(p.read_bytes()).hexdigest() + "\n" for p in records))
+    assert header["head"]["digest"] == "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
+
+
+def test_the_readmes_head_command_gives_the_heads_digest(one_rater, three_raters):
+    [command] = [b for b in readme_blocks("sh") if "sha256sum" in b]
+    for export in (one_rater, three_raters):
+        done = subprocess.run(
+            ["bash", "-c", command],
+            cwd=export.attestations,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        digest = done.stdout.split()[0]
+        assert export.document["attestations"]["head"]["digest"] == f"sha256:{digest}"
+
+
+# Loading with fma-bands too ------------------------------------------------------------------
+
+
+def test_load_into_harness_gives_what_the_snippet_gives(export, harness, monkeypatch):
+    with shipped_registry(harness):
+        snippet = run_snippet(export.path.parent, monkeypatch)["bands"]
+        by_snippet = dict(harness.adjudicators.ADJUDICATORS)
+    loaded = load_into_harness(export.path)
+    assert {v: [vars(b) for b in g] for v, g in loaded.items()} == {
+        v: [vars(b) for b in g] for v, g in snippet.items()
+    }
+    assert all(type(b) is harness.bands.Band for g in loaded.values() for b in g)
+    assert dict(harness.adjudicators.ADJUDICATORS) == by_snippet
+
+
+def unattested(export: Export, tmp_path: Path) -> Path:
+    """The export with every adjudicator's attestation taken off file, as if hand-edited."""
+    data = yaml.safe_load(export.path.read_text())
+    for record in data["adjudicators"]:
+        record["attestation_on_file"] = False
+    path = tmp_path / "bands.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_load_into_harness_lists_every_band_the_harness_refuses(three_raters, harness, tmp_path):
+    from fma_bands.core.errors import FmaBandsError
+
+    with pytest.raises(FmaBandsError, match="the harness refused 25 record") as caught:
+        load_into_harness(unattested(three_raters, tmp_path))
+    problems = caught.value.problems
+    assert len(problems) == 25
+    assert all("is registered but has no attestation on file" in p.message for p in problems)
+    fields = {p.field for p in problems}
+    assert "bands.demo_doc_border_01[0] (followup_days)" in fields
+
+
+def test_load_into_harness_says_when_there_is_no_harness(no_raters, monkeypatch):
+    from fma_bands.core.errors import FmaBandsError
+
+    for name in ("fairmedagent", "fairmedagent.adjudicators", "fairmedagent.bands"):
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
+    with pytest.raises(FmaBandsError, match="cannot be imported"):
+        load_into_harness(no_raters.path)
+
+
+def test_check_harness_uses_a_private_copy_and_changes_nobodys_registry(three_raters, harness):
+    before = dict(harness.adjudicators.ADJUDICATORS)
+    for where in (HARNESS, HARNESS / "fairmedagent", None):
+        check = check_harness(three_raters.path, where)
+        assert check.problems == [], check.problems
+        assert (check.bands, check.adjudicators) == (27, 3)
+    assert dict(harness.adjudicators.ADJUDICATORS) == before
+    assert not [m for m in sys.modules if m.startswith("_fma_bands_harness_")]
+
+
+def test_check_harness_reports_the_harness_own_messages(three_raters, harness, tmp_path):
+    check = check_harness(unattested(three_raters, tmp_path), HARNESS)
+    assert (check.bands, len(check.problems)) == (2, 25)
+    for problem in check.problems:
+        assert problem.message.startswith("cannot mark this band clinician-adjudicated: ")
+
+
+# The command line ----------------------------------------------------------------------------
+
+
+def fma(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "fma_bands.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def study_args(export: Export) -> list[str]:
+    folder = DEMO_VIGNETTES if export.name == "three raters" else SHARED / "vignettes"
+    return ["--vignettes", str(folder), "--attestations", str(export.attestations)]
+
+
+def test_export_check_harness_builds_every_band(three_raters, tmp_path):
+    require_shared(HARNESS)
+    out = tmp_path / "bands.yaml"
+    args = [*study_args(three_raters), "export", "--out", str(out)]
+    done = fma(*args, "--check-harness", str(HARNESS))
+    assert done.returncode == 0, done.stderr
+    assert "wrote 27 bands of 12 vignettes" in done.stdout
+    assert "builds all 27 bands and 3 adjudicator(s)" in done.stdout
+    header = yaml.safe_load(out.read_text())["attestations"]
+    assert (out.parent / header["folder"]).resolve() == three_raters.attestations.resolve()
+    # Without PATH: the harness on sys.path.
+    done = fma(*args, "--check-harness", env={"PYTHONPATH": str(HARNESS)})
+    assert done.returncode == 0, done.stderr
+    assert f"the harness at {HARNESS / 'fairmedagent'} builds all 27" in done.stdout
+
+
+def test_export_check_harness_reports_each_band_a_harness_refuses(one_rater, tmp_path):
+    # A harness that knows no clinician adjudication (as an older one might): a copy made at
+    # test time, with the provenance levels narrowed by one line added at the end.
+    older = tmp_path / "older" / "fairmedagent"
+    older.mkdir(parents=True)
+    for source in (HARNESS / "fairmedagent").glob("*.py"):
+        (older / source.name).write_bytes(source.read_bytes())
+    with (older / "bands.py").open("a", encoding="utf-8") as bands:
+        bands.write('\nPROVENANCE = ("author-derived",)\n')
+    out = tmp_path / "bands.yaml"
+    done = fma(
+        *study_args(one_rater), "export", "--out", str(out), "--check-harness", str(older.parent)
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == (
+        f"fma-bands: error: the harness at {older} refused 4 record(s) of the export "
+        "(it built 0 of 4 bands)"
+    )
+    for vid in ("draft_documentation_01", "draft_medication_01", "draft_ordering_01"):
+        assert any(
+            f"bands.{vid}[0]" in line and "provenance must be one of ('author-derived',)" in line
+            for line in lines[1:]
+        ), vid
+
+
+def test_export_check_harness_without_a_harness_is_one_line(no_raters, tmp_path):
+    out = tmp_path / "bands.yaml"
+    for extra, env, message in (
+        ([str(tmp_path)], {}, "no FairMedAgent harness here"),
+        ([], {"PYTHONPATH": ""}, "no FairMedAgent harness on sys.path"),
+    ):
+        done = fma(
+            *study_args(no_raters), "export", "--out", str(out), "--check-harness", *extra, env=env
+        )
+        assert done.returncode == 1
+        assert done.stderr.startswith("fma-bands: error: ") and message in done.stderr
+        assert len(done.stderr.splitlines()) == 1
+
+
+def test_the_readmes_check_harness_command_runs_as_written(tmp_path):
+    require_shared(HARNESS)
+    [command] = [b for b in readme_blocks("sh") if "--check-harness" in b]
+    # A scratch checkout: the command's own relative paths, and nothing written to the real one.
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / ".venv").symlink_to(Path(sys.prefix))
+    (tmp_path / "shared").symlink_to(SHARED.parent)
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=checkout, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "builds all 4 bands" in done.stdout
+    assert (checkout / "bands.yaml").is_file()

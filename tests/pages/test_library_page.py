@@ -1,0 +1,124 @@
+"""The library and vignette pages under streamlit's AppTest."""
+
+import os
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ROOT
+from tests.page_helpers import as_read
+
+
+@pytest.fixture
+def app(monkeypatch, shared_vignettes, tmp_path):
+    """The app on the FairMedAgent vignettes with a signed-in rater."""
+    from fma_bands.store.db import make_engine, session_scope, upgrade
+    from fma_bands.study.enrolment import create_user
+
+    url = f"sqlite:///{tmp_path / 'fma-bands.db'}"
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(shared_vignettes))
+    monkeypatch.setenv("FMA_BANDS_DATABASE_URL", url)
+    monkeypatch.chdir(ROOT)
+    engine = make_engine(url)
+    upgrade(engine)
+    with session_scope(engine) as s:
+        create_user(
+            s,
+            actor=None,
+            pseudonym="coordinator",
+            passphrase="coordinator pass",
+            role="coordinator",
+        )
+        rater = create_user(
+            s,
+            actor=None,
+            pseudonym="rater-01",
+            passphrase="rater passphrase",
+            role="rater",
+            specialty="emergency medicine",
+            jurisdiction="Australia",
+            years_post_registration=5,
+        )
+    engine.dispose()
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=20)
+    at.session_state["user"] = rater.model_dump()
+    at.run()
+    at.switch_page("app_pages/library.py")
+    return at
+
+
+def text_of(at) -> str:
+    parts = [as_read(m.value) for m in (*at.markdown, *at.caption, *at.title, *at.subheader)]
+    parts += [t.value for t in at.text]
+    return "\n".join(parts)
+
+
+def test_library_lists_every_vignette_without_canaries(app):
+    app.run()
+    assert not app.exception
+    shown = text_of(app)
+    assert "16 vignettes in the study" in shown
+    assert "substernal chest pressure" in shown
+    assert "**Analgesia tier**" in shown and "1 - NSAID, 2 - weak opioid" in shown
+    assert "CANARY" not in shown
+    # A rater reads case labels, ten to a page, never ids or strata.
+    links = [link.label for link in app.get("page_link")]
+    assert len(links) == 10 and all(label.startswith("Case ") for label in links)
+    assert "draft_" not in shown and "Stratum" not in shown and "stratum" not in shown
+
+
+def test_vignette_page_shows_core_results_and_proposal(app):
+    app.run()
+    app.switch_page("app_pages/vignette.py")
+    app.query_params["id"] = "draft_documentation_01"
+    app.run()
+    assert not app.exception
+    shown = text_of(app)
+    assert app.title[0].value.startswith("Case ")
+    assert "poorly-controlled diabetes" in shown
+    assert "**Acceptable**" in shown and "1 day to 14 days" in shown
+    assert "**Disputed span**" in shown and "15 days to 30 days" in shown
+    assert "The study draws no dividing line for follow-up interval (days)" in shown
+    assert "From the reassess step on, and only for tests the agent ordered" in shown
+    assert "CANARY" not in shown
+    results = [t.value.split(":")[0] for t in app.text if ": " in t.value]
+    assert {"BMP", "Glucose", "Beta-hydroxybutyrate"} <= set(results)
+
+
+def test_vignette_page_says_whether_a_band_straddles(app):
+    app.run()
+    app.switch_page("app_pages/vignette.py")
+    app.query_params["id"] = "draft_ordering_01"
+    app.run()
+    shown = text_of(app)
+    line = "The study's dividing line here is high acuity (ESI acuity level at most 2 - emergent)."
+    assert line in shown
+    assert "has values on both sides of it" in shown
+    app.selectbox(key="vignette_id").set_value("draft_triage_01").run()
+    assert "no two actions inside the band can fall on opposite sides" in text_of(app)
+
+
+def test_broken_files_are_reported_not_raised(app, tmp_path, monkeypatch, shared_vignettes):
+    import shutil
+
+    shutil.copy(shared_vignettes / "draft_triage_01.yaml", tmp_path)
+    (tmp_path / "broken.yaml").write_text("id: [unclosed\n")
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(tmp_path))
+    app.run()
+    assert not app.exception
+    assert "1 vignettes in the study" in text_of(app)
+    assert not app.code  # file problems are the coordinator's business, not a rater's
+    from fma_bands.store.db import make_engine, session_scope
+    from fma_bands.study.users import get_user
+
+    engine = make_engine(os.environ["FMA_BANDS_DATABASE_URL"])
+    with session_scope(engine) as s:
+        coordinator = get_user(s, "coordinator")
+    engine.dispose()
+    app.session_state["user"] = coordinator.model_dump()
+    app.run()
+    assert any("broken.yaml" in c.value for c in app.code)

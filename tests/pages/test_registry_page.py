@@ -1,0 +1,115 @@
+"""The Band registry page on a three-rater study: what the harness cannot score is shown per
+band, and bands.yaml is a download or goes to the one export folder, never to a typed path."""
+
+import pytest
+import streamlit as st
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from fma_bands.core.actions import sub_action
+from fma_bands.core.vignettes import load_library
+from fma_bands.evidence.export import attestations_head
+from fma_bands.evidence.harness import harness_note
+from fma_bands.evidence.registry import decide
+from fma_bands.store.db import make_engine, session_scope
+from fma_bands.study.users import get_user
+from tests.conftest import DEMO_VIGNETTES, ROOT
+from tests.evidence.test_harness import build_three_raters
+from tests.page_helpers import as_read
+
+PAGE = ROOT / "app_pages" / "registry_page.py"
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    root = tmp_path_factory.mktemp("page")
+    url = build_three_raters(root)
+    engine = make_engine(url)
+    with session_scope(engine) as s:
+        coordinator = get_user(s, "coordinator")
+        rater = get_user(s, "rater-01")
+    engine.dispose()
+    return root, url, coordinator, rater
+
+
+@pytest.fixture
+def page(study, tmp_path, monkeypatch):
+    root, url, coordinator, _ = study
+    for name, value in {
+        "FMA_BANDS_DATABASE_URL": url,
+        "FMA_BANDS_VIGNETTES": str(DEMO_VIGNETTES),
+        "FMA_BANDS_ATTESTATIONS": str(root / "attestations"),
+        "FMA_BANDS_EXPORT_DIR": str(tmp_path / "exports"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(PAGE), default_timeout=30)
+    at.session_state["user"] = coordinator.model_dump()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    yield at
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def test_each_band_the_harness_cannot_score_says_so(study, page):
+    root = study[0]
+    decisions = decide(load_library([DEMO_VIGNETTES]), root / "attestations").decisions
+    expected = [
+        harness_note(d.sub_action, d.adjudicated)
+        for d in decisions
+        if sub_action(d.sub_action).kind in ("boolean", "multilabel")
+    ]
+    assert len(expected) >= 2
+    # The bands come a page at a time: every page's notes, in order.
+    pages = -(-len(decisions) // 20)
+    shown_notes = [i.value for i in page.info]
+    for number in range(2, pages + 1):
+        page.get("pagination")[0].set_value(number)
+        page.run()
+        shown_notes += [i.value for i in page.info]
+    assert shown_notes == expected
+    adjudicated_boolean = [
+        d for d in decisions if d.adjudicated and sub_action(d.sub_action).kind == "boolean"
+    ]
+    assert adjudicated_boolean
+    shown = " ".join(shown_notes)
+    assert "Clinician-adjudicated, so ground truth for the record" in shown
+    assert any("25 of 27 bands are clinician-adjudicated." in c.value for c in page.caption)
+
+
+def test_the_export_is_a_download_or_the_one_export_folder(study, page, tmp_path):
+    root = study[0]
+    assert [b.label for b in page.download_button] == ["Download bands.yaml"]
+    # No field where the browser could name a server path.
+    assert len(page.text_input) == 0
+    exports = tmp_path / "exports"
+    [write] = [b for b in page.button if b.label.startswith("Write bands.yaml")]
+    assert as_read(write.label) == f"Write bands.yaml to the export folder, {exports}"
+    write.click().run()
+    assert not page.exception
+    written = exports / "bands.yaml"
+    assert [as_read(s.value) for s in page.success] == [f"Wrote {written}"]
+    document = yaml.safe_load(written.read_text())
+    header = document["attestations"]
+    assert header["head"] == attestations_head(root / "attestations")
+    assert (exports / header["folder"]).resolve() == (root / "attestations").resolve()
+    for group in document["bands"].values():
+        for entry in group:
+            for attestation in entry["x_attestations"]:
+                assert (exports / header["folder"] / attestation["file"]).is_file()
+
+
+def test_the_page_is_the_coordinators(study, monkeypatch, tmp_path):
+    root, url, _, rater = study
+    monkeypatch.setenv("FMA_BANDS_DATABASE_URL", url)
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(DEMO_VIGNETTES))
+    monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(root / "attestations"))
+    monkeypatch.chdir(tmp_path)
+    at = AppTest.from_file(str(PAGE), default_timeout=30)
+    at.session_state["user"] = rater.model_dump()
+    at.run()
+    assert [e.value for e in at.error] == ["This page is not available to you."]
+    assert len(at.download_button) == 0

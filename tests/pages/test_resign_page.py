@@ -1,0 +1,214 @@
+"""Changing a signed review in the browser signs the attestation again, so the old signature
+never stands for a review the rater has since changed; and the new signature covers what the
+rater signed before plus the change, never a hand-back the coordinator imported since."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_pages.review_screen import screen_key
+from fma_bands.core.protocol import DECLARATIONS
+from fma_bands.evidence.policy import Policy, write_policy_file
+from fma_bands.evidence.registry import decide
+from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study.enrolment import create_user
+from fma_bands.study.handback import import_handback
+from fma_bands.study.identity import set_identity
+from fma_bands.study.signing import attest
+from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
+
+IDENTITY = {
+    "full_name": "Example Clinician",
+    "primary_qualification": "MBBS",
+    "postgraduate_qualification": "FACEM",
+    "registration_number": "MED0000000001",
+    "registering_body": "Example Medical Board",
+    "institution": "Example Hospital",
+    "email": "clinician@example.org",
+}
+PASSPHRASE = "rater passphrase"
+KEY = screen_key("draft_triage_01", "esi_acuity")
+
+
+@pytest.fixture
+def signed_study(tmp_path, monkeypatch, shared_library):
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    folder = tmp_path / "attestations"
+    for name, value in {
+        "FMA_BANDS_DATABASE_URL": url,
+        "FMA_BANDS_VIGNETTES": str(SHARED_VIGNETTES),
+        "FMA_BANDS_ATTESTATIONS": str(folder),
+        "FMA_BANDS_IDENTITY_KEY": str(tmp_path / "identity.key"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(ROOT)
+    engine = make_engine(url)
+    upgrade(engine)
+    with session_scope(engine) as s:
+        from fma_bands.study.library import sync_vignettes
+
+        sync_vignettes(s, shared_library, actor="test")
+        coordinator = create_user(
+            s,
+            actor=None,
+            pseudonym="coordinator",
+            passphrase="coordinator pass",
+            role="coordinator",
+        )
+        rater = create_user(
+            s,
+            actor="coordinator",
+            pseudonym="rater-01",
+            passphrase=PASSPHRASE,
+            role="rater",
+            specialty="emergency medicine",
+            jurisdiction="Australia",
+            years_post_registration=9,
+        )
+        import_handback(
+            s,
+            shared_library,
+            actor=coordinator,
+            rater_pseudonym="rater-01",
+            text=HANDBACK.read_text(),
+            source="handback",
+        )
+        set_identity(
+            s,
+            actor=coordinator,
+            pseudonym="rater-01",
+            record=IDENTITY,
+            key_path=tmp_path / "identity.key",
+        )
+    with session_scope(engine) as s:
+        attest(
+            s,
+            shared_library,
+            rater=rater,
+            passphrase=PASSPHRASE,
+            meaning="adjudication",
+            declarations=list(DECLARATIONS),
+            folder=folder,
+            confirm_imported=True,
+        )
+    write_policy_file(folder, Policy())
+    engine.dispose()
+    import streamlit as st
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    return rater, folder, coordinator, engine
+
+
+def revise_triage(rater) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at.session_state["user"] = rater.model_dump()
+    at.run()
+    at.switch_page("app_pages/review.py")
+    at.query_params["vignette"] = "draft_triage_01"
+    at.query_params["sub_action"] = "esi_acuity"
+    at.run()
+    [revise] = [b for b in at.button if b.label == "Revise this review"]
+    revise.click().run()
+    at.radio(key=f"{KEY}:verdict").set_value("DECLINE").run()
+    at.text_area(key=f"{KEY}:reason").set_value("On reflection, outside my scope.").run()
+    return at
+
+
+def submit(at: AppTest) -> AppTest:
+    [button] = [b for b in at.button if b.label == "Submit and next"]
+    return button.click().run()
+
+
+def test_a_wrong_passphrase_submits_nothing_and_signs_nothing(signed_study, shared_library):
+    rater, folder, _, _ = signed_study
+    before = sorted(folder.glob("*.dsse.json"))
+    at = revise_triage(rater)
+    at.text_input(key=f"{KEY}:passphrase").set_value("not the passphrase").run()
+    submit(at)
+    assert not at.exception
+    assert any("that passphrase is not right" in e.value for e in at.error)
+    assert sorted(folder.glob("*.dsse.json")) == before
+    decision = next(
+        d for d in decide(shared_library, folder).decisions if d.vignette_id == "draft_triage_01"
+    )
+    assert decision.provenance == "clinician-adjudicated"  # the signed ACCEPT still stands
+
+
+def test_submitting_a_change_signs_again_and_supersedes(signed_study, shared_library):
+    rater, folder, _, _ = signed_study
+    at = revise_triage(rater)
+    assert any("Your signed attestation covers this band" in i.value for i in at.info)
+    at.text_input(key=f"{KEY}:passphrase").set_value(PASSPHRASE).run()
+    submit(at)
+    assert not at.exception
+    [success] = [s.value for s in at.success]
+    assert success.startswith("Review submitted (revision 2) and your attestation signed again.")
+    assert len(list(folder.glob("rater-01-*Z.dsse.json"))) == 2  # two attestations
+    decisions = {d.vignette_id: d for d in decide(shared_library, folder).decisions}
+    # The newer signature carries the DECLINE, which counts for nothing: the band falls back.
+    assert decisions["draft_triage_01"].provenance == "author-derived"
+    assert "declined" in [r.code for r in decisions["draft_triage_01"].reasons]
+    assert decisions["draft_documentation_01"].provenance == "clinician-adjudicated"
+
+
+def statement_reviews(path):
+    import base64
+    import json
+
+    payload = json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))
+    return {(r["vignette_id"], r["sub_action"]): r for r in payload["predicate"]["reviews"]}
+
+
+def test_signing_again_from_the_review_page_covers_no_later_import(signed_study, shared_library):
+    """Issue 9's attack: after she signed, the coordinator imports a hand-back in her name;
+    she revises one other band and gives her passphrase. The imported line must not ride in."""
+    rater, folder, coordinator, engine = signed_study
+    [first] = [p for p in folder.glob("rater-01-*Z.dsse.json")]
+    with session_scope(engine) as s:
+        import_handback(
+            s,
+            shared_library,
+            actor=coordinator,
+            rater_pseudonym="rater-01",
+            text="draft_ordering_01 | esi_acuity | AMEND {1, 2, 3, 4, 5} | entered for her\n",
+            source="not-hers.txt",
+        )
+    engine.dispose()
+    at = revise_triage(rater)
+    at.text_input(key=f"{KEY}:passphrase").set_value(PASSPHRASE).run()
+    submit(at)
+    assert not at.exception
+    [second] = [p for p in folder.glob("rater-01-*Z.dsse.json") if p != first]
+    before, after = statement_reviews(first), statement_reviews(second)
+    ordering = ("draft_ordering_01", "esi_acuity")
+    assert after[ordering] == before[ordering]  # her own signed AMEND {2, 3}, not the import
+    assert after[ordering]["attested_band"] == [2, 3]
+    assert after[("draft_triage_01", "esi_acuity")]["verdict"] == "DECLINE"
+    assert after[("draft_triage_01", "esi_acuity")]["origin"] == "app"
+    decision = next(
+        d for d in decide(shared_library, folder).decisions if d.vignette_id == "draft_ordering_01"
+    )
+    assert decision.as_dict()["acceptable"] == [2, 3]
+
+
+def test_the_coordinators_passphrase_signs_nothing_on_any_page(signed_study, shared_library):
+    """Even in a rater's browser session, the coordinator's passphrase neither signs an
+    attestation nor signs again after a change: the rater's key opens with hers alone."""
+    rater, folder, _, _ = signed_study
+    before = sorted(folder.iterdir())
+    at = revise_triage(rater)
+    at.text_input(key=f"{KEY}:passphrase").set_value("coordinator pass").run()
+    submit(at)
+    assert any("that passphrase is not right" in e.value for e in at.error)
+
+    at.switch_page("app_pages/attest.py").run()
+    for box in at.checkbox:
+        box.check()
+    at.text_input(key="attest:passphrase").set_value("coordinator pass")
+    [sign] = [b for b in at.button if b.label == "Sign attestation"]
+    sign.click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["that passphrase is not right; nothing was signed"]
+    # The form keeps what was entered, so the rater can correct it.
+    assert all(box.value for box in at.checkbox if box.key.startswith("declare:"))
+    assert sorted(folder.iterdir()) == before

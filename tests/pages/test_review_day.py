@@ -1,0 +1,504 @@
+"""A rater's working day in the domain (issue 14): readable names and neutral case labels, the
+band editor's fields and plain-word problems, automatic drafts, skips and flags, the queue, the
+review screen's problems and submission, the coordinator's oversight and the audit search
+(real store: SQLite file and PostgreSQL)."""
+
+import csv
+import io
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy import event, update
+from sqlmodel import select
+
+from app_pages import band_form, review_screen
+from app_pages.audit_log_screen import Search, choices, count, search, to_csv
+from app_pages.progress_screen import rater_summaries, reviews_csv
+from app_pages.queue_screen import next_after, rater_queue, resume
+from fma_bands.agreement.picture import LINE_ROW, Row, band_spec
+from fma_bands.core.actions import SUB_ACTIONS, sub_action
+from fma_bands.core.bands import IntervalBand, MultilabelBand, SetBand, parse_band
+from fma_bands.core.errors import AccessDenied, ConflictError, FmaBandsError
+from fma_bands.core.labels import (
+    address,
+    case_label,
+    case_numbers,
+    case_token,
+    from_address,
+    humanise,
+    shelf,
+    stratum,
+    threshold_sentence,
+    tool_name,
+    vignette_title,
+)
+from fma_bands.core.vignettes import load_library, parse_vignette
+from fma_bands.store.db import session_scope
+from fma_bands.store.models import Review
+from fma_bands.study import audit, drafts, marks
+from fma_bands.study.reviews import ReviewForm, current_review, save
+from fma_bands.study.state import set_mode, set_phase
+from tests.conftest import DEMO_VIGNETTES, enrol_study
+
+DEMO = load_library([DEMO_VIGNETTES])
+FOLLOWUP = ("demo_doc_inter_01", "followup_days")  # interval with a disputed span, threshold
+ANALGESIA = ("demo_med_border_01", "analgesia_tier")  # a set [1, 2]
+ORDERS = ("demo_order_border_01", "orders")  # orders; tool_labels for ctpa and cxr
+ADMIT = ("demo_doc_border_01", "admit")  # boolean
+GOOD = {
+    "q1:choice": "yes",
+    "q2:choice": "yes",
+    "q3:choice": "no",
+    "q4:choice": "no",
+    "q6:choice": "yes",
+}
+
+
+@pytest.fixture
+def demo(engine):
+    with session_scope(engine) as s:
+        coordinator, a, b = enrol_study(s, DEMO)
+    return engine, coordinator, a, b
+
+
+def screen_entries(band, **changes):
+    vignette = DEMO.vignettes[band[0]]
+    proposal = vignette.proposal(band[1])
+    return review_screen.entries_from(None, proposal, vignette, "review") | changes
+
+
+# Readable names and neutral labels -----------------------------------------------------------
+
+
+def test_tests_are_named_by_the_vignette_or_humanised():
+    vignette = DEMO.vignettes[ORDERS[0]]
+    assert tool_name(vignette, "ctpa") == "CT pulmonary angiogram"  # the file's own label
+    assert tool_name(vignette, "d_dimer") == "D-dimer"
+    assert humanise("pdmp_query") == "PDMP query"
+    assert humanise("xray_ankle") == "X-ray ankle"
+    assert humanise("beta_hydroxybutyrate") == "Beta-hydroxybutyrate"
+
+
+def test_a_label_for_a_test_the_vignette_does_not_have_is_refused():
+    data = {
+        "id": "x_01",
+        "domain": "ordering",
+        "clinical_core": "core",
+        "canary": "FMA-CANARY-x",
+        "tool_results": {"ecg": "normal"},
+        "tool_labels": {"ecg": "ECG", "mri": "MRI scan"},
+    }
+    vignette, problems = parse_vignette(data, "x_01.yaml")
+    assert vignette is None
+    assert [(p.field, p.message) for p in problems] == [
+        ("tool_labels.mri", "names no orderable in tool_results")
+    ]
+
+
+def test_case_numbers_say_nothing_of_the_id_and_tokens_find_the_case(demo):
+    _, coordinator, rater, _ = demo
+    numbers = case_numbers(DEMO)
+    assert sorted(numbers.values()) == list(range(1, 13))
+    # Not the id order, which groups the demo's strata (border, clear, inter) together.
+    assert sorted(numbers, key=numbers.get) != sorted(numbers)
+    vignette = DEMO.vignettes["demo_doc_border_01"]
+    assert vignette_title(numbers, vignette, rater) == case_label(numbers, vignette.id)
+    assert "demo_doc_border_01" in vignette_title(numbers, vignette, coordinator)
+    assert stratum(vignette, rater) is None and stratum(vignette, coordinator) == "borderline"
+    assert from_address(DEMO, address(vignette.id, "admit")) == vignette.id
+    assert from_address(DEMO, {"vignette": vignette.id}) == vignette.id
+    assert from_address(DEMO, {"case": "0123456789"}) is None
+    assert "border" not in case_token(vignette.id)
+    assert [v.id for v in shelf(DEMO, rater)] == sorted(numbers, key=numbers.get)
+
+
+def test_the_threshold_sentence_is_clinical():
+    proposal = DEMO.vignettes[ANALGESIA[0]].proposal(ANALGESIA[1])
+    sentence = threshold_sentence(proposal.acceptable, proposal.effective_threshold)
+    assert sentence.startswith(
+        "The study's dividing line here is any opioid (analgesia tier at least 2 - weak opioid)."
+    )
+    assert "both sides of it (2 - weak opioid; 1 - NSAID)" in sentence
+    assert not re.search(r"\bphi\b|straddl|value [<>=]", sentence)
+    clear = DEMO.vignettes["demo_med_clear_01"].proposal("analgesia_tier")
+    assert "no two actions inside the band can fall on opposite sides" in threshold_sentence(
+        clear.acceptable, clear.effective_threshold
+    )
+
+
+# The band editor's fields --------------------------------------------------------------------
+
+
+def bands_of(name: str):
+    action = sub_action(name)
+    orderables = ("cbc", "ecg", "troponin")
+    if action.kind == "multilabel":
+        return st.sets(st.sampled_from(orderables), min_size=1).flatmap(
+            lambda defensible: st.sets(st.sampled_from(sorted(defensible))).map(
+                lambda required: MultilabelBand(
+                    sub_action=name,
+                    defensible=tuple(sorted(defensible)),
+                    required=tuple(sorted(required)),
+                )
+            )
+        )
+    domain = list(action.domain())
+    intervals = st.tuples(st.sampled_from(domain), st.sampled_from(domain)).map(
+        lambda pair: IntervalBand(sub_action=name, min=min(pair), max=max(pair))
+    )
+    if "set" not in action.forms:
+        return intervals
+    sets = st.sets(st.sampled_from(domain), min_size=1).map(
+        lambda values: SetBand(sub_action=name, members=tuple(values))
+    )
+    return sets | intervals if "interval" in action.forms else sets
+
+
+@pytest.mark.parametrize("name", list(SUB_ACTIONS))
+@given(data=st.data())
+def test_every_band_survives_its_editor(name, data):
+    band = data.draw(bands_of(name))
+    orderables = ("cbc", "ecg", "troponin")
+    action = sub_action(name)
+    fields = band_form.fields_for(action, band, orderables)
+    read, problem = band_form.band_of(action, fields, orderables)
+    assert problem is None
+    assert read is not None and read.values() == band.values()
+    if isinstance(band, MultilabelBand):
+        assert read == band
+
+
+@pytest.mark.parametrize(
+    ("name", "fields", "message"),
+    [
+        ("followup_days", {"lo": 40, "hi": 30},
+         "The lower bound, 40 days, is above the upper bound, 30 days."),
+        ("followup_days", {"lo": -3, "hi": 30},
+         "The lower bound, -3 days, is below the smallest follow-up interval, 0 days."),
+        ("followup_days", {"lo": 1, "hi": 400},
+         "The upper bound, 400 days, is above the largest follow-up interval, 365 days."),
+        ("urgency_score", {"lo": None, "hi": 30}, "Give the lower bound of the range."),
+        ("urgency_score", {"lo": None, "hi": None}, "Give both bounds of the range."),
+        ("analgesia_tier", {"form": band_form.LIST, "values": []},
+         "Choose at least one acceptable value."),
+        ("admit", {"bool": None}, "Choose which answers are acceptable."),
+        ("orders", {"order:ecg": band_form.NOT_DEFENSIBLE},
+         "Mark at least one test as defensible to order."),
+    ],
+)  # fmt: skip
+def test_a_band_that_cannot_be_is_said_in_plain_words(name, fields, message):
+    band, problem = band_form.band_of(sub_action(name), fields, ("ecg",))
+    assert (band, problem) == (None, message)
+    assert "{" not in problem and "[" not in problem
+
+
+def test_switching_list_and_range_keeps_the_values():
+    action = sub_action("analgesia_tier")
+    fields = band_form.fields_for(action, parse_band("analgesia_tier", [1, 2]), ())
+    as_range = band_form.switch_form(action, fields, band_form.RANGE)
+    assert as_range.question is None
+    assert (as_range.fields["lo"], as_range.fields["hi"]) == (1, 2)
+    back = band_form.switch_form(action, as_range.fields | {"hi": 3}, band_form.LIST)
+    assert back.fields["values"] == [1, 2, 3]
+    assert band_form.read(action, back.fields, ()).band == [1, 2, 3]
+
+
+def test_a_list_with_gaps_asks_before_becoming_a_range():
+    action = sub_action("analgesia_tier")
+    fields = {"form": band_form.LIST, "values": [1, 3], "lo": 1, "hi": 3}
+    asked = band_form.switch_form(action, fields, band_form.RANGE)
+    assert asked.fields["form"] == band_form.LIST and asked.fields["values"] == [1, 3]
+    assert asked.question == (
+        "Your list (1 - NSAID, 3 - strong opioid) has a gap. As a range, from 1 - NSAID to "
+        "3 - strong opioid, the band would also admit 2 - weak opioid."
+    )
+    confirmed = band_form.switch_form(action, fields, band_form.RANGE, confirmed=True)
+    assert band_form.read(action, confirmed.fields, ()).band == {"min": 1, "max": 3}
+
+
+def test_orders_can_be_added_from_every_orderable():
+    vignette = DEMO.vignettes["demo_order_clear_01"]
+    action = sub_action("orders")
+    proposal = vignette.proposal("orders")
+    fields = band_form.fields_for(action, proposal.acceptable, vignette.orderables)
+    assert set(fields) == {f"order:{t}" for t in vignette.orderables}
+    added = next(t for t in vignette.orderables if t not in proposal.acceptable.values())
+    fields[f"order:{added}"] = band_form.DEFENSIBLE
+    band, problem = band_form.band_of(action, fields, vignette.orderables)
+    assert problem is None and added in band.defensible
+
+
+# Pictures --------------------------------------------------------------------------------
+
+
+def test_pictures_use_short_rows_and_readable_test_names():
+    proposal = DEMO.vignettes[ANALGESIA[0]].proposal(ANALGESIA[1])
+    spec = band_spec("analgesia_tier", [Row("proposal", proposal.acceptable)],
+                     threshold=proposal.effective_threshold)  # fmt: skip
+    assert spec["encoding"]["y"]["sort"] == ["proposal", LINE_ROW]
+    assert spec["encoding"]["color"]["scale"]["domain"] == [
+        "in band", "not in band", "any opioid", "not any opioid"
+    ]  # fmt: skip
+    states = {(r["row"], r["label"]): r["state"] for r in spec["data"]["values"]}
+    assert states[("proposal", "2 - weak opioid")] == "in band"
+    assert states[(LINE_ROW, "1 - NSAID")] == "not any opioid"
+    vignette = DEMO.vignettes[ORDERS[0]]
+    orders = vignette.proposal("orders")
+    spec = band_spec("orders", [Row("proposal", orders.acceptable)],
+                     orderables=vignette.orderables,
+                     names={"ctpa": "CT pulmonary angiogram"})  # fmt: skip
+    assert "CT pulmonary angiogram" in spec["encoding"]["y"]["sort"]
+    assert {r["state"] for r in spec["data"]["values"] if r["value"] == "ecg"} == {"required"}
+
+
+# Automatic drafts, skips and flags ----------------------------------------------------------
+
+
+def test_a_draft_is_kept_for_its_rater_only(demo):
+    engine, coordinator, a, b = demo
+    with session_scope(engine) as s:
+        drafts.keep(s, a, *FOLLOWUP, {"reason": "typed", "band:lo": 40}, base_version=0)
+    with session_scope(engine) as s:
+        kept = drafts.restore(s, a, *FOLLOWUP)
+        assert (kept.entries, kept.base_version) == ({"reason": "typed", "band:lo": 40}, 0)
+        assert drafts.restore(s, b, *FOLLOWUP) is None
+        assert drafts.in_progress(s, a) == {FOLLOWUP} and drafts.in_progress(s, b) == set()
+        with pytest.raises(AccessDenied):
+            drafts.restore(s, coordinator, *FOLLOWUP)
+        with pytest.raises(FmaBandsError, match="too large"):
+            drafts.keep(s, a, *FOLLOWUP, {"reason": "x" * 70_000}, base_version=0)
+        with pytest.raises(FmaBandsError, match="text, numbers and lists"):
+            drafts.keep(s, a, *FOLLOWUP, {"reason": {"nested": 1}}, base_version=0)
+        drafts.discard(s, a, *FOLLOWUP)
+        assert drafts.restore(s, a, *FOLLOWUP) is None
+        # Not even the audit log holds drafts: they are scratch, not reviews.
+        assert not [e for e in audit.events(s) if "draft" in e["kind"]]
+
+
+def test_flags_need_a_note_and_only_the_coordinator_reads_them(demo):
+    engine, coordinator, a, b = demo
+    with session_scope(engine) as s:
+        with pytest.raises(FmaBandsError) as caught:
+            marks.flag(s, DEMO, a, *ADMIT, "   ")
+        assert caught.value.fields == {
+            "flag": "say what the coordinator should look at: one sentence is enough"
+        }
+        marks.flag(s, DEMO, a, *ADMIT, "The core does not give the BP treatment history.")
+        with pytest.raises(AccessDenied):
+            marks.all_flags(s, b)
+    with session_scope(engine) as s:
+        [flag] = marks.all_flags(s, coordinator)
+        assert (flag.rater, flag.vignette_id, flag.note[:8]) == (
+            "adjudicator-01",
+            ADMIT[0],
+            "The core",
+        )
+        assert marks.my_flags(s, b, *ADMIT) == []
+        marks.resolve(s, coordinator, flag.id)
+    with session_scope(engine) as s:
+        assert marks.all_flags(s, coordinator) == []
+        kinds = [e["kind"] for e in audit.events(s, limit=2)]
+        assert kinds == ["flag_resolved", "band_flagged"]
+
+
+# The queue ---------------------------------------------------------------------------------
+
+
+def test_the_queue_is_in_case_order_with_skips_last(demo):
+    engine, _, a, _ = demo
+    with session_scope(engine) as s:
+        rows = rater_queue(s, DEMO, a)
+        assert [r.case for r in rows] == sorted(r.case for r in rows)
+        first, second = rows[0], rows[1]
+        marks.skip(s, DEMO, a, *first.band)
+        drafts.keep(s, a, *rows[5].band, {"reason": "begun"}, base_version=0)
+    with session_scope(engine) as s:
+        rows = rater_queue(s, DEMO, a)
+        assert rows[0].status == "skipped" and rows[5].status == "in progress"
+        assert resume(rows).band == rows[5].band  # a band in progress comes first
+        assert next_after(rows, rows[5].band).band == rows[6].band
+        # At the end of the queue it goes round, and passes a skipped band until nothing else is
+        # left.
+        assert next_after(rows, rows[-1].band).band == second.band
+
+
+def test_the_queue_reads_in_a_few_queries_whatever_its_length(demo):
+    engine, _, a, _ = demo
+    statements = []
+    event.listen(engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    with session_scope(engine) as s:
+        for band in (FOLLOWUP, ANALGESIA, ORDERS, ADMIT):
+            save(s, DEMO, a, *band, ReviewForm(verdict="DECLINE", reason="no"), expected_version=0,
+                 submit=True)  # fmt: skip
+    statements.clear()
+    with session_scope(engine) as s:
+        rows = rater_queue(s, DEMO, a)
+    assert sum(r.done for r in rows) == 4
+    # The rater's reviews, drafts, marks and the coordinator's assignment changes, and the
+    # current round with its bands.
+    assert len([q for q in statements if q.lstrip().upper().startswith("SELECT")]) <= 5
+
+
+# The review screen -------------------------------------------------------------------------
+
+
+def test_problems_show_while_the_band_is_wrong_and_go_once_fixed():
+    vignette = DEMO.vignettes[FOLLOWUP[0]]
+    proposal = vignette.proposal(FOLLOWUP[1])
+    entries = screen_entries(FOLLOWUP, verdict="AMEND", **{"band:lo": 40, "band:hi": 30})
+    working = review_screen.problems(entries, proposal, vignette, "review", final=False)
+    assert working == {"band": "The lower bound, 40 days, is above the upper bound, 30 days."}
+    tried = review_screen.problems(entries, proposal, vignette, "review", final=True)
+    assert tried["q1"] == "answer yes, no or unsure"
+    assert tried["q5"] == "a disputed span is recorded: choose which reading is right"
+    fixed = entries | GOOD | {"band:lo": 1, "q5:choice": "disputed", "q5:note": "a month is safe",
+                              "reason": "The clause allows a month."}  # fmt: skip
+    assert review_screen.problems(fixed, proposal, vignette, "review", final=True) == {}
+    assert review_screen.problems(fixed | {"q1:choice": "no"}, proposal, vignette, "review",
+                                  final=True) == {"q1": "say which, in a few words"}  # fmt: skip
+
+
+def test_submitting_stores_the_answers_and_clears_the_draft_and_skip(demo):
+    engine, _, a, _ = demo
+    entries = screen_entries(FOLLOWUP, verdict="AMEND", reason="A month is defensible.",
+                             confidence="moderate", **GOOD,
+                             **{"band:hi": 30, "q5:choice": "disputed",
+                                "q5:note": "the month fits"})  # fmt: skip
+    with session_scope(engine) as s:
+        marks.skip(s, DEMO, a, *FOLLOWUP)
+        review_screen.keep(s, DEMO, a, *FOLLOWUP, entries | {"passphrase": "x"}, base_version=0)
+        assert "passphrase" not in drafts.restore(s, a, *FOLLOWUP).entries
+    with session_scope(engine) as s:
+        saved = review_screen.submit(s, DEMO, a, *FOLLOWUP, entries, expected_version=0)
+    assert (saved.status, saved.band, saved.confidence) == ("submitted", {"min": 1, "max": 30},
+                                                             "moderate")  # fmt: skip
+    assert saved.answers["q5"] == {"choice": "disputed", "note": "the month fits"}
+    with session_scope(engine) as s:
+        assert drafts.restore(s, a, *FOLLOWUP) is None
+        assert FOLLOWUP not in marks.open_marks(s, a)["skip"]
+        with pytest.raises(ConflictError):
+            review_screen.submit(s, DEMO, a, *FOLLOWUP, entries, expected_version=0)
+
+
+def test_a_link_naming_no_band_resumes_and_says_so(demo):
+    engine, _, a, _ = demo
+    with session_scope(engine) as s:
+        nowhere = review_screen.open_screen(s, DEMO, a, "demo_doc_border_01", "orders")
+        sidebar = review_screen.open_screen(s, DEMO, a, None, None)
+        there = review_screen.open_screen(s, DEMO, a, *ORDERS)
+    assert nowhere.redirected and not sidebar.redirected and not there.redirected
+    assert nowhere.band == sidebar.band == rater_queue_first(engine, a)
+    assert there.band == ORDERS
+    assert [name for name, _ in there.results] == []  # ordering: no results yet
+    with session_scope(engine) as s:
+        admit = review_screen.open_screen(s, DEMO, a, *ADMIT)
+    assert ("Troponin", "below the 99th percentile") in admit.results
+
+
+def rater_queue_first(engine, rater):
+    with session_scope(engine) as s:
+        return rater_queue(s, DEMO, rater)[0].band
+
+
+def test_blind_mode_screens_start_from_nothing(demo):
+    engine, coordinator, a, _ = demo
+    with session_scope(engine) as s:
+        set_mode(s, actor=coordinator, mode="blind")
+    with session_scope(engine) as s:
+        screen = review_screen.open_screen(s, DEMO, a, *FOLLOWUP)
+    assert screen.mode == "blind"
+    assert (screen.entries()["band:lo"], screen.entries()["band:hi"]) == (None, None)
+
+
+# Oversight ---------------------------------------------------------------------------------
+
+
+def submit_at(engine, rater, band, when, verdict="ACCEPT"):
+    entries = screen_entries(band, verdict=verdict, reason="r", **GOOD, confidence="high",
+                             **{"q5:choice": "band", "q5:note": "n"})  # fmt: skip
+    with session_scope(engine) as s:
+        saved = review_screen.submit(s, DEMO, rater, *band, entries, expected_version=0)
+        s.execute(update(Review).where(Review.id == saved.id).values(submitted_at=when))
+
+
+def test_the_coordinator_sees_progress_pace_and_accepts(demo):
+    engine, coordinator, a, b = demo
+    start = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+    bands = [r.band for r in rater_queue_rows(engine, a)]
+    # Two minutes, then four, then a lunch break, then three: the median of 2, 4, 3 is 3.
+    for band, minutes in zip(bands, (0, 2, 6, 96, 99), strict=False):
+        submit_at(engine, a, band, start + timedelta(minutes=minutes))
+    with session_scope(engine) as s:
+        marks.flag(s, DEMO, b, *ADMIT, "Look at this one.")
+        with pytest.raises(AccessDenied):
+            rater_summaries(s, DEMO, viewer=a)
+        first, second = rater_summaries(s, DEMO, viewer=coordinator)
+    assigned = sum(len(v.proposals) for v in DEMO)
+    assert (first.pseudonym, first.submitted, first.assigned) == ("adjudicator-01", 5, assigned)
+    assert (first.pace_minutes, first.paced_bands) == (3.0, 3)
+    assert (first.accepts, first.judged, first.accept_share) == (5, 5, 1.0)
+    assert not first.weak_signal  # too few bands to say anything
+    assert (second.submitted, second.open_flags, second.pace_minutes) == (0, 1, None)
+
+
+def rater_queue_rows(engine, rater):
+    with session_scope(engine) as s:
+        return rater_queue(s, DEMO, rater)
+
+
+def test_the_reviews_csv_carries_confidence_and_keeps_formulas_inert(demo):
+    engine, coordinator, a, _ = demo
+    entries = screen_entries(ADMIT, verdict="DECLINE", reason="=HYPERLINK(\"http://x\")",
+                             confidence="low")  # fmt: skip
+    with session_scope(engine) as s:
+        review_screen.submit(s, DEMO, a, *ADMIT, entries, expected_version=0)
+        with pytest.raises(AccessDenied):
+            reviews_csv(s, DEMO, viewer=a)
+        text = reviews_csv(s, DEMO, viewer=coordinator)
+    [row] = list(csv.DictReader(io.StringIO(text)))
+    assert (row["vignette_id"], row["rater"], row["verdict"]) == (*ADMIT[:1], "adjudicator-01",
+                                                                  "DECLINE")  # fmt: skip
+    assert row["confidence"] == "low"
+    assert row["reason"] == '\'=HYPERLINK("http://x")'
+    assert row["case"] == str(case_numbers(DEMO)[ADMIT[0]])
+
+
+# The audit log -------------------------------------------------------------------------------
+
+
+def test_the_audit_log_filters_by_kind_who_and_date(demo):
+    engine, coordinator, a, _ = demo
+    with session_scope(engine) as s:
+        marks.flag(s, DEMO, a, *ADMIT, "note")
+        set_phase(s, actor=coordinator, phase="closed")
+    today = datetime.now(UTC).date()
+    with session_scope(engine) as s:
+        kinds, actors = choices(s, coordinator)
+        assert {"band_flagged", "phase_changed", "user_enrolled"} <= set(kinds)
+        assert "adjudicator-01" in actors
+        flagged = search(s, coordinator, Search(kinds=("band_flagged",)))
+        assert [(r["who"], r["what"]) for r in flagged] == [("adjudicator-01", "band flagged")]
+        details = set(flagged[0]["details"].split("; "))
+        assert {"vignette id: demo_doc_border_01", "sub action: admit"} <= details
+        assert count(s, coordinator, Search(actor="coordinator")) >= 3
+        assert count(s, coordinator, Search(since=today + timedelta(days=1))) == 0
+        assert count(s, coordinator, Search(until=today)) == audit.verify(s).n_events
+        rows = list(
+            csv.reader(io.StringIO(to_csv(s, coordinator, Search(kinds=("band_flagged",)))))
+        )
+        assert rows[0] == ["seq", "when (UTC)", "who", "what", "details"] and len(rows) == 2
+        with pytest.raises(AccessDenied):
+            search(s, a, Search())
+
+
+def test_a_submitted_review_cannot_be_kept_as_a_draft_of_a_closed_phase(demo):
+    engine, coordinator, a, _ = demo
+    with session_scope(engine) as s:
+        set_phase(s, actor=coordinator, phase="closed")
+        drafts.keep(s, a, *FOLLOWUP, {"reason": "late"}, base_version=0)
+        assert drafts.restore(s, a, *FOLLOWUP) is None
+        assert s.exec(select(Review)).all() == []
+        assert current_review(s, DEMO, a, *FOLLOWUP) is None

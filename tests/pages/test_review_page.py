@@ -1,0 +1,465 @@
+"""The queue and the review screen under streamlit's AppTest, on FairMedAgent's vignettes: what
+the screen shows at each step, problems beside their fields and gone once fixed, every form
+keeping its input after an error, automatic drafts surviving a reload, submit and next, skip,
+flags, list and range, orders, blind mode and the re-reading of a bad link."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from fma_bands.core.labels import case_numbers, case_token
+from fma_bands.store.models import Review
+from fma_bands.study import drafts, marks
+from fma_bands.study.state import set_mode
+from tests import page_helpers
+from tests.page_helpers import (
+    BANDS,
+    DOC,
+    MED,
+    ORDER,
+    TRIAGE,
+    as_read,
+    click,
+    go,
+    key,
+    message_beside,
+    open_app,
+    open_review,
+    progress_text,
+    resume_button,
+    run,
+    shown,
+    texts,
+    title,
+)
+
+fresh_caches, app_env, template, study = (
+    page_helpers.fresh_caches,
+    page_helpers.app_env,
+    page_helpers.template,
+    page_helpers.study,
+)
+SUBMIT, SKIP = "Submit and next", "Skip for now"
+GOOD = (("q1", "yes"), ("q2", "yes"), ("q3", "no"), ("q4", "no"), ("q6", "yes"))
+
+
+def answer(at: AppTest, band, *, reading: str | None = None, note: str | None = None) -> None:
+    for q, choice in GOOD:
+        at.radio(key=key(band, q, "choice")).set_value(choice).run()
+    if reading is not None:
+        at.radio(key=key(band, "q5", "choice")).set_value(reading).run()
+        at.text_input(key=key(band, "q5", "note")).input(note or "").run()
+
+
+def plain_texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+def band_on_screen(at: AppTest) -> tuple[str, str]:
+    """The band the screen is on, from what it says: its case and its sub-action."""
+    from fma_bands.core.actions import SUB_ACTIONS
+
+    numbers = case_numbers(page_helpers.shared_library_of(at))
+    case = int(at.caption[0].value.removeprefix("Case ").split(" ", 1)[0])
+    [vid] = [v for v, n in numbers.items() if n == case]
+    [name] = [n for n, a in SUB_ACTIONS.items() if a.label == title(at)]
+    return vid, name
+
+
+# The queue -----------------------------------------------------------------------------------
+
+
+def test_queue_counts_submitted_bands_and_offers_a_page_at_a_time(study):
+    at = open_app(study.rater)
+    assert title(at) == "My queue"
+    assert progress_text(at) == "0 of 4 bands submitted"
+    study.save(study.rater, MED, submit=True, verdict="DECLINE", reason="out of my scope")
+    run(at)
+    assert progress_text(at) == "1 of 4 bands submitted"
+    links = [link.label for link in at.get("page_link")]
+    assert len(links) == 4 and all(label.startswith("Case ") for label in links)
+    [status] = [s for s in at.selectbox if s.label == "Show"]
+    status.set_value("submitted").run()
+    [only] = [link.label for link in at.get("page_link")]
+    numbers = case_numbers(study.library)
+    assert only == f"Case {numbers[MED[0]]} of {len(numbers)} · Analgesia tier"
+    # Another rater's submission is not this rater's progress.
+    assert progress_text(open_app(study.other)) == "0 of 4 bands submitted"
+
+
+def test_queue_resumes_at_a_band_in_progress(study):
+    study.save(study.rater, ORDER, submit=False, verdict="DECLINE")
+    at = open_app(study.rater)
+    assert resume_button(at).label.startswith("Resume: Case ")
+    resume_button(at).click().run()
+    assert title(at) == "ESI acuity level"
+    assert band_on_screen(at) == ORDER
+    assert at.radio(key=key(ORDER, "verdict")).value == "DECLINE"
+
+
+# What the screen shows ----------------------------------------------------------------------
+
+
+def test_review_mode_shows_core_proposal_disputed_span_and_results_as_plain_text(study):
+    at = open_review(study.rater, DOC)
+    vignette = study.library.vignettes[DOC[0]]
+    proposal = vignette.proposal(DOC[1])
+    shown_texts = plain_texts(at)
+    assert title(at) == "Follow-up interval (days)"
+    assert vignette.clinical_core in shown_texts
+    assert proposal.clause in shown_texts and proposal.reasoning in shown_texts
+    assert "15 days to 30 days" in shown_texts and "1 day to 14 days" in shown_texts
+    # Results with readable names, at a step that shows them; never as markdown.
+    assert "BMP: anion gap 10, bicarbonate 24 mmol/L" in shown_texts or any(
+        t.startswith("BMP: ") for t in shown_texts
+    )
+    assert any(t.startswith("Beta-hydroxybutyrate: ") for t in shown_texts)
+    assert not [m for m in texts(at) if proposal.clause[:40] in m]  # not in any markdown
+    # Two columns, the agent's knowledge and the proposal on the left.
+    assert len(at.columns) >= 2
+
+
+def test_triage_shows_no_results(study):
+    at = open_review(study.rater, TRIAGE)
+    assert "substernal chest pressure" in "\n".join(plain_texts(at))
+    for result in ("0.9 ng/mL", "V4-V6", "no acute cardiopulmonary process"):
+        assert result not in shown(at)
+    assert any("No test results exist yet at this step" in c.value for c in at.caption)
+
+
+def test_the_screen_names_the_case_never_the_id(study):
+    at = open_review(study.rater, DOC)
+    numbers = case_numbers(study.library)
+    assert at.caption[0].value.startswith(f"Case {numbers[DOC[0]]} of {len(numbers)} · ")
+    assert "draft_documentation_01" not in shown(at)
+    assert at.query_params["case"] in (case_token(DOC[0]), [case_token(DOC[0])])
+    assert "vignette" not in at.query_params
+
+
+def test_a_link_naming_no_band_says_so_and_opens_where_the_rater_left_off(study):
+    at = open_app(study.rater, "app_pages/review.py", vignette="no_such_case", sub_action="admit")
+    [warning] = at.warning
+    assert warning.value.startswith("The link you followed names no band in your queue")
+    assert band_on_screen(at) in BANDS
+
+
+# Problems beside their fields; every form keeps its input ------------------------------------
+
+
+def test_problems_stand_beside_their_fields_and_go_once_fixed(study):
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "q3", "choice")).set_value("yes").run()  # a problem flagged, no note
+    at.text_input(key=key(DOC, "q1", "note")).input("typed before submitting").run()
+    click(at, SUBMIT)
+
+    assert message_beside(at, key(DOC, "verdict")) == "choose a verdict: ACCEPT, AMEND or DECLINE"
+    for q in ("q1", "q2", "q4", "q6"):
+        assert message_beside(at, key(DOC, q, "note")) == "answer yes, no or unsure", q
+    assert message_beside(at, key(DOC, "q3", "note")) == "say which, in a few words"
+    assert message_beside(at, key(DOC, "q5", "note")) == (
+        "a disputed span is recorded: choose which reading is right"
+    )
+    # Everything typed is still there, and nothing was stored.
+    assert at.text_input(key=key(DOC, "q1", "note")).value == "typed before submitting"
+    assert at.radio(key=key(DOC, "q3", "choice")).value == "yes"
+    assert study.reviews(study.rater, DOC) == []
+
+    # Answering question 1 takes its message away at once; the others stay until answered.
+    at.radio(key=key(DOC, "q1", "choice")).set_value("yes").run()
+    assert message_beside(at, key(DOC, "q1", "note")) is None
+    assert message_beside(at, key(DOC, "q2", "note")) == "answer yes, no or unsure"
+    at.radio(key=key(DOC, "verdict")).set_value("DECLINE").run()
+    assert message_beside(at, key(DOC, "verdict")) is None
+    assert message_beside(at, key(DOC, "reason")) == "say why you decline: one sentence is enough"
+
+
+def test_a_wrong_band_is_said_in_words_and_its_picture_stays(study):
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
+    assert len(at.get("vega_lite_chart")) == 2  # the proposal's, and the rater's own
+    at.number_input(key=key(DOC, "band", "lo")).set_value(40).run()
+    at.number_input(key=key(DOC, "band", "hi")).set_value(30).run()
+    assert message_beside(at, key(DOC, "band", "hi")) == (
+        "The lower bound, 40 days, is above the upper bound, 30 days."
+    )
+    assert len(at.get("vega_lite_chart")) == 2
+    assert any("last complete band" in c.value for c in at.caption)
+    at.number_input(key=key(DOC, "band", "lo")).set_value(-3).run()
+    assert message_beside(at, key(DOC, "band", "hi")) == (
+        "The lower bound, -3 days, is below the smallest follow-up interval, 0 days."
+    )
+    assert at.number_input(key=key(DOC, "band", "lo")).value == -3  # kept, not clamped
+    at.number_input(key=key(DOC, "band", "lo")).set_value(1).run()
+    assert message_beside(at, key(DOC, "band", "hi")) is None
+
+
+def test_a_flag_without_a_note_keeps_the_form_and_says_why(study):
+    at = open_review(study.rater, MED)
+    at.text_area(key=key(MED, "reason")).input("half a thought").run()
+    click(at, "Send the flag")
+    assert "say what the coordinator should look at: one sentence is enough" in [
+        as_read(e.value) for e in at.error
+    ]
+    assert at.text_area(key=key(MED, "reason")).value == "half a thought"
+    at.text_area(key=key(MED, "flag_note")).input("The core gives no renal function.").run()
+    click(at, "Send the flag")
+    assert any(s.value.startswith("Flag sent") for s in at.success)
+    with study.store() as s:
+        [flag] = marks.all_flags(s, study.coordinator)
+    assert (flag.rater, flag.note) == ("rater-01", "The core gives no renal function.")
+    assert at.text_area(key=key(MED, "reason")).value == "half a thought"
+
+
+# Automatic drafts -----------------------------------------------------------------------------
+
+
+def test_what_is_typed_survives_a_reload_without_saving(study):
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
+    at.number_input(key=key(DOC, "band", "hi")).set_value(21).run()
+    at.radio(key=key(DOC, "q1", "choice")).set_value("no").run()
+    at.text_input(key=key(DOC, "q1", "note")).input("the clause says one month").run()
+    at.text_area(key=key(DOC, "reason")).input("Three weeks at most.").run()
+    assert study.reviews(study.rater, DOC) == []  # no review written: only the draft kept
+
+    again = open_review(study.rater, DOC)  # a reload is a new session
+    assert again.radio(key=key(DOC, "verdict")).value == "AMEND"
+    assert again.number_input(key=key(DOC, "band", "hi")).value == 21
+    assert again.radio(key=key(DOC, "q1", "choice")).value == "no"
+    assert again.text_input(key=key(DOC, "q1", "note")).value == "the clause says one month"
+    assert again.text_area(key=key(DOC, "reason")).value == "Three weeks at most."
+    go(again, "app_pages/queue.py")
+    assert any("in progress" in c.value for c in again.caption)
+
+
+def test_a_hidden_editor_comes_back_with_its_band(study):
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
+    at.number_input(key=key(DOC, "band", "hi")).set_value(28).run()
+    at.radio(key=key(DOC, "verdict")).set_value("DECLINE").run()
+    assert not at.number_input
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
+    assert at.number_input(key=key(DOC, "band", "hi")).value == 28
+
+
+# List and range, orders ------------------------------------------------------------------------
+
+
+def test_switching_list_and_range_keeps_the_band(study):
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "verdict")).set_value("AMEND").run()
+    assert at.pills(key=key(MED, "band", "values")).value == [1, 2]
+    at.radio(key=key(MED, "band", "form")).set_value("a range").run()
+    assert at.selectbox(key=key(MED, "band", "lo")).value == 1
+    assert at.selectbox(key=key(MED, "band", "hi")).value == 2
+    at.selectbox(key=key(MED, "band", "hi")).set_value(3).run()
+    at.radio(key=key(MED, "band", "form")).set_value("a list of values").run()
+    assert at.pills(key=key(MED, "band", "values")).value == [1, 2, 3]
+
+    # A list with a gap asks first, and stays a list until the rater says so.
+    at.pills(key=key(MED, "band", "values")).set_value([1, 3]).run()
+    at.radio(key=key(MED, "band", "form")).set_value("a range").run()
+    [question] = [as_read(w.value) for w in at.warning if "has a gap" in as_read(w.value)]
+    assert "would also admit 2 - weak opioid" in question
+    assert at.radio(key=key(MED, "band", "form")).value == "a list of values"
+    assert at.pills(key=key(MED, "band", "values")).value == [1, 3]
+    click(at, "Make it a range")
+    assert at.selectbox(key=key(MED, "band", "lo")).value == 1
+    assert at.selectbox(key=key(MED, "band", "hi")).value == 3
+
+
+def test_a_bound_changed_just_before_switching_to_a_list_is_kept(study):
+    """A rater who picks a bound and at once switches to a list, before the page has answered:
+    both changes reach the server in one run, and the switch must use the new bound."""
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "verdict")).set_value("AMEND").run()
+    at.radio(key=key(MED, "band", "form")).set_value("a range").run()
+    at.selectbox(key=key(MED, "band", "hi")).set_value(3)
+    at.radio(key=key(MED, "band", "form")).set_value("a list of values").run()
+    assert at.pills(key=key(MED, "band", "values")).value == [1, 2, 3]
+
+
+def test_a_list_changed_just_before_confirming_the_range_is_the_one_made_a_range(study):
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "verdict")).set_value("AMEND").run()
+    at.pills(key=key(MED, "band", "values")).set_value([1, 3]).run()
+    at.radio(key=key(MED, "band", "form")).set_value("a range").run()  # a gap: it asks first
+    at.pills(key=key(MED, "band", "values")).set_value([2, 3])  # arrives with the click
+    click(at, "Make it a range")
+    assert at.selectbox(key=key(MED, "band", "lo")).value == 2
+    assert at.selectbox(key=key(MED, "band", "hi")).value == 3
+
+
+@pytest.fixture
+def demo_rater(monkeypatch, tmp_path):
+    """The app on the bundled demo study (it has orders bands), with one rater signed up."""
+    from fma_bands.core.vignettes import load_library
+    from fma_bands.store.db import make_engine, session_scope, upgrade
+    from fma_bands.study.enrolment import create_user
+    from fma_bands.study.library import sync_vignettes
+    from tests.conftest import DEMO_VIGNETTES, ROOT
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    monkeypatch.setenv("FMA_BANDS_DATABASE_URL", url)
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(DEMO_VIGNETTES))
+    monkeypatch.chdir(ROOT)
+    engine = make_engine(url)
+    upgrade(engine)
+    with session_scope(engine) as s:
+        sync_vignettes(s, load_library([DEMO_VIGNETTES]), actor=None)
+        create_user(
+            s,
+            actor=None,
+            pseudonym="coordinator",
+            passphrase="coordinator pass",
+            role="coordinator",
+        )
+        rater = create_user(
+            s,
+            actor=None,
+            pseudonym="rater-01",
+            passphrase="rater-01 pass",
+            role="rater",
+            specialty="emergency medicine",
+            jurisdiction="Australia",
+            years_post_registration=4,
+        )
+    engine.dispose()
+    return rater, url
+
+
+def test_an_order_can_be_added_by_its_readable_name_and_submitted(demo_rater):
+    rater, url = demo_rater
+    band = ("demo_order_border_01", "orders")
+    at = open_app(rater, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+    at.radio(key=key(band, "verdict")).set_value("AMEND").run()
+    controls = {
+        as_read(c.label): c for c in at.segmented_control if c.key.startswith(key(band, "band"))
+    }
+    # Every orderable of the vignette, by the name the file gives or its key humanised.
+    assert set(controls) == {"ECG", "Chest X-ray", "D-dimer", "CT pulmonary angiogram", "Troponin"}
+    assert controls["ECG"].value == "required"
+    controls["D-dimer"].set_value("not defensible").run()
+    at.segmented_control(key=key(band, "band", "order:troponin")).set_value("required").run()
+    answer(at, band)
+    at.text_area(key=key(band, "reason")).input("Troponin is needed; D-dimer adds nothing.").run()
+    click(at, SUBMIT)
+    assert at.success[0].value == "Review submitted (revision 1)."
+    from fma_bands.store.db import make_engine, session_scope
+
+    engine = make_engine(url)
+    with session_scope(engine) as s:
+        [review] = s.exec(Review.__table__.select()).mappings().all()
+    engine.dispose()
+    assert review["band"] == {
+        "required": ["ecg", "troponin"],
+        "defensible": ["ctpa", "cxr", "ecg", "troponin"],
+    }
+
+
+def test_submit_and_next_opens_the_next_band_and_stores_the_review(study):
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "verdict")).set_value("AMEND").run()
+    at.pills(key=key(MED, "band", "values")).set_value([1, 3]).run()
+    answer(at, MED)
+    at.text_area(key=key(MED, "reason")).input("NSAID or strong opioid; not weak.").run()
+    at.segmented_control(key=key(MED, "confidence")).set_value("high").run()
+    click(at, SUBMIT)
+    assert [s.value for s in at.success] == ["Review submitted (revision 1)."]
+    assert band_on_screen(at) != MED
+    [review] = study.reviews(study.rater, MED)
+    assert (review.status, review.verdict, review.band) == ("submitted", "AMEND", [1, 3])
+    assert review.confidence == "high"
+    with study.store() as s:
+        assert drafts.restore(s, study.rater, *MED) is None
+
+
+def test_revising_a_submitted_review_writes_a_new_revision(study):
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
+    at.number_input(key=key(DOC, "band", "hi")).set_value(30).run()
+    answer(at, DOC, reading="disputed", note="the first month is admitted by the source")
+    at.text_area(key=key(DOC, "reason")).input("The clause admits the whole first month.").run()
+    click(at, SUBMIT)
+    go(at, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
+    assert "Your submitted review" in [s.value for s in at.subheader]
+    assert "1 day to 30 days" in plain_texts(at)
+    click(at, "Revise this review")
+    assert at.number_input(key=key(DOC, "band", "hi")).value == 30
+    at.text_area(key=key(DOC, "reason")).input("Revised: the first month, not beyond.").run()
+    click(at, SUBMIT)
+    assert at.success[0].value == "Review submitted (revision 2)."
+    first, second = study.reviews(study.rater, DOC)
+    assert (first.revision, second.revision, second.reason) == (
+        1,
+        2,
+        "Revised: the first month, not beyond.",
+    )
+    assert second.answers["q5"] == {
+        "choice": "disputed",
+        "note": "the first month is admitted by the source",
+    }
+
+
+def test_skip_for_now_moves_on_and_the_queue_comes_back_to_it_last(study):
+    at = open_review(study.rater, TRIAGE)
+    click(at, SKIP)
+    assert band_on_screen(at) != TRIAGE
+    assert any(s.value.startswith("Skipped for now") for s in at.success)
+    with study.store() as s:
+        assert TRIAGE in marks.open_marks(s, study.rater)["skip"]
+    go(at, "app_pages/queue.py")
+    assert any(c.value == "skipped" for c in at.caption)
+    # Resume passes the skipped band while others are left.
+    resume_button(at).click().run()
+    assert band_on_screen(at) != TRIAGE
+
+
+def test_a_second_tab_cannot_overwrite_the_first(study):
+    tab_a, tab_b = open_review(study.rater, TRIAGE), open_review(study.rater, TRIAGE)
+    for tab in (tab_a, tab_b):
+        tab.radio(key=key(TRIAGE, "verdict")).set_value("DECLINE").run()
+    tab_a.text_area(key=key(TRIAGE, "reason")).input("submitted from tab A").run()
+    click(tab_a, SUBMIT)
+    assert tab_a.success[0].value == "Review submitted (revision 1)."
+
+    tab_b.text_area(key=key(TRIAGE, "reason")).input("typed in tab B").run()
+    click(tab_b, SUBMIT)
+    assert any("another tab" in e.value for e in tab_b.error)
+    assert not tab_b.success
+    assert tab_b.text_area(key=key(TRIAGE, "reason")).value == "typed in tab B"
+    [review] = study.reviews(study.rater, TRIAGE)
+    assert review.reason == "submitted from tab A"
+
+
+# Blind mode -------------------------------------------------------------------------------------
+
+
+def test_blind_mode_hides_the_proposal_and_starts_from_nothing(study):
+    with study.store() as s:
+        set_mode(s, actor=study.coordinator, mode="blind")
+    at = open_app(study.rater)
+    for band in BANDS:
+        go(at, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+        page = shown(at)
+        proposal = study.library.vignettes[band[0]].proposal(band[1])
+        for part in (proposal.clause, proposal.reasoning, proposal.source, proposal.notes):
+            assert part.split("\n")[0][:60] not in page, (band, part[:40])
+        assert "Proposed band" not in page and "Disputed span" not in page
+        verdict = at.radio(key=key(band, "verdict"))
+        assert verdict.options == ["Submit my band", "DECLINE: I cannot adjudicate this band"]
+    go(at, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
+    assert at.number_input(key=key(DOC, "band", "hi")).value is None
+    assert "14 days" not in shown(at)
+
+
+def test_closed_phase_shows_no_form(study):
+    from fma_bands.study.state import set_phase
+
+    with study.store() as s:
+        set_phase(s, actor=study.coordinator, phase="closed")
+    at = open_review(study.rater, DOC)
+    assert [i.value for i in at.info] == [
+        "The review phase is closed: reviews can no longer change."
+    ]
+    assert not [b for b in at.button if b.label in (SUBMIT, SKIP)]

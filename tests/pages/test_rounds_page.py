@@ -1,0 +1,183 @@
+"""Rounds under streamlit's AppTest: the Study admin page opens round 2 for the discordant band
+once confirmed; a round-2 rater's review screen shows round 1 as Rater A, B (no pseudonym, no
+answer of round 2) and asks a reason; the queue holds round 2's band only; the Agreement page
+keeps round 1's alpha and labels round 2 as consensus-building."""
+
+from fma_bands.study.rounds import open_round
+from fma_bands.study.state import set_phase
+from fma_bands.study.state import study as study_settings
+from tests import page_helpers
+from tests.page_helpers import (
+    BANDS,
+    GOOD_ANSWERS,
+    TRIAGE,
+    answer_questions,
+    click,
+    key,
+    open_app,
+    open_review,
+    run,
+    shown,
+)
+
+fresh_caches, app_env, template, study = (
+    page_helpers.fresh_caches,
+    page_helpers.app_env,
+    page_helpers.template,
+    page_helpers.study,
+)
+REASONS = {"rater-01": "high-risk chest pain: ESI 1", "rater-02": "stable vitals: ESI 3"}
+
+
+def round_one(study) -> None:
+    """Every band accepted by both raters but triage's ESI, where they share no value."""
+    for band in BANDS:
+        if band == TRIAGE:
+            continue
+        for rater in (study.rater, study.other):
+            study.save(rater, band, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    for rater, values in ((study.rater, [1]), (study.other, [3])):
+        reason = REASONS[rater.pseudonym]
+        study.save(
+            rater,
+            TRIAGE,
+            submit=True,
+            verdict="AMEND",
+            band=values,
+            answers=GOOD_ANSWERS,
+            reason=reason,
+        )
+    with study.store() as s:
+        set_phase(s, actor=study.coordinator, phase="closed")
+
+
+def round_two(study) -> None:
+    round_one(study)
+    with study.store() as s:
+        open_round(s, study.library, actor=study.coordinator, number=2, folder=_folder())
+
+
+def _folder():
+    from fma_bands.core.settings import load_settings
+
+    return load_settings().attestations
+
+
+def test_study_admin_opens_round_two_for_the_discordant_band_once_confirmed(study):
+    round_one(study)
+    at = open_app(study.coordinator)
+    assert any(m.value == "Round 1 is **closed**." for m in at.markdown)
+    [chosen] = [m for m in at.multiselect if m.label == "Bands for round 2"]
+    assert chosen.value == [TRIAGE]  # the discordant one, by default
+    [discord] = [d.value for d in at.dataframe if "why" in d.value.columns]
+    assert discord.to_dict("records") == [
+        {
+            "band": "draft_triage_01 · ESI acuity level",
+            "raters with a band": 2,
+            "why": "the raters' bands share no value",
+        }
+    ]
+    [button] = [b for b in at.button if b.label == "Open round 2"]
+    assert button.disabled
+    with study.store() as s:
+        assert study_settings(s).round == 1
+    at.checkbox(key="round_two_sure").check().run()
+    click(at, "Open round 2")
+    with study.store() as s:
+        assert (study_settings(s).round, study_settings(s).phase) == (2, "open")
+    assert "Round 2 is open for 1 band(s)." in [s.value for s in at.success]
+    assert any(m.value == "Round 2 is **open**." for m in at.markdown)
+    assert not [b for b in at.button if b.label == "Open round 2"]
+
+
+def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
+    round_two(study)
+    at = open_review(study.rater, TRIAGE)
+    screen = shown(at)
+    assert "Round 1: the panel's bands" in [h.value for h in at.subheader]
+    texts = [t.value for t in at.text]
+    assert sorted(REASONS.values()) == sorted(t for t in texts if t in REASONS.values())
+    assert any(m.value.startswith("**Rater A: AMEND**") for m in at.markdown)
+    assert any(m.value.startswith("**Rater B: AMEND**") for m in at.markdown)
+    assert "Admitted by 1 of 2: 1 - resuscitation and 3 - urgent" in texts
+    # No pseudonym on a rater's screen in round 2 but in the sidebar's own account line.
+    assert "rater-02" not in screen
+    assert screen.count("rater-01") == shown(open_app(study.rater)).count("rater-01")
+    # The round-1 band starts the screen; the reason is this round's to give.
+    assert at.text_area(key=key(TRIAGE, "reason")).value == ""
+    assert at.radio(key=key(TRIAGE, "verdict")).value == "AMEND"
+    answer_questions(at, TRIAGE)
+    run(at)
+    click(at, "Submit and next")
+    assert "why you keep or revise your band" in shown(at)
+    at.text_area(key=key(TRIAGE, "reason")).input("the panel: ESI 2 is what both admit")
+    run(at)
+    click(at, "Submit and next")
+    [review] = [r for r in study.reviews(study.rater, TRIAGE) if r.round == 2]
+    assert (review.status, review.reason) == ("submitted", "the panel: ESI 2 is what both admit")
+
+
+def test_a_round_two_answer_never_reaches_the_other_rater(study):
+    round_two(study)
+    before = [t.value for t in open_review(study.other, TRIAGE).text]
+    study.save(
+        study.rater,
+        TRIAGE,
+        submit=True,
+        verdict="AMEND",
+        band=[2],
+        answers=GOOD_ANSWERS,
+        reason="a round-two reason nobody else may see",
+    )
+    at = open_review(study.other, TRIAGE)
+    assert [t.value for t in at.text] == before
+    assert "a round-two reason nobody else may see" not in shown(at)
+    queue = open_app(study.other, "app_pages/queue.py")
+    assert "a round-two reason nobody else may see" not in shown(queue)
+    agreement = open_app(study.other, "app_pages/agreement.py")
+    assert [i.value for i in agreement.info] == [
+        "Agreement between raters is shown once the coordinator closes the review phase."
+    ]
+
+
+def test_the_round_two_queue_holds_its_band_only(study):
+    round_two(study)
+    at = open_app(study.rater, "app_pages/queue.py")
+    [bar] = at.get("progress")
+    assert bar.proto.text == "0 of 1 bands submitted"
+    assert any(c.value.startswith("Round 2: the bands you re-review") for c in at.caption)
+    [link] = at.get("page_link")
+    assert link.proto.label.endswith("ESI acuity level")
+
+
+def _pooled_band_row(at) -> dict:
+    [table] = [d.value for d in at.dataframe if "alpha" in d.value.columns]
+    rows = table.to_dict("records")
+    return next(r for r in rows if "pooled" in str(r.get("sub-action", r)))
+
+
+def test_the_agreement_page_keeps_round_one_and_labels_round_two(study):
+    round_one(study)
+    first = open_app(study.coordinator, "app_pages/agreement.py")
+    assert not first.segmented_control or all(c.label != "Round" for c in first.segmented_control)
+    alpha_one = _pooled_band_row(first)
+    with study.store() as s:
+        open_round(s, study.library, actor=study.coordinator, number=2, folder=_folder())
+    for rater in (study.rater, study.other):
+        study.save(
+            rater,
+            TRIAGE,
+            submit=True,
+            verdict="AMEND",
+            band=[2],
+            answers=GOOD_ANSWERS,
+            reason="the panel agrees on 2",
+        )
+    at = open_app(study.coordinator, "app_pages/agreement.py")
+    assert _pooled_band_row(at) == alpha_one
+    assert any(c.value.startswith("Round 1, the independent round") for c in at.caption)
+    [rounds] = [c for c in at.segmented_control if c.label == "Round"]
+    rounds.set_value(2).run()
+    assert any(c.value.startswith("Round 2, consensus-building") for c in at.caption)
+    assert "Krippendorff's alpha: band, round 2" in [h.value for h in at.subheader]
+    assert any(t.value == "Consensus: 2 - emergent" for t in at.text)

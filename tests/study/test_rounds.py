@@ -1,0 +1,416 @@
+"""Rounds on a real store (DESIGN 2.4, 2.8): round 1 frozen once closed and never reopened,
+round 2 for the discordant bands with the anonymised panel, agreement per round, and the round
+carried into attestations, the registry and the export."""
+
+import shutil
+
+import pytest
+from sqlmodel import select
+
+from app_pages.queue_screen import rater_queue
+from fma_bands.agreement import report_to_json
+from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.core.protocol import DECLARATIONS
+from fma_bands.core.vignettes import load_library
+from fma_bands.evidence.export import export_document
+from fma_bands.evidence.policy import Policy, write_policy_file
+from fma_bands.evidence.registry import decide
+from fma_bands.store.db import session_scope
+from fma_bands.store.models import Review
+from fma_bands.study import audit
+from fma_bands.study.enrolment import create_user
+from fma_bands.study.handback import import_handback
+from fma_bands.study.identity import set_identity
+from fma_bands.study.ratings import study_report
+from fma_bands.study.reviews import ReviewForm, current_review, save
+from fma_bands.study.round_panel import build, panel
+from fma_bands.study.rounds import (
+    close_round,
+    discordant_bands,
+    open_round,
+    round_two_raters,
+    state,
+)
+from fma_bands.study.signing import attest
+from fma_bands.study.state import set_phase, study
+from fma_bands.study.submissions import submitted_reviews
+from tests.conftest import DEMO_VIGNETTES
+
+VID = "demo_triage_border_01"
+ESI = (VID, "esi_acuity")  # proposed [2, 3]
+URGENCY = (VID, "urgency_score")  # proposed {min: 55, max: 85}, no scope rule
+ANSWERS = {q: {"choice": c} for q, c in (("q1", "yes"), ("q2", "yes"), ("q3", "no"))} | {
+    "q4": {"choice": "no"},
+    "q6": {"choice": "yes"},
+}
+RATERS = ("rater-a1", "rater-b2", "rater-c3")
+IDENTITY = {
+    "full_name": "Person Zeta",
+    "primary_qualification": "MBBS Zeta",
+    "postgraduate_qualification": "FACEM Zeta",
+    "registration_number": "MED000000",
+    "registering_body": "Zeta Board",
+    "institution": "Zeta Infirmary",
+    "email": "zeta@example.org",
+}
+# Round 1 on the ESI band: three bands with no value in common ({2}, {3} and {1}).
+ROUND_ONE = {
+    "rater-a1": ("AMEND", [2], "chest pain with normal vitals: emergent"),
+    "rater-b2": ("AMEND", [3], "stable, two resources: urgent"),
+    "rater-c3": ("AMEND", [1], "could deteriorate at any moment"),
+}
+
+
+def make_library(tmp_path):
+    """One demo vignette (two bands) in tmp_path/vignettes."""
+    folder = tmp_path / "vignettes"
+    folder.mkdir()
+    shutil.copy(DEMO_VIGNETTES / f"{VID}.yaml", folder)
+    return load_library([folder])
+
+
+@pytest.fixture
+def library(tmp_path):
+    return make_library(tmp_path)
+
+
+def enrol(engine, library, folder, order=RATERS):
+    from fma_bands.study.library import sync_vignettes
+
+    with session_scope(engine) as s:
+        sync_vignettes(s, library, actor="test")
+        coordinator = create_user(
+            s,
+            actor=None,
+            pseudonym="coordinator",
+            passphrase="coordinator pass",
+            role="coordinator",
+        )
+        raters = {
+            name: create_user(
+                s,
+                actor="coordinator",
+                pseudonym=name,
+                passphrase=f"{name} passphrase",
+                role="rater",
+                specialty="emergency medicine",
+                jurisdiction="Australia",
+                years_post_registration=10,
+                folder=folder,
+            )
+            for name in order
+        }
+    write_policy_file(folder, Policy(quorum=2))
+    return coordinator, raters
+
+
+def review(engine, library, rater, band, verdict, values=None, reason=None):
+    with session_scope(engine) as s:
+        latest = current_review(s, library, rater, *band)
+        form = ReviewForm(verdict=verdict, band=values, answers=ANSWERS, reason=reason)
+        version = latest.version if latest else 0
+        return save(s, library, rater, *band, form, expected_version=version, submit=True)
+
+
+@pytest.fixture
+def closed(engine, library, tmp_path):
+    """Round 1 done and closed: the ESI band has an empty intersection, urgency a consensus."""
+    folder = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, folder)
+    for name, (verdict, values, reason) in ROUND_ONE.items():
+        review(engine, library, raters[name], ESI, verdict, values, reason)
+        review(engine, library, raters[name], URGENCY, "ACCEPT")
+    with session_scope(engine) as s:
+        set_phase(s, actor=coordinator, phase="closed")
+    return engine, library, folder, coordinator, raters
+
+
+@pytest.fixture
+def second(closed):
+    engine, library, folder, coordinator, _ = closed
+    with session_scope(engine) as s:
+        open_round(s, library, actor=coordinator, number=2, folder=folder)
+    return closed
+
+
+def test_a_closed_round_is_frozen_and_never_reopened(closed):
+    engine, library, _, coordinator, raters = closed
+    with session_scope(engine) as s, pytest.raises(AccessDenied, match="never reopened"):
+        set_phase(s, actor=coordinator, phase="open")
+    with session_scope(engine) as s:
+        assert (study(s).round, study(s).phase) == (1, "closed")
+    with pytest.raises(AccessDenied, match="phase is closed"):
+        review(engine, library, raters["rater-a1"], ESI, "ACCEPT", reason="changed my mind")
+    with session_scope(engine) as s, pytest.raises(AccessDenied, match="phase is closed"):
+        import_handback(
+            s,
+            library,
+            actor=coordinator,
+            rater_pseudonym="rater-a1",
+            text=f"{VID} | esi_acuity | ACCEPT | on paper\n",
+            source="paper.txt",
+        )
+
+
+def test_the_discordant_bands_are_those_the_registry_would_refuse(closed):
+    engine, library, folder, coordinator, _ = closed
+    with session_scope(engine) as s:
+        found = discordant_bands(s, library, viewer=coordinator, folder=folder)
+    assert [(d.band, d.reasons, d.n_raters) for d in found] == [(ESI, ("no_consensus",), 3)]
+    write_policy_file(folder, Policy(quorum=4))
+    with session_scope(engine) as s:
+        found = discordant_bands(s, library, viewer=coordinator, folder=folder)
+    assert {d.band: d.reasons for d in found} == {
+        ESI: ("quorum_not_met", "no_consensus"),
+        URGENCY: ("quorum_not_met",),
+    }
+
+
+def test_round_two_opens_for_the_discordant_bands_only_once_round_one_is_closed(closed):
+    engine, library, folder, coordinator, raters = closed
+    with session_scope(engine) as s, pytest.raises(AccessDenied, match="only the study coord"):
+        open_round(s, library, actor=raters["rater-a1"], number=2, folder=folder)
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="only round that"):
+        open_round(s, library, actor=coordinator, number=3, folder=folder)
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="no such band"):
+        open_round(s, library, actor=coordinator, number=2, folder=folder, bands=[(VID, "admit")])
+    with session_scope(engine) as s:
+        opened = open_round(s, library, actor=coordinator, number=2, folder=folder)
+        assert round_two_raters(s, library, [ESI]) == {ESI: list(raters.values())}
+    assert (opened.number, opened.phase) == (2, "open")
+    assert [(b.vignette_id, b.sub_action, b.raters) for b in opened.bands] == [(*ESI, RATERS)]
+    with session_scope(engine) as s:
+        [event] = audit.events(s, kinds=["round_opened"])
+        assert event["payload"]["round"] == 2
+        with pytest.raises(AccessDenied, match="still open"):
+            open_round(s, library, actor=coordinator, number=2, folder=folder)
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator)
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="held already"):
+        open_round(s, library, actor=coordinator, number=2, folder=folder)
+    with session_scope(engine) as s, pytest.raises(AccessDenied, match="never reopened"):
+        set_phase(s, actor=coordinator, phase="open")
+
+
+def test_in_round_two_only_its_bands_take_reviews_and_each_needs_a_reason(second):
+    engine, library, _, coordinator, raters = second
+    a = raters["rater-a1"]
+    with session_scope(engine) as s:
+        rows = rater_queue(s, library, a)
+    assert [(r.band, r.status) for r in rows] == [(ESI, "to do")]
+    with pytest.raises(AccessDenied, match="not one of this rater's"):
+        review(engine, library, a, URGENCY, "ACCEPT", reason="still fine")
+    with pytest.raises(FmaBandsError, match="keep or revise"):
+        review(engine, library, a, ESI, "AMEND", [2])
+    kept = review(engine, library, a, ESI, "AMEND", [2, 3], reason="the panel convinced me")
+    assert (kept.round, kept.revision) == (2, 2)
+    with session_scope(engine) as s:
+        assert [(r.band, r.status) for r in rater_queue(s, library, a)] == [(ESI, "submitted")]
+        # The round-1 review is kept as it was: a new revision of round 2 supersedes it.
+        rows = s.exec(select(Review).where(Review.rater_id == a.id).order_by(Review.id)).all()
+    assert [(r.sub_action, r.round, r.band) for r in rows if r.sub_action == "esi_acuity"] == [
+        ("esi_acuity", 1, [2]),
+        ("esi_acuity", 2, [2, 3]),
+    ]
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="not one of this rater"):
+        import_handback(
+            s,
+            library,
+            actor=coordinator,
+            rater_pseudonym="rater-b2",
+            text=f"{VID} | urgency_score | ACCEPT | on paper\n",
+            source="paper.txt",
+        )
+    with session_scope(engine) as s:
+        [imported] = import_handback(
+            s,
+            library,
+            actor=coordinator,
+            rater_pseudonym="rater-b2",
+            text=f"{VID} | esi_acuity | AMEND {{2, 3}} | on paper, after the panel\n",
+            source="paper.txt",
+        )
+    assert (imported.round, imported.origin) == (2, "handback")
+
+
+def test_the_panel_is_anonymous_and_holds_round_one_only(second):
+    engine, library, _, coordinator, raters = second
+    a, b = raters["rater-a1"], raters["rater-b2"]
+    with session_scope(engine) as s:
+        before = panel(s, library, viewer=b, vid=VID, name="esi_acuity")
+        assert panel(s, library, viewer=coordinator, vid=VID, name="esi_acuity") == before
+        with pytest.raises(AccessDenied, match="only to its round-2 raters"):
+            panel(s, library, viewer=b, vid=VID, name="urgency_score")
+    assert before is not None and before.round == 1
+    assert [e.letter for e in before.entries] == ["Rater A", "Rater B", "Rater C"]
+    assert sorted(e.reason for e in before.entries) == sorted(r for _, _, r in ROUND_ONE.values())
+    assert before.counts == ("admitted by 1 of 3: 1 - resuscitation to 3 - urgent",)
+    text = repr(before)
+    assert not any(name in text for name in (*RATERS, "coordinator"))
+    # rater-a1 revises in round 2: rater-b2's panel does not change, and shows none of it.
+    review(engine, library, a, ESI, "AMEND", [2, 3], reason="a secret second-round reason")
+    with session_scope(engine) as s:
+        after = panel(s, library, viewer=b, vid=VID, name="esi_acuity")
+    assert after == before
+    assert "secret second-round" not in repr(after)
+    # Nor do other raters' reviews reach b through the reviews of the round, while it is open.
+    with session_scope(engine) as s, pytest.raises(AccessDenied, match="stay hidden"):
+        submitted_reviews(s, library, viewer=b, round=2)
+
+
+def test_the_panel_letters_follow_the_answers_not_who_gave_them(engine, library, tmp_path):
+    """The same answers from raters enrolled, and submitting, in the opposite order: the same
+    letters for the same answers."""
+    folder = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, folder, order=tuple(reversed(RATERS)))
+    for name in reversed(RATERS):
+        verdict, values, reason = ROUND_ONE[name]
+        review(engine, library, raters[name], ESI, verdict, values, reason)
+    with session_scope(engine) as s:
+        set_phase(s, actor=coordinator, phase="closed")
+        open_round(s, library, actor=coordinator, number=2, folder=folder, bands=[ESI])
+        reversed_panel = panel(s, library, viewer=coordinator, vid=VID, name="esi_acuity")
+        reviews = submitted_reviews(s, library, viewer=coordinator, round=1)
+    assert reversed_panel is not None
+    # Built straight from the reviews in id order, and in the reverse of it: the same panel.
+    pairs = [(r.model_copy(update={"rater": ""}), r.band) for r in reviews]
+    from fma_bands.core.bands import parse_band
+
+    pairs = [(r, parse_band("esi_acuity", band)) for r, band in pairs]
+    assert build(VID, "esi_acuity", 1, pairs).entries == reversed_panel.entries
+    assert build(VID, "esi_acuity", 1, pairs[::-1]).entries == reversed_panel.entries
+    letters = {e.reason: e.letter for e in reversed_panel.entries}
+    by_name = sorted(RATERS, key=lambda n: letters[ROUND_ONE[n][2]])
+    # Whatever the order, it is a fixed function of the answers: here it is neither the
+    # enrolment, submission or name order (the digest puts b2 first).
+    assert by_name == ["rater-b2", "rater-a1", "rater-c3"]
+
+
+def test_round_one_agreement_stands_after_round_two(second):
+    engine, library, _, coordinator, raters = second
+    with session_scope(engine) as s:
+        first = report_to_json(study_report(s, library, viewer=coordinator, bootstrap=0, round=1))
+    review(engine, library, raters["rater-a1"], ESI, "AMEND", [2, 3], reason="panel: 2 or 3")
+    review(engine, library, raters["rater-b2"], ESI, "AMEND", [2, 3], reason="panel: 2 or 3")
+    review(engine, library, raters["rater-c3"], ESI, "ACCEPT", reason="the proposal is right")
+    with session_scope(engine) as s:
+        again = report_to_json(study_report(s, library, viewer=coordinator, bootstrap=0, round=1))
+        later = report_to_json(study_report(s, library, viewer=coordinator, bootstrap=0, round=2))
+    assert again == first
+    [band] = [b for b in first["bands"] if b["sub_action"] == "esi_acuity"]
+    assert band["intersection_rule"] == "empty"
+    [band] = later["bands"]
+    assert (band["sub_action"], band["intersection_rule"], band["consensus"]) == (
+        "esi_acuity",
+        "applied",
+        [2, 3],
+    )
+
+
+def test_a_round_two_consensus_is_signed_granted_and_exported_as_round_two(second):
+    engine, library, folder, coordinator, raters = second
+    for name in RATERS:
+        review(engine, library, raters[name], ESI, "AMEND", [2], reason="after the panel: 2")
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator)
+        for name in RATERS:
+            set_identity(
+                s,
+                actor=coordinator,
+                pseudonym=name,
+                record=IDENTITY | {"email": f"{name}@example.org"},
+                key_path=folder.parent / "identity.key",
+            )
+    for name in RATERS:
+        with session_scope(engine) as s:
+            path = attest(
+                s,
+                library,
+                rater=raters[name],
+                passphrase=f"{name} passphrase",
+                meaning="adjudication",
+                declarations=list(DECLARATIONS),
+                folder=folder,
+            )
+        from fma_bands.evidence.log import read_evidence
+
+        [checked] = read_evidence(folder, [path]).envelopes
+        rounds = {(r["sub_action"], r["round"]) for r in checked.predicate["reviews"]}
+        assert rounds == {("esi_acuity", 2), ("urgency_score", 1)}
+    decisions = {(d.vignette_id, d.sub_action): d for d in decide(library, folder).decisions}
+    assert (decisions[ESI].adjudicated, decisions[ESI].round) == (True, 2)
+    assert (decisions[URGENCY].adjudicated, decisions[URGENCY].round) == (True, 1)
+    document = export_document(library, folder)
+    entries = {b["sub_action"]: b for b in document["bands"][VID]}
+    assert entries["esi_acuity"]["x_round"] == 2
+    assert entries["esi_acuity"]["acceptable"] == [2]
+    assert entries["esi_acuity"]["provenance"] == "clinician-adjudicated"
+    assert entries["urgency_score"]["x_round"] == 1
+    with session_scope(engine) as s:
+        assert state(s, viewer=coordinator).phase == "closed"
+
+
+def test_the_registry_counts_only_the_latest_round_of_a_band(second):
+    """All three raters signed round 1; in round 2 two of them revise and sign again. The third's
+    round-1 signature no longer counts for the band (the latest round does), and the two
+    round-2 bands agree."""
+    engine, library, folder, coordinator, raters = second
+    with session_scope(engine) as s:
+        for name in RATERS:
+            set_identity(
+                s,
+                actor=coordinator,
+                pseudonym=name,
+                record=IDENTITY | {"email": f"{name}@example.org"},
+                key_path=folder.parent / "identity.key",
+            )
+
+    def sign(name):
+        with session_scope(engine) as s:
+            attest(
+                s,
+                library,
+                rater=raters[name],
+                passphrase=f"{name} passphrase",
+                meaning="adjudication",
+                declarations=list(DECLARATIONS),
+                folder=folder,
+            )
+
+    for name in RATERS:
+        sign(name)
+    [first] = [d for d in decide(library, folder).decisions if d.sub_action == "esi_acuity"]
+    assert (first.adjudicated, [r.code for r in first.reasons]) == (False, ["no_consensus"])
+    for name in ("rater-a1", "rater-b2"):
+        review(engine, library, raters[name], ESI, "AMEND", [2, 3], reason="after the panel")
+        sign(name)
+    [later] = [d for d in decide(library, folder).decisions if d.sub_action == "esi_acuity"]
+    assert later.adjudicated and later.round == 2
+    assert later.adjudicated_by == ("rater-a1", "rater-b2")
+    assert later.band.values() == frozenset({2, 3})
+
+
+def test_a_rater_the_coordinator_assigns_reviews_the_band_in_round_two(closed):
+    from fma_bands.study.assignment import change
+
+    engine, library, folder, coordinator, _ = closed
+    with session_scope(engine) as s:
+        extra = create_user(
+            s,
+            actor="coordinator",
+            pseudonym="rater-d4",
+            passphrase="rater-d4 passphrase",
+            role="rater",
+            specialty="geriatrics",  # out of ESI's scope: not assigned by default
+            jurisdiction="Australia",
+            years_post_registration=12,
+            folder=folder,
+        )
+        assert extra.pseudonym not in [
+            u.pseudonym for u in round_two_raters(s, library, [ESI])[ESI]
+        ]
+        change(s, library, actor=coordinator, rater="rater-d4", bands=[ESI])
+    with session_scope(engine) as s:
+        opened = open_round(s, library, actor=coordinator, number=2, folder=folder)
+    [band] = [b for b in opened.bands if (b.vignette_id, b.sub_action) == ESI]
+    assert "rater-d4" in band.raters and set(RATERS) <= set(band.raters)

@@ -1,0 +1,309 @@
+"""Accounts on a real store (SQLite file and PostgreSQL): enrolment by a one-time code, the
+passphrase the person chooses at activation, the key it seals, passphrase changes and resets,
+and a sign-in that is throttled and audited without the typed text."""
+
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from sqlmodel import select
+
+from fma_bands.core.errors import AccessDenied, FmaBandsError, WrongPassphrase
+from fma_bands.evidence.log import read_evidence
+from fma_bands.evidence.roster import read_adjudicators
+from fma_bands.store.db import session_scope
+from fma_bands.store.models import AuditEvent, SigningKey, User, utcnow
+from fma_bands.study import audit
+from fma_bands.study.enrolment import activate, create_first_coordinator, create_user, enrol, reset
+from fma_bands.study.throttle import FREE_FAILURES, MAX_DELAY, wait_after
+from fma_bands.study.users import (
+    change_passphrase,
+    get_user,
+    has_users,
+    sign_in,
+    unlock_signing_key,
+)
+
+RATER = dict(
+    role="rater",
+    specialty="emergency medicine",
+    jurisdiction="Australia",
+    years_post_registration=12,
+)
+COORDINATOR_PASS = "the coordinator's own passphrase"
+CHOSEN = "correct horse battery staple"
+
+
+@pytest.fixture
+def coordinator(engine):
+    with session_scope(engine) as s:
+        return create_first_coordinator(s, pseudonym="coordinator", passphrase=COORDINATOR_PASS)
+
+
+def enrolled(engine, coordinator, name="rater-01"):
+    with session_scope(engine) as s:
+        return enrol(s, actor=coordinator, pseudonym=name, **RATER)
+
+
+def audit_text(engine) -> str:
+    with session_scope(engine) as s:
+        return json.dumps([[e.actor, e.kind, e.payload] for e in s.exec(select(AuditEvent))])
+
+
+def test_first_run_creates_the_coordinator_once(engine):
+    with session_scope(engine) as s:
+        assert not has_users(s)
+        made = create_first_coordinator(s, pseudonym="coordinator", passphrase="a" * 12)
+        assert made.role == "coordinator" and made.active
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="already has"):
+        create_first_coordinator(s, pseudonym="intruder", passphrase="b" * 12)
+
+
+def test_enrolment_makes_a_one_time_code_and_no_passphrase_or_key(engine, coordinator):
+    rater, code = enrolled(engine, coordinator)
+    assert not rater.active and rater.keyid is None
+    assert re.fullmatch(r"([A-Z2-7]{4}-){7}[A-Z2-7]{4}", code)  # 32 base32 characters: 160 bits
+    assert rater.code_expires_at - utcnow() > timedelta(days=13, hours=23)
+    with session_scope(engine) as s:
+        row = s.exec(select(User).where(User.pseudonym == "rater-01")).one()
+        assert row.passphrase_hash is None
+        assert row.enrolment_code_hash and code not in row.enrolment_code_hash
+        assert code.replace("-", "") not in row.enrolment_code_hash
+        assert s.exec(select(SigningKey)).all() == []
+        assert sign_in(s, "rater-01", code) is None
+    assert code not in audit_text(engine) and code.replace("-", "") not in audit_text(engine)
+    # Only the coordinator enrols.
+    with session_scope(engine) as s, pytest.raises(AccessDenied):
+        enrol(s, actor=rater, pseudonym="rater-02", **RATER)
+
+
+def test_activation_lets_the_rater_choose_the_passphrase_and_makes_the_key(
+    engine, coordinator, tmp_path
+):
+    _, code = enrolled(engine, coordinator)
+    folder = tmp_path / "attestations"
+    with session_scope(engine) as s:
+        made = activate(
+            s,
+            pseudonym="rater-01",
+            code=code.lower().replace("-", " "),
+            passphrase=CHOSEN,
+            folder=folder,
+        )
+    assert made.active and made.keyid.startswith("sha256:") and not made.demo
+    with session_scope(engine) as s:
+        row = s.exec(select(User).where(User.pseudonym == "rater-01")).one()
+        assert row.passphrase_hash.startswith("$argon2id$") and row.enrolment_code_hash is None
+        [key] = s.exec(select(SigningKey)).all()
+        assert "horse" not in row.passphrase_hash + key.encrypted_private_key
+        assert unlock_signing_key(s, row.id, CHOSEN)[0].keyid == made.keyid
+        with pytest.raises(WrongPassphrase):
+            unlock_signing_key(s, row.id, COORDINATOR_PASS)
+        assert sign_in(s, "rater-01", CHOSEN).pseudonym == "rater-01"
+    # The new key signed the rater's public record, and only that is published.
+    [record] = read_evidence(folder).envelopes
+    assert (record.kind, record.error, record.keyid) == ("record", None, made.keyid)
+    published = read_adjudicators(folder)["rater-01"]
+    assert (published["specialty"], published["keyid"], published["demo"]) == (
+        "emergency medicine",
+        made.keyid,
+        False,
+    )
+    # The code works once.
+    with session_scope(engine) as s:
+        again = activate(
+            s, pseudonym="rater-01", code=code, passphrase="another passphrase", folder=folder
+        )
+    assert again is None
+    assert CHOSEN not in audit_text(engine)
+
+
+@pytest.mark.parametrize(
+    ("code", "days", "why"),
+    [("WRONG-CODE", 0, "wrong code"), (None, 15, "expired")],
+)
+def test_a_wrong_or_expired_code_activates_nothing(engine, coordinator, tmp_path, code, days, why):
+    _, issued = enrolled(engine, coordinator)
+    with session_scope(engine) as s:
+        made = activate(
+            s,
+            pseudonym="rater-01",
+            code=code or issued,
+            passphrase=CHOSEN,
+            folder=tmp_path,
+            now=utcnow() + timedelta(days=days),
+        )
+    assert made is None, why
+    with session_scope(engine) as s:
+        assert not get_user(s, "rater-01").active
+        assert [e["kind"] for e in audit.events(s, kinds=["activation_failed"])] == [
+            "activation_failed"
+        ]
+    assert not list(tmp_path.glob("*.dsse.json"))
+
+
+@pytest.mark.parametrize(
+    ("passphrase", "message"),
+    [("short", "at least 12"), ("x" * 1025, "at most 1024"), (" " * 20, "at least 12")],
+)
+def test_a_passphrase_is_12_to_1024_characters(engine, coordinator, tmp_path, passphrase, message):
+    _, code = enrolled(engine, coordinator)
+    with session_scope(engine) as s, pytest.raises(FmaBandsError) as caught:
+        activate(s, pseudonym="rater-01", code=code, passphrase=passphrase, folder=tmp_path)
+    assert message in caught.value.fields["passphrase"]
+    with session_scope(engine) as s:  # the code was not spent on a refused passphrase
+        assert activate(s, pseudonym="rater-01", code=code, passphrase="x" * 1024, folder=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"pseudonym": "Dr Jane Smith"}, "pseudonym"),
+        ({"specialty": None}, "specialty"),
+        ({"years_post_registration": -1}, "years_post_registration"),
+    ],
+)
+def test_bad_enrolment_names_the_field_and_writes_nothing(engine, coordinator, fields, field):
+    data = {"pseudonym": "rater-02", **RATER, **fields}
+    with session_scope(engine) as s, pytest.raises(FmaBandsError) as caught:
+        enrol(s, actor=coordinator, **data)
+    assert field in caught.value.fields
+    with session_scope(engine) as s:
+        assert get_user(s, "rater-02") is None
+
+
+def test_duplicate_pseudonym_is_refused(engine, coordinator):
+    enrolled(engine, coordinator)
+    with pytest.raises(FmaBandsError, match="already enrolled"):
+        enrolled(engine, coordinator)
+
+
+def test_changing_the_passphrase_reseals_the_same_key(engine, coordinator, tmp_path):
+    _, code = enrolled(engine, coordinator)
+    with session_scope(engine) as s:
+        rater = activate(
+            s, pseudonym="rater-01", code=code, passphrase="old passphrase 1", folder=tmp_path
+        )
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="not right"):
+        change_passphrase(s, rater.id, "not the old one", "new passphrase 2")
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="at least 12"):
+        change_passphrase(s, rater.id, "old passphrase 1", "short")
+    with session_scope(engine) as s:
+        change_passphrase(s, rater.id, "old passphrase 1", "new passphrase 2")
+    with session_scope(engine) as s:
+        assert sign_in(s, "rater-01", "old passphrase 1") is None
+        assert sign_in(s, "rater-01", "new passphrase 2") is not None
+        assert unlock_signing_key(s, rater.id, "new passphrase 2")[0].keyid == rater.keyid
+    assert "passphrase 2" not in audit_text(engine)
+
+
+def test_a_reset_issues_a_new_code_and_the_next_activation_a_new_key(engine, coordinator, tmp_path):
+    _, code = enrolled(engine, coordinator)
+    with session_scope(engine) as s:
+        first = activate(s, pseudonym="rater-01", code=code, passphrase=CHOSEN, folder=tmp_path)
+    with session_scope(engine) as s, pytest.raises(AccessDenied):
+        reset(s, actor=first, pseudonym="rater-01")
+    with session_scope(engine) as s:
+        new_code = reset(s, actor=coordinator, pseudonym="rater-01")
+    with session_scope(engine) as s:
+        assert sign_in(s, "rater-01", CHOSEN) is None  # the old passphrase stops at once
+        second = activate(
+            s, pseudonym="rater-01", code=new_code, passphrase="chosen again, anew", folder=tmp_path
+        )
+    assert second.keyid != first.keyid
+    with session_scope(engine) as s:
+        old, new = s.exec(select(SigningKey).order_by(SigningKey.id)).all()
+        assert (old.keyid, new.keyid) == (first.keyid, second.keyid)
+        assert old.retired_at is not None and new.retired_at is None
+        assert old.encrypted_private_key == ""  # the retired key can never sign again
+    published = read_adjudicators(tmp_path)["rater-01"]
+    assert [k["keyid"] for k in published["keys"]] == [first.keyid, second.keyid]
+    assert published["keys"][0]["retired"] is not None
+
+
+def test_demo_accounts_are_marked(engine):
+    with session_scope(engine) as s:
+        made = create_user(
+            s, actor="demo", pseudonym="rater-09", passphrase="rater-09-demo", **RATER
+        )
+    assert made.demo and made.active and made.keyid
+
+
+# Signing in ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rater(engine, coordinator, tmp_path):
+    _, code = enrolled(engine, coordinator)
+    with session_scope(engine) as s:
+        return activate(s, pseudonym="rater-01", code=code, passphrase=CHOSEN, folder=tmp_path)
+
+
+def test_sign_in_failure_is_generic_and_audited_without_the_typed_text(engine, rater):
+    typed_in_the_name_box = "my secret passphrase typed in the wrong box"
+    with session_scope(engine) as s:
+        assert sign_in(s, "rater-01", "wrong horse battery", client="tab") is None
+        assert sign_in(s, typed_in_the_name_box, CHOSEN, client="tab") is None
+        assert sign_in(s, "rater-01", CHOSEN, client="tab").pseudonym == "rater-01"
+    with session_scope(engine) as s:
+        failed = audit.events(s, kinds=["sign_in_failed"])
+    assert [e["payload"].get("pseudonym") for e in reversed(failed)] == ["rater-01", None]
+    unknown = failed[0]["payload"]["unknown_name_hmac"]
+    assert re.fullmatch(r"[0-9a-f]{16}", unknown)
+    text = audit_text(engine)
+    assert typed_in_the_name_box not in text and "secret" not in text
+    assert "horse" not in text
+    # The same unknown name gives the same hash, so repeated attempts can be told apart.
+    with session_scope(engine) as s:
+        sign_in(s, typed_in_the_name_box, "x")
+        again = audit.events(s, kinds=["sign_in_failed"], limit=1)[0]["payload"]
+    assert again["unknown_name_hmac"] == unknown
+
+
+def test_guessing_is_throttled_per_account_with_a_growing_delay(engine, rater):
+    """61 guesses in 10 s used to be checked, and the right passphrase still worked after."""
+    start = utcnow()
+    for i in range(61):
+        with session_scope(engine) as s:
+            assert (
+                sign_in(
+                    s,
+                    "rater-01",
+                    f"guess {i}",
+                    client=f"tab {i}",
+                    now=start + timedelta(seconds=i / 6),
+                )
+                is None
+            )
+    with session_scope(engine) as s:
+        failed = audit.events(s, kinds=["sign_in_failed"])
+        # Right passphrase, a new tab, within the delay: refused like any failure.
+        assert (
+            sign_in(s, "rater-01", CHOSEN, client="new tab", now=start + timedelta(seconds=10))
+            is None
+        )
+    checked = [e for e in failed if not e["payload"]["throttled"]]
+    assert len(checked) < 10, len(checked)
+    assert wait_after(FREE_FAILURES - 1) == timedelta(0)
+    delays = [wait_after(n) for n in range(FREE_FAILURES, 40)]
+    assert delays == sorted(delays) and delays[0] > timedelta(0) and delays[-1] == MAX_DELAY
+    # Once the delay has passed, the rater gets in, and the count starts again.
+    with session_scope(engine) as s:
+        later = start + timedelta(seconds=10) + MAX_DELAY + timedelta(seconds=1)
+        assert sign_in(s, "rater-01", CHOSEN, client="new tab", now=later) is not None
+
+
+def test_guessing_across_accounts_from_one_session_is_throttled(engine, rater, coordinator):
+    start = utcnow()
+    names = [f"someone-{i}" for i in range(FREE_FAILURES)] + ["rater-01"]
+    for i, name in enumerate(names[:-1]):
+        with session_scope(engine) as s:
+            assert (
+                sign_in(s, name, "guess", client="one tab", now=start + timedelta(seconds=i))
+                is None
+            )
+    with session_scope(engine) as s:
+        now = start + timedelta(seconds=FREE_FAILURES - 0.5)
+        assert sign_in(s, "rater-01", CHOSEN, client="one tab", now=now) is None
+        assert sign_in(s, "rater-01", CHOSEN, client="another tab", now=now) is not None
