@@ -149,8 +149,8 @@ def nltk_triples(ratings) -> list[tuple]:
 
 
 def bench_nltk(scopes: dict[str, list], repeat: int) -> list[str]:
-    """NLTK's alpha with the DESIGN distance, from ready-made triples (building its
-    AnnotationTask is timed), against ours from the Ratings."""
+    """NLTK's alpha with the distance of docs/design.md, Agreement, from ready-made triples
+    (building its AnnotationTask is timed), against ours from the Ratings."""
     rows = [
         "| band data | ratings | NLTK AnnotationTask (min / median of n) "
         f"| ours, alpha only (min / median of {repeat}) | speed-up, min / min | abs. difference |",

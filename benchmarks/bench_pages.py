@@ -9,7 +9,7 @@ that opens it from another page with the app's caches cleared (what a person wai
 following a link), `rerun_ms` the run after that (what any click that reruns the whole page
 costs), and each named interaction its own `<name>_ms` (a widget changed, then the run it
 causes). Commands run as whole processes: `process_ms`. Every figure is a median of `--repeat`
-runs, in milliseconds. The targets (issue 14, DESIGN 5) are judged in docs/performance.md.
+runs, in milliseconds. The targets (docs/design.md, Quality bar) are judged in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Agreement among raters (DESIGN 2.5): `metrics` holds the public alphas, the report and its
-JSON; `engine` the coincidence arithmetic; `bootstrap` the vignette-cluster intervals;
+"""Agreement among raters (docs/design.md, Agreement): `metrics` holds the public alphas, the report
+and its JSON; `engine` the coincidence arithmetic; `bootstrap` the vignette-cluster intervals;
 `panel` each band's raters and consensus; `views` what the page and the command's table show;
 `picture` bands drawn over their sub-action's domain; `chart` the alphas as an Altair chart.
 

@@ -1,6 +1,6 @@
-"""The vignette-cluster bootstrap of DESIGN 2.5: vignettes are resampled with replacement, each
-with all its units and ratings, and the raters are held fixed; a 95% percentile interval, with
-the share of resamples in which alpha was undefined.
+"""The vignette-cluster bootstrap (docs/design.md, Agreement): vignettes are resampled with
+replacement, each with all its units and ratings, and the raters are held fixed; a 95%
+percentile interval, with the share of resamples in which alpha was undefined.
 """
 
 from collections.abc import Sequence

@@ -1,7 +1,7 @@
-"""Agreement among raters (DESIGN 2.5): the band, membership, lower, upper and verdict alphas per
-sub-action and pooled (stratified by sub-action), with bootstrap intervals and readings; each
-band's consensus by the one intersection rule (bands.consensus); the report as JSON. Pure
-functions on plain data: nothing here touches the database or Streamlit.
+"""Agreement among raters (docs/design.md, Agreement): the band, membership, lower, upper and
+verdict alphas per sub-action and pooled (stratified by sub-action), with bootstrap intervals and
+readings; each band's consensus by the one intersection rule (bands.consensus); the report as JSON.
+Pure functions on plain data: nothing here touches the database or Streamlit.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,7 +36,7 @@ POOLED = "pooled"
 POOLED_LABEL = "pooled (stratified by sub-action)"
 POOLABLE = ("band", "membership", "verdict")
 REVIEW_MODE = "review"
-MIN_BANDS = 10  # below this, no reading at all (DESIGN 2.5)
+MIN_BANDS = 10  # below this, no reading at all
 
 NO_VARIATION = "no variation"
 TOO_FEW_RATERS = "no band has two raters"

@@ -1,6 +1,7 @@
 """The action catalogue: every sub-action the harness scores, with its step, domain and labels.
 
-Names, domains and default thresholds are the FairMedAgent harness's own (DESIGN 2.1).
+Names, domains and default thresholds are the FairMedAgent harness's own (docs/design.md, The
+action space).
 """
 
 import operator

@@ -10,7 +10,8 @@ from fma_bands.core.bands import AnyBand, IntervalBand, MultilabelBand, parse_ba
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.files import load_json
 
-# Hand-back notation (DESIGN 2.3): {1, 3}, {true}, {"min": 1, "max": 30}, {"required": [...], ...}.
+# Hand-back notation (docs/design.md, The review task): {1, 3}, {true}, {"min": 1, "max": 30},
+# {"required": [...], ...}.
 
 _BRACES = re.compile(r"^\{(.*)\}$|^\[(.*)\]$", re.S)
 

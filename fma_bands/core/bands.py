@@ -342,7 +342,8 @@ def band_from_values(
 
 @dataclass(frozen=True)
 class Consensus:
-    """The intersection rule (DESIGN 2.5) applied to the bands of one band's raters."""
+    """The intersection rule (docs/design.md, Agreement) applied to the bands of one band's
+    raters."""
 
     rule: Literal["applied", "empty", "absent"]
     band: AnyBand | None  # what every rater admits; None when empty, and when absent

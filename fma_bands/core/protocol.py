@@ -1,5 +1,6 @@
-"""The protocol a rater follows (DESIGN 2.3, 2.6): verdicts, the six questions in order, the
-declarations and meanings of a signature, and the fields of a private identity.
+"""The protocol a rater follows (docs/design.md, The review task; Identity, keys and
+attestation): verdicts, the six questions in order, the declarations and meanings of a
+signature, and the fields of a private identity.
 
 Plain constants, cheap to import: the command line builds its help from them.
 """
@@ -45,7 +46,7 @@ QUESTIONS: tuple[dict[str, str], ...] = (
 )
 QUESTION_KEYS = tuple(q["key"] for q in QUESTIONS)
 
-# What a rater declares and what their signature means (DESIGN 2.6).
+# What a rater declares and what their signature means.
 DECLARATIONS = {
     "not-an-author": "I am not an author of the study whose bands I adjudicated.",
     "no-financial-interest": "I have no financial interest in the study or in its outcome.",

@@ -45,7 +45,7 @@ class Lines:
 
 
 def as_written(data: Any, root: yaml.Node | None) -> Any:
-    """The file's data with its text fields and results kept exactly as written (DESIGN 5):
+    """The file's data with its text fields and results kept exactly as written:
     `inr: 1.0` is the text "1.0" and `pregnancy_test: no` the text "no", not a number or a
     boolean the author never meant."""
     if not isinstance(data, dict) or not isinstance(root, yaml.MappingNode):

@@ -1,4 +1,5 @@
-"""Vignette files (DESIGN 4): load and validate a folder, and digest what a rater sees at each step.
+"""Vignette files (docs/design.md, Vignette files): load and validate a folder, and digest what
+a rater sees at each step.
 
 Every problem names the file, the line and the field; one bad file never stops the others loading.
 Each field is read and checked in `vignette_fields`; here the fields become a Vignette.
@@ -122,7 +123,7 @@ class Vignette:
         return found
 
     def context(self, step: str) -> dict[str, Any]:
-        """Exactly what the agent holds when it acts at `step` (DESIGN 2.1); never the canary."""
+        """Exactly what the agent holds when it acts at `step`; never the canary."""
         seen: dict[str, Any] = {"id": self.id, "clinical_core": self.clinical_core}
         if STEPS[step].shows_results:
             seen["tool_results"] = dict(self.tool_results)

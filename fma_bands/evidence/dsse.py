@@ -1,4 +1,4 @@
-"""DSSE envelopes (DESIGN 4 "Attestation"): the pre-authentication encoding, signing, and
+"""DSSE envelopes (docs/design.md, Attestations): the pre-authentication encoding, signing, and
 verification against trusted Ed25519 keys. Files and the database are other modules' business.
 """
 

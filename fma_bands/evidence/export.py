@@ -1,6 +1,7 @@
-"""bands.yaml (DESIGN 4): the bands in the harness's own form, what was decided about each, and
-loaders for it: fma-bands' checked reader, and the harness's own Band and Adjudicator built
-from it (for users who have both packages; the README shows the loader that needs only pyyaml).
+"""bands.yaml (docs/design.md, bands.yaml): the bands in the harness's own form, what was decided
+about each, and loaders for it: fma-bands' checked reader, and the harness's own Band and
+Adjudicator built from it (for users who have both packages; the README shows the loader that needs
+only pyyaml).
 """
 
 import contextlib

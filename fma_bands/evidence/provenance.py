@@ -1,6 +1,6 @@
-"""The registry's vocabulary (DESIGN 2.7): the provenance it grants, the stable codes of the
-reasons it refuses a band and the warnings that travel with a granted one, and what it decided
-for each band (Decision), as the export states it (Grant, Verdict).
+"""The registry's vocabulary (docs/design.md, The registry): the provenance it grants, the stable
+codes of the reasons it refuses a band and the warnings that travel with a granted one, and what it
+decided for each band (Decision), as the export states it (Grant, Verdict).
 """
 
 from dataclasses import dataclass, field

@@ -1,4 +1,5 @@
-"""The band registry (DESIGN 2.7): the only code that makes a band clinician-adjudicated.
+"""The band registry (docs/design.md, The registry): the only code that makes a band
+clinician-adjudicated.
 
 It decides from files alone (the vignette files, and in attestations/ the adjudicators'
 self-signed records, the signed envelopes and policy.yaml), so an editor can redo every decision

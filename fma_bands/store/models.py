@@ -66,7 +66,7 @@ class User(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     pseudonym: str = Field(unique=True, index=True)
     role: str  # coordinator | rater
-    # None until the person activates the account with their enrolment code (DESIGN 2.6), and
+    # None until the person activates the account with their enrolment code, and
     # again after a reset: the coordinator never sets another person's passphrase.
     passphrase_hash: str | None = None
     specialty: str | None = None
@@ -79,7 +79,7 @@ class User(SQLModel, table=True):
     # The passphrase was chosen by whoever made the account (`fma-bands demo`, tests), not by
     # the person: the signed public record says so, and the registry warns.
     demo: bool = False
-    # The private identity, sealed under a key only the coordinator's files hold (DESIGN 2.6).
+    # The private identity, sealed under a key only the coordinator's files hold.
     identity_sealed: str | None = None
     identity_commitment: str | None = None
     created_at: datetime = _when()
@@ -141,14 +141,14 @@ class StudySettings(SQLModel, table=True):
     id: int = Field(default=1, primary_key=True)
     mode: str = "review"  # review | blind
     phase: str = "open"  # open | closed: of the current round
-    round: int = 1  # the current round; a closed round is never reopened (DESIGN 2.4)
+    round: int = 1  # the current round; a closed round is never reopened
     # The registry's quorum and scope rule live in attestations/policy.yaml, not here, so that
-    # its decisions can be redone from files alone (DESIGN 2.7).
+    # its decisions can be redone from files alone.
     updated_at: datetime = _when()
 
 
 class RoundBand(SQLModel, table=True):
-    """One band re-reviewed in a later round and one rater who reviews it there (DESIGN 2.8):
+    """One band re-reviewed in a later round and one rater who reviews it there:
     fixed when the coordinator opens the round, so who sees the panel never shifts under it."""
 
     __tablename__ = "round_band"
@@ -228,7 +228,7 @@ class BandMark(SQLModel, table=True):
 
 
 class Assignment(SQLModel, table=True):
-    """The coordinator's change to who reviews what (DESIGN 2.8): a rater added to or removed
+    """The coordinator's change to who reviews what: a rater added to or removed
     from one band, every band of a vignette, or every band of a sub-action. The latest change
     covering a band decides it; a band no change covers goes by the rater's specialty scope."""
 

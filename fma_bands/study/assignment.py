@@ -1,7 +1,7 @@
-"""Who reviews what (DESIGN 2.8). A band goes to every rater whose signed specialty covers its
-sub-action's scope (every rater, where the harness has no scope rule for it), unless the
-coordinator has added or removed raters for that band, its vignette or its sub-action: the
-latest change covering a band decides it.
+"""Who reviews what (docs/design.md, Who reviews what). A band goes to every rater whose signed
+specialty covers its sub-action's scope (every rater, where the harness has no scope rule for it),
+unless the coordinator has added or removed raters for that band, its vignette or its sub-action:
+the latest change covering a band decides it.
 
 Everything is read in two queries whatever the study's size, so the queue, the review rule,
 the coordinator's tables and round 2 can all ask here without a query per band.

@@ -1,6 +1,6 @@
-"""Each band against the quorum, for the coordinator (DESIGN 2.8): before a round, the bands
-whose assigned raters cannot reach the quorum or whose scope no assigned rater covers, with
-their assignment; during it, how many current reviews each band has against the quorum.
+"""Each band against the quorum, for the coordinator (docs/design.md, Who reviews what): before a
+round, the bands whose assigned raters cannot reach the quorum or whose scope no assigned rater
+covers, with their assignment; during it, how many current reviews each band has against the quorum.
 
 Counts only, never contents, and the coordinator's alone. A handful of queries whatever the
 study's size.

@@ -1,6 +1,7 @@
-"""Enrolment (DESIGN 2.6): how an account comes to be. The coordinator enrols a person's public
-record with a one-time code (and issues a new one on a reset); the person activates with it,
-choosing their own passphrase, and a rater gets a new Ed25519 key that signs their public record.
+"""Enrolment (docs/design.md, Identity, keys and attestation): how an account comes to be. The
+coordinator enrols a person's public record with a one-time code (and issues a new one on a reset);
+the person activates with it, choosing their own passphrase, and a rater gets a new Ed25519 key that
+signs their public record.
 
 Only the first-run coordinator, `fma-bands demo` and tests make an account with a passphrase
 given here; the demo and test ones are marked as demo accounts.

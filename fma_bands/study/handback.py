@@ -1,8 +1,9 @@
-"""Paper hand-backs (DESIGN 2.3): `vignette_id | sub_action | VERDICT [band] | reason` lines
-from a rater who reviewed on paper, parsed and imported as that rater's reviews, all or nothing.
+"""Paper hand-backs (docs/design.md, The review task): `vignette_id | sub_action | VERDICT [band] |
+reason` lines from a rater who reviewed on paper, parsed and imported as that rater's reviews, all
+or nothing.
 
 An imported review records who entered it; the rater's signature covers it only once the rater
-confirms it as theirs when signing (DESIGN 2.6). It goes into the open round (from round 2, only
+confirms it as theirs when signing. It goes into the open round (from round 2, only
 the bands that rater re-reviews); a closed round takes no import.
 """
 

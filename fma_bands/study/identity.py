@@ -1,5 +1,6 @@
-"""Raters' private identities (DESIGN 2.6): sealed at rest under the coordinator's key file,
-published only as a salted SHA-256 commitment that an editor shown the record can check.
+"""Raters' private identities (docs/design.md, Identity, keys and attestation): sealed at rest under
+the coordinator's key file, published only as a salted SHA-256 commitment that an editor shown the
+record can check.
 """
 
 import base64

@@ -1,5 +1,5 @@
-"""Which bands decide the harness's headline rate (DESIGN 2.8): each band against the harness's
-own runs (its `trajectories.json` files), counted as the harness counts them.
+"""Which bands decide the harness's headline rate (docs/design.md, Who reviews what): each band
+against the harness's own runs (its `trajectories.json` files), counted as the harness counts them.
 
 A within-range flip needs two runs of one vignette whose actions both lie in the band and fall
 on opposite sides of its threshold, so those pairs are what a band decides. Only complete

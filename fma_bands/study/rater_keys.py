@@ -1,7 +1,8 @@
-"""Raters' keys and their self-signed public records (DESIGN 2.6): a key is made when the rater
-activates their account (the one in use retired, its private half erased), the new key signs the
-rater's public record, and the record is signed again whenever it changes. adjudicators.yaml is
-generated from those signed records and is only a convenience for people.
+"""Raters' keys and their self-signed public records (docs/design.md, Identity, keys and
+attestation): a key is made when the rater activates their account (the one in use retired, its
+private half erased), the new key signs the rater's public record, and the record is signed again
+whenever it changes. adjudicators.yaml is generated from those signed records and is only a
+convenience for people.
 """
 
 import os

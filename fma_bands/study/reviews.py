@@ -1,6 +1,6 @@
-"""Reviews (DESIGN 2.3): one rater's own drafts, submissions and revisions, checked and
-saved. Reading submitted reviews back, and the blinding that keeps each rater's work from every
-other rater while the review phase is open, is submissions.py.
+"""Reviews (docs/design.md, The review task): one rater's own drafts, submissions and revisions,
+checked and saved. Reading submitted reviews back, and the blinding that keeps each rater's work
+from every other rater while the review phase is open, is submissions.py.
 
 A submitted review is never changed: revising it writes a new revision that supersedes it, and
 the version a screen saw is checked across revisions, so a stale tab never overwrites a newer one.

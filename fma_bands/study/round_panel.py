@@ -1,5 +1,6 @@
-"""The anonymised panel a round-2 rater sees (DESIGN 2.8): every round-1 band of the band's raters
-as Rater A, B, C, how many admit each value, and the round-1 reasons, never a name.
+"""The anonymised panel a round-2 rater sees (docs/design.md, Who reviews what): every round-1 band
+of the band's raters as Rater A, B, C, how many admit each value, and the round-1 reasons, never a
+name.
 
 The letters follow a digest of what each rater answered, so their order says nothing of who
 answered (not their id, name, enrolment or submission time), and they are drawn afresh for each

@@ -1,6 +1,7 @@
-"""Rounds (DESIGN 2.4, 2.8): round 1 is the independent round; a closed round is frozen and
-never reopened; round 2 re-reviews the bands the coordinator chooses (by default the discordant
-ones) by their raters, who see round 1's anonymised panel (fma_bands.study.round_panel).
+"""Rounds (docs/design.md, Blinding and rounds; Who reviews what): round 1 is the independent round;
+a closed round is frozen and never reopened; round 2 re-reviews the bands the coordinator chooses
+(by default the discordant ones) by their raters, who see round 1's anonymised panel
+(fma_bands.study.round_panel).
 
 Which bands a rater may review in the open round is enforced in fma_bands.study.state.round_for.
 """
@@ -91,7 +92,7 @@ def round_two_raters(
     session: Session, library: Library, bands: Iterable[Band]
 ) -> dict[Band, list[UserPublic]]:
     """Who reviews each band in round 2: the raters it is assigned to when round 2 opens
-    (DESIGN 2.8: by signed specialty, with the coordinator's additions, so a rater the
+    (by signed specialty, with the coordinator's additions, so a rater the
     coordinator adds for round 2 is assigned first). One read of the assignment for all."""
     from fma_bands.study.assignment import assignment_table
 

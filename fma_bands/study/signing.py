@@ -1,6 +1,7 @@
-"""Signed attestations (DESIGN 2.6, 4): a rater's reviews as an in-toto statement in a DSSE
-envelope, and revocations. Only the rater can sign: the key is sealed under the passphrase the
-rater chose at activation. What a signature covers is signing_plan's to decide.
+"""Signed attestations (docs/design.md, Identity, keys and attestation; Attestations): a rater's
+reviews as an in-toto statement in a DSSE envelope, and revocations. Only the rater can sign: the
+key is sealed under the passphrase the rater chose at activation. What a signature covers is
+signing_plan's to decide.
 """
 
 from collections.abc import Collection

@@ -1,7 +1,8 @@
-"""What a signature would cover (DESIGN 2.6), decided here: the reviews the rater submitted in
-the app, hand-back reviews only once the rater confirms them, and on signing again exactly what
-was signed before plus the change, never an unconfirmed import. Also how the Sign attestation
-page lists those reviews and the hand-backs waiting for the rater's confirmation.
+"""What a signature would cover (docs/design.md, Identity, keys and attestation), decided here: the
+reviews the rater submitted in the app, hand-back reviews only once the rater confirms them, and on
+signing again exactly what was signed before plus the change, never an unconfirmed import. Also how
+the Sign attestation page lists those reviews and the hand-backs waiting for the rater's
+confirmation.
 """
 
 import json

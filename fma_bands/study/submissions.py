@@ -1,6 +1,7 @@
-"""Submitted reviews read back (DESIGN 2.4): one rater's own latest, and everyone's behind the
-blinding (the coordinator at any time, raters only once the phase is closed), as whole reviews,
-as the bands agreement reads, as the band each vouches for, and as each rater's progress.
+"""Submitted reviews read back (docs/design.md, Blinding and rounds): one rater's own latest, and
+everyone's behind the blinding (the coordinator at any time, raters only once the phase is closed),
+as whole reviews, as the bands agreement reads, as the band each vouches for, and as each rater's
+progress.
 """
 
 from collections.abc import Sequence

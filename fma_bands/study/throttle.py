@@ -1,7 +1,8 @@
-"""Throttling failed sign-ins (DESIGN 2.6, issue 9): per account, keyed by a hash of the name
-typed (so an unknown name is throttled too, and never stored as typed), and per browser session;
-after a few failures each attempt must wait longer. Rows are locked until commit, so parallel
-guesses wait for each other instead of slipping through before the first failure is counted.
+"""Throttling failed sign-ins (docs/design.md, Identity, keys and attestation): per account, keyed
+by a hash of the name typed (so an unknown name is throttled too, and never stored as typed), and
+per browser session; after a few failures each attempt must wait longer. Rows are locked until
+commit, so parallel guesses wait for each other instead of slipping through before the first failure
+is counted.
 """
 
 import hashlib

@@ -1,6 +1,7 @@
-"""Accounts (DESIGN 2.6): reading users and their public part, a sign-in that is throttled and
-says the same thing whatever went wrong, passphrase changes, and unlocking a rater's key.
-How an account is made (enrolment codes, activation, resets) is fma_bands.study.enrolment.
+"""Accounts (docs/design.md, Identity, keys and attestation): reading users and their public part, a
+sign-in that is throttled and says the same thing whatever went wrong, passphrase changes, and
+unlocking a rater's key. How an account is made (enrolment codes, activation, resets) is
+fma_bands.study.enrolment.
 
 The coordinator never sees or sets another person's passphrase.
 """
@@ -38,7 +39,7 @@ def refused(problems: dict[str, str]) -> FmaBandsError:
 
 
 def passphrase_problem(passphrase: str | None) -> str | None:
-    """Why a passphrase cannot be chosen, or None: 12 to 1024 characters (DESIGN 2.6)."""
+    """Why a passphrase cannot be chosen, or None: 12 to 1024 characters."""
     value = passphrase or ""
     if len(value.strip()) < MIN_PASSPHRASE:
         return f"choose a passphrase of at least {MIN_PASSPHRASE} characters"

@@ -1,6 +1,6 @@
-"""The band metric against NLTK's AnnotationTask with the DESIGN distance, on hypothesis studies
-with missing data, declines and 2 to 10 raters; and the engine against the krippendorff package
-at every standard level."""
+"""The band metric against NLTK's AnnotationTask with the distance of docs/design.md, Agreement, on
+hypothesis studies with missing data, declines and 2 to 10 raters; and the engine against the
+krippendorff package at every standard level."""
 
 import krippendorff
 import numpy as np
@@ -20,8 +20,8 @@ SLOW = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 
 
 def design_distance(a, b) -> float:
-    """DESIGN 2.5, written independently: Jaccard of value sets; for orders the mean of the
-    Jaccard distances of required and defensible, two empty sets at distance 0."""
+    """docs/design.md, Agreement, written independently: Jaccard of value sets; for orders the mean
+    of the Jaccard distances of required and defensible, two empty sets at distance 0."""
 
     def jaccard(x, y):
         return 0.0 if not (x or y) else jaccard_distance(x, y)

@@ -18,7 +18,8 @@ SLOW = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCh
 
 
 def units(metric, ratings):
-    """{sub-action: [unit as {rater: value}]}, written out from DESIGN 2.5 independently."""
+    """{sub-action: [unit as {rater: value}]}, written out from docs/design.md, Agreement,
+    independently."""
     bands = defaultdict(list)
     for r in ratings:
         bands[(r.vignette_id, r.sub_action)].append(r)

@@ -1,4 +1,4 @@
-"""Agreement in a real browser (DESIGN 2.4, 2.5).
+"""Agreement in a real browser (docs/design.md, Blinding and rounds; Agreement).
 
 On FairMedAgent's vignettes and a database `fma-bands demo` prepared: rater-02 hands back
 reviews on paper (imported with the command), rater-01 reviews in the browser and disagrees on

@@ -1,11 +1,11 @@
-"""Signing an attestation in a real browser, and the registry that follows from it (DESIGN 2.6,
-2.7), on FairMedAgent's vignettes and a database `fma-bands demo` prepared, with an attestations
-folder and an identity key of the test's own: rater-01's paper hand-back is imported, the
-coordinator records rater-01's private identity on the "Rater identities" page, rater-01 finds
-the imported reviews not covered until she confirms them as hers, signs (a wrong passphrase
-first, which signs nothing), and the coordinator's registry then shows every band as
-clinician-adjudicated and exports it so. The private identity never shows on a rater's
-page, on the registry page, in the export or in the attestations folder."""
+"""Signing an attestation in a real browser, and the registry that follows from it (docs/design.md,
+Identity, keys and attestation; The registry), on FairMedAgent's vignettes and a database `fma-bands
+demo` prepared, with an attestations folder and an identity key of the test's own: rater-01's paper
+hand-back is imported, the coordinator records rater-01's private identity on the "Rater identities"
+page, rater-01 finds the imported reviews not covered until she confirms them as hers, signs (a
+wrong passphrase first, which signs nothing), and the coordinator's registry then shows every band
+as clinician-adjudicated and exports it so. The private identity never shows on a rater's page, on
+the registry page, in the export or in the attestations folder."""
 
 import re
 from datetime import UTC, datetime

@@ -1,8 +1,9 @@
 """A rater enrolled by the coordinator, in a real browser, on FairMedAgent's vignettes and a
-database `fma-bands demo` prepared (DESIGN 2.6, issue 9): the coordinator enrols the rater on the
-Raters page and is shown a one-time enrolment code; the rater activates the account with it and
-chooses a passphrase the coordinator never sees; the rater reviews a band and signs; the
-coordinator's Band registry shows that band clinician-adjudicated, on the rater's own key."""
+database `fma-bands demo` prepared (docs/design.md, Identity, keys and attestation): the coordinator
+enrols the rater on the Raters page and is shown a one-time enrolment code; the rater activates the
+account with it and chooses a passphrase the coordinator never sees; the rater reviews a band and
+signs; the coordinator's Band registry shows that band clinician-adjudicated, on the rater's own
+key."""
 
 import re
 import sqlite3

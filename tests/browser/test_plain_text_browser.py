@@ -1,4 +1,4 @@
-"""Text from files and people is shown as written, never as markup (issue 12, DESIGN 5).
+"""Text from files and people is shown as written, never as markup (docs/design.md, Quality bar).
 
 One demo vignette is rewritten so that every text field a page shows (clinical core, results,
 test names, source, clause, reasoning, notes) carries Markdown, HTML, KaTeX, Streamlit's colour

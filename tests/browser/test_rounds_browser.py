@@ -1,5 +1,6 @@
-"""Round 2 in a real browser (DESIGN 2.4, 2.8), on one demo vignette and a database `fma-bands
-demo` prepared, with a third rater enrolled and activated by command.
+"""Round 2 in a real browser (docs/design.md, Blinding and rounds; Who reviews what), on one demo
+vignette and a database `fma-bands demo` prepared, with a third rater enrolled and activated by
+command.
 
 Round 1 (paper hand-backs) leaves the ESI band with an empty intersection: {2}, {3} and {2, 3}.
 The coordinator closes round 1 on Raters' progress (confirmed), notes the round-1 alpha on the

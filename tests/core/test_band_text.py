@@ -33,7 +33,7 @@ def test_describe_reads_like_a_clinician_would_say_it():
 
 
 def notation(band) -> str:
-    """How a clinician writes the band on a hand-back line (DESIGN 2.3)."""
+    """How a clinician writes the band on a hand-back line (docs/design.md, The review task)."""
     if isinstance(band, IntervalBand):
         return json.dumps({"min": band.min, "max": band.max})
     return (

@@ -1,5 +1,5 @@
 """Hostile vignette files: each is refused by name, in well under a second, and nothing else in
-the folder is lost (DESIGN 5; the catalogue of the hardening issue)."""
+the folder is lost (docs/design.md, Quality bar)."""
 
 import os
 import time

@@ -1,4 +1,4 @@
-"""Who reviews what (DESIGN 2.8), on a real store: bands assigned by signed specialty against
+"""Who reviews what (docs/design.md), on a real store: bands assigned by signed specialty against
 the scope table, the coordinator's additions and removals per band, vignette and sub-action,
 a queue of assigned bands only, the review refused elsewhere, and the bands flagged before a
 round and counted against the quorum during it."""

@@ -1,6 +1,6 @@
-"""Rounds on a real store (DESIGN 2.4, 2.8): round 1 frozen once closed and never reopened,
-round 2 for the discordant bands with the anonymised panel, agreement per round, and the round
-carried into attestations, the registry and the export."""
+"""Rounds on a real store (docs/design.md, Blinding and rounds; Who reviews what): round 1 frozen
+once closed and never reopened, round 2 for the discordant bands with the anonymised panel,
+agreement per round, and the round carried into attestations, the registry and the export."""
 
 import shutil
 

@@ -1,4 +1,4 @@
-"""Who reviews what (DESIGN 2.8): the coordinator's additions and removals of raters per band,
+"""Who reviews what: the coordinator's additions and removals of raters per band,
 per vignette or per sub-action (assignment); bands no change covers go by specialty scope.
 
 Revision ID: 0030
