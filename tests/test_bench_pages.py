@@ -1,4 +1,4 @@
-"""The page benchmark works (issue 14): at a small scale, in CI, it builds its study and writes
+"""The page benchmark works: at a small scale, in CI, it builds its study and writes
 every page's and every command's medians under keys that say which is which. Its targets are
 judged at 300 x 10 in docs/performance.md, never by a timed test."""
 

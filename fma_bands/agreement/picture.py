@@ -4,8 +4,7 @@ One row per band (the proposal, the rater's own), one cell per value for small d
 bar per run of values for large ones, and a row for the study's dividing line when there is
 one, so a rater sees at a glance what a band admits and whether it crosses the line. Orders
 are drawn the other way round, one line per test, so long test names stay readable on a narrow
-screen. Specs are plain dicts: building one costs well under a millisecond, where validating
-an Altair chart costs tens.
+screen. Specs are plain dicts, far cheaper to build than an Altair chart is to validate.
 """
 
 from collections.abc import Mapping, Sequence

@@ -36,9 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """The console script. A command runs for seconds and ends, and what it holds is freed by
-    reference counting: the cyclic collector only rescans the million objects of ten signed
-    statements again and again, which cost `verify` 0.5 s of its 1.2 s and `agreement` 1.4 s
-    (docs/performance.md), with the same peak memory. So it stays off, and is frozen at the end
+    reference counting: the cyclic collector would only rescan the objects of the signed
+    statements and the ratings again and again, a large share of a command's time
+    (docs/performance.md), and would free no memory. So it stays off, and is frozen at the end
     so the interpreter's last collection has nothing to scan."""
     gc.disable()
     code = _command(None)

@@ -1,6 +1,6 @@
 """The cyclic garbage collector, paused for work that builds a great many objects in no cycle
-(a parsed 2 MB signed statement, 27,000 ratings and their report): each collection on the way
-rescans everything built so far, which doubles the work (docs/performance.md). Reference
+(a parsed signed statement, a whole study's ratings and their report): each collection on the
+way rescans everything built so far, which multiplies the work (docs/performance.md). Reference
 counting still frees whatever is dropped; the collector runs again afterwards."""
 
 import contextlib

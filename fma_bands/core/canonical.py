@@ -5,7 +5,7 @@ import json
 from typing import Any, NoReturn
 
 # json.dumps with these arguments builds this same encoder at every call, and the audit check makes
-# 27,000 calls. Its other settings are json.dumps's defaults, so the text is the same.
+# one call per event. Its other settings are json.dumps's defaults, so the text is the same.
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -39,7 +39,7 @@ def loads_float_free(text: str) -> Any:
 
 def _may_hold_a_float(obj: Any) -> bool:
     """A float or a non-string key anywhere in obj, found level by level without recursing:
-    the audit log hashes 27,000 events on every check, and most hold none."""
+    the audit check hashes every event of the log, and most hold none."""
     level = [obj]
     while level:
         below: list[Any] = []

@@ -204,8 +204,8 @@ def load_json(text: str, *, source: str) -> Any:
     except json.JSONDecodeError as exc:
         raise FmaBandsError(f"not valid JSON: {exc.msg}", file=source, line=exc.lineno) from None
     # Level by level, so checking depth cannot itself recurse too far; only containers are
-    # carried to the next level (a signed statement holds about a million scalars, so the
-    # children are chained in C and filtered in one comprehension: half the time of a loop).
+    # carried to the next level (a signed statement holds a great many scalars, so the
+    # children are chained in C and filtered in one comprehension rather than a loop).
     containers = (dict, list)
     level = [data] if isinstance(data, containers) else []
     depth = 0

@@ -77,13 +77,13 @@ def _canonical_b64(value: str, n_bytes: int) -> bool:
     """Whether `value`, which strict base64 decoding turned into `n_bytes` bytes, is what
     encoding those bytes gives. Strict decoding refuses every other misspelling (stray
     characters, missing or excess padding), so only the bits after the last byte remain: they
-    must be zero. Checked on the last characters instead of encoding a 3 MB payload again."""
+    must be zero. Checked on the last characters instead of encoding a whole payload again."""
     if len(value) != 4 * ((n_bytes + 2) // 3):
         return False
     spare_bits = {0: 0, 1: 4, 2: 2}[n_bytes % 3]  # bits of the last data character left over
     if not spare_bits:
         return True
-    last = value[-3:].rstrip("=")[-1]  # the last data character (never copy a 3 MB payload)
+    last = value[-3:].rstrip("=")[-1]  # the last data character (never copy the payload)
     return _B64_ALPHABET.index(last) % (1 << spare_bits) == 0
 
 
@@ -128,7 +128,7 @@ def verify_envelope(envelope: Any, trusted: dict[str, str]) -> VerifiedEnvelope:
 
 
 def verify_parsed(parsed: Parsed, trusted: dict[str, str]) -> VerifiedEnvelope:
-    """verify_envelope for an envelope parse_envelope has already read (a 3 MB payload is
+    """verify_envelope for an envelope parse_envelope has already read (a payload is
     decoded once)."""
     payload, payload_type, signatures = parsed
     keys = honest_keys(trusted)

@@ -106,7 +106,7 @@ _verified: OrderedDict[tuple[str, frozenset[tuple[str, str]]], _Outcome] = Order
 _passed_over: OrderedDict[tuple[str, str], str] = OrderedDict()
 # File digest -> the envelope and its parse, for files a test turned down: every command's start
 # turns down each attestation (it is not a public record) and most then read it in full, which
-# would decode its 3 MB payload a second time.
+# would decode its large payload a second time.
 _decoded: OrderedDict[str, tuple[Any, Parsed | None]] = OrderedDict()
 
 
@@ -149,7 +149,7 @@ def load_envelope(path: Path, *, wanted: Wanted | None = None) -> CheckedEnvelop
     checked = CheckedEnvelope(Path(path))
     try:
         # Regular files only, of bounded size and depth: a link to /dev/zero, a FIFO or a
-        # 20,000-deep nesting is refused by name, never read forever or recursed into.
+        # nesting thousands deep is refused by name, never read forever or recursed into.
         data = read_bounded_bytes(path, limit=MAX_ENVELOPE_BYTES, what="envelope")
         digest = hashlib.sha256(data).hexdigest()
         text = decode_text(data, what="envelope", file=str(path))
@@ -211,7 +211,7 @@ def _payload(checked: CheckedEnvelope) -> bytes:
 def may_be_a_record(payload: bytes) -> bool:
     """False only when no JSON reading of `payload` has the record's predicateType: its URL is
     not in the bytes as written, and no escape (\\/ or \\u) could spell it otherwise. An
-    attestation of 2,700 reviews need not be parsed to know it is no public record."""
+    attestation of a whole study need not be parsed to know it is no public record."""
     return RECORD_TYPE.encode() in payload or b"\\/" in payload or b"\\u" in payload
 
 

@@ -67,7 +67,7 @@ RULE_LABELS = {
 
 def attestations_head(folder: Path) -> dict[str, Any]:
     """How many signed records the folder holds and one digest over all of them
-    (envelopes.records_head, which an editor can redo with sha256sum)."""
+    (log.records_head, which an editor can redo with sha256sum)."""
     count, digest = records_head(folder)
     return {"records": count, "digest": digest}
 

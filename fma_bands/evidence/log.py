@@ -1,5 +1,5 @@
 """Reading attestations/ from files alone, as evidence: every signed envelope checked offline
-(checked_envelopes.py) against the adjudicators' self-signed public records (adjudicators.py),
+(envelope.py) against the adjudicators' self-signed public records (roster.py),
 with the hash links between the records. No database here (a test keeps sqlmodel out of this
 import), so `fma-bands verify`, the registry and an editor's own
 check need nothing but the folder.
@@ -27,7 +27,7 @@ from fma_bands.evidence.roster import Adjudicator, check_record, check_records, 
 
 if TYPE_CHECKING:
     # Only a type here: `fma-bands verify` reads envelopes, never vignettes, and the vignettes'
-    # band models take about 0.1 s to import.
+    # band models are slow to import.
     from fma_bands.core.vignettes import Proposal
 
 MAX_FOLDER_FILE_BYTES = 64 * 1024 * 1024  # above every limit a reader of the folder applies

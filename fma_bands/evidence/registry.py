@@ -47,7 +47,7 @@ class Registry:
     file_problems: list[str] = field(default_factory=list)
     valid_signers: dict[str, str] = field(default_factory=dict)  # pseudonym -> latest date
     policy_problem: str | None = None
-    head: tuple[int, str] = (0, "")  # the records it was decided from (envelopes.records_head)
+    head: tuple[int, str] = (0, "")  # the records it was decided from (log.records_head)
     # pseudonym -> the latest self-signed public record: the only source of who is who.
     adjudicators: dict[str, dict[str, Any]] = field(default_factory=dict)
 

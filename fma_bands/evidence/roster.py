@@ -175,7 +175,7 @@ def published_mismatches(
 
 def read_adjudicators(folder: Path) -> dict[str, dict[str, Any]]:
     """pseudonym -> the latest public record that the adjudicator's own key signed: what
-    envelopes.read_evidence(folder).records() gives, reading in full only the envelopes that can be
+    log.read_evidence(folder).records() gives, reading in full only the envelopes that can be
     public records (every start of the app and of a command that opens the store asks)."""
     loaded = [load_envelope(p, wanted=("records", may_be_a_record)) for p in envelope_files(folder)]
     _, adjudicators = check_records(loaded)

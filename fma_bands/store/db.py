@@ -28,7 +28,7 @@ BACKENDS = ("sqlite", "postgresql")
 # The revision whose schema equals the one create_all made before migrations existed.
 BASELINE = "0001"
 # The newest revision in migrations/versions, so that a database already there is recognised
-# without importing alembic (a tenth to a quarter of a second at every command and app start)
+# without importing alembic (slow to import, at every command and app start)
 # or taking SQLite's write lock. tests/store/test_migrations.py checks it against alembic's head.
 HEAD = "0050"
 
@@ -82,7 +82,7 @@ def _sqlite_pragmas(connection, _record) -> None:
 
 
 def _alembic_config(connection: Connection):
-    # Imported here: alembic costs a tenth of a second that `fma-bands --help` should not pay.
+    # Imported here: alembic is slow to import, and `fma-bands --help` should not pay for it.
     from alembic.config import Config
 
     config = Config()

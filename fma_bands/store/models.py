@@ -245,12 +245,12 @@ class Assignment(SQLModel, table=True):
 
 
 class KeptReport(SQLModel, table=True):
-    """An agreement report as computed, kept under the SHA-256 of everything it was computed
-    from (report_cache.py): a page or command that finds it skips a second of bootstrap. Only
+    """An agreement report as computed, kept under the SHA-256 of everything it was computed from
+    (fma_bands/study/kept_reports.py): a page or command that finds it skips the bootstrap. Only
     ever a copy: delete every row and the same reports are computed again."""
 
     __tablename__ = "kept_report"
 
     key: str = Field(primary_key=True)
-    body: str = Field(sa_type=Text)  # JSON (report_cache.report_json)
+    body: str = Field(sa_type=Text)  # JSON (kept_reports.report_json)
     made_at: datetime = _when()

@@ -87,7 +87,7 @@ class Assignments:
     _defaults: dict[int, dict[str, bool]] = field(default_factory=dict)
 
     def covers(self, rater: Rater, vid: str, name: str) -> bool:
-        """Is the band assigned to the rater? Asked 27,000 times for a full study's table, so
+        """Is the band assigned to the rater? Asked for every band and rater of a study's table, so
         a rater the coordinator never changed goes straight to their specialty's default."""
         rid = rater.id
         if rid in self._bands or rid in self._vignettes or rid in self._subs:

@@ -166,7 +166,7 @@ def band_progress(
     query = select(*(col(getattr(Review, c)) for c in (*columns, *digests))).where(
         col(Review.status) == "submitted"
     )
-    # Core rows, not the ORM's: building 27,000 of those costs more than the whole table.
+    # Core rows, not the ORM's: building an object per review costs more than the whole table.
     latest: dict[tuple[str, str, int], tuple] = {}
     for vid, name, rater, revision, *rest in session.connection().execute(query):
         key = (vid, name, rater)

@@ -1,6 +1,6 @@
 """Agreement reports kept in the database (table kept_report) under the SHA-256 of everything
 they were computed from: the ratings, the bootstrap's B and seed, and the code and numerical
-libraries that compute them. Computing the report of 27,000 ratings takes about a second
+libraries that compute them. Computing a whole study's report is slow next to reading it
 (docs/performance.md); the Agreement page and `fma-bands agreement` ask for the same one again
 and again once a round has closed, and find it here.
 
@@ -72,7 +72,7 @@ def report_key(ratings: list[Rating], *, bootstrap: int, seed: int) -> str:
         "ratings": rows,
     }
     # Ratings hold text, integers and booleans only, so canonical_json's search for floats in
-    # 27,000 rows (which would cost as much as reading them) is left out.
+    # every row (which would cost as much as reading them) is left out.
     text = canonical_text_float_free(inputs)
     return sha256_of_canonical(text.encode()).removeprefix("sha256:")
 

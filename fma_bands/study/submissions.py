@@ -89,7 +89,7 @@ def submitted_bands(
 ) -> list[SubmittedBand]:
     """Every rater's current (not stale) latest submitted review of every band (of one round,
     with `round`), as submitted_reviews gives them but only the columns agreement reads:
-    27,000 reviews are read in one query, without their answers."""
+    every review is read in one query, without its answers."""
     _may_see_others(session, viewer)
     names = pseudonyms(session)
     return [
@@ -129,7 +129,7 @@ def _latest_submitted(
     """Each rater's (or one rater's) latest revision, submitted unless `status` says otherwise
     (None: of any status), of each band, as Core rows of `columns` (all by default); with
     `round`, the latest of that round only (a later round never changes an earlier one's
-    figures). Core rows: building 27,000 ORM objects would cost more than the pages."""
+    figures). Core rows: building an ORM object per review would cost more than the pages."""
     table = Review.__table__  # type: ignore[attr-defined]
     query = core_select(*(table.c[n] for n in columns)) if columns else core_select(table)
     if status is not None:

@@ -1,5 +1,5 @@
-"""Studies on the bundled demo vignettes, made with the fma-bands command in-process: the crash
-of issue 10 (two raters, an analgesia band of {1} beside a boolean band of {true}) and a
+"""Studies on the bundled demo vignettes, made with the fma-bands command in-process: two raters
+with an analgesia band of {1} beside a boolean band of {true} (1 and true are equal in Python) and a
 three-rater study that mixes booleans, ordinals, intervals and orders, with declines."""
 
 from pathlib import Path

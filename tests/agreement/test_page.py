@@ -1,5 +1,6 @@
-"""The Agreement page under AppTest, on demo studies made with the command: the crash of issue
-10 is gone (no exception, every band picture drawn), and the page shows the command's rows."""
+"""The Agreement page under AppTest, on demo studies made with the command: an analgesia band of {1}
+beside a boolean band of {true} draws (no exception, every band picture drawn), and the page shows
+the command's rows."""
 
 import pytest
 import streamlit as st
@@ -65,8 +66,8 @@ def texts(at: AppTest) -> list[str]:
 
 @pytest.mark.parametrize("viewer", ["coordinator", "rater-01"])
 def test_the_crash_sequence_draws_every_band_and_no_traceback(monkeypatch, tmp_path, viewer):
-    # Two raters review; the coordinator closes the phase; the page once crashed on the first
-    # band picture, after an analgesia band of {1} met a boolean band of {true}.
+    # Two raters review; the coordinator closes the phase; the first band picture comes after
+    # an analgesia band of {1} met a boolean band of {true}, values equal in Python.
     demo = demo_study(tmp_path, CRASH)
     serve(monkeypatch, demo)
     at = agreement_page(demo, viewer)

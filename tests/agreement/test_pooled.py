@@ -109,7 +109,7 @@ def noisy_booleans(sub, rng, n=80):
 
 
 def test_four_middling_sub_actions_pool_to_a_middling_alpha():
-    # The case: four sub-actions near 0.5 once pooled to 0.662, above every one of them.
+    # Four sub-actions near 0.5: one matrix for all of them would read 0.662, above every one.
     rng = random.Random(3)
     subs = ["admit", "escalate_icu", "referral", "controlled_substance_caution"]
     ratings = [r for sub in subs for r in noisy_booleans(sub, rng)]

@@ -1,6 +1,6 @@
 """0 and false, 1 and true are equal and hash alike in Python, so values of different sub-actions
-must never meet in one set or dict: at 300 vignettes x 10 raters the Agreement page once read
-an analgesia band's disputed span back as `[false, 2]` and raised "span: false is a boolean but
+must never meet in one set or dict: mixed, the Agreement page would read an analgesia
+band's disputed span back as `[false, 2]` and raise "span: false is a boolean but
 analgesia_tier takes integers". Each band's consensus and disputed span keep their own
 sub-action's type, on a small study where an analgesia span holds 0 beside a boolean span that
 holds false."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from playwright.sync_api import Locator, Page, expect
 
 ROOT = Path(__file__).resolve().parents[2]
-# The first render takes about 1.3 s on the project's 2-core machines; a rerun far less.
+# The first render of a page is slow on a loaded machine; a rerun far less so.
 TIMEOUT_MS = 20_000
 MAX_SHOT_HEIGHT = 16_000
 

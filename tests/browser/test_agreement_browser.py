@@ -6,8 +6,8 @@ one band; while the phase is open a rater's Agreement page shows no figure, the 
 shows them all; once the coordinator closes the phase, rater-01 sees the alpha table, its chart
 and the bands most disputed first, with the same numbers as `fma-bands agreement --json`.
 
-On the bundled demo vignettes: the crash of issue 10 (an analgesia band of {1} beside a
-boolean band of {true}, after the phase closes) leaves no traceback and every band drawn."""
+On the bundled demo vignettes: an analgesia band of {1} beside a boolean band of {true}, after
+the phase closes, leaves no traceback and every band drawn."""
 
 import json
 import re
@@ -296,10 +296,10 @@ def choose_metric(page: Page, label: str) -> None:
     choose(page, "Metric", label)
 
 
-# The crash of issue 10, on the demo study ---------------------------------------------------
+# An analgesia band of {1} beside a boolean band of {true}, on the demo study ----------------
 
 CAUTION = "demo_med_inter_01 · Controlled-substance caution"
-# What rater-01's queue calls that band: a neutral case number, never the id (issue 14).
+# What rater-01's queue calls that band: a neutral case number, never the id.
 IN_QUEUE[CAUTION] = "Case 2 of 12 · Controlled-substance caution"
 
 

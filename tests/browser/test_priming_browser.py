@@ -1,4 +1,4 @@
-"""No rater is primed (issue 14): on every rater page of the demo and FairMedAgent studies, in
+"""No rater is primed: on every rater page of the demo and FairMedAgent studies, in
 a real browser, neither a vignette's ambiguity stratum (clear, intermediate, borderline) nor the
 stratum parts of ids (border, clear, inter in demo_doc_border_01) nor an id itself appears,
 in the text or the address bar, outside the verbatim texts that come from the vignette files.

@@ -1,6 +1,4 @@
-"""Every failure reaches a coordinator as one line: `fma-bands: error: ...`, never a traceback.
-
-Each case here once surfaced as a traceback (the house issue lists them)."""
+"""Every failure reaches a coordinator as one line: `fma-bands: error: ...`, never a traceback."""
 
 import shutil
 

@@ -237,7 +237,7 @@ def build_three_raters(root: Path) -> str:
     with session_scope(engine) as s:
         sync_vignettes(s, library, actor="test")
         coordinator = create_first_coordinator(s, **COORDINATOR)
-    # Each rater enrolled by code and activated with a passphrase of their own (issue 9).
+    # Each rater enrolled by code and activated with a passphrase of their own.
     raters = [
         enrol_and_activate(
             engine,

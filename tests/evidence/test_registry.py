@@ -520,7 +520,7 @@ def test_overrides_apply_and_the_export_records_the_policy_used(files, store, tm
     )
 
 
-# Files alone, and what they cannot be made to say (issue 9) ------------------------------------
+# Files alone, and what they cannot be made to say ----------------------------------------------
 
 
 def test_the_registry_reads_files_without_the_database():
@@ -655,7 +655,7 @@ def test_without_a_valid_policy_nothing_is_granted(files, policy):
 
 
 def test_a_deleted_revocation_is_a_missing_record(files, store):
-    """Deleting a revocation used to restore the grants; now the next record signed names it."""
+    """Deleting a revocation does not restore the grants: the next record signed names it."""
     study, folder, envelope = files
     with session_scope(store) as s:
         revocation = revoke(

@@ -160,7 +160,7 @@ def statement_reviews(path):
 
 
 def test_signing_again_from_the_review_page_covers_no_later_import(signed_study, shared_library):
-    """Issue 9's attack: after she signed, the coordinator imports a hand-back in her name;
+    """The attack: after she signed, the coordinator imports a hand-back in her name;
     she revises one other band and gives her passphrase. The imported line must not ride in."""
     rater, folder, coordinator, engine = signed_study
     [first] = [p for p in folder.glob("rater-01-*Z.dsse.json")]

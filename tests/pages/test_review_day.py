@@ -1,4 +1,4 @@
-"""A rater's working day in the domain (issue 14): readable names and neutral case labels, the
+"""A rater's working day in the domain: readable names and neutral case labels, the
 band editor's fields and plain-word problems, automatic drafts, skips and flags, the queue, the
 review screen's problems and submission, the coordinator's oversight and the audit search
 (real store: SQLite file and PostgreSQL)."""

@@ -1,4 +1,4 @@
-"""Crash safety (issue 12): a process killed at any instant leaves the store and the files
+"""Crash safety: a process killed at any instant leaves the store and the files
 consistent, once the next process has started (fma_bands.study.rater_keys.recover).
 
 Each case kills a real `fma-bands` process on a real SQLite study, either inside a named crash

@@ -1,6 +1,6 @@
-"""The schema migrations of issue 9 (0003, 0004) on a study made before them, on SQLite and
-PostgreSQL: keys move to signing_key, reviews keep their band digest, nothing is lost, and the
-tables the migrations make are the tables the models declare."""
+"""The schema migrations that gave raters their own keys (0003, 0004) on a study made before them,
+on SQLite and PostgreSQL: keys move to signing_key, reviews keep their band digest, nothing is lost,
+and the tables the migrations make are the tables the models declare."""
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -15,7 +15,7 @@ WHEN = "2026-01-01 00:00:00+00:00"
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def old_engine(request, tmp_path):
-    """An empty database at revision 0002 (before issue 9)."""
+    """An empty database at revision 0002 (before 0003 and 0004)."""
     if request.param == "sqlite":
         engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
         yield engine

@@ -324,12 +324,12 @@ def test_a_duplicate_handback_line_is_refused(study):
         )
 
 
-# Issue 9: revisions, blind mode and the closed phase, held in the domain ----------------------
+# Revisions, blind mode and the closed phase, held in the domain --------------------------------
 
 
 def test_a_stale_tab_cannot_overwrite_a_newer_revision(study):
     """Tabs A and B both show submitted revision 1; A submits revision 2; B, still showing
-    revision 1, used to submit revision 3 over it and be told "submitted"."""
+    revision 1, is refused rather than submit revision 3 over it."""
     engine, library, _, a, _ = study
     band = ("draft_triage_01", "esi_acuity")
     first = submit(engine, library, a, *band, ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS))

@@ -647,7 +647,7 @@ def app_review(engine, library, rater, band, form):
 def test_signing_again_after_a_change_covers_exactly_what_was_signed_plus_the_change(
     engine, shared_library, tmp_path
 ):
-    """The attack of issue 9: a rater signs; the coordinator imports a hand-back in her name;
+    """The attack: a rater signs; the coordinator imports a hand-back in her name;
     she revises one other band and gives her passphrase. The new signature must not take in
     the imported lines (which would make a band clinician-adjudicated on verdicts she never
     wrote)."""

@@ -262,7 +262,8 @@ def test_sign_in_failure_is_generic_and_audited_without_the_typed_text(engine, r
 
 
 def test_guessing_is_throttled_per_account_with_a_growing_delay(engine, rater):
-    """61 guesses in 10 s used to be checked, and the right passphrase still worked after."""
+    """Guesses from many tabs in a few seconds: few are checked, and the right passphrase is
+    refused too while the delay runs."""
     start = utcnow()
     for i in range(61):
         with session_scope(engine) as s:
