@@ -1,7 +1,7 @@
 """The app's navigation: which screens a visitor, a rater and the coordinator see.
 
-`streamlit run app.py` from a checkout and `fma-bands serve` from an installed package both
-land here; page paths are absolute so either works from any folder (app_pages.menu_parts).
+`streamlit run app.py` lands here; page paths are absolute, so the app runs whatever the
+working folder (app_pages.menu_parts).
 """
 
 import streamlit as st
