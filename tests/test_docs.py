@@ -1,6 +1,7 @@
 """The README and docs/ are checked like code: every command and option the README shows exists,
-with that name; the README's layout list names exactly the packages and modules in the tree; and
-every shell block in docs/*.md runs. (sqlite-utils' tests/test_docs.py is the model.)
+with that name; the README's layout list names exactly the packages and modules in the tree;
+every shell block in docs/*.md runs; and every citation of docs/design.md in the code and the
+docs names one of its sections. (sqlite-utils' tests/test_docs.py is the model.)
 
 How the shell blocks of docs/*.md run: each block fenced as ```sh, ```bash or ```shell runs on
 its own with `bash -c`, under `set -e -o pipefail`, in a scratch checkout of its own: a
@@ -319,3 +320,55 @@ def test_every_shell_block_in_docs_runs(block, demo_checkout, tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"{block.name} exited {done.returncode}:\n{output}"
     assert "Traceback" not in output, f"{block.name}:\n{output}"
+
+
+# Citations of docs/design.md ------------------------------------------------------------------
+
+DESIGN = ROOT / "docs" / "design.md"
+CITED_IN = ("fma_bands", "app_pages", "tests", "benchmarks", "docs", "README.md", "app.py")
+
+
+def design_sections() -> list[str]:
+    """The design document's headings, longest first (so a section never hides a longer one)."""
+    found = re.findall(r"^#{2,4} (.+)$", DESIGN.read_text(encoding="utf-8"), re.M)
+    return sorted(found, key=len, reverse=True)
+
+
+def citations() -> Iterator[tuple[str, str]]:
+    """(file, what follows) for each citation of a section of the design document in the code and
+    the docs, with line breaks, comment marks and docstring indents read as one space."""
+    files = [ROOT / name for name in CITED_IN]
+    paths = [p for f in files for p in ([f] if f.is_file() else sorted(f.rglob("*")))]
+    for path in paths:
+        if path.suffix not in (".py", ".md") or "__pycache__" in path.parts:
+            continue
+        text = re.sub(r"\s*\n\s*(#\s*)?", " ", path.read_text(encoding="utf-8"))
+        for found in re.finditer(r"docs/design\.md`?, ", text):
+            yield str(path.relative_to(ROOT)), text[found.end() : found.end() + 120]
+
+
+def test_every_citation_of_docs_design_names_one_of_its_sections():
+    sections = design_sections()
+    cited = list(citations())
+    assert len(cited) > 40
+    for where, rest in cited:
+        while True:
+            section = next((s for s in sections if rest.startswith(s)), None)
+            assert section is not None, f"{where}: no section of docs/design.md at {rest[:60]!r}"
+            rest = rest[len(section) :]
+            if not rest.startswith("; "):
+                break
+            rest = rest[2:]
+
+
+def test_no_code_cites_the_design_document_outside_the_repository():
+    outside = re.compile(r"\bDESIGN\b|shared/DESIGN")
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for folder in ("fma_bands", "tests", "benchmarks")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path != Path(__file__)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if outside.search(line)
+    ]
+    assert not found, f"cite docs/design.md instead: {found}"
