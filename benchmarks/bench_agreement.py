@@ -14,6 +14,7 @@ import subprocess
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from importlib.metadata import version
 from typing import Any
 
@@ -121,8 +122,8 @@ def bench_metrics(ratings, B: int, repeat: int) -> list[str]:
             chosen = [
                 r for r in ratings if r.sub_action in (applies if scope == POOLED else [scope])
             ]
-            plain, _ = timed(lambda c=chosen, m=metric: metric_alpha(m, c, bootstrap=0), repeat)
-            boot, a = timed(lambda c=chosen, m=metric: metric_alpha(m, c, bootstrap=B), repeat)
+            plain, _ = timed(partial(metric_alpha, metric, chosen, bootstrap=0), repeat)
+            boot, a = timed(partial(metric_alpha, metric, chosen, bootstrap=B), repeat)
             rows.append(
                 f"| {metric} | {scope} | {a.alpha:.3f} [{a.ci_low:.3f}, {a.ci_high:.3f}] "
                 f"| {a.n_bands} | {a.n_pairable} | {spread(plain)} | {spread(boot)} |"
@@ -148,6 +149,11 @@ def nltk_triples(ratings) -> list[tuple]:
     return [(r.rater, r.vignette_id, label(r.band)) for r in ratings if r.band is not None]
 
 
+def nltk_alpha(triples: list[tuple]) -> float:
+    """NLTK's alpha under design_distance; building its AnnotationTask is part of the work."""
+    return AnnotationTask(data=triples, distance=design_distance).alpha()
+
+
 def bench_nltk(scopes: dict[str, list], repeat: int) -> list[str]:
     """NLTK's alpha with the distance of docs/design.md, Agreement, from ready-made triples
     (building its AnnotationTask is timed), against ours from the Ratings."""
@@ -159,10 +165,8 @@ def bench_nltk(scopes: dict[str, list], repeat: int) -> list[str]:
     for name, ratings in scopes.items():
         triples = nltk_triples(ratings)
         n = 1 if name.startswith("stress") else min(repeat, 3)
-        nltk_times, theirs = timed(
-            lambda t=triples: AnnotationTask(data=t, distance=design_distance).alpha(), n
-        )
-        ours_times, ours = timed(lambda r=ratings: metric_alpha("band", r, bootstrap=0), repeat)
+        nltk_times, theirs = timed(partial(nltk_alpha, triples), n)
+        ours_times, ours = timed(partial(metric_alpha, "band", ratings, bootstrap=0), repeat)
         rows.append(
             f"| {name} | {len(ratings)} | {spread(nltk_times)} (n={n}) | {spread(ours_times)} "
             f"| {min(nltk_times) / min(ours_times):.1f}x | {abs(theirs - ours.alpha):.1e} |"

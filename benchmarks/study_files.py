@@ -175,7 +175,7 @@ def write_vignettes(folder: Path, n: int, seed: int) -> Path:
 def _reading(rng: random.Random, name: str, proposal, orderables) -> object:
     """A rater's own band near the proposal, in the vignette-file form."""
     band = to_file(proposal.acceptable)
-    if name == "orders":
+    if name == "orders" and isinstance(band, dict):
         defensible = sorted(set(band["defensible"]) ^ {rng.choice(orderables)}) or list(orderables)
         required = [r for r in band["required"] if r in defensible]
         return {"required": required, "defensible": defensible}

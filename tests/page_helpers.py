@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-from streamlit.testing.v1.element_tree import Block, Error
+from streamlit.testing.v1.element_tree import Block, Element, Error
 
 from app_pages.common import WORD_JOINER
 from app_pages.review_screen import screen_key
@@ -262,6 +262,7 @@ def title(at: AppTest) -> str:
 
 def progress_text(at: AppTest) -> str:
     [bar] = at.get("progress")
+    assert isinstance(bar, Element)  # a bar, not a block: its text is its proto's
     return bar.text
 
 

@@ -48,7 +48,7 @@ def exact_k2011_alpha(level: str) -> Fraction:
     values = [1, 2, 3, 4, 5]
     o = {(c, k): Fraction(0) for c in values for k in values}
     for j in range(12):
-        column = [row[j] for row in K2011 if row[j] is not None]
+        column = [v for v in (row[j] for row in K2011) if v is not None]
         for a, c in enumerate(column):
             for b, k in enumerate(column):
                 if a != b:

@@ -147,7 +147,7 @@ def cli_report(server) -> dict:
 def assert_same_numbers(page: Page, report: dict, metric: str) -> dict[str, dict[str, str]]:
     """The alpha table for `metric`: every scope's alpha (to 3 decimals), units and raters are
     the command's. Returns the table's rows."""
-    rows = {}
+    rows: dict[str, dict[str, str]] = {}
 
     def check() -> None:
         rows.clear()

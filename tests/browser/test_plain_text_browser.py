@@ -13,7 +13,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 import yaml
-from playwright.sync_api import Page, expect
+from playwright.sync_api import FilePayload, Page, expect
 
 from fma_bands.core.actions import sub_action
 from fma_bands.core.labels import address, case_numbers
@@ -201,7 +201,7 @@ def test_a_hostile_hand_back_upload_is_refused_by_name(page: Page, demo_server, 
     }  # fmt: skip
     for name, (data, message) in uploads.items():
         page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
-            files=[{"name": name, "mimeType": "text/plain", "buffer": data}]
+            files=[FilePayload(name=name, mimeType="text/plain", buffer=data)]
         )
         wait_for_app(page)
         page.get_by_role("combobox", name="Rater").click()

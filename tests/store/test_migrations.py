@@ -67,11 +67,11 @@ def old_study(dialect: str, engine: Engine) -> None:
             conn.execute(table.insert(), rows)
         if dialect == "postgresql":
             # Rows inserted with their ids leave the sequences behind, as a restore would.
-            for table, column in (("user", "id"), ("review", "id"), ("audit_event", "seq")):
+            for name, column in (("user", "id"), ("review", "id"), ("audit_event", "seq")):
                 conn.execute(
                     text(
-                        f"SELECT setval(pg_get_serial_sequence('\"{table}\"', '{column}'), "
-                        f'(SELECT max({column}) FROM "{table}"))'
+                        f"SELECT setval(pg_get_serial_sequence('\"{name}\"', '{column}'), "
+                        f'(SELECT max({column}) FROM "{name}"))'
                     )
                 )
 

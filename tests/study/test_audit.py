@@ -8,14 +8,14 @@ from datetime import UTC, timedelta
 
 import pytest
 from sqlalchemy import JSON, bindparam, select, text
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import AuditEvent, StudySettings, UTCDateTime
 from fma_bands.study import audit
 from fma_bands.study.state import study
 
-PAYLOADS = [
+PAYLOADS: list[dict[str, object]] = [
     {"vignette": "draft_documentation_01", "sub_action": "followup_days"},
     {"verdict": "AMEND", "band": {"min": 1, "max": 30}, "note": "café, 30 días"},
     {},
@@ -53,7 +53,7 @@ def check(engine, **kwargs) -> audit.AuditReport:
 
 def rows(engine) -> list[AuditEvent]:
     with Session(engine, expire_on_commit=False) as s:
-        return list(s.exec(select(AuditEvent).order_by(AuditEvent.seq)).scalars())
+        return list(s.scalars(select(AuditEvent).order_by(col(AuditEvent.seq))))
 
 
 # --- appending ---------------------------------------------------------------------------------

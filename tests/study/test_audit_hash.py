@@ -215,7 +215,7 @@ def outcome(compute):
 def plain_digests(session) -> list[str | None]:
     """Every event read through the model and hashed by event_hash: verify's way before, except
     that an event the model cannot read at all is None (edited), where it used to fail."""
-    digests = []
+    digests: list[str | None] = []
     for (seq,) in session.execute(select(col(AuditEvent.seq)).order_by(col(AuditEvent.seq))):
         try:
             row = session.execute(select(*columns()).where(col(AuditEvent.seq) == seq)).one()
@@ -233,7 +233,12 @@ def fast_digests(session) -> list[str | None]:
 def plain_verify(session, expected_head=None) -> audit.AuditReport:
     """verify as it was: every event through the model, and every one through _check."""
     # The columns every row can be read by; its content through the model, one event at a time.
-    places = (AuditEvent.seq, AuditEvent.kind, AuditEvent.prev_hash, AuditEvent.hash)
+    places = (
+        col(AuditEvent.seq),
+        col(AuditEvent.kind),
+        col(AuditEvent.prev_hash),
+        col(AuditEvent.hash),
+    )
     rows = session.execute(select(*places).order_by(col(AuditEvent.seq))).all()
     seq_of_hash = {row.hash: row.seq for row in rows}
     problems: list[audit.AuditProblem] = []

@@ -29,8 +29,8 @@ from fma_bands.evidence.envelope import ADJUDICATION_TYPE
 from fma_bands.evidence.export import export_document, load_adjudicators, load_bands, write_bands
 from fma_bands.evidence.log import proposal_digest, read_folder
 from fma_bands.evidence.policy import Policy, write_policy_file
-from fma_bands.evidence.provenance import ADJUDICATED
-from fma_bands.evidence.registry import decide
+from fma_bands.evidence.provenance import ADJUDICATED, Decision
+from fma_bands.evidence.registry import Registry, decide
 from fma_bands.evidence.roster import RECORD_FIELDS, read_adjudicators
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import AuditEvent, User
@@ -221,7 +221,7 @@ def codes(decision) -> list[str]:
     return [r.code for r in decision.reasons]
 
 
-def by_band(registry) -> dict[str, object]:
+def by_band(registry: Registry) -> dict[str, Decision]:
     return {f"{d.vignette_id}/{d.sub_action}": d for d in registry.decisions}
 
 
