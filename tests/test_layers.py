@@ -62,6 +62,13 @@ def test_the_tree_keeps_every_contract() -> None:
             id="agreement-imports-store",
         ),
         pytest.param(
+            "app_pages/queue_screen.py",
+            "import fma_bands.cli.collector",
+            (LAYERS,),
+            "app_pages.queue_screen -> fma_bands.cli.collector",
+            id="a-page-imports-the-command-line",
+        ),
+        pytest.param(
             "fma_bands/study/reviews.py",
             "import app_pages.common",
             # A page imports Streamlit, so the domain now does too.
