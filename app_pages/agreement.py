@@ -4,13 +4,52 @@ reliability figure, round 2 consensus-building). Raters see it once the round cl
 
 import streamlit as st
 
-from app_pages.agreement_parts import alphas, bands, chosen_round
-from app_pages.common import engine, escaped, library, require_user, session
+from app_pages.common import chart, engine, escaped, library, require_user, session
 from fma_bands.agreement import METRICS
-from fma_bands.agreement.views import METRIC_LABELS
+from fma_bands.agreement.chart import alpha_chart
+from fma_bands.agreement.picture import band_spec
+from fma_bands.agreement.views import HEADINGS, METRIC_LABELS, Screen
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.study.ratings import reviews_fingerprint, study_screen
+from fma_bands.study.ratings import ROUND_LABELS, ROUND_NOTES, reviews_fingerprint, study_screen
 from fma_bands.study.state import study
+
+PAGE = 20
+
+
+def chosen_round(rounds_held: int) -> int:
+    """The round whose figures are shown: the choice of the one who reads them."""
+    if rounds_held <= 1:
+        # Until a round 2 is held every figure is round 1's, so there is no round to tell apart.
+        return 1
+    held = list(range(1, rounds_held + 1))
+    number = (
+        st.segmented_control("Round", held, default=1, format_func=lambda n: ROUND_LABELS[n]) or 1
+    )
+    st.caption(ROUND_NOTES[number])
+    return number
+
+
+@st.fragment
+def bands(screen: Screen) -> None:
+    # A page of bands at a time, in a fragment: turning the page redraws only the bands.
+    st.subheader("Bands, most disputed first")
+    page = st.pagination(max(1, -(-len(screen.agreements) // PAGE)), key="agreement_page")
+    st.caption(f"{len(screen.agreements)} bands, {PAGE} to a page.")
+    for band in screen.bands((page - 1) * PAGE, page * PAGE):
+        with st.container(border=True):
+            st.page_link(
+                "app_pages/vignette.py", label=escaped(band.title), query_params=band.query
+            )
+            st.caption(escaped(band.caption))
+            if band.rows:
+                chart(
+                    band_spec(
+                        band.sub_action, band.rows, orderables=band.orderables, names=band.names
+                    )
+                )
+            for line in filter(None, (band.consensus, band.disputed)):
+                st.text(line)
+
 
 user = require_user()
 lib = library()
@@ -47,5 +86,10 @@ if not screen.agreements:
     st.stop()
 
 in_round = f", round {number}" if current.round > 1 else ""
-alphas(screen, metric, in_round)
+st.subheader(f"Krippendorff's alpha: {metric}{in_round}")
+st.dataframe(screen.tables[metric], hide_index=True, column_order=HEADINGS)
+for note in screen.notes[metric]:
+    st.caption(note)
+if chart_of_alphas := alpha_chart(screen.points[metric]):
+    st.altair_chart(chart_of_alphas)
 bands(screen)

@@ -1,13 +1,39 @@
 """Private identities: the coordinator records them (sealed at rest) and can reveal one for an
-editor; only a salted commitment is ever published."""
+editor (audited); only a salted commitment is ever published."""
 
 import streamlit as st
 
-from app_pages.common import require_user, session
-from app_pages.identity_parts import DONE, record, reveal
+from app_pages.common import escaped, require_user, session, settings
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import IDENTITY_FIELDS
-from fma_bands.study.identity import is_recorded
+from fma_bands.study.identity import is_recorded, reveal_identity, set_identity
 from fma_bands.study.users import list_users
+
+DONE = "identity:done"
+
+
+def record(user: UserPublic, who: str, values: dict[str, str]) -> None:
+    """Record the identity; once recorded, the page says so on the next run and empties the form."""
+    try:
+        with session() as s:
+            set_identity(
+                s,
+                actor=user,
+                pseudonym=who,
+                record=values,
+                key_path=settings().identity_key,
+                source="form",
+            )
+    except FmaBandsError as exc:
+        st.error(escaped(exc.message))
+    else:
+        st.session_state[DONE] = (
+            f"Identity of {who} recorded. Its commitment is published in {who}'s public record "
+            "when they next sign."
+        )
+        st.rerun()
+
 
 user = require_user("coordinator")
 with session() as s:
@@ -40,4 +66,6 @@ if save:
     record(user, who, values)
 
 if recorded.get(who) and st.button(f"Reveal {who}'s identity (audited)"):
-    reveal(user, who)
+    with session() as s:
+        revealed = reveal_identity(s, actor=user, pseudonym=who, key_path=settings().identity_key)
+    st.json(revealed)

@@ -3,11 +3,50 @@ bands (raters see neutral case labels; the coordinator also sees ids and strata)
 
 import streamlit as st
 
-from app_pages.common import escaped, library, proposals_visible, require_user, settings
-from app_pages.vignette_parts import card
-from fma_bands.core.labels import case_numbers, shelf
+from app_pages.common import escaped, library, plain, proposals_visible, require_user, settings
+from fma_bands.core.actions import sub_action
+from fma_bands.core.labels import (
+    case_numbers,
+    describe_band,
+    shelf,
+    stratum,
+    tool_names,
+    vignette_address,
+    vignette_title,
+)
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Vignette
 
 PAGE = 10
+
+
+def card(
+    vignette: Vignette, numbers: dict[str, int], user: UserPublic, show_proposals: bool
+) -> None:
+    """The vignette's link and clinical core beside its bands: as written when the user may see
+    proposals (`show_proposals`), else a note that each rater writes their own (blind mode)."""
+    with st.container(border=True):
+        left, right = st.columns([3, 2])
+        left.page_link(
+            "app_pages/vignette.py",
+            label=escaped(vignette_title(numbers, vignette, user)),
+            icon=":material/description:",
+            query_params=vignette_address(vignette.id, user),
+        )
+        if (found := stratum(vignette, user)) is not None:
+            left.caption(escaped(f"{vignette.domain} · stratum: {found}"))
+        with left:
+            plain(vignette.clinical_core)
+        with right:
+            for proposal in vignette.proposals:
+                text = describe_band(proposal.acceptable, tool_names(vignette))
+                blind = "to be written by each rater (blind mode)"
+                label = sub_action(proposal.sub_action).label
+                plain(text if show_proposals else blind, label=label)
+            if not vignette.proposals:
+                st.caption("No band to review.")
+
+
 user = require_user()
 lib = library()
 numbers = case_numbers(lib)

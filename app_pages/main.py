@@ -1,12 +1,88 @@
-"""The app's navigation: which screens a visitor, a rater and the coordinator see.
+"""The app's navigation: which screens a visitor, a rater and the coordinator see, and run().
 
-`streamlit run app.py` lands here; page paths are absolute, so the app runs whatever the
-working folder (app_pages.menu_parts).
+`streamlit run app.py` lands here; the pages are named by absolute paths, so the app runs from
+any folder and from an installed package alike.
 """
+
+from pathlib import Path
 
 import streamlit as st
 
-from app_pages.menu_parts import coordinator_pages, first_run_pages, rater_pages, signed_out_pages
+HERE = Path(__file__).resolve().parent
+# Every address a signed-in user can open; signed out, each shows the sign-in form instead and
+# keeps its query, so a shared link to a band leads there once the rater has signed in.
+ADDRESSES = (
+    "queue",
+    "review",
+    "library",
+    "vignette",
+    "agreement",
+    "attest",
+    "admin",
+    "registry_page",
+    "identity",
+    "audit_log",
+    "raters",
+    "handbacks",
+    "passphrase",
+    "progress",
+)
+
+
+def page(name: str, title: str, icon: str, **options) -> st.Page:
+    return st.Page(HERE / f"{name}.py", title=title, icon=f":material/{icon}:", **options)
+
+
+def first_run_pages() -> list[st.Page]:
+    return [page("first_run", "Set up", "key")]
+
+
+def signed_out_pages() -> list[st.Page]:
+    # Activation is reached from the sign-in page, so signed out there is nothing to choose.
+    return [
+        page("sign_in", "Sign in", "login"),
+        page("activate", "Activate your account", "how_to_reg", visibility="hidden"),
+    ] + [
+        page("sign_in", "Sign in", "login", url_path=path, visibility="hidden")
+        for path in ADDRESSES
+    ]
+
+
+def _reading() -> list[st.Page]:
+    """The pages raters and the coordinator both read, in the order both menus list them."""
+    return [
+        page("library", "Vignette library", "menu_book"),
+        page("vignette", "Vignette", "description"),
+        page("agreement", "Agreement", "insights"),
+    ]
+
+
+def _passphrase() -> st.Page:
+    return page("passphrase", "Change passphrase", "password")
+
+
+def rater_pages() -> list[st.Page]:
+    return [
+        page("queue", "My queue", "checklist", default=True),
+        page("review", "Review a band", "rate_review"),
+        *_reading(),
+        page("attest", "Sign attestation", "signature"),
+        _passphrase(),
+    ]
+
+
+def coordinator_pages() -> list[st.Page]:
+    return [
+        page("admin", "Study admin", "tune", default=True),
+        page("raters", "Raters", "group"),
+        page("handbacks", "Import a hand-back", "upload_file"),
+        page("progress", "Raters' progress", "monitoring"),
+        *_reading(),
+        page("registry_page", "Band registry", "verified"),
+        page("identity", "Rater identities", "badge"),
+        page("audit_log", "Audit log", "receipt_long"),
+        _passphrase(),
+    ]
 
 
 def run() -> None:

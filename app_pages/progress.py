@@ -1,15 +1,100 @@
 """Raters' progress, the coordinator's view of the raters: progress, pace and share of ACCEPT;
-flags to deal with; every submitted review as CSV; and closing the current round, once
-confirmed (it is never reopened)."""
+each band against the quorum; flags to deal with; every submitted review as CSV; and closing
+the current round, once confirmed (it is never reopened).
+
+The quorum table, the flags and the closing are fragments: dealing with a flag, or ticking the
+confirmation, reruns that part only, never the whole table of every rater's work."""
 
 import streamlit as st
 
-from app_pages.assignment_parts import quorum_progress
-from app_pages.common import library, require_user, session
-from app_pages.progress_parts import close_phase, flags
+from app_pages.common import escaped, library, plain, require_user, session, settings
 from app_pages.progress_screen import progress_table, rater_summaries, reviews_csv
-from fma_bands.core.labels import case_numbers
-from fma_bands.study.state import study
+from fma_bands.core.actions import sub_action
+from fma_bands.core.labels import case_label, case_numbers
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library
+from fma_bands.study import marks
+from fma_bands.study.coverage import band_progress, study_quorum
+from fma_bands.study.state import set_phase, study
+
+
+@st.fragment
+def quorum_progress(lib: Library, user: UserPublic) -> None:
+    quorum = study_quorum(settings().attestations)
+    with session() as s:
+        rows = band_progress(s, lib, viewer=user, quorum=quorum)
+    st.subheader("Bands against the quorum")
+    short = [r for r in rows if r.needed != 0]
+    st.caption(
+        f"{len(rows) - len(short)} of {len(rows)} bands have current reviews from enough "
+        f"raters for {f'the quorum of {quorum}' if quorum else 'a quorum (no policy yet)'}. "
+        "Submitted: raters' latest submitted reviews, still current; a DECLINE counts for "
+        "nothing; the registry later counts only signed ones."
+    )
+    only = st.toggle("Only bands short of the quorum", value=True, key="quorum:short")
+    st.dataframe(
+        [
+            {
+                "vignette": r.vignette_id,
+                "sub-action": sub_action(r.sub_action).label,
+                "assigned": r.assigned,
+                "submitted": r.submitted,
+                "declined": r.declined,
+                "status": r.status,
+            }
+            for r in (short if only else rows)
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+
+
+def _deal_with(user: UserPublic, flag_id: int) -> None:
+    with session() as s:
+        marks.resolve(s, user, flag_id)
+    st.session_state.flag_flash = "Flag marked as dealt with."
+
+
+@st.fragment
+def flags(numbers: dict[str, int], user: UserPublic) -> None:
+    with session() as s:
+        waiting = marks.all_flags(s, user)
+    st.subheader(f"Flags for you ({len(waiting)})")
+    if flash := st.session_state.pop("flag_flash", None):
+        st.success(flash)
+    for flag in waiting:
+        with st.container(border=True):
+            band = f"{case_label(numbers, flag.vignette_id)} ({flag.vignette_id})"
+            label = sub_action(flag.sub_action).label
+            when = f"{flag.created_at:%Y-%m-%d %H:%M} UTC"
+            st.caption(escaped(f"{flag.rater} · {band} · {label} · {when}"))
+            plain(flag.note)
+            st.button(
+                "Mark as dealt with",
+                key=f"flag:{flag.id}",
+                on_click=_deal_with,
+                args=(user, flag.id),
+            )
+    if not waiting:
+        st.caption("No rater has flagged a band.")
+
+
+@st.fragment
+def close_phase(number: int, user: UserPublic) -> None:
+    st.markdown(
+        f"Closing round {number} **freezes every review** of it: no rater can submit or revise "
+        "a review, and no paper hand-back can be imported. It also **ends the blinding** of "
+        "this round: raters then see agreement and each other's reviews. The protocol never "
+        "reopens a closed round"
+        + (": bands still in dispute go to round 2, opened on Study admin." if number == 1 else ".")
+    )
+    sure = st.checkbox("I understand: close the review phase now", key="close_sure")
+    if st.button("Close the review phase", type="primary", disabled=not sure):
+        with session() as s:
+            set_phase(s, actor=user, phase="closed")
+        st.session_state.raters_flash = "The review phase is closed."
+        st.rerun(scope="app")
+
 
 user = require_user("coordinator")
 lib = library()
@@ -31,8 +116,8 @@ for r in (r for r in summaries if r.weak_signal):
         f"{r.pseudonym} accepts {r.accept_share:.0%} of {r.judged} bands as written. Accepting "
         "nearly everything is a weak signal worth a conversation, never a penalty."
     )
-quorum_progress(lib)
-flags(case_numbers(lib))
+quorum_progress(lib, user)
+flags(case_numbers(lib), user)
 
 
 def _reviews() -> str:
@@ -52,7 +137,7 @@ st.download_button(
 st.caption("Each rater's latest submitted review of each band, with answers and confidence.")
 st.subheader(f"Close round {current.round}")
 if current.phase == "open":
-    close_phase(current.round)
+    close_phase(current.round, user)
 else:
     st.info(
         f"The review phase is closed (round {current.round}): reviews are frozen and agreement "

@@ -5,6 +5,7 @@ import streamlit as st
 
 from app_pages import queue_screen
 from app_pages.common import library, require_user, session
+from app_pages.review_screen import ReviewState
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.labels import address, case_numbers
 from fma_bands.study.state import study
@@ -17,7 +18,7 @@ with session() as s:
 numbers = case_numbers(lib)
 
 st.title("My queue")
-if flash := st.session_state.pop("review:flash", None):
+if flash := ReviewState.of(st.session_state).take_flash():
     st.success(flash, icon=":material/check_circle:")
 mode = "you see each proposed band" if settings.mode == "review" else "you write each band"
 st.caption(f"Review phase {settings.phase}; {settings.mode} mode: {mode}.")
@@ -43,9 +44,12 @@ st.subheader("Bands")
 show, which = st.columns(2)
 status = show.selectbox("Show", queue_screen.STATUSES, index=None, placeholder="every status")
 name = which.selectbox(
-    "Sub-action", list(SUB_ACTIONS), index=None, format_func=lambda n: sub_action(n).label,
+    "Sub-action",
+    list(SUB_ACTIONS),
+    index=None,
+    format_func=lambda n: sub_action(n).label,
     placeholder="every sub-action",
-)  # fmt: skip
+)
 chosen = queue_screen.select_rows(rows, status=status, sub_action=name)
 number = st.pagination(queue_screen.pages(chosen), key="queue_page") if chosen else 1
 for row in queue_screen.page(chosen, number):

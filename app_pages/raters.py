@@ -3,11 +3,48 @@ new code to someone who lost their passphrase. The coordinator never sets a pass
 
 import streamlit as st
 
-from app_pages.common import require_user, session
-from app_pages.raters_parts import enrol_rater, issued_code, new_code
-from fma_bands.study.users import list_users, roster
+from app_pages.common import escaped, require_user, session
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.study.enrolment import enrol, reset
+from fma_bands.study.users import get_user, list_users, roster
 
 EMPTY = {"enrol:pseudonym": "", "enrol:specialty": "", "enrol:jurisdiction": "", "enrol:years": 0}
+ISSUED = "raters:code"
+
+
+def _handed_over(what: str, name: str, code: str) -> None:
+    """Show the code on the next run only, and empty the form for the next rater."""
+    with session() as s:
+        expires = get_user(s, name).code_expires_at  # type: ignore[union-attr]
+    st.session_state[ISSUED] = {"what": what, "name": name, "code": code, "expires": expires}
+    st.session_state["enrol:done"] = True
+    st.rerun()
+
+
+def enrol_rater(
+    user: UserPublic, *, pseudonym: str, specialty: str, jurisdiction: str, years: float
+) -> None:
+    """Enrol the rater the form describes; what is wrong with it shows by field, in words."""
+    try:
+        with session() as s:
+            made, code = enrol(
+                s,
+                actor=user,
+                pseudonym=pseudonym.strip(),
+                role="rater",
+                specialty=specialty,
+                jurisdiction=jurisdiction,
+                years_post_registration=int(years),
+            )
+    except FmaBandsError as exc:
+        for field, message in (exc.fields or {"": exc.message}).items():
+            words = f"{field.replace('_', ' ').capitalize()}: {message}" if field else message
+            st.error(escaped(words))
+    else:
+        _handed_over(f"Enrolled {made.pseudonym}.", made.pseudonym, code)
+
+
 user = require_user("coordinator")
 if st.session_state.pop("enrol:done", False):
     st.session_state.update(EMPTY)  # the form is empty again, ready for the next rater
@@ -15,7 +52,14 @@ with session() as s:
     raters = list_users(s, role="rater")
 
 st.title("Raters")
-issued_code()
+# The code just issued, shown this once (the state that held it is gone after this run).
+if issued := st.session_state.pop(ISSUED, None):
+    st.success(
+        f"{issued['what']} Give {issued['name']} this enrolment code privately; it is shown "
+        f"this once, works once, and expires on {issued['expires']:%d %b %Y}. They activate "
+        "their account with it on the sign-in page and choose their own passphrase."
+    )
+    st.code(issued["code"], language=None)
 
 st.subheader("Enrol a rater")
 with st.form("enrol"):
@@ -53,4 +97,6 @@ if raters:
             "new signing key; the old one stays in their public record as retired."
         )
         if st.form_submit_button("Issue a new enrolment code") and who:
-            new_code(user, who)
+            with session() as s:
+                code = reset(s, actor=user, pseudonym=who)
+            _handed_over(f"{who} was reset.", who, code)

@@ -1,22 +1,127 @@
-"""The band registry: each band's provenance decided from the files, and bands.yaml."""
+"""The band registry: each band's provenance decided from the files, filtered and a page at a
+time; which bands decide the harness's run pairs (the coordinator's alone: raters never see these
+counts, they would bias the band); and bands.yaml, downloaded or written to the export folder."""
+
+from pathlib import Path
 
 import streamlit as st
 
-from app_pages.common import escaped, library, require_user, settings
-from app_pages.impact_parts import impact
-from app_pages.registry_parts import decisions, export
+from app_pages.common import escaped, library, require_user, session, settings
+from fma_bands.core.actions import sub_action
+from fma_bands.core.band_text import describe
 from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library
+from fma_bands.evidence.export import RULE_LABELS, dump_bands, export_document, write_export
+from fma_bands.evidence.harness import harness_note
 from fma_bands.evidence.log import folder_digests
+from fma_bands.evidence.provenance import Decision
 from fma_bands.evidence.registry import Registry, decide
+from fma_bands.study.impact import Run, read_runs, reviewed_impact
 
-require_user("coordinator")
+PAGE = 20
+
+
+@st.fragment
+def decisions(registry: Registry) -> None:
+    # Filters and pages rerun only this list, a page of bands at a time.
+    statuses = {"all": None, "clinician-adjudicated": True, "not adjudicated": False}
+    wanted = statuses.get(st.segmented_control("Status", list(statuses), default="all") or "all")
+    names = sorted({d.sub_action for d in registry.decisions})
+    chosen = st.multiselect("Sub-actions", names, names, format_func=lambda n: sub_action(n).label)
+    shown = [
+        d for d in registry.decisions if d.sub_action in chosen and wanted in (None, d.adjudicated)
+    ]
+    number = st.pagination(max(1, -(-len(shown) // PAGE)), key="registry_page")
+    st.caption(f"{len(shown)} of {len(registry.decisions)} bands, {PAGE} to a page.")
+    for d in shown[(number - 1) * PAGE : number * PAGE]:
+        with st.container(border=True):
+            _decision(d)
+
+
+def _decision(d: Decision) -> None:
+    """One band: its provenance, the band, who adjudicated it, and why it was not granted."""
+    label, icon = sub_action(d.sub_action).label, "verified" if d.adjudicated else "pending"
+    vid, provenance = escaped(d.vignette_id), escaped(d.provenance)
+    st.markdown(f":material/{icon}: **{vid}** · {label}: {provenance}")
+    st.markdown(f"Band: {escaped(describe(d.band))}")
+    if d.adjudicated_by:
+        rule = RULE_LABELS[d.intersection_rule]
+        st.caption(f"Adjudicated by {escaped(', '.join(d.adjudicated_by))} ({rule})")
+    for r in d.reasons:
+        st.markdown(f"- not granted, `{r.code}`: {escaped(r.message)}")
+    for w in d.warnings:
+        st.warning(f"`{w.code}`: {escaped(w.message)}", icon=":material/warning:")
+    if note := harness_note(d.sub_action, d.adjudicated):
+        st.info(note, icon=":material/info:")
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _runs(files: tuple[str, ...], state: tuple) -> list[Run]:
+    return read_runs(files)
+
+
+def _count(value: int | None) -> str:
+    return "not counted" if value is None else str(value)
+
+
+@st.fragment
+def impact(lib: Library, user: UserPublic) -> None:
+    """Counted on the trajectories.json files in the settings' trajectories folder."""
+    folder = settings().trajectories
+    st.subheader("Which bands decide the harness's pairs")
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        st.caption(
+            f"No trajectories.json files in {escaped(folder)} (FMA_BANDS_TRAJECTORIES): put the "
+            "harness's run files there to see which bands decide most run pairs."
+        )
+        return
+    state = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    try:
+        runs = _runs(tuple(str(p) for p in files), state)
+        with session() as s:
+            rows = reviewed_impact(s, lib, runs, viewer=user)
+    except FmaBandsError as exc:
+        st.error("A trajectories file cannot be read, so nothing is counted.")
+        st.text(str(exc))
+        return
+    st.caption(
+        f"{len(runs)} complete runs in {len(files)} file(s) of {escaped(folder)}: "
+        f"{escaped(', '.join(Path(p).name for p in files))}. In band: runs whose action the band "
+        "admits; pairs: pairs of those runs of one vignette; across the threshold: of those "
+        "pairs, the ones on opposite sides of it (what a within-range flip needs). For the "
+        "proposal, the raters' consensus and the consensus widened by its disputed span; the "
+        "bands deciding most pairs first. Not counted: no threshold, or a band the harness "
+        "cannot score."
+    )
+    st.dataframe(
+        [
+            {
+                "vignette": r.vignette_id,
+                "sub-action": sub_action(r.sub_action).label,
+                "band": r.band,
+                "runs": r.runs,
+                "in band": _count(r.runs_in_band),
+                "pairs in band": _count(r.pairs_in_band),
+                "pairs across the threshold": _count(r.pairs_across_threshold),
+            }
+            for r in rows
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+
+
+user = require_user("coordinator")
 lib, folder, export_dir = library(), settings().attestations, settings().export_dir
 st.title("Band registry")
 
 
 # Decided again whenever what the registry reads changes: every vignette's digests (its
-# clinical context and each whole proposal) and the SHA-256 of every file in attestations/
-# (DESIGN 5), never a name or a time. A resource: read-only, shared rather than copied.
+# clinical context and each whole proposal) and the SHA-256 of every file in attestations/.
+# Content alone decides, never a file's name or time. A resource: read-only, shared rather
+# than copied.
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _decided(vignettes: tuple, attestations: tuple) -> Registry:
     return decide(lib, folder)
@@ -37,9 +142,21 @@ for problem in registry.file_problems:
     st.error(escaped(problem))
 
 decisions(registry)
-impact(lib)
+impact(lib, user)
 st.subheader("Export bands.yaml")
 if not lib.ok:
     st.error("The vignette files have problems; fix them before exporting.")
     st.stop()
-export(lib, folder, export_dir, registry)
+st.download_button(
+    "Download bands.yaml",
+    # Written when the button is pressed, not on every rerun.
+    data=lambda: dump_bands(export_document(lib, folder, registry=registry)),
+    file_name="bands.yaml",
+    mime="application/yaml",
+    on_click="ignore",
+)
+if st.button(f"Write bands.yaml to the export folder, {escaped(export_dir)}"):
+    try:
+        st.success(f"Wrote {escaped(write_export(lib, folder, export_dir, registry=registry))}")
+    except FmaBandsError as exc:
+        st.error(escaped(exc))

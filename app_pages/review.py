@@ -1,17 +1,154 @@
-"""Review one band. Left: what the agent knew at that step, and the proposal (review mode).
-Right: the six questions, the verdict, the rater's own band, Submit and next. On a narrow
-screen the two columns stack."""
+"""Review one band. At the top, the way through the queue. Left: what the agent knew at that
+step, the proposal when the rater sees it (review mode), and from round 2 round 1's anonymised
+panel. Right: the rater's form (app_pages.review_form), or their review already submitted. On a
+narrow screen the two columns stack.
+
+What the screen holds in a session is one ReviewState (app_pages.review_screen), taken at the
+top of the page and handed to every part that reads or changes it."""
 
 import streamlit as st
 
-from app_pages.common import library, require_user, session, signed_bands, stack_below
-from app_pages.review_form import follow, open_here, review_form
-from app_pages.review_parts import heading, panel, submitted, what_the_agent_knows
-from app_pages.review_screen import open_screen
-from fma_bands.core.labels import address, from_address
+from app_pages.common import (
+    chart,
+    library,
+    plain,
+    require_user,
+    session,
+    show_proposal,
+    signed_bands,
+    stack_below,
+)
+from app_pages.review_form import follow, review_form
+from app_pages.review_screen import ReviewState, Screen, entries_from, keep, open_screen
+from fma_bands.agreement.picture import Row, band_spec
+from fma_bands.core.actions import sub_action
+from fma_bands.core.bands import parse_band
+from fma_bands.core.labels import (
+    QUESTION_WORDS,
+    READING_WORDS,
+    address,
+    describe_band,
+    from_address,
+    tool_names,
+)
+from fma_bands.core.people import UserPublic
+from fma_bands.core.protocol import QUESTIONS
+
+
+def heading(screen: Screen, review: ReviewState) -> None:
+    st.title(screen.action.label)
+    step = screen.step.description.split(":")[0]
+    in_round = f"round {screen.round} · " if screen.round > 1 else ""
+    st.caption(
+        f"{screen.case} · {step} · {in_round}{screen.mode} mode · "
+        f"band {screen.position} of {screen.total} in your queue ({screen.status})"
+    )
+    if flash := review.take_flash():
+        st.success(flash, icon=":material/check_circle:")
+    if screen.redirected:
+        st.warning(
+            "The link you followed names no band in your queue, so this is where you left off.",
+            icon=":material/link_off:",
+        )
+    back, forward = st.columns(2)
+    for column, other, label in (
+        (back, screen.previous, "← Previous band"),
+        (forward, screen.following, "Next band →"),
+    ):
+        # A button that switches page moves the address too, so a reload or a shared link
+        # opens the band on screen (a link to the page already open would not).
+        if other and column.button(label, help=f"{sub_action(other.sub_action).label}"):
+            st.switch_page("app_pages/review.py", query_params=address(*other.band))
+
+
+def what_the_agent_knows(screen: Screen) -> None:
+    """The left column: the agent's knowledge at this step, and the proposal if it is shown."""
+    st.subheader("What the agent knows at this step")
+    st.caption(screen.step.description)
+    with st.container(border=True):
+        plain(screen.vignette.clinical_core, label="Clinical core (frozen, verbatim)")
+        if screen.results:
+            st.markdown("**Results** (at this step, only those of tests the agent ordered)")
+            for name, result in screen.results:
+                plain(f"{name}: {result}")
+        elif screen.vignette.tool_results:
+            st.caption("No test results exist yet at this step: they come back after ordering.")
+    if screen.shows_proposal:
+        st.subheader("Proposed band")
+        with st.container(border=True):
+            show_proposal(screen.proposal, screen.vignette)
+
+
+def panel(screen: Screen) -> None:
+    """Round 1's answers for this band as Rater A, B, C: the bands one above the other, how
+    many admit each value, and the reasons, never a name."""
+    found = screen.panel
+    if found is None:
+        return
+    st.subheader(f"Round {found.round}: the panel's bands")
+    st.caption(
+        f"Every round-{found.round} review of this band, yours among them, as Rater A, B, C: "
+        "the letters follow the answers, not who gave them, and are drawn afresh for each "
+        "band. Keep or revise your band in the light of them, and say why."
+    )
+    if not found.entries:
+        st.caption(f"No rater submitted a review of this band in round {found.round}.")
+        return
+    names = tool_names(screen.vignette)
+    rows = [Row(e.letter, e.band) for e in found.entries if e.band is not None]
+    if rows:
+        threshold = screen.proposal.effective_threshold
+        orderables = screen.vignette.orderables
+        chart(band_spec(screen.name, rows, threshold=threshold, orderables=orderables, names=names))
+    for line in found.counts:
+        st.text(line.capitalize())
+    for entry in found.entries:
+        with st.container(border=True):
+            said = "declined" if entry.band is None else describe_band(entry.band, names)
+            plain(said, label=f"{entry.letter}: {entry.verdict}")
+            plain(entry.reason or "(no reason given)")
+
+
+def submitted(screen: Screen, rater: UserPublic) -> None:
+    """The rater's submitted review, and the way to revise it while the phase is open."""
+    stored = screen.current
+    assert stored is not None
+    st.subheader("Your submitted review")
+    if screen.status == "changed since submitted":
+        st.warning("The vignette or its proposal changed after you submitted: please revise.")
+    revised = f" (revised {stored.revision - 1} time(s))" if stored.revision > 1 else ""
+    st.markdown(f"**Verdict:** {stored.verdict}{revised}")
+    if stored.band is not None:
+        mine = parse_band(screen.name, stored.band, orderables=screen.vignette.orderables)
+        plain(describe_band(mine, tool_names(screen.vignette)), label="Your band")
+    plain(stored.reason or "(none given)", label="Reason")
+    for number, question in enumerate(QUESTIONS, start=1):
+        answer = stored.answers.get(question["key"])
+        if answer:
+            choice = answer.get("choice")
+            shown = READING_WORDS.get(choice, choice) if question["key"] == "q5" else choice
+            words = QUESTION_WORDS[question["key"]][0]
+            plain(
+                " · ".join(v for v in (shown, answer.get("note")) if v), label=f"{number}. {words}"
+            )
+    if screen.phase == "open":
+        st.button(
+            "Revise this review", icon=":material/edit:", on_click=_revise, args=(screen, rater)
+        )
+    else:
+        st.info("The review phase is closed: reviews can no longer change.")
+
+
+def _revise(screen: Screen, rater: UserPublic) -> None:
+    """Open the submitted review for revision: its entries become the screen's draft."""
+    start = entries_from(screen.current, screen.proposal, screen.vignette, screen.shows_proposal)
+    with session() as s:
+        keep(s, library(), rater, *screen.band, start, base_version=screen.version)
+
 
 user = require_user("rater")
-follow()
+review = ReviewState.of(st.session_state)
+follow(review)
 lib = library()
 params = st.query_params.to_dict()
 with session() as s:
@@ -23,7 +160,7 @@ if screen is None:
 # stratum), so a reload or a shared link opens this band.
 if params != address(*screen.band):
     st.query_params.from_dict(address(*screen.band))
-heading(screen)
+heading(screen, review)
 
 stack_below(1100, "review_columns")
 with st.container(key="review_columns"):
@@ -32,9 +169,11 @@ with left:
     what_the_agent_knows(screen)
     panel(screen)
 with right:
-    if not (screen.editing or open_here(screen)):
-        submitted(screen)
+    # Entries opened in this session stay on screen even if another tab has since submitted
+    # the band: what was typed here is never swept away.
+    if not (screen.editing or screen.key in review.bands):
+        submitted(screen, user)
     elif screen.phase != "open":
         st.info("The review phase is closed: reviews can no longer change.")
     else:
-        review_form(screen, screen.band in signed_bands(user.pseudonym))
+        review_form(screen, review, screen.band in signed_bands(user.pseudonym))

@@ -1,21 +1,31 @@
-"""The rater's side of the review screen: the six questions, the verdict, their own band, the
-reason and how sure they are, then Submit and next, Skip for now, or a flag for the
-coordinator (app_pages.flag_parts).
+"""The rater's side of the review screen, top to bottom: the six questions (when the proposal is
+on screen), the verdict, their own band in the band editor with its picture, the reason and how
+sure they are, then Submit and next, Skip for now, or a flag for the coordinator.
 
-Drawn as a fragment, so a click reruns this column only. The screen's entries live in session
-state beside the widgets (Streamlit forgets a widget's value once it is not drawn) and are kept
-in the store on every change, so neither a hidden editor, a page left, a reload nor a closed
-tab loses anything entered. Problems are worked out afresh on every run, so each message goes
-as soon as its field is fixed."""
+Drawn as a fragment, so a click reruns this column only. What the screen holds for a band is a
+BandState in the session's ReviewState (app_pages.review_screen): its entries stand beside the
+widgets (Streamlit forgets a widget's value once it is not drawn) and are kept in the store on
+every change, so neither a hidden editor, a page left, a reload nor a closed tab loses anything
+entered. Problems are worked out afresh on every run, so each message goes as soon as its field
+is fixed."""
 
 from collections.abc import Callable
 
 import streamlit as st
 
-from app_pages import band_editor, band_form, review_screen
-from app_pages.common import current_user, escaped, library, session, settings, show_errors
-from app_pages.flag_parts import flag_box
-from app_pages.review_screen import CONFIDENCES, Screen
+from app_pages import band_form, review_screen
+from app_pages.common import (
+    chart,
+    current_user,
+    escaped,
+    library,
+    session,
+    settings,
+    show_errors,
+)
+from app_pages.review_screen import CONFIDENCES, BandState, ReviewState, Screen
+from fma_bands.agreement.picture import Row, band_spec
+from fma_bands.core.bands import AnyBand
 from fma_bands.core.errors import ConflictError, FmaBandsError
 from fma_bands.core.labels import (
     CONFIDENCE_WORDS,
@@ -23,44 +33,101 @@ from fma_bands.core.labels import (
     READING_WORDS,
     address,
     flagged_by,
+    threshold_sentence,
+    tool_names,
 )
+from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import CHOICES, QUESTIONS, READINGS
 from fma_bands.study import drafts, marks
+from fma_bands.study.state import verdicts_for
 
-GOTO, FLASH = "review:goto", "review:flash"
 VERDICT_WORDS = {
-    "review": {
-        "ACCEPT": "ACCEPT: the band stands as written",
-        "AMEND": "AMEND: correct the band or its clause",
-        "DECLINE": "DECLINE: I cannot adjudicate this band",
-    },
-    "blind": {"AMEND": "Submit my band", "DECLINE": "DECLINE: I cannot adjudicate this band"},
+    "ACCEPT": "ACCEPT: the band stands as written",
+    "AMEND": "AMEND: correct the band or its clause",
+    "DECLINE": "DECLINE: I cannot adjudicate this band",
 }
+# With no proposal on screen there is nothing to amend: the rater's own band is their answer.
+OWN_BAND_WORDS = "Submit my band"
 
 
-def entries(screen: Screen) -> dict:
-    """The screen's entries for this band, loaded once a session from the store."""
-    state, key = st.session_state, screen.key
-    if f"{key}:entries" not in state:
-        state[f"{key}:entries"] = screen.entries()
-        state[f"{key}:version"] = screen.version
-    return state[f"{key}:entries"]
+def _user() -> UserPublic:
+    user = current_user()
+    assert user is not None, "the review page lets only a signed-in rater this far"
+    return user
 
 
-def open_here(screen: Screen) -> bool:
-    """This session holds entries for the band (typed here, perhaps not yet kept in the
-    store): they stay on screen even if another tab has since submitted the band."""
-    return f"{screen.key}:entries" in st.session_state
+def follow(review: ReviewState) -> None:
+    """Go where Submit and next or Skip for now sent the rater. Called by the page and by this
+    fragment alike: a click inside the fragment reruns only the fragment."""
+    goto = review.take_goto()
+    if goto == "queue":
+        st.switch_page("app_pages/queue.py")
+    if goto is not None:
+        st.switch_page("app_pages/review.py", query_params=address(*goto))
 
 
-def forget(key: str) -> None:
-    """Drop everything the screen holds for one band, so the store's version shows again."""
-    for name in [k for k in st.session_state if str(k).startswith(f"{key}:")]:
-        del st.session_state[name]
+@st.fragment
+def review_form(screen: Screen, review: ReviewState, signed: bool) -> None:
+    """The rater's column; `signed`: their signed attestation covers the band."""
+    follow(review)
+    band = review.open(screen)
+    _notice_conflict(screen, band)
+    errors = (
+        review_screen.problems(
+            band.entries,
+            screen.proposal,
+            screen.vignette,
+            screen.mode,
+            final=band.tried,
+            round=screen.round,
+        )
+        | band.failed
+    )
+    _conflict(screen, review, band)
+    if screen.shows_proposal:
+        _questions(screen, review, band, errors)
+    _verdict(screen, review, band, errors)
+    if band.entries.get("verdict") == "AMEND":
+        _own_band(screen, review, band, errors)
+    _reason_and_confidence(screen, review, band, errors)
+    if signed:
+        _passphrase(band, errors)
+    _actions(screen, review, band, errors, signed)
 
 
-def _keep(screen: Screen) -> None:
-    state, key = st.session_state, screen.key
+# Widgets and what their changes do ------------------------------------------------------------
+
+
+def _widget(
+    screen: Screen,
+    review: ReviewState,
+    band: BandState,
+    draw: Callable,
+    name: str,
+    label: str,
+    **options,
+):
+    """Draw the widget for entry `name`, starting from the entries when it was not drawn."""
+    key = band.widget(name)
+    if key not in st.session_state:
+        st.session_state[key] = band.entries.get(name)
+    return draw(label, key=key, on_change=_changed, args=(screen, review, name), **options)
+
+
+def _changed(screen: Screen, review: ReviewState, name: str) -> None:
+    """A widget changed: its value into the entries, a form switched, the entries kept."""
+    band = review.bands.get(screen.key)
+    if band is None:
+        # A click on a band already submitted, still drawn while the next one loads: its
+        # review is stored and its entries gone, so there is nothing to change.
+        return
+    band.entries[name] = st.session_state.get(band.widget(name))
+    if name == "band:form":
+        _switch(screen, band, band.entries[name], confirmed=False)
+    _keep(screen, band)
+
+
+def _keep(screen: Screen, band: BandState) -> None:
     try:
         with session() as s:
             review_screen.keep(
@@ -69,176 +136,70 @@ def _keep(screen: Screen) -> None:
                 _user(),
                 screen.vignette.id,
                 screen.name,
-                state[f"{key}:entries"],
-                base_version=state[f"{key}:version"],
+                band.entries,
+                base_version=band.version,
             )
-        state[f"{key}:keep_error"] = None
+        band.keep_error = None
     except FmaBandsError as exc:
-        state[f"{key}:keep_error"] = exc.message
+        band.keep_error = exc.message
 
 
-def _changed(screen: Screen, name: str) -> None:
-    """A widget changed: its value into the entries, a form switched, the entries kept."""
-    state, key = st.session_state, screen.key
-    mine = state.get(f"{key}:entries")
-    if mine is None:
-        # A click on a band already submitted, still drawn while the next one loads: its
-        # review is stored and its entries gone, so there is nothing to change.
-        return
-    mine[name] = state.get(f"{key}:{name}")
-    if name == "band:form":
-        _switch(screen, mine[name], confirmed=False)
-    _keep(screen)
-
-
-def _switch(screen: Screen, to: str, *, confirmed: bool) -> None:
-    state, key = st.session_state, screen.key
-    mine = state[f"{key}:entries"]
+def _switch(screen: Screen, band: BandState, to: str, *, confirmed: bool) -> None:
+    """Write the band as a list or as a range (band_form.switch_form), widgets and entries."""
+    mine = band.entries
     # Changes made just before the switch may arrive in this same run, their callbacks after
     # this one: read every band widget as it is now, so the switch uses them.
-    for field in [f for f in mine if f.startswith("band:") and f != "band:question"]:
-        if f"{key}:{field}" in state:
-            mine[field] = state[f"{key}:{field}"]
+    for field in [f for f in mine if f.startswith("band:")]:
+        if band.widget(field) in st.session_state:
+            mine[field] = st.session_state[band.widget(field)]
     fields = review_screen.band_fields(mine)
     switched = band_form.switch_form(screen.action, fields, to, confirmed=confirmed)
     for field, value in switched.fields.items():
         mine[f"band:{field}"] = value
-        state[f"{key}:band:{field}"] = value
-    state[f"{key}:band:question"] = switched.question
+        st.session_state[band.widget(f"band:{field}")] = value
+    band.question = switched.question
 
 
-def _confirm(screen: Screen, to_range: bool) -> None:
-    if f"{screen.key}:entries" not in st.session_state:
+def _confirm(screen: Screen, review: ReviewState, to_range: bool) -> None:
+    """The answer to the question a list with gaps asks before it becomes a range."""
+    band = review.bands.get(screen.key)
+    if band is None:
         return  # the band was submitted meanwhile (see _changed)
-    _switch(screen, band_form.RANGE if to_range else band_form.LIST, confirmed=True)
-    st.session_state[f"{screen.key}:band:question"] = None
-    _keep(screen)
+    _switch(screen, band, band_form.RANGE if to_range else band_form.LIST, confirmed=True)
+    band.question = None
+    _keep(screen, band)
 
 
-def _widget(screen: Screen, draw: Callable, name: str, label: str, **options):
-    key = f"{screen.key}:{name}"
-    if key not in st.session_state:
-        st.session_state[key] = entries(screen).get(name)
-    return draw(label, key=key, on_change=_changed, args=(screen, name), **options)
+# The form, top to bottom ----------------------------------------------------------------------
 
 
-def _user():
-    user = current_user()
-    assert user is not None, "the review page lets only a signed-in rater this far"
-    return user
-
-
-def follow() -> None:
-    """Go where Submit and next or Skip for now sent the rater. Called by the page and by this
-    fragment alike: a click inside the fragment reruns only the fragment."""
-    goto = st.session_state.pop(GOTO, None)
-    if goto == "queue":
-        st.switch_page("app_pages/queue.py")
-    if goto is not None:
-        st.switch_page("app_pages/review.py", query_params=address(*goto))
-
-
-@st.fragment
-def review_form(screen: Screen, signed: bool) -> None:
-    """The rater's column, top to bottom; `signed`: their signed attestation covers the band."""
-    follow()
-    mine = entries(screen)
-    tried = bool(st.session_state.get(f"{screen.key}:tried"))
-    _notice_conflict(screen)
-    errors = review_screen.problems(
-        mine, screen.proposal, screen.vignette, screen.mode, final=tried, round=screen.round
-    ) | (st.session_state.get(f"{screen.key}:failed") or {})
-    _conflict(screen)
-    if screen.mode == "review":
-        _questions(screen, errors)
-    _verdict(screen, errors)
-    if mine.get("verdict") == "AMEND":
-        _own_band(screen, mine, errors)
-    _reason_and_confidence(screen, errors)
-    if signed:
-        _passphrase(screen, errors)
-    _actions(screen, errors, tried, signed)
-
-
-def _notice_conflict(screen: Screen) -> None:
+def _notice_conflict(screen: Screen, band: BandState) -> None:
     """The store's version moved on since this session began the review: say so, once."""
-    state, key = st.session_state, screen.key
-    if state[f"{key}:version"] != screen.version and not state.get(f"{key}:conflict"):
-        state[f"{key}:conflict"] = (
+    if band.version != screen.version and not band.conflict:
+        band.conflict = (
             "This review was changed in another tab or window since you began here. What you "
             "entered here is still on screen, but it cannot be submitted over the newer version."
         )
 
 
-def _verdict(screen: Screen, errors: dict[str, str]) -> None:
-    st.subheader("Your verdict")
-    words = VERDICT_WORDS[screen.mode]
-    _widget(
-        screen,
-        st.radio,
-        "verdict",
-        "Verdict",
-        options=list(words),
-        format_func=words.get,
-        index=None,
-    )
-    show_errors(errors, "verdict")
+def _conflict(screen: Screen, review: ReviewState, band: BandState) -> None:
+    if band.conflict:
+        st.error(escaped(band.conflict), icon=":material/sync_problem:")
+        st.button(
+            "Load the saved version (discards what is on this screen)",
+            key=band.widget("reload"),
+            on_click=_reload,
+            args=(screen, review),
+        )
 
 
-def _own_band(screen: Screen, mine: dict, errors: dict[str, str]) -> None:
-    """The band the rater amends to, and its picture (the last valid one while it is not)."""
-    state, key = st.session_state, screen.key
-    starts = " (it starts from the proposal)" if screen.mode == "review" else ""
-    st.markdown(f"**Your band**{starts}")
-    band_editor.edit(screen, mine, _changed_of(screen), _confirm_of(screen), errors)
-    band, _ = band_form.band_of(
-        screen.action, review_screen.band_fields(mine), screen.vignette.orderables
-    )
-    if band is not None:
-        state[f"{key}:last_band"] = band
-    band_editor.picture(screen, band, state.get(f"{key}:last_band"))
+def _reload(screen: Screen, review: ReviewState) -> None:
+    with session() as s:
+        drafts.discard(s, _user(), screen.vignette.id, screen.name)
+    review.forget(screen.key, st.session_state)
 
 
-def _reason_and_confidence(screen: Screen, errors: dict[str, str]) -> None:
-    _widget(
-        screen,
-        st.text_area,
-        "reason",
-        "Reason",
-        help="One sentence: why you accept, amend or decline."
-        if screen.round == 1
-        else f"Round {screen.round}, required: why you keep or revise your band after the panel.",
-    )
-    show_errors(errors, "reason")
-    _widget(
-        screen,
-        st.segmented_control,
-        "confidence",
-        "How sure are you of this review? (optional)",
-        options=CONFIDENCES,
-        format_func=CONFIDENCE_WORDS.get,
-    )
-
-
-def _passphrase(screen: Screen, errors: dict[str, str]) -> None:
-    st.info(
-        "Your signed attestation covers this band. Submitting a change signs your "
-        "attestation again, over your reviews as they now stand, with the declarations you "
-        "made before; the new signature supersedes the old one for this band."
-    )
-    st.text_input("Your passphrase, to sign again", type="password", key=f"{screen.key}:passphrase")
-    show_errors(errors, "passphrase")
-
-
-def _changed_of(screen: Screen) -> Callable:
-    return lambda name: _changed(screen, name)
-
-
-def _confirm_of(screen: Screen) -> Callable:
-    return lambda to_range: _confirm(screen, to_range)
-
-
-def _questions(screen: Screen, errors: dict[str, str]) -> None:
+def _questions(screen: Screen, review: ReviewState, band: BandState, errors: dict) -> None:
     st.subheader("The six protocol questions")
     for number, question in enumerate(QUESTIONS, start=1):
         q = question["key"]
@@ -252,6 +213,8 @@ def _questions(screen: Screen, errors: dict[str, str]) -> None:
         if q == "q5":
             _widget(
                 screen,
+                review,
+                band,
                 st.radio,
                 f"{q}:choice",
                 f"Answer to question {number}",
@@ -264,6 +227,8 @@ def _questions(screen: Screen, errors: dict[str, str]) -> None:
             st.caption(flagged_by(question["problem"]))
             _widget(
                 screen,
+                review,
+                band,
                 st.radio,
                 f"{q}:choice",
                 f"Answer to question {number}",
@@ -273,65 +238,232 @@ def _questions(screen: Screen, errors: dict[str, str]) -> None:
                 label_visibility="collapsed",
             )
         hint = "Why that reading, for this patient" if q == "q5" else "Which, and why"
-        _widget(screen, st.text_input, f"{q}:note", f"Note for question {number}", placeholder=hint)
+        _widget(
+            screen,
+            review,
+            band,
+            st.text_input,
+            f"{q}:note",
+            f"Note for question {number}",
+            placeholder=hint,
+        )
         show_errors(errors, q)
 
 
-def _conflict(screen: Screen) -> None:
-    message = st.session_state.get(f"{screen.key}:conflict")
-    if message:
-        st.error(escaped(message), icon=":material/sync_problem:")
-        st.button(
-            "Load the saved version (discards what is on this screen)",
-            key=f"{screen.key}:reload",
-            on_click=_reload,
-            args=(screen,),
+def _verdict(screen: Screen, review: ReviewState, band: BandState, errors: dict) -> None:
+    st.subheader("Your verdict")
+
+    def words(verdict: str) -> str:
+        own = verdict == "AMEND" and not screen.shows_proposal
+        return OWN_BAND_WORDS if own else VERDICT_WORDS[verdict]
+
+    _widget(
+        screen,
+        review,
+        band,
+        st.radio,
+        "verdict",
+        "Verdict",
+        options=list(verdicts_for(screen.mode)),
+        format_func=words,
+        index=None,
+    )
+    show_errors(errors, "verdict")
+
+
+def _own_band(screen: Screen, review: ReviewState, band: BandState, errors: dict) -> None:
+    """The band the rater amends to, and its picture (the last valid one while it is not)."""
+    starts = " (it starts from the proposal)" if screen.shows_proposal else ""
+    st.markdown(f"**Your band**{starts}")
+    _band_editor(screen, review, band)
+    show_errors(errors, "band")
+    drawn, _ = band_form.band_of(
+        screen.action, review_screen.band_fields(band.entries), screen.vignette.orderables
+    )
+    if drawn is not None:
+        band.last_band = drawn
+    _picture(screen, drawn, band.last_band)
+
+
+def _band_editor(screen: Screen, review: ReviewState, band: BandState) -> None:
+    """One widget per field of app_pages.band_form, for the band's kind."""
+    action = screen.action
+
+    def widget(draw: Callable, name: str, label: str, **options) -> None:
+        _widget(screen, review, band, draw, f"band:{name}", label, **options)
+
+    if action.kind == "multilabel":
+        names = tool_names(screen.vignette)
+        st.caption("For each test: not defensible, defensible to order, or required.")
+        for test in screen.vignette.orderables:
+            widget(
+                st.segmented_control,
+                band_form.order_field(test),
+                escaped(names[test]),
+                options=band_form.ORDER_STATES,
+                required=True,
+            )
+        return
+    if action.kind == "boolean":
+        widget(
+            st.radio,
+            "bool",
+            "Acceptable answers",
+            options=list(band_form.BOOLEAN),
+            horizontal=True,
+            index=None,
         )
+        return
+    if len(action.forms) > 1:
+        widget(st.radio, "form", "Write the band as", options=band_form.FORMS, horizontal=True)
+        _question(screen, review, band)
+    if action.forms != ("interval",) and band.entries.get("band:form") != band_form.RANGE:
+        widget(
+            st.pills,
+            "values",
+            "Acceptable values",
+            options=list(action.domain()),
+            selection_mode="multi",
+            format_func=action.label_for,
+        )
+        return
+    low, high = st.columns(2)
+    if action.bounds is None:  # an ordinal range: choose from its levels
+        for column, name, label in ((low, "lo", "Lowest"), (high, "hi", "Highest")):
+            with column:
+                widget(
+                    st.selectbox,
+                    name,
+                    f"{label} acceptable",
+                    options=list(action.domain()),
+                    index=None,
+                    format_func=action.label_for,
+                )
+        return
+    unit = f" ({action.unit})" if action.unit else ""
+    # No min_value or max_value: a bound outside the domain is said in words, not clamped.
+    with low:
+        widget(st.number_input, "lo", f"Lower bound{unit}", step=1, value=None)
+    with high:
+        widget(st.number_input, "hi", f"Upper bound{unit}", step=1, value=None)
 
 
-def _reload(screen: Screen) -> None:
-    with session() as s:
-        drafts.discard(s, _user(), screen.vignette.id, screen.name)
-    forget(screen.key)
+def _question(screen: Screen, review: ReviewState, band: BandState) -> None:
+    """A list with gaps asks before it becomes a range."""
+    if not band.question:
+        return
+    st.warning(escaped(band.question), icon=":material/help:")
+    yes, no = st.columns(2)
+    yes.button(
+        "Make it a range",
+        key=band.widget("band:to_range"),
+        on_click=_confirm,
+        args=(screen, review, True),
+    )
+    no.button(
+        "Keep the list",
+        key=band.widget("band:keep_list"),
+        on_click=_confirm,
+        args=(screen, review, False),
+    )
 
 
-def _actions(screen: Screen, errors: dict, tried: bool, signed: bool) -> None:
-    key = screen.key
-    if tried and errors:
+def _picture(screen: Screen, drawn: AnyBand | None, last: AnyBand | None) -> None:
+    """The rater's band beside the proposal (when it is on screen), and what it means for the
+    study; while the band on screen is incomplete or wrong, the last complete one stays drawn."""
+    shown = drawn or last
+    if shown is None:
+        return
+    rows = [Row("your band", shown)]
+    if screen.shows_proposal:
+        proposal = screen.proposal
+        rows.insert(0, Row("proposal", proposal.acceptable, proposal.disputed_span))
+    threshold = screen.proposal.effective_threshold
+    names = tool_names(screen.vignette)
+    spec = band_spec(
+        screen.name, rows, threshold=threshold, orderables=screen.vignette.orderables, names=names
+    )
+    chart(spec)
+    if drawn is None:
+        st.caption("The picture shows your last complete band until the problem above is fixed.")
+    st.caption(escaped(threshold_sentence(shown, threshold)))
+
+
+def _reason_and_confidence(
+    screen: Screen, review: ReviewState, band: BandState, errors: dict
+) -> None:
+    _widget(
+        screen,
+        review,
+        band,
+        st.text_area,
+        "reason",
+        "Reason",
+        help="One sentence: why you accept, amend or decline."
+        if screen.round == 1
+        else f"Round {screen.round}, required: why you keep or revise your band after the panel.",
+    )
+    show_errors(errors, "reason")
+    _widget(
+        screen,
+        review,
+        band,
+        st.segmented_control,
+        "confidence",
+        "How sure are you of this review? (optional)",
+        options=CONFIDENCES,
+        format_func=CONFIDENCE_WORDS.get,
+    )
+
+
+def _passphrase(band: BandState, errors: dict) -> None:
+    st.info(
+        "Your signed attestation covers this band. Submitting a change signs your "
+        "attestation again, over your reviews as they now stand, with the declarations you "
+        "made before; the new signature supersedes the old one for this band."
+    )
+    st.text_input("Your passphrase, to sign again", type="password", key=band.widget("passphrase"))
+    show_errors(errors, "passphrase")
+
+
+def _actions(
+    screen: Screen, review: ReviewState, band: BandState, errors: dict, signed: bool
+) -> None:
+    if band.tried and errors:
         st.error("Some answers need attention: see the messages beside them.")
-    if failed := st.session_state.get(f"{key}:failed_message"):
-        st.error(escaped(failed))
+    if band.failed_message:
+        st.error(escaped(band.failed_message))
     submit, skip = st.columns(2)
     submit.button(
         "Submit and next",
         type="primary",
         icon=":material/send:",
-        key=f"{key}:submit",
+        key=band.widget("submit"),
         on_click=_submit,
-        args=(screen, signed),
+        args=(screen, review, signed),
     )
     skip.button(
         "Skip for now",
         icon=":material/skip_next:",
-        key=f"{key}:skip",
+        key=band.widget("skip"),
         on_click=_skip,
-        args=(screen,),
+        args=(screen, review),
     )
-    kept = st.session_state.get(f"{key}:keep_error")
-    if kept:
-        st.warning(f"Your last change could not be kept yet: {escaped(kept)}")
+    if band.keep_error:
+        st.warning(f"Your last change could not be kept yet: {escaped(band.keep_error)}")
     else:
         st.caption("Everything you enter is kept as you work: you can leave and come back.")
-    flag_box(screen, _user())
+    _flag_box(screen, review, band, _user())
 
 
-def _submit(screen: Screen, signed: bool) -> None:
-    state, key, user, lib = st.session_state, screen.key, _user(), library()
-    if f"{key}:entries" not in state:
+def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
+    band = review.bands.get(screen.key)
+    if band is None:
         return  # a second click on a band already submitted (see _changed)
-    state[f"{key}:tried"] = True
-    state[f"{key}:failed"] = state[f"{key}:failed_message"] = None
-    passphrase = state.get(f"{key}:passphrase") or ""
+    user, lib = _user(), library()
+    band.tried = True
+    band.failed, band.failed_message = {}, None
+    passphrase = st.session_state.get(band.widget("passphrase")) or ""
     try:
         with session() as s:
             # A wrong passphrase fails the signing below, which rolls the submission back too.
@@ -341,35 +473,82 @@ def _submit(screen: Screen, signed: bool) -> None:
                 user,
                 screen.vignette.id,
                 screen.name,
-                state[f"{key}:entries"],
-                expected_version=state[f"{key}:version"],
+                band.entries,
+                expected_version=band.version,
             )
             if signed:
                 folder = settings().attestations
                 review_screen.sign_again(
                     s, lib, user, screen.band, passphrase=passphrase, folder=folder
                 )
-            following = review_screen.after(s, lib, user, (screen.vignette.id, screen.name))
+            following = review_screen.after(s, lib, user, screen.band)
     except ConflictError as exc:
-        state[f"{key}:conflict"] = str(exc)
+        band.conflict = str(exc)
         return
     except FmaBandsError as exc:
         if exc.fields:
-            state[f"{key}:failed"] = {k: v for k, v in exc.fields.items() if k == "passphrase"}
+            band.failed = {k: v for k, v in exc.fields.items() if k == "passphrase"}
         else:
-            state[f"{key}:failed_message"] = f"Not submitted: {exc.message}"
+            band.failed_message = f"Not submitted: {exc.message}"
         return
-    forget(key)
+    review.forget(screen.key, st.session_state)
     again = " and your attestation signed again" if signed else ""
     done = "" if following else " Every band in your queue is now submitted."
-    state[FLASH] = f"Review submitted (revision {saved.revision}){again}.{done}"
-    state[GOTO] = following.band if following else "queue"
+    review.flash = f"Review submitted (revision {saved.revision}){again}.{done}"
+    review.goto = following.band if following else "queue"
 
 
-def _skip(screen: Screen) -> None:
+def _skip(screen: Screen, review: ReviewState) -> None:
     lib, user = library(), _user()
     with session() as s:
         marks.skip(s, lib, user, screen.vignette.id, screen.name)
-        following = review_screen.after(s, lib, user, (screen.vignette.id, screen.name))
-    st.session_state[FLASH] = "Skipped for now: this band comes back once the others are done."
-    st.session_state[GOTO] = following.band if following else "queue"
+        following = review_screen.after(s, lib, user, screen.band)
+    review.flash = "Skipped for now: this band comes back once the others are done."
+    review.goto = following.band if following else "queue"
+
+
+# A flag for the coordinator -------------------------------------------------------------------
+
+
+def _flag_box(screen: Screen, review: ReviewState, band: BandState, rater: UserPublic) -> None:
+    """The rater's flag of this band (a problem with the vignette, the proposal or their scope),
+    with the flags they sent on it still open."""
+    with session() as s:
+        mine = [f for f in marks.my_flags(s, rater, *screen.band) if f.cleared_at is None]
+    with st.expander(
+        "Flag this band for the coordinator",
+        icon=":material/flag:",
+        expanded=bool(band.flag_error),
+    ):
+        for flag in mine:
+            st.caption(f"You flagged this band on {flag.created_at:%d %b %Y, %H:%M} UTC:")
+            st.text(flag.note)
+        st.text_area(
+            "What should the coordinator look at?",
+            key=band.widget("flag_note"),
+            help="A problem with the vignette, the proposal, or your scope.",
+        )
+        if band.flag_error:
+            st.error(escaped(band.flag_error), icon=":material/error:")
+        st.button(
+            "Send the flag", key=band.widget("flag"), on_click=_flag, args=(screen, review, rater)
+        )
+    if sent := band.flag_sent:
+        band.flag_sent = None
+        st.success(sent, icon=":material/flag:")
+
+
+def _flag(screen: Screen, review: ReviewState, rater: UserPublic) -> None:
+    band = review.bands.get(screen.key)
+    if band is None:
+        return  # the band was submitted meanwhile (see _changed)
+    note = st.session_state.get(band.widget("flag_note")) or ""
+    try:
+        with session() as s:
+            marks.flag(s, library(), rater, screen.vignette.id, screen.name, note)
+    except FmaBandsError as exc:
+        band.flag_error = exc.message
+        return
+    band.flag_error = None
+    st.session_state[band.widget("flag_note")] = ""
+    band.flag_sent = "Flag sent: the coordinator sees it on the Raters' progress page."

@@ -1,15 +1,17 @@
 """The review screen as plain data: which band it shows (and why, when a link named none), what
-the agent knew at that step, the rater's entries as flat fields, every problem with them in
-plain words, and submitting them, with the rater's automatic draft and skip cleared (and a
-signed band signed again).
+the agent knew at that step, whether the rater sees the proposal, the rater's entries as flat
+fields, every problem with them in plain words, and submitting them, with the rater's automatic
+draft and skip cleared (and a signed band signed again); and what the screen holds in a
+session, one typed object (ReviewState).
 
 Entries are the screen's fields by name: `verdict`, `reason`, `confidence`, `q1:choice`,
 `q1:note` ... `q6:note`, and the band editor's fields under `band:` (app_pages.band_form).
 """
 
-from dataclasses import dataclass
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqlmodel import Session
 
@@ -25,7 +27,7 @@ from fma_bands.core.vignettes import Library, Proposal, Vignette
 from fma_bands.study import drafts, marks, round_panel
 from fma_bands.study.reviews import ReviewData, ReviewForm, check_form, current_review, save
 from fma_bands.study.signing import resign
-from fma_bands.study.state import study
+from fma_bands.study.state import sees_proposals, study
 
 CONFIDENCES = ("low", "moderate", "high")
 
@@ -44,6 +46,9 @@ class Screen:
     status: Status
     current: ReviewData | None
     kept: drafts.Kept | None  # the rater's automatic draft, when it is of the current version
+    # Whether this rater sees the proposal: its panel, the questions about it, its band as the
+    # start of theirs and beside it in the picture (fma_bands.study.state.sees_proposals).
+    shows_proposal: bool
     redirected: bool = False  # the link named no band of the queue
     round: int = 1
     # From round 2: the anonymised answers of the round before (never this round's).
@@ -94,8 +99,8 @@ class Screen:
 
     def entries(self) -> dict[str, Any]:
         """What the screen starts from: the automatic draft, else the stored review, else the
-        proposal (review mode) or nothing (blind mode)."""
-        stored = entries_from(self.current, self.proposal, self.vignette, self.mode)
+        proposal (when the rater sees it) or nothing (blind mode)."""
+        stored = entries_from(self.current, self.proposal, self.vignette, self.shows_proposal)
         if self.current is not None and self.current.round < self.round:
             # The round-1 band and answers start the screen; the reason must be this round's.
             stored |= {"reason": "", "confidence": None}
@@ -104,6 +109,12 @@ class Screen:
 
 def screen_key(vid: str, name: str) -> str:
     return f"{case_token(vid)}:{name}"
+
+
+def widget_key(prefix: str, name: str) -> str:
+    """The key of the screen's widget `name` (an entry's field, or a button) for the band whose
+    screen key is `prefix`: the one place these keys are made."""
+    return f"{prefix}:{name}"
 
 
 def open_screen(
@@ -143,6 +154,7 @@ def open_screen(
         status=rows[at].status,
         current=current,
         kept=kept,
+        shows_proposal=sees_proposals(settings, rater),
         redirected=redirected,
         round=settings.round,
         panel=round_panel.panel(session, library, viewer=rater, vid=vid, name=name),
@@ -153,15 +165,15 @@ def open_screen(
 
 
 def entries_from(
-    current: ReviewData | None, proposal: Proposal, vignette: Vignette, mode: str
+    current: ReviewData | None, proposal: Proposal, vignette: Vignette, shows_proposal: bool
 ) -> dict[str, Any]:
-    """The fields showing a stored review, or a new one (the band starts from the proposal in
-    review mode, from nothing in blind mode)."""
+    """The fields showing a stored review, or a new one (the band starts from the proposal when
+    the rater sees it, from nothing otherwise)."""
     action = sub_action(proposal.sub_action)
     band: AnyBand | None = None
     if current is not None and current.band is not None:
         band = parse_band(proposal.sub_action, current.band, orderables=vignette.orderables)
-    elif mode == "review":
+    elif shows_proposal:
         band = proposal.acceptable
     answers = current.answers if current else {}
     entries: dict[str, Any] = {
@@ -314,3 +326,73 @@ def after(
 ) -> QueueRow | None:
     """The band to open after this one (submitted or skipped), or None when all are done."""
     return next_after(rater_queue(session, library, rater), band)
+
+
+# What the screen holds in a session -----------------------------------------------------------
+
+
+@dataclass
+class BandState:
+    """What this session holds for one band of the screen. Streamlit forgets a widget's value
+    once it is not drawn, so the entries stand beside the widgets and are the screen's memory;
+    each widget's own value is in session state under `widget(name)`."""
+
+    prefix: str  # the band's screen key (Screen.key)
+    entries: dict[str, Any]
+    version: int  # the stored review's version the entries began from
+    tried: bool = False  # Submit was pressed: every problem shows, not only the band's
+    failed: dict[str, str] = field(default_factory=dict)  # fields a submission was refused for
+    failed_message: str | None = None  # why a submission was refused, when no field says it
+    conflict: str | None = None  # the stored review moved on in another tab or window
+    keep_error: str | None = None  # why the last change could not be kept in the store
+    question: str | None = None  # a list with gaps asks before it becomes a range
+    last_band: AnyBand | None = None  # the last complete band, drawn while the one on screen is not
+    flag_error: str | None = None
+    flag_sent: str | None = None  # said once, under the flag box
+
+    def widget(self, name: str) -> str:
+        return widget_key(self.prefix, name)
+
+
+STATE_KEY = "review_screen"
+
+
+@dataclass
+class ReviewState:
+    """Everything the review screen holds in a session, under one key of session state: each
+    band opened here (by screen key), where Submit and next or Skip for now sends the rater, and
+    what the next screen says once."""
+
+    bands: dict[str, BandState] = field(default_factory=dict)
+    goto: tuple[str, str] | Literal["queue"] | None = None
+    flash: str | None = None
+
+    @staticmethod
+    def of(session_state: MutableMapping[Any, Any]) -> "ReviewState":
+        """The session's review state, made on first use."""
+        if STATE_KEY not in session_state:
+            session_state[STATE_KEY] = ReviewState()
+        return session_state[STATE_KEY]
+
+    def open(self, screen: Screen) -> BandState:
+        """The band's state, begun from the screen's entries the first time this session opens
+        it (loaded once a session from the store)."""
+        if screen.key not in self.bands:
+            self.bands[screen.key] = BandState(screen.key, screen.entries(), screen.version)
+        return self.bands[screen.key]
+
+    def forget(self, prefix: str, session_state: MutableMapping[Any, Any]) -> None:
+        """Drop everything held for one band, its widgets' values too, so the store's version
+        shows again."""
+        self.bands.pop(prefix, None)
+        mine = widget_key(prefix, "")
+        for name in [k for k in session_state if str(k).startswith(mine)]:
+            del session_state[name]
+
+    def take_flash(self) -> str | None:
+        flash, self.flash = self.flash, None
+        return flash
+
+    def take_goto(self) -> tuple[str, str] | Literal["queue"] | None:
+        goto, self.goto = self.goto, None
+        return goto

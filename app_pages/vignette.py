@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from app_pages.common import escaped, library, plain, proposals_visible, require_user
-from app_pages.vignette_parts import proposed_bands
+from app_pages.common import escaped, library, plain, proposals_visible, require_user, show_proposal
 from fma_bands.core import labels
+from fma_bands.core.actions import sub_action
 
 user = require_user()
 lib = library()
@@ -45,4 +45,12 @@ st.subheader("Proposed bands")
 if not proposals_visible(user):
     st.info("Blind mode: the proposed bands are not shown to raters; each rater writes their own.")
     st.stop()
-proposed_bands(vignette)
+if not vignette.proposals:
+    st.write("No band is proposed for this vignette.")
+# Each proposal in full, under the sub-action it bands and the step that sub-action is at.
+for proposal in vignette.proposals:
+    action = sub_action(proposal.sub_action)
+    with st.container(border=True):
+        st.markdown(f"#### {action.label}")
+        st.caption(action.step_info.description)
+        show_proposal(proposal, vignette)

@@ -67,7 +67,7 @@ def demo(engine):
 def screen_entries(band, **changes):
     vignette = DEMO.vignettes[band[0]]
     proposal = vignette.proposal(band[1])
-    return review_screen.entries_from(None, proposal, vignette, "review") | changes
+    return review_screen.entries_from(None, proposal, vignette, shows_proposal=True) | changes
 
 
 # Readable names and neutral labels -----------------------------------------------------------

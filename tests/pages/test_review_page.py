@@ -6,6 +6,7 @@ flags, list and range, orders, blind mode and the re-reading of a bad link."""
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_pages.review_screen import ReviewState
 from fma_bands.core.labels import case_numbers, case_token
 from fma_bands.store.models import Review
 from fma_bands.study import drafts, marks
@@ -287,6 +288,46 @@ def test_a_list_changed_just_before_confirming_the_range_is_the_one_made_a_range
     click(at, "Make it a range")
     assert at.selectbox(key=key(MED, "band", "lo")).value == 2
     assert at.selectbox(key=key(MED, "band", "hi")).value == 3
+
+
+# What the screen holds in a session ------------------------------------------------------------
+
+# The keys a band's widgets and buttons have beside its entries' fields.
+BUTTONS = {"submit", "skip", "flag", "flag_note", "passphrase", "reload"}
+BUTTONS |= {"band:to_range", "band:keep_list"}
+
+
+def test_the_screen_holds_a_band_in_one_typed_state_and_a_submission_forgets_it(study):
+    """What the screen holds for a band is one BandState in the session's ReviewState: any other
+    key of the band is a widget's, named for an entry or a button, never a loose slot."""
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "verdict")).set_value("AMEND").run()
+    at.pills(key=key(MED, "band", "values")).set_value([1, 3]).run()
+    at.radio(key=key(MED, "band", "form")).set_value("a range").run()  # a gap: it asks first
+    at.text_area(key=key(MED, "reason")).input("NSAID or strong opioid; not weak.").run()
+
+    review = at.session_state["review_screen"]
+    assert isinstance(review, ReviewState)
+    band = review.bands[key(MED)]
+    assert band.entries["band:values"] == [1, 3]
+    assert band.entries["band:form"] == "a list of values"
+    assert band.entries["reason"] == "NSAID or strong opioid; not weak."
+    assert band.question is not None and "has a gap" in band.question
+    assert (band.version, band.tried, band.conflict) == (0, False, None)
+    prefix = key(MED) + ":"
+    mine = {k.removeprefix(prefix) for k in at.session_state if k.startswith(prefix)}
+    assert mine and mine <= set(band.entries) | BUTTONS, mine - set(band.entries) - BUTTONS
+
+    click(at, "Make it a range")
+    assert (band.entries["band:lo"], band.entries["band:hi"], band.question) == (1, 3, None)
+    answer(at, MED)
+    click(at, SUBMIT)
+    assert key(MED) not in review.bands
+    assert not [k for k in at.session_state if k.startswith(prefix)]
+    assert at.session_state["review_screen"] is review
+    assert review.flash is None and review.goto is None  # said and followed
+    [stored] = study.reviews(study.rater, MED)
+    assert (stored.verdict, stored.band) == ("AMEND", {"min": 1, "max": 3})
 
 
 @pytest.fixture
