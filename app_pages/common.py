@@ -69,7 +69,7 @@ def _folder_state(folder: Path) -> tuple:
 
 
 # A resource, not data: one Library shared read-only by every session, not a copy unpickled on
-# every rerun (40 ms at 300 vignettes), and its digests computed once.
+# every rerun (docs/performance.md), and its digests computed once.
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _load(folder: str, state: tuple) -> Library:
     return load_library([folder])
@@ -174,7 +174,7 @@ def escaped(text: object) -> str:
 
 def plain(text: str, *, label: str | None = None) -> None:
     """Text from files or people exactly as written: never markdown, HTML, LaTeX or links
-    (DESIGN 5). `label` is the app's own words, shown in bold above it."""
+    (docs/design.md, Quality bar). `label` is the app's own words, shown in bold above it."""
     if label:
         st.markdown(f"**{label}**")
     st.text(text)

@@ -2,8 +2,8 @@
 ACCEPT, and every submitted review as CSV. Coordinator only: during the review phase even how
 far another rater has got is none of a rater's business.
 
-A rater who accepts nearly everything is a weak signal (DESIGN 2.3): the page may say so, and
-nothing here ever penalises it.
+A rater who accepts nearly everything is a weak signal (docs/design.md, The review task): the
+page may say so, and nothing here ever penalises it.
 """
 
 import itertools
