@@ -5,10 +5,11 @@ import streamlit as st
 
 from app_pages.common import current_user, escaped, plain, session
 from fma_bands.core.actions import sub_action
+from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import case_label
 from fma_bands.core.people import UserPublic
 from fma_bands.study import marks
-from fma_bands.study.state import set_phase
+from fma_bands.study.rounds import close_round
 
 
 def _coordinator() -> UserPublic:
@@ -55,7 +56,11 @@ def close_phase(number: int) -> None:
     )
     sure = st.checkbox("I understand: close the review phase now", key="close_sure")
     if st.button("Close the review phase", type="primary", disabled=not sure):
-        with session() as s:
-            set_phase(s, actor=_coordinator(), phase="closed")
+        try:
+            with session() as s:
+                close_round(s, actor=_coordinator())
+        except FmaBandsError as exc:  # closed meanwhile, in another tab or by a command
+            st.error(escaped(exc.message))
+            return
         st.session_state.raters_flash = "The review phase is closed."
         st.rerun(scope="app")

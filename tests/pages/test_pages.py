@@ -15,7 +15,7 @@ from fma_bands.core.people import UserPublic
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import audit
 from fma_bands.study.enrolment import ACTIVATION_FAILED
-from fma_bands.study.state import set_phase
+from fma_bands.study.rounds import close_round
 from fma_bands.study.throttle import FREE_FAILURES
 from fma_bands.study.users import SIGN_IN_FAILED, list_users
 from tests import page_helpers
@@ -346,7 +346,7 @@ def test_the_study_admin_page_neither_closes_unconfirmed_nor_reopens(study):
     # Closing asks for confirmation, on Raters' progress (tests/pages/test_progress_page.py).
     assert not [b for b in at.button if "review phase" in b.label or "Reopen" in b.label]
     with study.store() as s:
-        set_phase(s, actor=study.coordinator, phase="closed")
+        close_round(s, actor=study.coordinator)
     at = open_app(study.coordinator)
     assert "Round 1 is **closed**." in texts(at)
     assert not [b for b in at.button if "review phase" in b.label or "Reopen" in b.label]
@@ -354,7 +354,7 @@ def test_the_study_admin_page_neither_closes_unconfirmed_nor_reopens(study):
 
 def test_a_closed_review_phase_stops_reviews(study):
     with study.store() as s:
-        set_phase(s, actor=study.coordinator, phase="closed")
+        close_round(s, actor=study.coordinator)
 
     rater = open_review(study.rater, DOC)
     assert [i.value for i in rater.info] == [
