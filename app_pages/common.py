@@ -21,7 +21,7 @@ from fma_bands.evidence.log import signed_revisions
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study.library import sync_vignettes
 from fma_bands.study.rater_keys import recover
-from fma_bands.study.state import study
+from fma_bands.study.state import sees_proposals, study
 
 
 def settings() -> Settings:
@@ -144,11 +144,9 @@ def show_errors(errors: dict[str, str], field: str) -> None:
 
 
 def proposals_visible(user: UserPublic) -> bool:
-    """Blind mode hides every proposal from raters, on every page, not only the review screen."""
-    if user.is_coordinator:
-        return True
+    """Whether this person sees the proposed bands now (fma_bands.study.state.sees_proposals)."""
     with session() as s:
-        return study(s).mode == "review"
+        return sees_proposals(study(s), user)
 
 
 def show_proposal(proposal: Proposal, vignette: Vignette) -> None:
