@@ -1,8 +1,6 @@
 """The coordinator's day under streamlit's AppTest: the Raters' progress page (progress, pace,
 share of ACCEPT, flags, closing the phase only once confirmed) and the audit log's filters."""
 
-from streamlit.testing.v1 import AppTest
-
 from fma_bands.study import audit, marks
 from fma_bands.study.rounds import close_round
 from fma_bands.study.state import study as study_settings
@@ -78,21 +76,15 @@ def test_closing_the_phase_asks_first_and_says_what_it_does(study):
     assert not [b for b in at.button if b.label == "Close the review phase"]
 
 
-def _the_close_fragment() -> None:
-    # The fragment alone, as a browser reruns it when its button is clicked: AppTest reruns the
-    # whole page, which would see the closed round before the fragment could.
-    from app_pages.progress_parts import close_phase
-
-    close_phase(1)
-
-
-def test_a_round_closed_meanwhile_is_said_so_not_closed_twice(study):
-    at = AppTest.from_function(_the_close_fragment, default_timeout=30)
-    at.session_state["user"] = study.coordinator.model_dump()
-    run(at)
+def test_a_round_closed_meanwhile_is_said_so_not_closed_twice(study, monkeypatch):
+    at = open_app(study.coordinator, "app_pages/progress.py")
     at.checkbox(key="close_sure").check().run()
-    with study.store() as s:  # another coordinator closes it from the command line meanwhile
-        close_round(s, actor=study.coordinator)
+    with study.store() as s:
+        seen = study_settings(s)  # round 1 open, as the page was drawn
+        close_round(s, actor=study.coordinator)  # another coordinator closes it meanwhile
+    # A browser reruns only the button's fragment, which has not read the round since; AppTest
+    # reruns the whole page, so the page is made to read what it read before.
+    monkeypatch.setattr("fma_bands.study.state.study", lambda session: seen)
     click(at, "Close the review phase")
     assert [as_read(e.value) for e in at.error] == [
         "round 1 is closed already: its reviews are frozen, and a closed round is never reopened"
