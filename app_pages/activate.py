@@ -6,7 +6,7 @@ import streamlit as st
 from app_pages.common import escaped, session, settings
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.study.enrolment import ACTIVATION_FAILED, activate
-from fma_bands.study.users import MIN_PASSPHRASE
+from fma_bands.study.users import MIN_PASSPHRASE, new_passphrase_problem
 
 st.title("Activate your account")
 st.write(
@@ -25,8 +25,8 @@ with st.form("activate"):
 st.page_link("app_pages/sign_in.py", label="Already activated? Sign in", icon=":material/login:")
 
 if submitted:
-    if passphrase != repeat:
-        st.error("The two passphrases differ.")
+    if problem := new_passphrase_problem(passphrase, repeat):
+        st.error(escaped(problem))
         st.stop()
     try:
         with session() as s:

@@ -5,12 +5,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from fma_bands.agreement.picture import Row, band_spec
+from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import describe_band, threshold_sentence, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.settings import Settings, load_settings
@@ -19,7 +21,7 @@ from fma_bands.evidence.log import signed_revisions
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study.library import sync_vignettes
 from fma_bands.study.rater_keys import recover
-from fma_bands.study.state import study
+from fma_bands.study.state import sees_proposals, study
 
 
 def settings() -> Settings:
@@ -91,10 +93,35 @@ def library() -> Library:
     if key not in _synced:
         with _sync_lock:
             if key not in _synced:
-                with session() as s:
-                    sync_vignettes(s, found, actor=None)
+                try:
+                    with session() as s:
+                        sync_vignettes(s, found, actor=None)
+                except FmaBandsError as exc:
+                    _not_synced(exc)
                 _synced.add(key)
     return found
+
+
+def _not_synced(exc: FmaBandsError) -> NoReturn:
+    """The files were refused (no vignette loaded), the study left as it was: the page says so
+    instead of drawing a study without its vignettes. Where the files are is the coordinator's
+    business, as on the library page."""
+    user = current_user()
+    if user is not None and user.is_coordinator:
+        st.error(
+            f"{escaped(exc.message)}. The app reads the folder named by FMA_BANDS_VIGNETTES "
+            "(default ./vignettes where it was started).",
+            icon=":material/error:",
+        )
+        if exc.problems:
+            st.code("\n".join(str(p) for p in exc.problems), language=None)
+    else:
+        st.error(
+            "The study's vignettes cannot be loaded just now, so this page cannot be shown. "
+            "Please tell the study coordinator.",
+            icon=":material/error:",
+        )
+    st.stop()
 
 
 def current_user() -> UserPublic | None:
@@ -117,11 +144,9 @@ def show_errors(errors: dict[str, str], field: str) -> None:
 
 
 def proposals_visible(user: UserPublic) -> bool:
-    """Blind mode hides every proposal from raters, on every page, not only the review screen."""
-    if user.is_coordinator:
-        return True
+    """Whether this person sees the proposed bands now (fma_bands.study.state.sees_proposals)."""
     with session() as s:
-        return study(s).mode == "review"
+        return sees_proposals(study(s), user)
 
 
 def show_proposal(proposal: Proposal, vignette: Vignette) -> None:

@@ -5,7 +5,7 @@ import streamlit as st
 from app_pages.common import escaped, session
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.study.enrolment import create_first_coordinator
-from fma_bands.study.users import MIN_PASSPHRASE
+from fma_bands.study.users import MIN_PASSPHRASE, new_passphrase_problem
 
 st.title("Set up fma-bands")
 st.write(
@@ -25,8 +25,8 @@ with st.form("first_run"):
     create = st.form_submit_button("Create coordinator account", type="primary")
 
 if create:
-    if passphrase != repeat:
-        st.error("The two passphrases differ.")
+    if problem := new_passphrase_problem(passphrase, repeat):
+        st.error(escaped(problem))
         st.stop()
     try:
         with session() as s:

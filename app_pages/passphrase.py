@@ -4,7 +4,7 @@ import streamlit as st
 
 from app_pages.common import escaped, require_user, session
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.study.users import MIN_PASSPHRASE, change_passphrase
+from fma_bands.study.users import MIN_PASSPHRASE, change_passphrase, new_passphrase_problem
 
 FIELDS = ("pp:old", "pp:new", "pp:repeat")
 user = require_user()
@@ -29,8 +29,8 @@ with st.form("passphrase"):
     submitted = st.form_submit_button("Change passphrase", type="primary")
 
 if submitted:
-    if new != repeat:
-        st.error("The two new passphrases differ.")
+    if problem := new_passphrase_problem(new, repeat):
+        st.error(escaped(problem))
         st.stop()
     try:
         with session() as s:

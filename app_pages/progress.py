@@ -10,12 +10,14 @@ import streamlit as st
 from app_pages.common import escaped, library, plain, require_user, session, settings
 from app_pages.progress_screen import progress_table, rater_summaries, reviews_csv
 from fma_bands.core.actions import sub_action
+from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import case_label, case_numbers
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.study import marks
 from fma_bands.study.coverage import band_progress, study_quorum
-from fma_bands.study.state import set_phase, study
+from fma_bands.study.rounds import close_round
+from fma_bands.study.state import study
 
 
 @st.fragment
@@ -90,8 +92,12 @@ def close_phase(number: int, user: UserPublic) -> None:
     )
     sure = st.checkbox("I understand: close the review phase now", key="close_sure")
     if st.button("Close the review phase", type="primary", disabled=not sure):
-        with session() as s:
-            set_phase(s, actor=user, phase="closed")
+        try:
+            with session() as s:
+                close_round(s, actor=user)
+        except FmaBandsError as exc:  # closed meanwhile, in another tab or by a command
+            st.error(escaped(exc.message))
+            return
         st.session_state.raters_flash = "The review phase is closed."
         st.rerun(scope="app")
 

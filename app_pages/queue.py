@@ -8,7 +8,7 @@ from app_pages.common import library, require_user, session
 from app_pages.review_screen import ReviewState
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.labels import address, case_numbers
-from fma_bands.study.state import study
+from fma_bands.study.state import sees_proposals, study
 
 user = require_user("rater")
 lib = library()
@@ -20,7 +20,7 @@ numbers = case_numbers(lib)
 st.title("My queue")
 if flash := ReviewState.of(st.session_state).take_flash():
     st.success(flash, icon=":material/check_circle:")
-mode = "you see each proposed band" if settings.mode == "review" else "you write each band"
+mode = "you see each proposed band" if sees_proposals(settings, user) else "you write each band"
 st.caption(f"Review phase {settings.phase}; {settings.mode} mode: {mode}.")
 if settings.round > 1:
     st.caption(

@@ -174,19 +174,15 @@ def complete_library() -> "Library":
 
 
 def synced(session: "Session") -> tuple["Library", "SyncReport"]:
-    """The vignettes, with the store brought in line with them."""
+    """The vignettes, with the store brought in line with them (the sync refuses a folder that
+    loads none)."""
     from fma_bands.study.library import sync_vignettes
 
     found = library()
-    if not len(found):
-        # Syncing an empty or missing folder would retire every vignette in the store.
-        raise FmaBandsError(
-            f"no vignettes loaded from {settings().vignettes}; check --vignettes",
-            problems=found.problems,
-        )
+    report = sync_vignettes(session, found, actor="cli")
     for problem in found.problems:
         click.echo(f"warning: {problem}", err=True)
-    return found, sync_vignettes(session, found, actor="cli")
+    return found, report
 
 
 def coordinator(session: "Session") -> "UserPublic":

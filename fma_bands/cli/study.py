@@ -3,7 +3,7 @@
 import click
 
 from fma_bands.cli.base import cli, coordinator, done, settings, store, synced
-from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.errors import AccessDenied, FmaBandsError
 
 # The accounts `fma-bands demo` makes: demo only, printed, never secret.
 DEMO_USERS = (
@@ -83,17 +83,25 @@ def demo() -> None:
 @cli.command()
 @click.argument("state", required=False, type=click.Choice(["open", "closed"]))
 def phase(state: str | None) -> None:
-    """Show the phase of the current round, or close it (a closed round is never reopened:
-    see `fma-bands round`)."""
-    from fma_bands.study.state import set_phase, study
+    """Show the phase of the current round, or close it, as `fma-bands round close` does (a
+    closed round is never reopened: see `fma-bands round`)."""
+    from fma_bands.study.rounds import close_round
+    from fma_bands.study.state import study
 
     with store() as session:
         current = study(session)
+        number, shown = current.round, str(current.phase)
         if state:
-            current = set_phase(session, actor=coordinator(session), phase=state)
-    click.echo(
-        f"review phase {current.phase}" + (f" (round {current.round})" if current.round > 1 else "")
-    )
+            actor = coordinator(session)
+            if state == "closed":
+                closed = close_round(session, actor=actor)
+                number, shown = closed.number, closed.phase
+            elif current.phase == "closed":
+                raise AccessDenied(
+                    f"round {number} is closed and a closed round is never reopened: open round "
+                    "2 for the bands still in dispute instead (fma-bands round open 2)"
+                )
+    click.echo(f"review phase {shown}" + (f" (round {number})" if number > 1 else ""))
 
 
 @cli.command()

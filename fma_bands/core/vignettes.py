@@ -148,6 +148,7 @@ class Library:
     vignettes: dict[str, Vignette] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     files: int = 0
+    folders: tuple[str, ...] = ()  # where it was loaded from, for messages
 
     @property
     def ok(self) -> bool:
@@ -204,10 +205,10 @@ class Library:
 
 def load_library(folders: Iterable[str | Path]) -> Library:
     """Load every *.yaml / *.yml in the folders; also refuse duplicate ids and canaries."""
-    library = Library()
+    paths_given = [Path(folder) for folder in folders]
+    library = Library(folders=tuple(str(folder) for folder in paths_given))
     seen_canaries: dict[str, str] = {}
-    for folder in folders:
-        folder = Path(folder)
+    for folder in paths_given:
         if not folder.is_dir():
             library.problems.append(Problem("no such folder", file=str(folder)))
             continue

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
+from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.vignettes import Library, Vignette
 from fma_bands.store.models import Review, VignetteRecord, utcnow
 from fma_bands.study import audit
@@ -42,7 +43,17 @@ class SyncReport:
 
 def sync_vignettes(session: Session, library: Library, *, actor: str | None) -> SyncReport:
     """Bring the store in line with the files. Reviews are never deleted: a changed vignette's
-    reviews stay, marked stale by their digests; a removed vignette is retired."""
+    reviews stay, marked stale by their digests; a removed vignette is retired.
+
+    A library with no vignette is refused, the store left as it was: an empty, missing or
+    mistyped folder would otherwise retire every vignette of the study."""
+    if not len(library):
+        where = ", ".join(library.folders) or "the vignette folder"
+        raise FmaBandsError(
+            f"no vignettes loaded from {where}, so nothing was synced (an empty library would "
+            "retire every vignette of the study); check the vignette folder",
+            problems=library.problems,
+        )
     report = SyncReport()
     rows = {row.id: row for row in session.exec(select(VignetteRecord))}
     for vignette in library:

@@ -22,7 +22,7 @@ from fma_bands.core.vignettes import Library
 from fma_bands.evidence.policy import Policy, read_policy
 from fma_bands.store.models import RoundBand, StudySettings, utcnow
 from fma_bands.study import audit
-from fma_bands.study.state import StudyPublic, authorize, set_phase, study
+from fma_bands.study.state import StudyPublic, authorize, study
 from fma_bands.study.submissions import attested_band, submitted_reviews
 from fma_bands.study.users import list_users, pseudonyms
 
@@ -236,11 +236,33 @@ def _assign(
 
 
 def close_round(session: Session, *, actor: UserPublic) -> RoundState:
-    """Close the open round: its reviews are frozen for good, and it is never reopened."""
+    """Close the open round (audited): its reviews are frozen for good, and it is never reopened.
+    The one way a round closes, for every page and command; a closed round is refused."""
+    authorize(session, actor, "close_round")
     current = study(session)
-    if current.phase == "closed":
-        raise FmaBandsError(f"round {current.round} is closed already")
-    set_phase(session, actor=actor, phase="closed")
+    # Compare-and-set: of two coordinators closing at once, the second is told it is closed.
+    closed = session.execute(
+        update(StudySettings)
+        .where(
+            col(StudySettings.id) == 1,
+            col(StudySettings.round) == current.round,
+            col(StudySettings.phase) == "open",
+        )
+        .values(phase="closed", updated_at=utcnow())
+    )
+    if closed.rowcount != 1:  # type: ignore[attr-defined]
+        raise FmaBandsError(
+            f"round {current.round} is closed already: its reviews are frozen, and a closed "
+            "round is never reopened"
+        )
+    session.expire_all()  # the settings row the caller loaded is stale now
+    audit.record(
+        session,
+        kind="phase_changed",
+        actor=actor.pseudonym,
+        payload={"from": "open", "to": "closed", "round": current.round},
+    )
+    session.flush()
     return state(session, viewer=actor)
 
 

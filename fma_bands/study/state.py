@@ -27,7 +27,6 @@ from fma_bands.study import audit
 if TYPE_CHECKING:
     from fma_bands.core.people import UserPublic
 
-PHASES = ("open", "closed")
 MODES = ("review", "blind")
 
 
@@ -60,7 +59,7 @@ class Rule:
 RULES: dict[str, Rule] = {
     "enrol": Rule("enrol people in the study"),
     "reset": Rule("issue a new enrolment code"),
-    "set_phase": Rule("close the review round"),
+    "close_round": Rule("close the review round"),
     "open_round": Rule("open a new review round"),
     "set_mode": Rule("change the review mode"),
     "set_policy": Rule("set the registry policy"),
@@ -180,19 +179,6 @@ def study(session: Session) -> StudyPublic:
             pass
         row = session.get(StudySettings, 1, populate_existing=True)
     return StudyPublic.model_validate(row, from_attributes=True)
-
-
-def set_phase(session: Session, *, actor: UserPublic, phase: str) -> StudyPublic:
-    """Close the current round (`phase="closed"`). Opening is refused once it is closed: its
-    raters have seen agreement and each other's bands, so the only way on is a new round."""
-    current = study(session)
-    if phase == "open" and current.phase == "closed":
-        authorize(session, actor, "set_phase")
-        raise AccessDenied(
-            f"round {current.round} is closed and a closed round is never reopened: open "
-            "round 2 for the bands still in dispute instead (fma-bands round open 2)"
-        )
-    return _set(session, actor=actor, name="phase", value=phase, allowed=PHASES)
 
 
 def set_mode(session: Session, *, actor: UserPublic, mode: str) -> StudyPublic:

@@ -121,7 +121,7 @@ def test_first_run_creates_the_coordinator(page: Page, app_server, shared_vignet
     page.get_by_label("Repeat the passphrase", exact=True).fill(passphrase + "-typo")
     page.get_by_role("button", name="Create coordinator account").click()
     settle(page)
-    expect(page.get_by_text("The two passphrases differ.")).to_be_visible()
+    expect(page.get_by_text("the two passphrases differ")).to_be_visible()
 
     page.get_by_label("Passphrase", exact=True).fill(passphrase)
     page.get_by_label("Repeat the passphrase", exact=True).fill(passphrase)

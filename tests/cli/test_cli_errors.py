@@ -74,6 +74,28 @@ def test_a_database_url_it_cannot_use_is_named(run, url, fragment):
     one_line_error(run("--db", url, "phase"), fragment)
 
 
+def test_an_empty_vignette_folder_is_refused_and_retires_nothing(run, tmp_path):
+    import sqlite3
+
+    assert run("init").exit_code == 0
+    db = tmp_path / "fma-bands.db"
+
+    def state():
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute("SELECT count(*), sum(present) FROM vignette").fetchone()
+            return rows, conn.execute("SELECT count(*) FROM audit_event").fetchone()
+
+    before = state()
+    assert before[0] == (12, 12)
+    for path in (tmp_path / "vignettes").iterdir():
+        path.unlink()
+    message = one_line_error(
+        run("init"), "no vignettes loaded from vignettes, so nothing was synced"
+    )
+    assert "no vignette files (*.yaml)" in message  # the problem, under the error
+    assert state() == before
+
+
 def test_a_missing_file_argument_is_named(run):
     one_line_error(
         run("handback", "import", "nowhere.txt", "--rater", "rater-01"),

@@ -11,7 +11,7 @@ from sqlmodel import select
 from fma_bands.cli import cli
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import Review
-from fma_bands.study.state import set_phase
+from fma_bands.study.rounds import close_round
 from tests.study.test_rounds import (
     ESI,
     RATERS,
@@ -38,7 +38,7 @@ def fma(tmp_path, library, monkeypatch):
         review(engine, library, raters[name], ESI, verdict, values, reason)
         review(engine, library, raters[name], URGENCY, "ACCEPT")
     with session_scope(engine) as s:
-        set_phase(s, actor=coordinator, phase="closed")
+        close_round(s, actor=coordinator)
     passphrase = tmp_path / "coordinator.pass"
     passphrase.write_text("coordinator pass\n", encoding="utf-8")
     common = ["--db", url, "--vignettes", str(tmp_path / "vignettes"), "--attestations"]
@@ -113,4 +113,5 @@ def test_round_two_opens_takes_its_hand_backs_and_closes_for_good(fma, tmp_path)
     assert "closed already" in fma("round", "close", code=1)
     assert "held already" in fma("round", "open", "2", code=1)
     assert "never reopened" in fma("phase", "open", code=1)
+    assert "round 2 is closed already" in fma("phase", "closed", code=1)
     assert "is closed" in fma("handback", "import", str(paper), "--rater", "rater-a1", code=1)

@@ -521,6 +521,9 @@ def test_phase_and_mode(enrolled):
     # A closed round is never reopened: the only way on is round 2 (tests/test_cli_rounds.py).
     error = enrolled.fails(*coordinator, "phase", "open")
     assert "a closed round is never reopened" in error
+    # Closing it again says so and fails, as `round close` does; nothing more is logged.
+    error = enrolled.fails(*coordinator, "phase", "closed")
+    assert error.startswith("fma-bands: error: round 1 is closed already")
     assert enrolled.ok(*coordinator, "mode", "blind").strip() == "blind mode"
     with enrolled.session() as s:
         assert (study(s).phase, study(s).mode) == ("closed", "blind")

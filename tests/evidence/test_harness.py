@@ -40,7 +40,8 @@ from fma_bands.study.enrolment import create_first_coordinator
 from fma_bands.study.identity import set_identity
 from fma_bands.study.library import sync_vignettes
 from fma_bands.study.reviews import ReviewForm, save
-from fma_bands.study.state import set_phase, set_policy
+from fma_bands.study.rounds import close_round
+from fma_bands.study.state import set_policy
 from tests.conftest import DEMO_VIGNETTES, ROOT, SHARED, assign_all
 from tests.study.test_signing import (
     ANSWERS,
@@ -277,7 +278,7 @@ def build_three_raters(root: Path) -> str:
                         expected_version=0,
                         submit=True,
                     )
-        set_phase(s, actor=coordinator, phase="closed")
+        close_round(s, actor=coordinator)
         set_policy(s, folder, actor=coordinator, quorum=2, scope="warn")
     for rater in raters:
         sign(engine, library, rater, f"passphrase of {rater.pseudonym}", folder)

@@ -122,3 +122,79 @@ def test_broken_files_are_reported_not_raised(app, tmp_path, monkeypatch, shared
     app.session_state["user"] = coordinator.model_dump()
     app.run()
     assert any("broken.yaml" in c.value for c in app.code)
+
+
+def test_an_empty_folder_is_refused_and_retires_nothing(app, tmp_path, monkeypatch):
+    from sqlmodel import select
+
+    from fma_bands.store.db import make_engine, session_scope
+    from fma_bands.store.models import AuditEvent, VignetteRecord
+    from fma_bands.study.users import get_user
+
+    app.run()
+    engine = make_engine(os.environ["FMA_BANDS_DATABASE_URL"])
+
+    def store_state():
+        with session_scope(engine) as s:
+            rows = sorted((r.id, r.present) for r in s.exec(select(VignetteRecord)))
+            return rows, [e.kind for e in s.exec(select(AuditEvent))]
+
+    before = store_state()
+    assert len(before[0]) == 16 and all(present for _, present in before[0])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(empty))
+    app.run()
+    assert not app.exception
+    # A rater is told to ask the coordinator; where the files are is not theirs to see.
+    [error] = [e.value for e in app.error]
+    assert "vignettes cannot be loaded" in error and str(empty) not in error
+    assert not app.code and "vignettes in the study" not in text_of(app)
+
+    with session_scope(engine) as s:
+        coordinator = get_user(s, "coordinator")
+    app.session_state["user"] = coordinator.model_dump()
+    app.run()
+    assert not app.exception
+    [error] = [as_read(e.value) for e in app.error]
+    assert f"no vignettes loaded from {empty}, so nothing was synced" in error
+    assert "FMA_BANDS_VIGNETTES" in error
+    assert any("no vignette files" in c.value for c in app.code)
+    assert store_state() == before  # nothing retired, nothing audited
+    engine.dispose()
+
+
+def test_blind_mode_hides_the_proposals_from_a_rater_on_every_page(app):
+    from fma_bands.store.db import make_engine, session_scope
+    from fma_bands.study.state import set_mode
+    from fma_bands.study.users import get_user
+
+    engine = make_engine(os.environ["FMA_BANDS_DATABASE_URL"])
+    with session_scope(engine) as s:
+        coordinator = get_user(s, "coordinator")
+        set_mode(s, actor=coordinator, mode="blind")
+    engine.dispose()
+    proposed = "1 - NSAID, 2 - weak opioid"
+    app.run()
+    assert not app.exception
+    assert "to be written by each rater (blind mode)" in text_of(app)
+    assert proposed not in text_of(app)
+    app.switch_page("app_pages/vignette.py")
+    app.query_params["id"] = "draft_medication_01"
+    app.run()
+    assert [i.value for i in app.info] == [
+        "Blind mode: the proposed bands are not shown to raters; each rater writes their own."
+    ]
+    assert proposed not in text_of(app)
+    app.switch_page("app_pages/queue.py")
+    app.run()
+    assert "Review phase open; blind mode: you write each band." in text_of(app)
+
+    app.session_state["user"] = coordinator.model_dump()
+    app.switch_page("app_pages/vignette.py")
+    app.query_params["id"] = "draft_medication_01"
+    app.run()
+    assert proposed in text_of(app) and not app.info
+    app.switch_page("app_pages/library.py")
+    app.run()
+    assert proposed in text_of(app)

@@ -15,7 +15,7 @@ from fma_bands.core.people import UserPublic
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import audit
 from fma_bands.study.enrolment import ACTIVATION_FAILED
-from fma_bands.study.state import set_phase
+from fma_bands.study.rounds import close_round
 from fma_bands.study.throttle import FREE_FAILURES
 from fma_bands.study.users import SIGN_IN_FAILED, list_users
 from tests import page_helpers
@@ -69,7 +69,7 @@ def test_first_run_creates_the_coordinator_and_lands_on_admin(app_env):
     assert title(at) == "Set up fma-bands"
 
     fill_first_run(at, "long enough passphrase", "another long passphrase")
-    assert [e.value for e in at.error] == ["The two passphrases differ."]
+    assert [e.value for e in at.error] == ["the two passphrases differ"]
     assert users_in(app_env) == []
 
     fill_first_run(at, "short", "short")
@@ -273,7 +273,8 @@ def test_a_rater_activates_with_the_code_and_chooses_the_passphrase(study, monke
     assert title(at) == "Activate your account"
 
     activate_in(at, "adjudicator-02", code, "my very own passphrase", "a typo in the repeat")
-    assert [e.value for e in at.error] == ["The two passphrases differ."]
+    assert [e.value for e in at.error] == ["the two passphrases differ"]
+    assert not {u.pseudonym: u for u in users_in(study.url)}["adjudicator-02"].active
     activate_in(at, "adjudicator-02", "WRONG-CODE", "my very own passphrase")
     assert [e.value for e in at.error] == [ACTIVATION_FAILED]
     assert by_label(at.text_input, "Name").value == "adjudicator-02"  # input kept
@@ -323,6 +324,23 @@ def test_everyone_can_change_their_own_passphrase(study):
         assert title(sign_in_as(open_app(), user.pseudonym, "a new passphrase 1")) != "Sign in"
 
 
+def test_two_different_new_passphrases_change_nothing(study):
+    at = go(open_app(study.rater), "app_pages/passphrase.py")
+    old = PASSPHRASES["rater-01"]
+    for label, value in (
+        ("Current passphrase", old),
+        ("New passphrase", "a new passphrase 1"),
+        ("Repeat the new passphrase", "a new passphrase 2"),
+    ):
+        by_label(at.text_input, label).input(value)
+    click(at, "Change passphrase")
+    assert [e.value for e in at.error] == ["the two passphrases differ"]
+    assert not at.success
+    with study.store() as s:
+        assert audit.events(s, kinds=["passphrase_changed"]) == []
+    assert title(sign_in_as(open_app(), "rater-01", old)) == "My queue"
+
+
 def test_repeated_failed_sign_ins_are_throttled_with_the_same_message(study):
     at = open_app()
     for _ in range(FREE_FAILURES):
@@ -346,7 +364,7 @@ def test_the_study_admin_page_neither_closes_unconfirmed_nor_reopens(study):
     # Closing asks for confirmation, on Raters' progress (tests/pages/test_progress_page.py).
     assert not [b for b in at.button if "review phase" in b.label or "Reopen" in b.label]
     with study.store() as s:
-        set_phase(s, actor=study.coordinator, phase="closed")
+        close_round(s, actor=study.coordinator)
     at = open_app(study.coordinator)
     assert "Round 1 is **closed**." in texts(at)
     assert not [b for b in at.button if "review phase" in b.label or "Reopen" in b.label]
@@ -354,7 +372,7 @@ def test_the_study_admin_page_neither_closes_unconfirmed_nor_reopens(study):
 
 def test_a_closed_review_phase_stops_reviews(study):
     with study.store() as s:
-        set_phase(s, actor=study.coordinator, phase="closed")
+        close_round(s, actor=study.coordinator)
 
     rater = open_review(study.rater, DOC)
     assert [i.value for i in rater.info] == [

@@ -1,10 +1,22 @@
 """The coordinator's day under streamlit's AppTest: the Raters' progress page (progress, pace,
 share of ACCEPT, flags, closing the phase only once confirmed) and the audit log's filters."""
 
-from fma_bands.study import marks
+from fma_bands.study import audit, marks
+from fma_bands.study.rounds import close_round
 from fma_bands.study.state import study as study_settings
 from tests import page_helpers
-from tests.page_helpers import DOC, GOOD_ANSWERS, MED, TRIAGE, click, go, open_app, run, title
+from tests.page_helpers import (
+    DOC,
+    GOOD_ANSWERS,
+    MED,
+    TRIAGE,
+    as_read,
+    click,
+    go,
+    open_app,
+    run,
+    title,
+)
 
 fresh_caches, app_env, template, study = (
     page_helpers.fresh_caches,
@@ -62,6 +74,23 @@ def test_closing_the_phase_asks_first_and_says_what_it_does(study):
         assert study_settings(s).phase == "closed"
     assert [s.value for s in at.success] == ["The review phase is closed."]
     assert not [b for b in at.button if b.label == "Close the review phase"]
+
+
+def test_a_round_closed_meanwhile_is_said_so_not_closed_twice(study, monkeypatch):
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    at.checkbox(key="close_sure").check().run()
+    with study.store() as s:
+        seen = study_settings(s)  # round 1 open, as the page was drawn
+        close_round(s, actor=study.coordinator)  # another coordinator closes it meanwhile
+    # A browser reruns only the button's fragment, which has not read the round since; AppTest
+    # reruns the whole page, so the page is made to read what it read before.
+    monkeypatch.setattr("fma_bands.study.state.study", lambda session: seen)
+    click(at, "Close the review phase")
+    assert [as_read(e.value) for e in at.error] == [
+        "round 1 is closed already: its reviews are frozen, and a closed round is never reopened"
+    ]
+    with study.store() as s:
+        assert len(audit.events(s, kinds=["phase_changed"])) == 1
 
 
 def test_the_audit_log_filters_by_kind_and_who(study):

@@ -40,7 +40,8 @@ from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
 from fma_bands.study import audit, drafts, marks
 from fma_bands.study.reviews import ReviewForm, current_review, save
-from fma_bands.study.state import set_mode, set_phase
+from fma_bands.study.rounds import close_round
+from fma_bands.study.state import set_mode
 from tests.conftest import DEMO_VIGNETTES, enrol_study
 
 DEMO = load_library([DEMO_VIGNETTES])
@@ -473,7 +474,7 @@ def test_the_audit_log_filters_by_kind_who_and_date(demo):
     engine, coordinator, a, _ = demo
     with session_scope(engine) as s:
         marks.flag(s, DEMO, a, *ADMIT, "note")
-        set_phase(s, actor=coordinator, phase="closed")
+        close_round(s, actor=coordinator)
     today = datetime.now(UTC).date()
     with session_scope(engine) as s:
         kinds, actors = choices(s, coordinator)
@@ -497,7 +498,7 @@ def test_the_audit_log_filters_by_kind_who_and_date(demo):
 def test_a_submitted_review_cannot_be_kept_as_a_draft_of_a_closed_phase(demo):
     engine, coordinator, a, _ = demo
     with session_scope(engine) as s:
-        set_phase(s, actor=coordinator, phase="closed")
+        close_round(s, actor=coordinator)
         drafts.keep(s, a, *FOLLOWUP, {"reason": "late"}, base_version=0)
         assert drafts.restore(s, a, *FOLLOWUP) is None
         assert s.exec(select(Review)).all() == []

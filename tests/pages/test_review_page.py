@@ -495,10 +495,10 @@ def test_blind_mode_hides_the_proposal_and_starts_from_nothing(study):
 
 
 def test_closed_phase_shows_no_form(study):
-    from fma_bands.study.state import set_phase
+    from fma_bands.study.rounds import close_round
 
     with study.store() as s:
-        set_phase(s, actor=study.coordinator, phase="closed")
+        close_round(s, actor=study.coordinator)
     at = open_review(study.rater, DOC)
     assert [i.value for i in at.info] == [
         "The review phase is closed: reviews can no longer change."

@@ -3,8 +3,7 @@ once confirmed; a round-2 rater's review screen shows round 1 as Rater A, B (no 
 answer of round 2) and asks a reason; the queue holds round 2's band only; the Agreement page
 keeps round 1's alpha and labels round 2 as consensus-building."""
 
-from fma_bands.study.rounds import open_round
-from fma_bands.study.state import set_phase
+from fma_bands.study.rounds import close_round, open_round
 from fma_bands.study.state import study as study_settings
 from tests import page_helpers
 from tests.page_helpers import (
@@ -48,7 +47,7 @@ def round_one(study) -> None:
             reason=reason,
         )
     with study.store() as s:
-        set_phase(s, actor=study.coordinator, phase="closed")
+        close_round(s, actor=study.coordinator)
 
 
 def round_two(study) -> None:

@@ -16,7 +16,8 @@ from fma_bands.store.db import session_scope
 from fma_bands.study.handback import import_handback
 from fma_bands.study.ratings import study_ratings, study_report, study_screen
 from fma_bands.study.reviews import ReviewForm, save
-from fma_bands.study.state import set_mode, set_phase
+from fma_bands.study.rounds import close_round
+from fma_bands.study.state import set_mode
 from tests.agreement.demo import THREE_RATERS, demo_study
 from tests.conftest import HANDBACK, enrol_study
 
@@ -89,7 +90,7 @@ def test_raters_see_no_agreement_while_the_phase_is_open(study):
     with session_scope(engine) as s, pytest.raises(AccessDenied):
         study_report(s, library, viewer=a, bootstrap=0)
     with session_scope(engine) as s:
-        set_phase(s, actor=coordinator, phase="closed")
+        close_round(s, actor=coordinator)
     with session_scope(engine) as s:
         assert study_report(s, library, viewer=a, bootstrap=0).metrics[POOLED]["band"].n_bands == 2
 
@@ -194,7 +195,7 @@ def test_a_problem_with_the_ratings_names_no_rater_to_a_rater(study, monkeypatch
     reads only that the figures cannot be computed."""
     engine, library, coordinator, a, _ = study
     with session_scope(engine) as s:
-        set_phase(s, actor=coordinator, phase="closed")
+        close_round(s, actor=coordinator)
 
     def broken(*args, **kwargs):
         raise FmaBandsError("rating draft_triage_01 / esi_acuity / adjudicator-02: bad")

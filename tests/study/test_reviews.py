@@ -14,7 +14,8 @@ from fma_bands.store.models import Review
 from fma_bands.study.handback import import_handback
 from fma_bands.study.library import sync_vignettes
 from fma_bands.study.reviews import ReviewForm, current_review, my_reviews, save
-from fma_bands.study.state import set_mode, set_phase
+from fma_bands.study.rounds import close_round
+from fma_bands.study.state import set_mode
 from fma_bands.study.submissions import band_reviews, submitted_reviews
 from tests.conftest import HANDBACK, enrol_study
 
@@ -186,7 +187,7 @@ def test_blinding_holds_while_the_phase_is_open(study):
         theirs = rater_queue(s, library, b)
         assert theirs and all(r.status == "to do" for r in theirs)
         assert len(submitted_reviews(s, library, viewer=coordinator)) == 1
-        set_phase(s, actor=coordinator, phase="closed")
+        close_round(s, actor=coordinator)
     with session_scope(engine) as s:
         assert [r.rater for r in submitted_reviews(s, library, viewer=b)] == ["adjudicator-01"]
         with pytest.raises(FmaBandsError, match="phase is closed"):
@@ -204,7 +205,7 @@ def test_blinding_holds_while_the_phase_is_open(study):
 def test_only_the_coordinator_changes_the_study(study):
     engine, _, _, a, _ = study
     with session_scope(engine) as s, pytest.raises(AccessDenied):
-        set_phase(s, actor=a, phase="closed")
+        close_round(s, actor=a)
     with session_scope(engine) as s, pytest.raises(AccessDenied):
         set_mode(s, actor=a, mode="blind")
 
@@ -424,7 +425,7 @@ def test_blind_mode_refuses_accept_in_the_domain(study):
 def test_a_handback_is_refused_once_the_phase_is_closed(study):
     engine, library, coordinator, _, _ = study
     with session_scope(engine) as s:
-        set_phase(s, actor=coordinator, phase="closed")
+        close_round(s, actor=coordinator)
     with session_scope(engine) as s, pytest.raises(AccessDenied, match="phase is closed"):
         import_handback(
             s,
@@ -480,7 +481,7 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
             years_post_registration=1,
         ),
         "reset": lambda s, who: reset(s, actor=who, pseudonym="adjudicator-02"),
-        "set_phase": lambda s, who: set_phase(s, actor=who, phase="closed"),
+        "close_round": lambda s, who: close_round(s, actor=who),
         "open_round": lambda s, who: open_round(
             s,
             library,

@@ -32,7 +32,7 @@ from fma_bands.study.rounds import (
     state,
 )
 from fma_bands.study.signing import attest
-from fma_bands.study.state import set_phase, study
+from fma_bands.study.state import study
 from fma_bands.study.submissions import submitted_reviews
 from tests.conftest import DEMO_VIGNETTES
 
@@ -121,7 +121,7 @@ def closed(engine, library, tmp_path):
         review(engine, library, raters[name], ESI, verdict, values, reason)
         review(engine, library, raters[name], URGENCY, "ACCEPT")
     with session_scope(engine) as s:
-        set_phase(s, actor=coordinator, phase="closed")
+        close_round(s, actor=coordinator)
     return engine, library, folder, coordinator, raters
 
 
@@ -133,10 +133,28 @@ def second(closed):
     return closed
 
 
+def test_closing_a_round_is_the_coordinators_audited_and_done_once(engine, library, tmp_path):
+    coordinator, raters = enrol(engine, library, tmp_path / "attestations")
+    with session_scope(engine) as s, pytest.raises(AccessDenied, match="only the study coord"):
+        close_round(s, actor=raters["rater-a1"])
+    with session_scope(engine) as s:
+        closed = close_round(s, actor=coordinator)
+        assert (study(s).round, study(s).phase) == (1, "closed")
+    assert (closed.number, closed.phase) == (1, "closed")
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="closed already"):
+        close_round(s, actor=coordinator)
+    with session_scope(engine) as s:
+        [event] = audit.events(s, kinds=["phase_changed"])
+    assert (event["actor"], event["payload"]) == (
+        "coordinator",
+        {"from": "open", "to": "closed", "round": 1},
+    )
+
+
 def test_a_closed_round_is_frozen_and_never_reopened(closed):
     engine, library, _, coordinator, raters = closed
-    with session_scope(engine) as s, pytest.raises(AccessDenied, match="never reopened"):
-        set_phase(s, actor=coordinator, phase="open")
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="never reopened"):
+        close_round(s, actor=coordinator)
     with session_scope(engine) as s:
         assert (study(s).round, study(s).phase) == (1, "closed")
     with pytest.raises(AccessDenied, match="phase is closed"):
@@ -188,8 +206,11 @@ def test_round_two_opens_for_the_discordant_bands_only_once_round_one_is_closed(
         close_round(s, actor=coordinator)
     with session_scope(engine) as s, pytest.raises(FmaBandsError, match="held already"):
         open_round(s, library, actor=coordinator, number=2, folder=folder)
-    with session_scope(engine) as s, pytest.raises(AccessDenied, match="never reopened"):
-        set_phase(s, actor=coordinator, phase="open")
+    with (
+        session_scope(engine) as s,
+        pytest.raises(FmaBandsError, match="round 2 is closed already"),
+    ):
+        close_round(s, actor=coordinator)
 
 
 def test_in_round_two_only_its_bands_take_reviews_and_each_needs_a_reason(second):
@@ -267,7 +288,7 @@ def test_the_panel_letters_follow_the_answers_not_who_gave_them(engine, library,
         verdict, values, reason = ROUND_ONE[name]
         review(engine, library, raters[name], ESI, verdict, values, reason)
     with session_scope(engine) as s:
-        set_phase(s, actor=coordinator, phase="closed")
+        close_round(s, actor=coordinator)
         open_round(s, library, actor=coordinator, number=2, folder=folder, bands=[ESI])
         reversed_panel = panel(s, library, viewer=coordinator, vid=VID, name="esi_acuity")
         reviews = submitted_reviews(s, library, viewer=coordinator, round=1)

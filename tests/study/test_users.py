@@ -21,6 +21,7 @@ from fma_bands.study.users import (
     change_passphrase,
     get_user,
     has_users,
+    new_passphrase_problem,
     sign_in,
     unlock_signing_key,
 )
@@ -154,6 +155,31 @@ def test_a_passphrase_is_12_to_1024_characters(engine, coordinator, tmp_path, pa
     assert message in caught.value.fields["passphrase"]
     with session_scope(engine) as s:  # the code was not spent on a refused passphrase
         assert activate(s, pseudonym="rater-01", code=code, passphrase="x" * 1024, folder=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("passphrase", "again", "problem"),
+    [
+        ("a long passphrase", "a long passphrase", None),
+        ("a long passphrase", "a long passphrasE", "the two passphrases differ"),
+        ("a long passphrase", "", "the two passphrases differ"),
+        (None, "", "choose a passphrase of at least 12 characters"),  # an empty form
+        ("short", "short", "choose a passphrase of at least 12 characters"),
+        ("x" * 1025, "x" * 1025, "a passphrase has at most 1024 characters"),
+        # Too short and typed differently: the typing is told first (the two must match).
+        ("short", "shorT", "the two passphrases differ"),
+    ],
+)
+def test_a_new_passphrase_typed_twice(passphrase, again, problem):
+    assert new_passphrase_problem(passphrase, again) == problem
+
+
+def test_the_first_coordinator_passphrase_is_checked_by_the_domain(engine):
+    with session_scope(engine) as s, pytest.raises(FmaBandsError) as caught:
+        create_first_coordinator(s, pseudonym="coordinator", passphrase="short")
+    assert "at least 12" in caught.value.fields["passphrase"]
+    with session_scope(engine) as s:
+        assert not has_users(s)
 
 
 @pytest.mark.parametrize(
