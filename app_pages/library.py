@@ -61,10 +61,6 @@ if lib.problems and user.is_coordinator:
         where = escaped(settings().vignettes)
         st.caption(f"From {where}. Files with problems are left out until fixed.")
         st.code("\n".join(str(p) for p in lib.problems), language=None)
-if not len(lib):
-    st.info("No vignette is loaded yet.")
-    st.stop()
-
 domains = sorted({v.domain for v in lib})
 domain = st.segmented_control("Domain", domains, format_func=escaped, key="library_domain")
 chosen = shelf(lib, user, domain)
