@@ -1,6 +1,11 @@
 """The fma-bands command (click): one group, one module per noun group, errors in one place.
 The only place that tunes the interpreter (collector): a command is one short process.
 
+A command imports the domain it needs inside its own function: imported at the top, the
+database, the bands and the agreement code would load for every command, `--help` included
+(docs/performance.md, "Command-line imports"). What every command loads anyway is imported at
+the top of its module.
+
 May import: every fma_bands package. Never Streamlit or the pages."""
 
 import gc
@@ -36,10 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """The console script. A command runs for seconds and ends, and what it holds is freed by
-    reference counting: the cyclic collector only rescans the million objects of ten signed
-    statements again and again, which cost `verify` 0.5 s of its 1.2 s and `agreement` 1.4 s
-    (docs/performance.md), with the same peak memory. So it stays off, and is frozen at the end
-    so the interpreter's last collection has nothing to scan."""
+    reference counting: the cyclic collector would only rescan the million objects of ten
+    signed statements again and again (docs/performance.md, "The collector"). So it stays off,
+    and is frozen at the end so the interpreter's last collection has nothing to scan."""
     gc.disable()
     code = _command(None)
     gc.freeze()
