@@ -45,4 +45,5 @@ def test_the_page_benchmark_writes_every_page_and_command(tmp_path):
         "registry_json",
         "export",
     }
-    assert all(c["process_ms"] > 0 for c in found["commands"].values())
+    assert all(c["process_ms"] > 0 and c["process_cpu_ms"] > 0 for c in found["commands"].values())
+    assert pages["agreement"]["first_load_cpu_ms"] > 0

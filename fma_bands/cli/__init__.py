@@ -1,6 +1,11 @@
 """The fma-bands command (click): one group, one module per noun group, errors in one place.
 The only place that tunes the interpreter (collector): a command is one short process.
 
+A command imports the domain it needs inside its own function: imported at the top, the
+database, the bands and the agreement code would load for every command, `--help` included
+(docs/performance.md, "Command-line imports"). What every command loads anyway is imported at
+the top of its module.
+
 May import: every fma_bands package. Never Streamlit or the pages."""
 
 import gc
@@ -38,8 +43,8 @@ def run() -> None:
     """The console script. A command runs for seconds and ends, and what it holds is freed by
     reference counting: the cyclic collector would only rescan the objects of the signed
     statements and the ratings again and again, a large share of a command's time
-    (docs/performance.md), and would free no memory. So it stays off, and is frozen at the end
-    so the interpreter's last collection has nothing to scan."""
+    (docs/performance.md, "The collector"), and would free no memory. So it stays off, and is
+    frozen at the end so the interpreter's last collection has nothing to scan."""
     gc.disable()
     code = _command(None)
     gc.freeze()

@@ -6,6 +6,7 @@ pay for the database, numpy or an Argon2 hash.
 
 import contextlib
 import datetime
+import json
 import os
 import sys
 import tempfile
@@ -16,7 +17,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.core.files import read_bounded
+from fma_bands.core.files import read_yaml as read_yaml_file
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -189,7 +192,6 @@ def coordinator(session: "Session") -> "UserPublic":
     """The person taking a coordinator action, named by --as and authenticated by their passphrase
     (a file, $FMA_BANDS_PASSPHRASE_FILE, or a prompt at a terminal), so the audit log says who
     did what. Failed attempts are throttled and audited like failed sign-ins."""
-    from fma_bands.core.errors import AccessDenied
     from fma_bands.study.users import SIGN_IN_FAILED, has_coordinator, sign_in
 
     if not has_coordinator(session):
@@ -227,15 +229,11 @@ TEXT_LIMIT = 1024 * 1024
 
 
 def read_text(path: str | Path, what: str = "file", limit: int = TEXT_LIMIT) -> str:
-    from fma_bands.core.files import read_bounded
-
     return read_bounded(path, limit=limit, what=what)
 
 
 def read_yaml(path: str | Path, what: str = "file", limit: int = 64 * 1024) -> Any:
-    from fma_bands.core.files import read_yaml as read
-
-    return read(path, limit=limit, what=what)
+    return read_yaml_file(path, limit=limit, what=what)
 
 
 def read_secret(path: str | Path) -> str:
@@ -247,6 +245,4 @@ def read_secret(path: str | Path) -> str:
 
 
 def print_json(data: Any) -> None:
-    import json
-
     click.echo(json.dumps(data, indent=2))

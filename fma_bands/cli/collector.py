@@ -1,7 +1,8 @@
-"""The cyclic garbage collector, paused for work that builds a great many objects in no cycle
-(a parsed signed statement, a whole study's ratings and their report): each collection on the
-way rescans everything built so far, which multiplies the work (docs/performance.md). Reference
-counting still frees whatever is dropped; the collector runs again afterwards."""
+"""The cyclic garbage collector, paused while a command runs in a caller's process (`main`):
+a command builds a great many objects in no cycle (parsed signed statements, a whole study's
+ratings and their report), and each collection on the way rescans everything built so far
+(docs/performance.md, "The collector"). Reference counting still frees whatever is dropped;
+the collector runs again afterwards."""
 
 import contextlib
 import gc

@@ -1,6 +1,7 @@
 """`fma-bands identity set`, `reveal` and `check`: a rater's private identity and commitment."""
 
 import click
+import yaml
 
 from fma_bands.cli.base import cli, coordinator, done, read_yaml, settings, store
 from fma_bands.core.protocol import IDENTITY_FIELDS
@@ -44,8 +45,6 @@ def set_(name: str, source: str) -> None:
 @click.argument("name")
 def reveal(name: str) -> None:
     """Print the private record with its salt, for an editor (audited)."""
-    import yaml
-
     from fma_bands.study.identity import reveal_identity
 
     with store() as session:

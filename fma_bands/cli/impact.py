@@ -1,6 +1,8 @@
 """`fma-bands impact`: which bands decide the harness's run pairs, from its trajectories.json
 files (coordinator only: raters never see these counts)."""
 
+import json
+
 import click
 
 from fma_bands.cli.base import cli, coordinator, print_json, store, synced
@@ -61,6 +63,4 @@ def _count(value: int | None) -> str:
 
 
 def _text(acceptable: object) -> str:
-    import json
-
     return json.dumps(acceptable, separators=(",", ":"))

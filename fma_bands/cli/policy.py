@@ -3,7 +3,7 @@
 import click
 
 from fma_bands.cli.base import cli, coordinator, settings, store
-from fma_bands.evidence.policy import SCOPES
+from fma_bands.evidence.policy import SCOPES, read_policy
 
 
 @cli.group()
@@ -28,7 +28,5 @@ def set_(quorum: int, scope: str) -> None:
 @policy.command()
 def show() -> None:
     """Print the policy in force."""
-    from fma_bands.evidence.policy import read_policy
-
     current = read_policy(settings().attestations)
     click.echo(f"policy: quorum {current.quorum}, scope {current.scope}")

@@ -1,10 +1,12 @@
 """`fma-bands registry` and `export`: each band's provenance from the files, and bands.yaml."""
 
+from pathlib import Path
 from typing import Any
 
 import click
 
 from fma_bands.cli.base import cli, complete_library, print_json, settings
+from fma_bands.core.errors import FmaBandsError
 from fma_bands.evidence.policy import SCOPES
 
 
@@ -69,9 +71,6 @@ def registry(as_json: bool, quorum: int | None, scope: str | None) -> None:
 @sensitivity
 def export(out: str, harness: str | None, quorum: int | None, scope: str | None) -> None:
     """Write bands.yaml for the harness (atomically)."""
-    from pathlib import Path
-
-    from fma_bands.core.errors import FmaBandsError
     from fma_bands.evidence.export import check_harness, export_document, write_bands
     from fma_bands.evidence.provenance import ADJUDICATED
 

@@ -4,6 +4,7 @@ import click
 
 from fma_bands.cli.base import cli, coordinator, done, settings, store, synced
 from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.evidence.policy import POLICY_FILE, Policy, write_policy_file
 
 # The accounts `fma-bands demo` makes: demo only, printed, never secret.
 DEMO_USERS = (
@@ -46,7 +47,6 @@ def demo() -> None:
 
     Refused on a database that already holds a study: the demo accounts' passphrases are
     printed, so they never join a real one."""
-    from fma_bands.evidence.policy import POLICY_FILE, Policy, write_policy_file
     from fma_bands.study.enrolment import create_user
     from fma_bands.study.users import has_users
 

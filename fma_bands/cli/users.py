@@ -7,6 +7,7 @@ import click
 
 from fma_bands.cli.base import cli, coordinator, read_secret, settings, store
 from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.core.files import write_atomically
 
 
 @cli.group()
@@ -18,8 +19,6 @@ def _hand_over(name: str, code: str, code_file: str | None, expires: object) -> 
     """Write the one-time code to its file (readable by its owner only), or say it once."""
     until = f"valid until {expires:%d %b %Y %H:%M} UTC" if expires else "valid 14 days"
     if code_file:
-        from fma_bands.core.files import write_atomically
-
         # Written through a private temporary file, so it is never readable by others.
         path = write_atomically(Path(code_file), code + "\n")
         path.chmod(0o600)

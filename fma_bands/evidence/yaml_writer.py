@@ -1,5 +1,6 @@
 """YAML text byte for byte as `yaml.dump(data, Dumper=..., sort_keys=False, allow_unicode=True,
-width=...)` writes it, in a tenth of the time for plain data (issue 14: bands.yaml).
+width=...)` writes it, for bands.yaml: yaml.dump, even with libyaml's emitter, makes a full
+export a wait a user notices (docs/performance.md, "bands.yaml").
 
 yaml.dump builds a node for every value (the representer), asks the resolver twice about every
 scalar's tag (the serializer), and only then hands events to the emitter; for bands.yaml, about
@@ -29,13 +30,14 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-# libyaml's emitter, where PyYAML was built with it, writes an export three times as fast as
-# PyYAML's own and the same text byte for byte, except for strings PyYAML writes double-quoted
+# libyaml's emitter, where PyYAML was built with it, writes an export faster than PyYAML's own
+# and the same text byte for byte, except for strings PyYAML writes double-quoted
 # (a tab, a control character, a space beside a line break: libyaml folds long ones otherwise)
 # and characters the two judge differently (beyond U+FFFF, U+0085, U+FEFF). A document holding
-# any such string is written by the pure-Python emitter (tests/test_export.py checks any text).
+# any such string is written by the pure-Python emitter (tests/evidence/test_export.py checks
+# any text).
 # One more difference was always there and is kept: an empty key, `'': x` from libyaml, `? ''`
-# then `: x` from PyYAML (bands.yaml has none; tests/test_yaml_writer.py pins it).
+# then `: x` from PyYAML (bands.yaml has none; tests/evidence/test_yaml_writer.py pins it).
 C_DUMPER = getattr(yaml, "CSafeDumper", None)
 _WRITTEN_DIFFERENTLY = re.compile(
     "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[ ][\n\u2028\u2029]|[\n\u2028\u2029][ ]"

@@ -144,8 +144,9 @@ def verify(session: Session, *, expected_head: tuple[int, str] | None = None) ->
     position, and the chain (each `prev_hash` naming the hash of the event before) already fixes
     the order. That keeps the kinds of tampering apart:
 
-    - `edited`: the event's content no longer matches its stored hash. The next event still links
-      to the stored hash, so one edit is one report, not a cascade.
+    - `edited`: the event's content no longer matches its stored hash, or is stored in a form
+      fma-bands never writes (audit_hash). The next event still links to the stored hash, so
+      one edit is one report, not a cascade.
     - `reordered`: the content is intact but `prev_hash` is the hash of an event other than the
       one numbered before it (rows were renumbered into another order).
     - `deleted`: `prev_hash` names a hash no event has, or the numbers skip; the message names
@@ -159,7 +160,7 @@ def verify(session: Session, *, expected_head: tuple[int, str] | None = None) ->
     problems: list[AuditProblem] = []
     previous = None
     expected_seq, expected_prev = 1, GENESIS
-    for row, digest in zip(rows, content_digests(session, rows), strict=True):
+    for row, digest in zip(rows, content_digests(rows), strict=True):
         content_ok = digest == row.hash
         # An intact event in its place, as nearly all are, skips _check: it would find nothing.
         if not (content_ok and row.seq == expected_seq and row.prev_hash == expected_prev):

@@ -1,10 +1,9 @@
 """How an audit event is hashed: `event_hash` defines it; `content_digests` hashes a stored log.
 
-`verify` hashes every event of the log (27,000 in a full study) each time it runs, and reading
-each one through the model (json.loads of its payload, a datetime for `at`) and then scanning it
-for floats before hashing was most of its time. `content_digests` computes the same hash from the
-text the database stores, and leaves every event that is anything but ordinary to the plain way,
-so the verdict on any event, tampered or not, is the one `content_hash` gives.
+`verify` hashes every event of the log each time it runs, from the text the database holds:
+the payload's JSON text and, on SQLite, `at`'s text. fma-bands writes each column in one form
+only, so content in any other form (another spelling of `at`, a value of another type, a float,
+text that is not JSON) was written by someone else, and is reported as edited.
 """
 
 import re
@@ -35,21 +34,6 @@ def event_hash(*, at: datetime, actor: str | None, kind: str, payload: dict, pre
             "prev_hash": prev_hash,
         }
     )
-
-
-def content_hash(row) -> str | None:
-    """event_hash of an event read through the model (`columns`), None if it cannot be hashed."""
-    try:
-        return event_hash(
-            at=row.at,
-            actor=row.actor,
-            kind=row.kind,
-            payload=row.payload,
-            prev_hash=row.prev_hash,
-        )
-    except (TypeError, ValueError, AttributeError):
-        # Content that cannot even be hashed (a float slipped in, a mangled timestamp) is edited.
-        return None
 
 
 def columns():
@@ -103,40 +87,28 @@ def stored_events(session: Session) -> list[StoredEvent]:
     return [StoredEvent(*row) for row in session.execute(query).all()]
 
 
-def content_digests(session: Session, events: list[StoredEvent]) -> Iterator[str | None]:
-    """`content_hash` of each event, in order, as if each had been read through the model: from
-    the stored text where `_digest_of_stored_text` can, else by reading the event through the
-    model after all, which reports odd content as verify always did (and content the model
-    cannot read as edited)."""
+def content_digests(events: list[StoredEvent]) -> Iterator[str | None]:
+    """event_hash of each stored event, in order; None for content fma-bands does not write,
+    which no hash can vouch for (verify reports it as edited)."""
     # Payload text -> its canonical JSON. Raters reviewing the same proposal record the same
     # payload, so a study's log holds about one distinct payload in four.
     payloads: dict[str, str] = {}
     for event in events:
-        digest = _digest_of_stored_text(event, payloads)
-        if digest is None:
-            query = select(*columns()).where(col(AuditEvent.seq) == event.seq)
-            try:
-                row = session.execute(query).one()
-            except (ValueError, TypeError):
-                # Content the model cannot even read (a payload that is not JSON, a date that
-                # does not exist) was never written by fma-bands: an edit, reported, not a crash.
-                digest = None
-            else:
-                digest = content_hash(row)
-        yield digest
+        yield _digest_of_stored_text(event, payloads)
 
 
 # The one form SQLAlchemy writes `at` in on SQLite; `_iso` of the datetime read back from it is the
-# same text with a T and +00:00. Any other spelling, even of the same instant, goes the plain way.
+# same text with a T and +00:00. Any other spelling, even of the same instant, is an edit.
 _SQLITE_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}")
 
 
 def _digest_of_stored_text(event: StoredEvent, payloads: dict[str, str]) -> str | None:
-    """event_hash of a stored event, or None to leave the event to the plain way.
+    """event_hash of a stored event, or None for content fma-bands does not write.
 
     `loads_float_free` parses the payload text as json.loads does but refuses floats, NaN and
-    Infinity, so what it returns needs no scan before it is encoded. Anything unusual (a value of
-    another type, a float, text that is not JSON, a date that does not exist) returns None.
+    Infinity (which hash unstably, so no hash vouches for one), and what it returns needs no scan
+    before it is encoded. Anything unusual (a value of another type, a float, text that is not
+    JSON, a date that does not exist, nesting deeper than Python parses) returns None.
     """
     at, actor, payload = event.at, event.actor, event.payload
     texts = type(event.kind) is str and type(event.prev_hash) is str and type(payload) is str
@@ -148,15 +120,17 @@ def _digest_of_stored_text(event: StoredEvent, payloads: dict[str, str]) -> str 
                 return None
             datetime.fromisoformat(at)  # refuses what does not exist, such as month 13
             at_text = f"{at[:10]}T{at[11:]}+00:00"
+        elif isinstance(at, datetime):
+            at_text = _iso(at)  # PostgreSQL's timestamp with time zone
         else:
-            at_text = _iso(at)  # PostgreSQL's datetime (anything else raises)
+            return None
         payload_json = payloads.get(payload)
         if payload_json is None:
             payload_json = canonical_text_float_free(loads_float_free(payload))
             payloads[payload] = payload_json
         document = _document_json(at_text, actor, event.kind, payload_json, event.prev_hash)
         return sha256_of_canonical(document.encode())
-    except Exception:  # whatever it was, the plain way meets it again and decides
+    except (ValueError, TypeError, RecursionError):  # a lone surrogate is a UnicodeEncodeError
         return None
 
 

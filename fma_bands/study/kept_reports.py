@@ -1,8 +1,10 @@
 """Agreement reports kept in the database (table kept_report) under the SHA-256 of everything
 they were computed from: the ratings, the bootstrap's B and seed, and the code and numerical
-libraries that compute them. Computing a whole study's report is slow next to reading it
-(docs/performance.md); the Agreement page and `fma-bands agreement` ask for the same one again
-and again once a round has closed, and find it here.
+libraries that compute them. The Agreement page (in each server process) and `fma-bands
+agreement` ask for the same report again and again once a round has closed, and find it here
+instead of bootstrapping every alpha again (docs/performance.md, "Agreement reports"). This is
+the one copy of a report shared between processes; the Agreement page keeps only the screen it
+draws from one, per process, until a review changes.
 
 A kept report is only ever a copy. Its key covers every input, so a changed review, vignette,
 B, seed or line of the agreement code is a new key and a fresh computation; a row that cannot be
