@@ -52,9 +52,15 @@ def rounds(user: UserPublic) -> None:
         st.success(flash)
     st.markdown(f"Round {now.number} is **{now.phase}**.")
     if now.phase == "open":
+        who = (
+            "Raters review blind to each other."
+            if now.number == 1
+            else "Each band's raters see round 1 anonymised (Rater A, B, ...) and keep or revise "
+            "their band; they see no one's round-2 review."
+        )
         st.caption(
-            "Raters review blind to each other. The round is closed on Raters' progress, once "
-            "confirmed; a closed round is frozen (no edit, no import) and never reopened."
+            f"{who} The round is closed on Raters' progress, once confirmed; a closed round is "
+            "frozen (no edit, no import) and never reopened."
         )
     elif not closed_first:
         st.info(f"Round {now.number} is closed: its reviews are frozen and no round follows it.")

@@ -361,6 +361,7 @@ def test_the_coordinator_reaches_no_signing_page(study):
 def test_the_study_admin_page_neither_closes_unconfirmed_nor_reopens(study):
     at = open_app(study.coordinator)
     assert "Round 1 is **open**." in texts(at)
+    assert any(c.value.startswith("Raters review blind to each other.") for c in at.caption)
     # Closing asks for confirmation, on Raters' progress (tests/pages/test_progress_page.py).
     assert not [b for b in at.button if "review phase" in b.label or "Reopen" in b.label]
     with study.store() as s:

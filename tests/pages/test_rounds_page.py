@@ -87,6 +87,10 @@ def test_study_admin_opens_round_two_for_the_discordant_band_once_confirmed(stud
     assert "Round 2 is open for 1 band(s)." in [s.value for s in at.success]
     assert any(m.value == "Round 2 is **open**." for m in at.markdown)
     assert not [b for b in at.button if b.label == "Open round 2"]
+    # Round 2's raters see round 1's panel, so the page no longer calls the round blind.
+    captions = " ".join(c.value for c in at.caption)
+    assert "see round 1 anonymised" in captions
+    assert "blind to each other" not in captions
 
 
 def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
