@@ -17,10 +17,11 @@ from fma_bands.core.labels import describe_band, threshold_sentence, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.settings import Settings, load_settings
 from fma_bands.core.vignettes import Library, Proposal, Vignette, load_library
-from fma_bands.evidence.log import signed_revisions
 from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study.ledger import head as ledger_head
+from fma_bands.study.ledger import publish
 from fma_bands.study.library import sync_vignettes
-from fma_bands.study.rater_keys import recover
+from fma_bands.study.signing import signed_revisions
 from fma_bands.study.state import sees_proposals, study
 
 
@@ -36,7 +37,7 @@ def _engine(url: str) -> Engine:
     return engine
 
 
-# The (database, attestations folder) pairs this process has recovered (fma_bands.study.rater_keys).
+# The (database, attestations folder) pairs this process has published to (fma_bands.study.ledger).
 # Its own lock: library() holds _sync_lock while its session() reaches engine().
 _recovered: set[tuple[str, str]] = set()
 _recover_lock = threading.Lock()
@@ -46,11 +47,12 @@ def engine() -> Engine:
     found = _engine(settings().database_url)
     key = (settings().database_url, str(settings().attestations))
     if key not in _recovered:
-        # A process killed halfway through signing left its record waiting: finish it first.
+        # Records the store holds and the folder lacks (a process killed after its commit, a
+        # round closed since) are published first.
         with _recover_lock:
             if key not in _recovered:
                 with session_scope(found) as s:
-                    recover(s, settings().attestations)
+                    publish(s, settings().attestations)
                 _recovered.add(key)
     return found
 
@@ -229,20 +231,14 @@ def stack_below(width_px: int, key: str) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _signed(folder: str, state: tuple, pseudonym: str) -> dict:
-    return signed_revisions(Path(folder), pseudonym)
+def _signed(url: str, head: tuple | None, pseudonym: str) -> dict:
+    with session() as s:
+        return signed_revisions(s, pseudonym)
 
 
 def signed_bands(pseudonym: str) -> dict:
-    """The rater's signed review revisions, re-read only when an envelope file changes: the
-    review page asks on every rerun. Re-reading verifies again only what is not yet known by
-    its bytes' digest (fma_bands.evidence.log); the file states here only spare the rerun that
-    read. Any write or rename changes a file's change time (ctime), which no one can set."""
-    folder = settings().attestations
-    files = sorted(folder.glob("*.dsse.json")) if folder.is_dir() else []
-    state = tuple(
-        (p.name, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns)
-        for p in files
-        for s in [p.stat()]
-    )
-    return _signed(str(folder), state, pseudonym)
+    """The rater's signed review revisions (sealed ones too), read again only when the store's
+    log has a new record: the review page asks on every rerun."""
+    with session() as s:
+        head = ledger_head(s)
+    return _signed(settings().database_url, head, pseudonym)

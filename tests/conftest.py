@@ -107,6 +107,7 @@ def enrol_study(session, library, *, assign_everything=True):
             actor="coordinator",
             pseudonym=name,
             passphrase=passphrase,
+            root_passphrase="coordinator pass",
             specialty=specialty,
             **RATER_DETAILS,
         )

@@ -25,6 +25,7 @@ from fma_bands.cli import (  # noqa: F401  (each module adds its commands to the
     registry,
     rounds,
     signing,
+    steward,
     study,
     users,
     vignettes,

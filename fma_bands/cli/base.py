@@ -141,16 +141,17 @@ def store() -> Iterator["Session"]:
     from sqlalchemy.exc import SQLAlchemyError
 
     from fma_bands.store.db import make_engine, session_scope, upgrade
-    from fma_bands.study.rater_keys import recover
+    from fma_bands.study.ledger import publish
 
     url = settings().database_url
     engine = make_engine(url)
     try:
         upgrade(engine)
         with session_scope(engine) as session:
-            # A command killed halfway through signing left its record waiting: finish it first.
-            for done in recover(session, settings().attestations):
-                click.echo(f"recovered: {done}", err=True)
+            # Records the store holds and the folder lacks (a process killed after its commit,
+            # a round closed since) are published first.
+            for name in publish(session, settings().attestations):
+                click.echo(f"published: {name}", err=True)
         with session_scope(engine) as session:
             yield session
     except SQLAlchemyError as exc:
@@ -164,6 +165,20 @@ def library(folders: tuple[str, ...] = ()) -> "Library":
     from fma_bands.core.vignettes import load_library
 
     return load_library(list(folders) or [settings().vignettes])
+
+
+def pinned_study(given: str | None) -> str | None:
+    """The study the attestations folder must be the log of: --study, else the database's when
+    there is one (an editor with the folder alone reads the id from the paper)."""
+    if given:
+        return given
+    url = settings().database_url
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        return None
+    from fma_bands.study.state import study
+
+    with store() as session:
+        return study(session).study_id
 
 
 def complete_library() -> "Library":
@@ -219,8 +234,18 @@ def coordinator(session: "Session") -> "UserPublic":
         # Keep the failed attempt (throttle and audit) although the command stops here.
         session.commit()
         raise AccessDenied(SIGN_IN_FAILED.replace("Sign-in", "Authentication"))
-    # What this person may do is the domain's to say (fma_bands.study.state.authorize).
+    # What this person may do is the domain's to say (fma_bands.study.state.authorize). The
+    # passphrase is kept for this command only: it also unseals the study's root key.
+    click.get_current_context().meta["acting_passphrase"] = passphrase
     return user
+
+
+def acting_passphrase() -> str:
+    """The passphrase the coordinator authenticated with (after `coordinator`): what unseals
+    the study's root key for a record the root signs."""
+    found = click.get_current_context().meta.get("acting_passphrase")
+    assert isinstance(found, str), "coordinator() authenticates first"
+    return found
 
 
 # Files a command is handed: a hand-back, an identity record, a passphrase. Each is small; the

@@ -61,10 +61,10 @@ def reveal(name: str) -> None:
 @click.argument("file", metavar="FILE")
 def check(file: str) -> None:
     """Check a revealed record against the published commitment."""
-    from fma_bands.evidence.roster import read_adjudicators
+    from fma_bands.evidence.log import read_evidence
     from fma_bands.study.identity import check_revealed
 
     revealed = read_yaml(file, "revealed identity")
-    ok, message = check_revealed(revealed, read_adjudicators(settings().attestations))
+    ok, message = check_revealed(revealed, read_evidence(settings().attestations).records())
     click.echo(f"{file}: {message}")
     done(0 if ok else 1)

@@ -1,32 +1,47 @@
-"""`fma-bands policy set` and `policy show`: the registry policy in attestations/policy.yaml."""
+"""`fma-bands policy set` and `policy show`: the registry policy, a root-signed record of the
+study's log (attestations/policy.yaml is its readable copy)."""
 
 import click
 
-from fma_bands.cli.base import cli, coordinator, settings, store
-from fma_bands.evidence.policy import SCOPES, read_policy
+from fma_bands.cli.base import acting_passphrase, cli, coordinator, settings, store
+from fma_bands.evidence.policy import SCOPES
 
 
 @cli.group()
 def policy() -> None:
-    """The registry policy in attestations/policy.yaml."""
+    """The registry policy: a root-signed record of the study's log."""
 
 
 @policy.command("set")
 @click.option("--quorum", type=int, required=True)
 @click.option("--scope", type=click.Choice(SCOPES), required=True)
 def set_(quorum: int, scope: str) -> None:
-    """Set quorum and scope (audited)."""
-    from fma_bands.study.state import set_policy
+    """Sign a new policy record (audited); with a steward, it takes effect once they approve."""
+    from fma_bands.study.governance import policy_in_force, set_policy
 
     with store() as session:
         written = set_policy(
-            session, settings().attestations, actor=coordinator(session), quorum=quorum, scope=scope
+            session,
+            settings().attestations,
+            actor=coordinator(session),
+            passphrase=acting_passphrase(),
+            quorum=quorum,
+            scope=scope,
         )
-    click.echo(f"policy: quorum {written.quorum}, scope {written.scope}")
+        in_force = policy_in_force(session)
+    click.echo(f"policy signed: quorum {written.quorum}, scope {written.scope}")
+    if in_force != written:
+        click.echo("it takes effect once the steward approves it (fma-bands steward sign)")
 
 
 @policy.command()
 def show() -> None:
     """Print the policy in force."""
-    current = read_policy(settings().attestations)
+    from fma_bands.core.errors import FmaBandsError
+    from fma_bands.study.governance import policy_in_force
+
+    with store() as session:
+        current = policy_in_force(session)
+    if current is None:
+        raise FmaBandsError("no policy is in force: nothing is granted until one is set")
     click.echo(f"policy: quorum {current.quorum}, scope {current.scope}")

@@ -5,41 +5,59 @@ from typing import Any
 
 import click
 
-from fma_bands.cli.base import cli, complete_library, print_json, settings
+from fma_bands.cli.base import cli, complete_library, done, pinned_study, print_json, settings
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.evidence.policy import SCOPES
 
 
 def sensitivity(command: Any) -> Any:
-    """--quorum and --scope, which override policy.yaml for a sensitivity run."""
+    """--quorum and --scope, which override the signed policy for a sensitivity run, and
+    --study, which pins the folder to a study."""
     command = click.option(
-        "--scope", type=click.Choice(SCOPES), help="Override policy.yaml's scope rule."
+        "--study",
+        metavar="ID",
+        help="The study the folder must be the log of (default: the database's, if any).",
+    )(command)
+    command = click.option(
+        "--scope", type=click.Choice(SCOPES), help="Override the signed policy's scope rule."
     )(command)
     return click.option(
-        "--quorum", type=click.IntRange(min=1), help="Override policy.yaml's quorum."
+        "--quorum", type=click.IntRange(min=1), help="Override the signed policy's quorum."
     )(command)
 
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @sensitivity
-def registry(as_json: bool, quorum: int | None, scope: str | None) -> None:
-    """Each band's provenance as decided from the files, with reasons."""
+def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | None) -> None:
+    """Each band's provenance as decided from the files, with reasons (exit 1 when the
+    attestations folder does not verify: nothing is granted then)."""
     from fma_bands.core.bands import to_harness
     from fma_bands.evidence.registry import decide
 
-    decided = decide(complete_library(), settings().attestations, quorum=quorum, scope=scope)
+    decided = decide(
+        complete_library(),
+        settings().attestations,
+        quorum=quorum,
+        scope=scope,
+        study=pinned_study(study),
+    )
+    sequence, digest = decided.head
     if as_json:
         print_json(
             {
                 # No policy on file grants nothing: the defaults were not applied, so none shown.
                 "policy": None if decided.policy_problem else decided.policy.as_dict(),
                 "policy_problem": decided.policy_problem,
+                "valid": decided.valid,
+                "study": decided.study,
+                "head": {"sequence": sequence, "digest": digest} if digest else None,
                 "bands": [d.as_dict() for d in decided.decisions],
-                "file_problems": decided.file_problems,
+                "problems": [p.as_dict() for p in decided.problems],
+                "strays": [p.as_dict() for p in decided.strays],
             }
         )
-        return
+        done(0 if decided.valid else 1)
     if decided.policy_problem:
         click.echo(f"policy: none ({decided.policy_problem}); nothing is granted")
     else:
@@ -54,6 +72,9 @@ def registry(as_json: bool, quorum: int | None, scope: str | None) -> None:
             click.echo(f"    warning: {w.code}: {w.message}")
     for problem in decided.file_problems:
         click.echo(f"file problem: {problem}")
+    if not decided.valid:
+        click.echo("the attestations folder does NOT verify: nothing is granted")
+        done(1)
 
 
 @cli.command()
@@ -68,20 +89,39 @@ def registry(as_json: bool, quorum: int | None, scope: str | None) -> None:
     help="Then load the export into the FairMedAgent harness at PATH (the folder holding its "
     "fairmedagent package; without PATH, the one on sys.path) and report every band it refuses.",
 )
+@click.option(
+    "--provisional",
+    is_flag=True,
+    help="Write the export even when the attestations folder does not verify: every band as "
+    "its file has it, none adjudicated, and the reason in the header.",
+)
 @sensitivity
-def export(out: str, harness: str | None, quorum: int | None, scope: str | None) -> None:
-    """Write bands.yaml for the harness (atomically)."""
+def export(
+    out: str,
+    harness: str | None,
+    quorum: int | None,
+    scope: str | None,
+    study: str | None,
+    provisional: bool,
+) -> None:
+    """Write bands.yaml for the harness (atomically). Refused, writing nothing, when the
+    attestations folder does not verify, unless --provisional."""
     from fma_bands.evidence.export import check_harness, export_document, write_bands
     from fma_bands.evidence.provenance import ADJUDICATED
 
+    _check_out(Path(out), settings().attestations)
     document = export_document(
         complete_library(),
         settings().attestations,
         quorum=quorum,
         scope=scope,
         relative_to=Path(out).parent,
+        study=pinned_study(study),
+        provisional=provisional,
     )
     path = write_bands(out, document)
+    if document.get("provisional"):
+        click.echo(f"PROVISIONAL: {document['provisional']}", err=True)
     entries = [e for group in document["bands"].values() for e in group]
     adjudicated = sum(e["provenance"] == ADJUDICATED for e in entries)
     click.echo(
@@ -101,3 +141,30 @@ def export(out: str, harness: str | None, quorum: int | None, scope: str | None)
         f"the harness at {check.where} builds all {check.bands} bands and "
         f"{check.adjudicators} adjudicator(s)"
     )
+
+
+def _check_out(out: Path, folder: Path) -> None:
+    """bands.yaml goes to a new file or over a regular one, never into the attestations folder
+    (only the study's log writes there) and never onto a device, FIFO or link."""
+    import os
+    import stat
+
+    target = out.parent.resolve() / out.name
+    if target.parent == folder.resolve() or folder.resolve() in target.parents:
+        raise FmaBandsError(
+            f"{out} is inside the attestations folder {folder}: only the study's signed log "
+            "writes there; write the export elsewhere",
+            file=str(out),
+        )
+    try:
+        found = os.lstat(out)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise FmaBandsError(f"cannot write there: {exc.strerror}", file=str(out)) from None
+    if not stat.S_ISREG(found.st_mode):
+        raise FmaBandsError(
+            "not a regular file (a link, a device, a FIFO or a folder): bands.yaml is written "
+            "only to a new file or over a regular one",
+            file=str(out),
+        )

@@ -86,5 +86,5 @@ def close() -> None:
     from fma_bands.study.rounds import close_round
 
     with store() as session:
-        closed = close_round(session, actor=coordinator(session))
+        closed = close_round(session, actor=coordinator(session), folder=settings().attestations)
     click.echo(closed.describe())

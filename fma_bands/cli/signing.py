@@ -4,8 +4,7 @@ from pathlib import Path
 
 import click
 
-from fma_bands.cli.base import cli, done, read_secret, settings, store, synced
-from fma_bands.core.errors import FmaBandsError
+from fma_bands.cli.base import cli, done, print_json, read_secret, settings, store, synced
 from fma_bands.core.protocol import DECLARATIONS, MEANINGS
 
 
@@ -42,8 +41,8 @@ def attest(
     with store() as session:
         found, _ = synced(session)
         who = require_user(session, rater)
-        waiting = plan(session, found, who, folder).imported
-        path = sign(
+        waiting = plan(session, found, who).imported
+        receipt = sign(
             session,
             found,
             rater=who,
@@ -62,7 +61,20 @@ def attest(
             click.echo(f"confirmed and covered: {band} ({entered})")
         else:
             click.echo(f"not covered: {band} ({entered}); confirm with --confirm-imported")
-    click.echo(f"signed {path}")
+    _print_receipt(receipt)
+
+
+def _print_receipt(receipt) -> None:
+    """The signer's receipt: what they keep to check the folder later."""
+    where = receipt.as_dict()
+    for record in where["records"]:
+        click.echo(f"signed record {record['sequence']}: {record['file']} ({record['digest']})")
+    click.echo(f"key fingerprint: {receipt.keyid}")
+    click.echo(f"head after signing: {where['since']}")
+    click.echo(
+        f"in the attestations folder {where['in_folder']}; keep the head to check it later "
+        f"with `fma-bands verify --since {where['since']}`"
+    )
 
 
 @cli.command()
@@ -77,39 +89,62 @@ def revoke(file: str, rater: str, passphrase_file: str, reason: str) -> None:
 
     passphrase = read_secret(passphrase_file)
     with store() as session:
-        path = sign_revocation(
+        receipt = sign_revocation(
             session,
             rater=require_user(session, rater),
             passphrase=passphrase,
-            attestation=Path(file),
+            attestation=file,
             reason=reason,
             folder=settings().attestations,
         )
-    click.echo(f"revoked {file}: {path}")
+    click.echo(f"revoked {Path(file).name}")
+    _print_receipt(receipt)
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, metavar="[PATH]...")
-def verify(paths: tuple[str, ...]) -> None:
-    """Check attestation envelopes offline against the self-signed public records."""
-    from fma_bands.evidence.log import read_evidence
+@click.option(
+    "--since",
+    metavar="SEQ:DIGEST",
+    help="A head seen before (an export's, a receipt's): the folder must still hold it.",
+)
+@click.option("--study", metavar="ID", help="The study the folder must be the log of.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def verify(since: str | None, study: str | None, as_json: bool) -> None:
+    """Check the attestations folder from its files alone: one chain from the study's root,
+    every record signed by a key the root-signed roster gives its signer at that place, the
+    readable copies exact. Exits 1 when it does not verify."""
+    from fma_bands.evidence.log import parse_head, read_evidence
 
     folder = settings().attestations
-    evidence = read_evidence(folder, [Path(p) for p in paths] if paths else None)
-    if not evidence.envelopes:
-        raise FmaBandsError(f"no attestation envelopes (*.dsse.json) in {folder}")
-    failed = 0
-    for env in evidence.envelopes:
-        if env.error:
-            failed += 1
-            click.echo(f"FAIL {env.path}: {env.error[0]}: {env.error[1]}")
-        else:
-            click.echo(f"ok   {env.path}: {env.kind} by {env.pseudonym} ({env.keyid})")
-    for code, message in evidence.problems:
-        click.echo(f"FAIL {folder}: {code}: {message}")
-    count, digest = evidence.head
-    click.echo(
-        f"{len(evidence.envelopes) - failed} of {len(evidence.envelopes)} envelope(s) verified; "
-        f"folder head: {count} records, {digest}"
+    evidence = read_evidence(
+        folder, study=study, since=parse_head(since) if since is not None else None
     )
-    done(1 if failed or evidence.problems else 0)
+    sequence, digest = evidence.head
+    if as_json:
+        print_json(
+            {
+                "valid": evidence.valid,
+                "study": evidence.study,
+                "head": {"sequence": sequence, "digest": digest} if digest else None,
+                "problems": [p.as_dict() for p in evidence.problems],
+                "strays": [p.as_dict() for p in evidence.strays],
+            }
+        )
+        done(0 if evidence.valid else 1)
+    click.echo(f"study {evidence.study or '(none found)'}: {folder}")
+    for env in evidence.chain:
+        position = env.position
+        assert position is not None
+        click.echo(
+            f"ok    {position[1]:>6} {env.kind:<12} {env.pseudonym or '':<20} {env.path.name}"
+        )
+    for problem in evidence.strays:
+        click.echo(f"stray {problem}")
+    for problem in evidence.problems:
+        click.echo(f"FAIL  {problem}")
+    roots = ", ".join(f"{holder} {keyid}" for keyid, holder in sorted(evidence.root_keys.items()))
+    click.echo(f"root keys (threshold {evidence.threshold}): {roots or 'none'}")
+    if digest:
+        click.echo(f"head: {sequence}:{digest}")
+    click.echo("the folder verifies" if evidence.valid else "the folder does NOT verify")
+    done(0 if evidence.valid else 1)

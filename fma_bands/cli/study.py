@@ -4,7 +4,6 @@ import click
 
 from fma_bands.cli.base import cli, coordinator, done, settings, store, synced
 from fma_bands.core.errors import AccessDenied, FmaBandsError
-from fma_bands.evidence.policy import POLICY_FILE, Policy, write_policy_file
 
 # The accounts `fma-bands demo` makes: demo only, printed, never secret.
 DEMO_USERS = (
@@ -48,7 +47,8 @@ def demo() -> None:
     Refused on a database that already holds a study: the demo accounts' passphrases are
     printed, so they never join a real one."""
     from fma_bands.study.enrolment import create_user
-    from fma_bands.study.users import has_users
+    from fma_bands.study.governance import set_policy
+    from fma_bands.study.users import has_users, require_user
 
     folder = settings().attestations
     with store() as session:
@@ -63,10 +63,17 @@ def demo() -> None:
                 "needs an attestations folder of its own (give another --attestations)."
             )
         found, _ = synced(session)
+        root = DEMO_USERS[0]["passphrase"]
         for fields in DEMO_USERS:
-            create_user(session, actor="demo", folder=folder, **fields)
-        if not (folder / POLICY_FILE).exists():
-            write_policy_file(folder, Policy())
+            create_user(session, actor="demo", folder=folder, root_passphrase=root, **fields)
+        set_policy(
+            session,
+            folder,
+            actor=require_user(session, "coordinator"),
+            passphrase=root,
+            quorum=1,
+            scope="warn",
+        )
     click.echo(f"Demo study ready in {settings().database_url}: {len(found)} vignettes.")
     click.echo("Run `streamlit run app.py` and sign in with one of these (demo only, not secret):")
     for fields in DEMO_USERS:
@@ -94,7 +101,7 @@ def phase(state: str | None) -> None:
         if state:
             actor = coordinator(session)
             if state == "closed":
-                closed = close_round(session, actor=actor)
+                closed = close_round(session, actor=actor, folder=settings().attestations)
                 number, shown = closed.number, closed.phase
             elif current.phase == "closed":
                 raise AccessDenied(

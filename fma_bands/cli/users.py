@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from fma_bands.cli.base import cli, coordinator, read_secret, settings, store
+from fma_bands.cli.base import acting_passphrase, cli, coordinator, read_secret, settings, store
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.files import write_atomically
 
@@ -69,9 +69,15 @@ def add(
                     "the first coordinator chooses a passphrase: give it with --passphrase-file P"
                 )
             made = create_first_coordinator(
-                session, pseudonym=name, passphrase=read_secret(passphrase_file)
+                session,
+                pseudonym=name,
+                passphrase=read_secret(passphrase_file),
+                folder=settings().attestations,
             )
-            click.echo(f"enrolled {made.pseudonym} (coordinator), the study's first")
+            click.echo(
+                f"enrolled {made.pseudonym} (coordinator), the study's first: their key is the "
+                "study's root key, and its root record is signed"
+            )
             return
         if passphrase_file:
             raise AccessDenied(
@@ -81,6 +87,8 @@ def add(
         made, code = enrol(
             session,
             actor=coordinator(session),
+            passphrase=acting_passphrase(),
+            folder=settings().attestations,
             pseudonym=name,
             role=role,
             specialty=specialty,
@@ -122,7 +130,7 @@ def activate(name: str, code_file: str, passphrase_file: str) -> None:
         )
     if made is None:
         raise AccessDenied(ACTIVATION_FAILED)
-    key = f"; signing key {made.keyid}, public record signed" if made.keyid else ""
+    key = f"; signing key {made.keyid}, activation signed into the log" if made.keyid else ""
     click.echo(f"activated {made.pseudonym} ({made.role}){key}")
 
 
@@ -150,7 +158,13 @@ def reset(name: str, code_file: str | None) -> None:
     from fma_bands.study.users import get_user
 
     with store() as session:
-        code = reset_account(session, actor=coordinator(session), pseudonym=name)
+        code = reset_account(
+            session,
+            actor=coordinator(session),
+            pseudonym=name,
+            passphrase=acting_passphrase(),
+            folder=settings().attestations,
+        )
         made = get_user(session, name)
     click.echo(f"{name} reset: their passphrase no longer works")
     click.echo(_hand_over(name, code, code_file, made.code_expires_at if made else None))

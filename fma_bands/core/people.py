@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-Role = Literal["coordinator", "rater"]
+Role = Literal["coordinator", "rater", "steward"]
 
 
 class UserPublic(BaseModel):

@@ -26,7 +26,6 @@ from fma_bands.evidence.harness import (
     importable_harness,
     private_harness,
 )
-from fma_bands.evidence.log import records_head
 from fma_bands.evidence.policy import Policy
 from fma_bands.evidence.provenance import ADJUDICATED, Grant
 from fma_bands.evidence.registry import Registry, decide
@@ -65,23 +64,26 @@ RULE_LABELS = {
 # The header: which attestations folder, and what was in it -------------------------------------
 
 
-def attestations_head(folder: Path) -> dict[str, Any]:
-    """How many signed records the folder holds and one digest over all of them
-    (log.records_head, which an editor can redo with sha256sum)."""
-    count, digest = records_head(folder)
-    return {"records": count, "digest": digest}
-
-
-def attestations_header(folder: Path, relative_to: Path | None = None) -> dict[str, Any]:
+def attestations_header(
+    registry: Registry, folder: Path, relative_to: Path | None = None
+) -> dict[str, Any]:
     """The folder as seen from where bands.yaml is written (`relative_to`), so the
-    x_attestations file names resolve from the export's own folder; without one (a download)
-    the folder's name, for bands.yaml kept beside it."""
+    x_attestations file names resolve from the export's own folder (without one, a download,
+    the folder's name, for bands.yaml kept beside it); the study it is the log of, and the head
+    the bands were decided from (`fma-bands verify --since SEQUENCE:DIGEST` checks a folder
+    still holds it)."""
     folder = Path(folder)
     shown = folder.name or "."
     if relative_to is not None:
         with contextlib.suppress(ValueError):  # another drive: no relative path exists
             shown = os.path.relpath(folder.resolve(), Path(relative_to).resolve())
-    return {"folder": Path(shown).as_posix(), "head": attestations_head(folder)}
+    sequence, digest = registry.head
+    return {
+        "folder": Path(shown).as_posix(),
+        "study": registry.study,
+        "head": {"sequence": sequence, "digest": digest} if digest else None,
+        "valid": registry.valid,
+    }
 
 
 # The document -------------------------------------------------------------------------------
@@ -96,12 +98,25 @@ def export_document(
     generated_at: datetime | None = None,
     relative_to: Path | None = None,
     registry: Registry | None = None,
+    study: str | None = None,
+    provisional: bool = False,
 ) -> dict[str, Any]:
     """bands.yaml as data: every band as the registry decided it (pass `registry` when it is
     already decided), and the adjudicators with `attestation_on_file` only where a valid
-    attestation is on file. `relative_to` is the folder bands.yaml will be written to."""
+    attestation is on file. `relative_to` is the folder bands.yaml will be written to.
+
+    A folder that does not verify is refused (FmaBandsError, code folder_invalid) unless the
+    export is `provisional`: then every band is written as its file has it, never adjudicated,
+    and the header says why."""
     if registry is None:
-        registry = decide(library, folder, quorum=quorum, scope=scope)
+        registry = decide(library, folder, quorum=quorum, scope=scope, study=study)
+    if not registry.valid and not provisional:
+        raise FmaBandsError(
+            f"the attestations folder {folder} does not verify, so no band can be exported as "
+            f"adjudicated: {registry.problems[0]}. Nothing was written; `fma-bands verify` "
+            "lists every problem (export --provisional writes every band unadjudicated)",
+            code="folder_invalid",
+        )
     # From the self-signed public records, never from adjudicators.yaml, which anyone can edit.
     adjudicators = [
         {
@@ -123,7 +138,12 @@ def export_document(
         policy=None if registry.policy_problem else registry.policy,
         policy_problem=registry.policy_problem,
         generated_at=generated_at,
-        attestations=attestations_header(folder, relative_to),
+        attestations=attestations_header(registry, folder, relative_to),
+        provisional=(
+            f"the attestations folder does not verify: {registry.problems[0]}"
+            if not registry.valid
+            else None
+        ),
     )
 
 
@@ -136,6 +156,7 @@ def bands_document(
     policy_problem: str | None = None,
     generated_at: datetime | None = None,
     attestations: Mapping[str, Any] | None = None,
+    provisional: str | None = None,
 ) -> dict[str, Any]:
     """The whole export as plain data, ready for YAML. Without a valid policy nothing is granted,
     and the header says so (`policy: null` and the problem) rather than show a default."""
@@ -157,6 +178,7 @@ def bands_document(
         "generated_at": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "policy": stated.as_dict() if stated is not None else None,
         **({"policy_problem": policy_problem} if policy_problem else {}),
+        **({"provisional": provisional} if provisional else {}),
         "attestations": dict(attestations) if attestations is not None else None,
         "adjudicators": [_adjudicator_entry(a) for a in adjudicators],
         "bands": bands,
@@ -272,10 +294,17 @@ def write_bands(path: str | Path, document: Mapping[str, Any]) -> Path:
 
 
 def write_export(
-    library: Library, folder: Path, export_dir: Path, *, registry: Registry | None = None
+    library: Library,
+    folder: Path,
+    export_dir: Path,
+    *,
+    registry: Registry | None = None,
+    study: str | None = None,
 ) -> Path:
     """bands.yaml in the one export folder of the settings (the app never writes elsewhere)."""
-    document = export_document(library, folder, relative_to=export_dir, registry=registry)
+    document = export_document(
+        library, folder, relative_to=export_dir, registry=registry, study=study
+    )
     return write_bands(Path(export_dir) / EXPORT_FILE, document)
 
 

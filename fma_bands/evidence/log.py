@@ -1,36 +1,47 @@
-"""Reading attestations/ from files alone, as evidence: every signed envelope checked offline
-(envelope.py) against the adjudicators' self-signed public records (roster.py),
-with the hash links between the records. No database here (a test keeps sqlmodel out of this
-import), so `fma-bands verify`, the registry and an editor's own
-check need nothing but the folder.
+"""The study's log as attestations/ holds it, read from the files alone.
+
+Every signed record names its study, its sequence number and the digest of the record before it:
+one chain, as in Certificate Transparency, that starts at the study's root record (signed by the
+study's root key). Walking it from the root decides everything by position, never by a claimed
+time: which keys the root-signed roster gives to which adjudicator and when, which policy is in
+force, which attestation is a rater's latest, which was revoked. A fork, a gap, or a record that
+claims the next place and does not verify makes the folder invalid (the registry then grants
+nothing); a file that is not part of the chain is a stray and changes nothing.
 """
 
 import hashlib
 import os
+import re
 import stat
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.files import read_bounded_bytes
+from fma_bands.evidence.dsse import STATEMENT_TYPE
 from fma_bands.evidence.envelope import (
     ENVELOPE_SUFFIX,
+    TYPE_OF,
     CheckedEnvelope,
-    claimed_kind,
-    claimed_pseudonym,
     envelope_files,
     load_envelope,
-    may_name,
     verify_signers,
 )
-from fma_bands.evidence.roster import Adjudicator, check_record, check_records, published_mismatches
+from fma_bands.evidence.keys import keyid_for
+from fma_bands.evidence.policy import Policy, check_policy
 
 if TYPE_CHECKING:
     # Only a type here: `fma-bands verify` reads envelopes, never vignettes, and the vignettes'
     # band models are slow to import.
     from fma_bands.core.vignettes import Proposal
 
-MAX_FOLDER_FILE_BYTES = 64 * 1024 * 1024  # above every limit a reader of the folder applies
+ROOT_SIGNED = ("enrolment", "policy", "approval")
+# Records that take effect only once the root's threshold of keys has signed them.
+NEEDS_THRESHOLD = ("enrolment", "policy")
+ROLES = ("rater", "steward")
+PSEUDONYM = re.compile(r"[a-z0-9][a-z0-9_-]{2,39}")
 
 
 def subject_name(vignette_id: str, sub_action: str) -> str:
@@ -43,137 +54,692 @@ def proposal_digest(proposal: "Proposal") -> str:
     return proposal.proposal_digest
 
 
-# Attestations and revocations -------------------------------------------------------------------
+def activation_check(proof: str) -> str:
+    """What an enrolment record commits to: the hash of the proof the activation reveals, which
+    only the holder of the enrolment code can compute before it is revealed."""
+    return "sha256:" + hashlib.sha256(proof.encode()).hexdigest()
 
 
-def _check_signed(checked: CheckedEnvelope, adjudicators: dict[str, Adjudicator]) -> None:
-    claimed_by = claimed_pseudonym(checked)
-    trusted = {k.keyid: k.public_key for a in adjudicators.values() for k in a.keys}
-    if checked.error:
-        return
-    if claimed_by is not None and claimed_by not in adjudicators:
-        checked.fail(
-            "unsigned_record",
-            f"no public record of {claimed_by} signed by their own key is in the folder",
-        )
-        return
-    keyids = verify_signers(checked, trusted)
-    if keyids is None:
-        return
-    if claimed_by is None:
-        checked.fail("malformed", "the statement does not name its adjudicator")
-        return
-    adjudicator = adjudicators[claimed_by]
-    own = [k for k in keyids if adjudicator.key(k)]
-    if not own:
-        checked.fail(
-            "wrong_signer",
-            f"signed by {', '.join(keyids)}, which is not a key of {claimed_by}'s public record",
-        )
-        return
-    keyid = own[0]
-    checked.statement, checked.pseudonym, checked.keyid = checked.claimed, claimed_by, keyid
-    if keyid in adjudicator.duplicate_keys:
-        checked.fail(
-            "duplicate_key",
-            f"the key {keyid} is in the self-signed records of more than one pseudonym, so it "
-            "counts for none of them",
-        )
-        return
-    use = adjudicator.key(keyid)
-    assert use is not None
-    if use.until is not None and checked.signed_at >= use.until:
-        checked.fail(
-            "unknown_key",
-            f"signed with a key {claimed_by} retired on {use.until[:10]}, when a new key was "
-            "activated",
+def record_statement(
+    kind: str,
+    *,
+    study: str,
+    sequence: int,
+    previous: str | None,
+    signer: dict[str, Any],
+    signed_at: str,
+    subject: list[dict[str, Any]],
+    body: dict[str, Any],
+    audit_head: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The in-toto statement of one record of the log, at its place in the chain."""
+    predicate = {
+        "log": {"study": study, "sequence": sequence, "previous": previous},
+        "signer": signer,
+        "signed_at": signed_at,
+        **body,
+    }
+    if audit_head is not None:
+        predicate["audit_head"] = audit_head
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subject,
+        "predicateType": TYPE_OF[kind],
+        "predicate": predicate,
+    }
+
+
+def file_name(sequence: int, kind: str, who: str, payload_sha256: str) -> str:
+    """A record's file: its place first (ls lists the chain in order), then what and whose, then
+    the start of its digest (so no name can be taken before the record exists)."""
+    return f"{sequence:06d}-{kind}-{who}-{payload_sha256[:12]}{ENVELOPE_SUFFIX}"
+
+
+# What the walk establishes --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong with the folder: `file` names the file ('' for the folder itself)."""
+
+    file: str
+    code: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"file": self.file, "code": self.code, "message": self.message}
+
+    def __str__(self) -> str:
+        return (
+            f"{self.file}: {self.code}: {self.message}"
+            if self.file
+            else f"{self.code}: {self.message}"
         )
 
 
-# The folder --------------------------------------------------------------------------------------
+@dataclass
+class KeyUse:
+    """One key of one adjudicator: it counts from record `since` until record `until`."""
+
+    keyid: str
+    public_key: str
+    since: int
+    until: int | None = None
+
+
+@dataclass
+class Adjudicator:
+    """What the root-signed roster and the activations establish about one pseudonym."""
+
+    pseudonym: str
+    role: str
+    record: dict[str, Any]  # the public fields of the latest effective enrolment
+    keys: list[KeyUse] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    def key(self, keyid: str) -> KeyUse | None:
+        return next((k for k in self.keys if k.keyid == keyid), None)
+
+    def as_published(self) -> dict[str, Any]:
+        """The entry adjudicators.yaml carries for this adjudicator."""
+        return {
+            **self.record,
+            "role": self.role,
+            "keys": [
+                {"keyid": k.keyid, "public_key": k.public_key, "since": k.since, "until": k.until}
+                for k in self.keys
+            ],
+            "record_files": list(self.files),
+        }
 
 
 @dataclass
 class Evidence:
     """Everything attestations/ establishes, read from its files alone."""
 
-    adjudicators: dict[str, Adjudicator]
-    envelopes: list[CheckedEnvelope]  # every envelope asked about, records included, checked
-    problems: list[tuple[str, str]]  # (code, message) of the folder as a whole
-    head: tuple[int, str]
+    folder: Path
+    study: str | None = None
+    root_keys: dict[str, str] = field(default_factory=dict)  # keyid -> holder's pseudonym
+    threshold: int = 1
+    chain: list[CheckedEnvelope] = field(default_factory=list)  # verified, in order
+    adjudicators: dict[str, Adjudicator] = field(default_factory=dict)
+    policy: Policy | None = None
+    policy_file: str | None = None
+    revoked: set[str] = field(default_factory=set)  # digests of revoked attestations
+    # digest -> (file, root keys that signed it) of each record awaiting the root's threshold
+    waiting: dict[str, tuple[str, set[str]]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)  # any of them: the folder is invalid
+    strays: list[Problem] = field(default_factory=list)  # reported; they change nothing
 
     @property
-    def missing(self) -> list[tuple[str, str]]:
-        return [p for p in self.problems if p[0] == "missing_record"]
+    def valid(self) -> bool:
+        return not self.problems and self.study is not None
+
+    @property
+    def head(self) -> tuple[int, str]:
+        """(sequence, digest) of the newest record of the chain; (-1, '') for none."""
+        if not self.chain:
+            return -1, ""
+        last = self.chain[-1]
+        return last.position[1], last.digest  # type: ignore[index]
+
+    def adjudications(self) -> list[CheckedEnvelope]:
+        return [e for e in self.chain if e.kind == "adjudication"]
 
     def records(self) -> dict[str, dict[str, Any]]:
-        """pseudonym -> the latest self-signed public record."""
-        return {name: a.as_published() for name, a in sorted(self.adjudicators.items())}
+        """pseudonym -> the public record of every rostered adjudicator (raters only)."""
+        return {
+            name: a.as_published()
+            for name, a in sorted(self.adjudicators.items())
+            if a.role == "rater"
+        }
+
+    def summary(self) -> str:
+        """One sentence on why the folder is invalid, naming the first problem."""
+        if self.valid:
+            return "the folder verifies"
+        first = self.problems[0] if self.problems else Problem("", "folder_invalid", "no root")
+        more = len(self.problems) - 1
+        return f"{first}" + (f" (and {more} more)" if more > 0 else "")
 
 
-def _not_files(folder: Path) -> list[Path]:
+# The walk -------------------------------------------------------------------------------------
+
+Effect = Callable[[], None]
+
+
+class _Walk:
+    """The chain walked from its root: the state of the roster, the root and the policy at the
+    current position, and the checks each kind of record must pass to take the next place."""
+
+    def __init__(self, evidence: Evidence) -> None:
+        self.evidence = evidence
+        self.roots: dict[str, tuple[str, str]] = {}  # keyid -> (public key, holder)
+        self.enrolments: dict[str, dict[str, Any]] = {}  # digest -> enrolment and its state
+        self.latest_enrolment: dict[str, str] = {}  # pseudonym -> digest of its newest
+        self.owners: dict[str, str] = {}  # keyid -> pseudonym, every key ever bound
+        self.waiting: dict[str, dict[str, Any]] = {}  # digest -> record awaiting signatures
+        self.signed_by: dict[str, str] = {}  # adjudication digest -> pseudonym
+
+    # Checking one candidate: (code, message) when it cannot take the place, else its effect.
+
+    def check(self, env: CheckedEnvelope, sequence: int) -> tuple[str, str] | Effect:
+        kind = env.kind
+        try:
+            if kind == "root":
+                return ("malformed", "only the first record of a log is its root")
+            if kind in ROOT_SIGNED:
+                return self._root_signed(env, sequence)
+            if kind == "activation":
+                return self._activation(env, sequence)
+            if kind in ("adjudication", "revocation"):
+                return self._by_adjudicator(env, sequence)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            return (
+                "malformed",
+                f"the {kind} record lacks a field or has one of the wrong type ({exc})",
+            )
+        return ("malformed", f"a record of unknown kind {kind!r}")
+
+    def _root_signer(self, env: CheckedEnvelope) -> tuple[str, str] | str:
+        trusted = {keyid: public for keyid, (public, _) in self.roots.items()}
+        keyids = verify_signers(env, trusted)
+        if keyids is None:
+            assert env.error is not None
+            code, message = env.error
+            if code == "unknown_key":
+                return ("unrostered_key", "it is not signed by a root key of the study")
+            return code, message
+        return keyids[0]
+
+    def _root_signed(self, env: CheckedEnvelope, sequence: int) -> tuple[str, str] | Effect:
+        signer = self._root_signer(env)
+        if isinstance(signer, tuple):
+            return signer
+        predicate = env.predicate
+        digest = env.digest
+        if env.kind == "approval":
+            approves = predicate["approves"]
+            waiting = self.waiting.get(approves)
+            if waiting is None:
+                return (
+                    "malformed",
+                    f"it approves {str(approves)[:19]}, no record awaiting approval",
+                )
+            if signer in waiting["signers"]:
+                return ("malformed", "the same root key approves the same record twice")
+            return lambda: self._sign(approves, signer, sequence, env)
+        if env.kind == "policy":
+            wanted = predicate["policy"]
+            policy = check_policy(wanted["quorum"], wanted["scope"])
+            if set(wanted) != {"quorum", "scope"}:
+                return ("malformed", "a policy is exactly a quorum and a scope")
+
+            def effect() -> None:
+                self.evidence.policy, self.evidence.policy_file = policy, env.path.name
+
+            return lambda: self._propose(digest, signer, sequence, env, effect)
+        enrolment = _enrolment(predicate["enrolment"])
+        if isinstance(enrolment, tuple):
+            return enrolment
+        name = enrolment["pseudonym"]
+        if name in {holder for _, holder in self.roots.values()}:
+            return ("malformed", f"{name} holds a root key and cannot be enrolled again")
+
+        def enrolled() -> None:
+            self.enrolments[digest] = {**enrolment, "effective": None, "activation": None}
+            self.latest_enrolment[name] = digest
+
+        def effect() -> None:
+            self._enrolment_takes_effect(digest, sequence)
+
+        return lambda: (enrolled(), self._propose(digest, signer, sequence, env, effect))  # type: ignore[func-returns-value]
+
+    def _propose(
+        self, digest: str, signer: str, sequence: int, env: CheckedEnvelope, effect: Effect
+    ) -> None:
+        self.waiting[digest] = {
+            "signers": set(),
+            "threshold": self.evidence.threshold,
+            "effect": effect,
+            "file": env.path.name,
+        }
+        self._sign(digest, signer, sequence, env)
+
+    def _sign(self, digest: str, signer: str, sequence: int, env: CheckedEnvelope) -> None:
+        waiting = self.waiting[digest]
+        waiting["signers"].add(signer)
+        if len(waiting["signers"]) >= waiting["threshold"]:
+            del self.waiting[digest]
+            waiting["sequence"] = sequence
+            waiting["effect"]()
+
+    def _enrolment_takes_effect(self, digest: str, sequence: int) -> None:
+        enrolment = self.enrolments[digest]
+        enrolment["effective"] = sequence
+        name = enrolment["pseudonym"]
+        if self.latest_enrolment.get(name) != digest:
+            return  # a later enrolment of the same person was proposed since: it governs
+        adjudicator = self.evidence.adjudicators.get(name)
+        if adjudicator is None:
+            adjudicator = Adjudicator(name, enrolment["role"], {})
+            self.evidence.adjudicators[name] = adjudicator
+        for key in adjudicator.keys:
+            if key.until is None:  # a reset: the key in use stops counting here
+                key.until = sequence
+                self.roots.pop(key.keyid, None)
+        adjudicator.record = _public_fields(enrolment)
+        if enrolment["activation"] is not None:
+            self._bind(digest, sequence)
+
+    def _activation(self, env: CheckedEnvelope, sequence: int) -> tuple[str, str] | Effect:
+        activation = env.predicate["activation"]
+        name, keyid, public = activation["pseudonym"], activation["keyid"], activation["public_key"]
+        if not (isinstance(keyid, str) and keyid == keyid_for(public)):
+            return ("malformed", "the activation's key id is not the hash of its public key")
+        if verify_signers(env, {keyid: public}) is None:
+            assert env.error is not None
+            return env.error
+        if env.predicate["signer"].get("keyid") != keyid:
+            return ("malformed", "an activation is signed by the key it activates")
+        digest = activation["enrolment"]
+        enrolment = self.enrolments.get(digest)
+        if enrolment is None or enrolment["pseudonym"] != name:
+            return ("unrostered_key", f"no root-signed enrolment of {name} is named by it")
+        if self.latest_enrolment.get(name) != digest:
+            return ("unrostered_key", f"it names an enrolment of {name} that a later one replaced")
+        if enrolment["activation"] is not None:
+            return ("unrostered_key", f"that enrolment of {name} was activated already")
+        proof = activation["proof"]
+        if not isinstance(proof, str) or activation_check(proof) != enrolment["activation_check"]:
+            return ("unrostered_key", "its proof is not the one the enrolment commits to")
+        if keyid in self.owners:
+            return (
+                "duplicate_key",
+                f"the key {keyid} was enrolled before, for {self.owners[keyid]}",
+            )
+        demo = activation.get("demo") is True
+
+        def effect() -> None:
+            enrolment["activation"] = {"keyid": keyid, "public_key": public, "demo": demo}
+            self.owners[keyid] = name
+            if enrolment["effective"] is not None:
+                self._bind(digest, sequence)
+
+        return effect
+
+    def _bind(self, digest: str, sequence: int) -> None:
+        """The enrolment's activated key counts from `sequence` for its pseudonym."""
+        enrolment = self.enrolments[digest]
+        adjudicator = self.evidence.adjudicators[enrolment["pseudonym"]]
+        activation = enrolment["activation"]
+        adjudicator.keys.append(KeyUse(activation["keyid"], activation["public_key"], sequence))
+        adjudicator.record["demo"] = activation["demo"]
+        if enrolment["role"] == "steward":
+            self.roots[activation["keyid"]] = (activation["public_key"], enrolment["pseudonym"])
+            self.evidence.root_keys[activation["keyid"]] = enrolment["pseudonym"]
+            self.evidence.threshold = min(enrolment["threshold"], len(self.roots))
+
+    def _by_adjudicator(self, env: CheckedEnvelope, sequence: int) -> tuple[str, str] | Effect:
+        signer = env.predicate["signer"]
+        name, keyid = signer["pseudonym"], signer["keyid"]
+        adjudicator = self.evidence.adjudicators.get(name)
+        use = adjudicator.key(keyid) if adjudicator is not None else None
+        if adjudicator is None or adjudicator.role != "rater" or use is None:
+            return ("unrostered_key", f"the root-signed roster gives no key {keyid} to {name}")
+        if use.until is not None:
+            return ("unknown_key", f"signed with a key of {name} retired at record {use.until}")
+        if verify_signers(env, {keyid: use.public_key}) is None:
+            assert env.error is not None
+            return env.error
+        if env.kind == "revocation":
+            revokes = env.predicate["revokes"]
+            if self.signed_by.get(revokes) != name:
+                return ("malformed", f"it revokes {str(revokes)[:19]}, no attestation of {name}'s")
+
+            def revoke() -> None:
+                self.evidence.revoked.add(revokes)
+
+            return revoke
+        reviews = env.predicate["reviews"]
+        if not isinstance(reviews, list) or not all(
+            isinstance(r["vignette_id"], str) and isinstance(r["sub_action"], str) for r in reviews
+        ):
+            return ("malformed", "its reviews are not a list of signed reviews")
+
+        def signed() -> None:
+            self.signed_by[env.digest] = name
+            commitment = env.predicate.get("identity_commitment")
+            if isinstance(commitment, str):
+                adjudicator.record["identity_commitment"] = commitment
+
+        return signed
+
+
+def _enrolment(fields: Any) -> dict[str, Any] | tuple[str, str]:
+    if not isinstance(fields, dict):
+        return ("malformed", "the enrolment is not a mapping")
+    name, role = fields.get("pseudonym"), fields.get("role")
+    if not isinstance(name, str) or not PSEUDONYM.fullmatch(name):
+        return ("malformed", f"the enrolment's pseudonym {name!r} is not a pseudonym")
+    if role not in ROLES:
+        return ("malformed", f"the enrolment's role {role!r} is not rater or steward")
+    if not isinstance(fields.get("activation_check"), str):
+        return ("malformed", "the enrolment commits to no activation")
+    threshold = fields.get("threshold", 1)
+    if role == "steward" and (
+        isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1
+    ):
+        return ("malformed", "a steward's enrolment names the new threshold, a whole number")
+    return dict(fields, threshold=threshold)
+
+
+def _public_fields(enrolment: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "pseudonym": enrolment["pseudonym"],
+        "specialty": enrolment.get("specialty"),
+        "jurisdiction": enrolment.get("jurisdiction"),
+        "years_post_registration": enrolment.get("years_post_registration"),
+        "anonymous_to_readers": enrolment.get("anonymous_to_readers", True),
+        "demo": False,
+    }
+
+
+def _root(env: CheckedEnvelope) -> tuple[dict[str, tuple[str, str]], int] | tuple[str, str]:
+    """The root record's keys and threshold, if it is signed by them; else (code, message)."""
+    try:
+        root = env.predicate["root"]
+        keys = {k["keyid"]: (k["public_key"], k["holder"]) for k in root["keys"]}
+        threshold = root["threshold"]
+    except (KeyError, TypeError):
+        return ("malformed", "the root record names no keys and threshold")
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int)
+        or not 1 <= threshold <= len(keys)
+    ):
+        return ("malformed", "the root's threshold is not a number of its keys")
+    if not all(
+        isinstance(k, str) and keyid_for(p) == k and isinstance(h, str)
+        for k, (p, h) in keys.items()
+    ):
+        return ("malformed", "a root key's id is not the hash of its public key")
+    signers = verify_signers(env, {k: p for k, (p, _) in keys.items()})
+    if signers is None:
+        assert env.error is not None
+        return env.error
+    if len(signers) < threshold:
+        return ("unrostered_key", f"signed by {len(signers)} of the {threshold} root keys it needs")
+    if env.position is None or env.position[2] is not None:
+        return ("malformed", "the root record links to no earlier record")
+    return keys, threshold
+
+
+def _is_root(env: CheckedEnvelope) -> bool:
+    return isinstance(_root(env)[0], dict)
+
+
+def read_evidence(
+    folder: Path,
+    *,
+    study: str | None = None,
+    since: tuple[int, str] | None = None,
+) -> Evidence:
+    """The chain in `folder`, walked from its root. `study` names the study the folder must be
+    (the app knows it; an editor reads it from the paper); `since` a head seen earlier, which
+    the chain must still hold (nothing before it removed or changed)."""
     folder = Path(folder)
+    evidence = Evidence(folder)
     if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob(f"*{ENVELOPE_SUFFIX}") if not p.is_file())
-
-
-def read_evidence(folder: Path, paths: Iterable[Path] | None = None) -> Evidence:
-    """The records and every envelope in the folder (or only `paths`, checked against the
-    folder's records), the hash links between them, and the folder's head."""
+        evidence.problems.append(Problem("", "folder_invalid", f"{folder} is not a folder"))
+        return evidence
     loaded = [load_envelope(p) for p in envelope_files(folder)]
-    _, adjudicators = check_records(loaded)
-    for env in loaded:
-        if claimed_kind(env) != "record":
-            _check_signed(env, adjudicators)
-    problems = _missing_links(loaded) + published_mismatches(folder, adjudicators)
-    problems += [
-        ("malformed", f"{p.name} is not a regular file (a link to a device, a FIFO?): ignored")
-        for p in _not_files(folder)
-    ]
-    asked = loaded
-    if paths is not None:
-        by_path = {e.path.resolve(): e for e in loaded}
-        asked = []
-        for path in paths:
-            found = by_path.get(Path(path).resolve())
-            if found is None:
-                found = load_envelope(Path(path))
-                if claimed_kind(found) == "record":
-                    check_record(found)
-                else:
-                    _check_signed(found, adjudicators)
-            asked.append(found)
-    return Evidence(adjudicators, asked, problems, _head(loaded))
+    walk_log(loaded, evidence, study=study, since=since)
+    if evidence.study is not None:
+        _check_copies(evidence)
+    return evidence
 
 
-def _missing_links(loaded: list[CheckedEnvelope]) -> list[tuple[str, str]]:
-    """A record that a signed record names, gone from the folder (or changed, so its digest
-    is no longer there): a deleted revocation cannot silently restore an attestation."""
-    present = {e.payload_sha256 for e in loaded if e.payload_sha256}
-    problems = []
+def walk_log(
+    loaded: list[CheckedEnvelope],
+    evidence: Evidence,
+    *,
+    study: str | None,
+    since: tuple[int, str] | None = None,
+) -> Evidence:
+    """What the records in `loaded` establish (read_evidence, for records held anywhere)."""
+    candidates = _candidates(loaded, evidence, study)
+    if evidence.study is None:
+        return evidence
+    walk = _Walk(evidence)
+    _walk(candidates, walk, evidence)
+    evidence.waiting = {
+        digest: (w["file"], set(w["signers"])) for digest, w in walk.waiting.items()
+    }
+    if since is not None:
+        _check_since(evidence, since)
+    return evidence
+
+
+def _candidates(
+    loaded: list[CheckedEnvelope], evidence: Evidence, study: str | None
+) -> dict[int, list[CheckedEnvelope]]:
+    """The files that claim a place in this study's log, by sequence; the study is chosen by
+    its root record (or given); every other file is a stray."""
+    claiming: list[CheckedEnvelope] = []
     for env in loaded:
-        if env.error or env.statement is None:
+        if env.error or env.position is None:
+            code, message = env.error or ("malformed", "it claims no place in a study's log")
+            evidence.strays.append(Problem(env.path.name, "stray_file", f"{code}: {message}"))
+        else:
+            claiming.append(env)
+    roots: dict[str, list[CheckedEnvelope]] = {}
+    for env in claiming:
+        if env.kind == "root" and env.position[1] == 0:  # type: ignore[index]
+            roots.setdefault(env.position[0], []).append(env)  # type: ignore[index]
+    if study is None:
+        valid_roots = {s for s, group in roots.items() if any(_is_root(e) for e in group)}
+        if len(valid_roots) > 1:
+            evidence.problems.append(
+                Problem(
+                    "",
+                    "folder_invalid",
+                    f"the folder holds the roots of {len(valid_roots)} studies "
+                    f"({', '.join(sorted(valid_roots))}): name the study to check",
+                )
+            )
+            return {}
+        study = next(iter(valid_roots), None)
+    if study is None:
+        evidence.problems.append(
+            Problem(
+                "", "folder_invalid", "no root record signed by a study's root key is in the folder"
+            )
+        )
+        return {}
+    evidence.study = study
+    by_sequence: dict[int, list[CheckedEnvelope]] = {}
+    for env in claiming:
+        if env.position[0] != study:  # type: ignore[index]
+            evidence.strays.append(
+                Problem(
+                    env.path.name,
+                    "wrong_study",
+                    f"a record of study {env.position[0]}, not {study}",
+                )  # type: ignore[index]
+            )
             continue
-        for link in env.predicate.get("records", []):
-            if link["sha256"] not in present:
-                name = link.get("file") if isinstance(link.get("file"), str) else "a record"
-                problems.append(
+        by_sequence.setdefault(env.position[1], []).append(env)  # type: ignore[index]
+    return by_sequence
+
+
+def _walk(candidates: dict[int, list[CheckedEnvelope]], walk: _Walk, evidence: Evidence) -> None:
+    last = max(candidates, default=-1)
+    previous: str | None = None
+    for sequence in range(last + 1):
+        group = candidates.get(sequence, [])
+        members: dict[str, tuple[CheckedEnvelope, Effect | None]] = {}
+        refused: list[tuple[CheckedEnvelope, tuple[str, str]]] = []
+        for env in group:
+            if env.position[2] != previous:  # type: ignore[index]
+                refused.append(
                     (
-                        "missing_record",
-                        f"{env.path.name} was signed with {name} ({link['sha256'][:12]}) in the "
-                        "folder, and it is no longer there unchanged",
+                        env,
+                        (
+                            "folder_invalid",
+                            f"it links to {str(env.position[2])[:19]}, not to record {sequence - 1}",
+                        ),
+                    )
+                )  # type: ignore[index]
+                continue
+            if sequence == 0:
+                found = _root(env)
+                outcome: tuple[str, str] | Effect
+                if isinstance(found[0], dict):
+                    keys, threshold = found  # type: ignore[misc]
+
+                    def outcome(keys=keys, threshold=threshold) -> None:
+                        walk.roots = dict(keys)
+                        evidence.root_keys = {k: h for k, (_, h) in keys.items()}
+                        evidence.threshold = threshold
+
+                else:
+                    outcome = found  # type: ignore[assignment]
+            else:
+                outcome = walk.check(env, sequence)
+            if isinstance(outcome, tuple):
+                refused.append((env, outcome))
+            elif env.digest in members:
+                evidence.strays.append(
+                    Problem(
+                        env.path.name, "stray_file", f"a copy of {members[env.digest][0].path.name}"
                     )
                 )
-    return problems
+            else:
+                members[env.digest] = (env, outcome)
+        if len(members) == 1:
+            [(env, effect)] = members.values()
+            assert effect is not None
+            env.statement, env.keyid = env.claimed, env.predicate.get("signer", {}).get("keyid")
+            env.pseudonym = env.predicate.get("signer", {}).get("pseudonym")
+            effect()
+            evidence.chain.append(env)
+            previous = env.digest
+            for other, (code, message) in refused:
+                other.fail(code, message)
+                evidence.strays.append(
+                    Problem(
+                        other.path.name,
+                        "stray_file",
+                        f"{code}: {message} (record {sequence} is {env.path.name})",
+                    )
+                )
+            continue
+        later = sum(len(candidates.get(s, [])) for s in range(sequence + 1, last + 1))
+        after = f"; the {later} record(s) after it cannot be checked" if later else ""
+        if len(members) > 1:
+            names = ", ".join(sorted(e.path.name for e, _ in members.values()))
+            evidence.problems.append(
+                Problem(
+                    "",
+                    "folder_invalid",
+                    f"the log forks at record {sequence}: {names} both verify{after}",
+                )
+            )
+        elif refused:
+            for env, (code, message) in refused:
+                env.fail(code, message)
+                evidence.problems.append(
+                    Problem(
+                        env.path.name, code, f"record {sequence} does not verify: {message}{after}"
+                    )
+                )
+        else:
+            evidence.problems.append(
+                Problem("", "folder_invalid", f"record {sequence} is missing{after}")
+            )
+        return
 
 
-def _head(loaded: list[CheckedEnvelope]) -> tuple[int, str]:
-    """The SHA-256 of the records' own SHA-256 hex digests, sorted, one per line: an editor redoes
-    it with `sha256sum *.dsse.json | cut -d' ' -f1 | sort | sha256sum`."""
-    digests = sorted(e.file_sha256 or hashlib.sha256(b"").hexdigest() for e in loaded)
-    lines = "".join(f"{d}\n" for d in digests).encode()
-    return len(digests), "sha256:" + hashlib.sha256(lines).hexdigest()
+def _check_since(evidence: Evidence, since: tuple[int, str]) -> None:
+    sequence, digest = since
+    have = evidence.chain[sequence].digest if 0 <= sequence < len(evidence.chain) else None
+    if have != digest:
+        found = "is not in the folder" if have is None else f"is {have[:19]}"
+        evidence.problems.append(
+            Problem(
+                "",
+                "folder_invalid",
+                f"the folder does not extend the head {sequence}:{digest}: its record {sequence} {found}",
+            )
+        )
+
+
+def _check_copies(evidence: Evidence) -> None:
+    """policy.yaml and adjudicators.yaml are readable copies of what the chain says: a copy that
+    says anything else (a hand edit) misleads its reader, so the folder does not verify."""
+    from fma_bands.evidence.policy import POLICY_FILE, policy_text
+    from fma_bands.evidence.roster import ADJUDICATORS_FILE, adjudicators_text
+
+    expected = {
+        POLICY_FILE: policy_text(evidence) if evidence.policy else None,
+        ADJUDICATORS_FILE: adjudicators_text(evidence),
+    }
+    for name, text in expected.items():
+        path = evidence.folder / name
+        if not path.exists() and not path.is_symlink():
+            if text is not None and name == POLICY_FILE:
+                evidence.problems.append(
+                    Problem(
+                        name,
+                        "copy_differs",
+                        f"{name} is missing; the signed policy record is {evidence.policy_file}",
+                    )
+                )
+            continue
+        try:
+            found = read_bounded_bytes(path, limit=4 * 1024 * 1024, what=name)
+        except FmaBandsError as exc:
+            evidence.problems.append(
+                Problem(name, "copy_differs", f"cannot read it: {exc.message}")
+            )
+            continue
+        if text is None or found != text.encode():
+            said = (
+                "there is no signed policy record"
+                if text is None
+                else "it is not the copy of the signed records"
+            )
+            evidence.problems.append(
+                Problem(
+                    name,
+                    "copy_differs",
+                    f"{name} was edited: {said}; only the signed records count",
+                )
+            )
+
+
+def latest_signed_reviews(
+    evidence: Evidence, pseudonym: str
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """For each band, the review exactly as the rater's latest unrevoked attestation covering it
+    signed it (latest by position in the chain)."""
+    covered: dict[tuple[str, str], dict[str, Any]] = {}
+    for env in evidence.adjudications():
+        if env.pseudonym == pseudonym and env.digest not in evidence.revoked:
+            for review in env.predicate["reviews"]:
+                covered[(review["vignette_id"], review["sub_action"])] = review
+    return covered
+
+
+def parse_head(text: str) -> tuple[int, str]:
+    """'SEQ:DIGEST' (as verify prints a head) as (sequence, digest)."""
+    sequence, _, digest = text.partition(":")
+    if not sequence.isdigit() or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        raise FmaBandsError(
+            f"a head is SEQ:DIGEST, as verify prints it (e.g. 12:sha256:…), not {text!r}"
+        )
+    return int(sequence), digest
 
 
 def folder_digests(folder: Path) -> tuple[tuple[str, str], ...]:
@@ -184,6 +750,9 @@ def folder_digests(folder: Path) -> tuple[tuple[str, str], ...]:
     if not folder.is_dir():
         return ()
     return tuple((p.name, _digest_of(p)) for p in sorted(folder.iterdir()))
+
+
+MAX_FOLDER_FILE_BYTES = 64 * 1024 * 1024  # above every limit a reader of the folder applies
 
 
 def _digest_of(path: Path) -> str:
@@ -199,79 +768,3 @@ def _digest_of(path: Path) -> str:
         if found.st_size > MAX_FOLDER_FILE_BYTES:  # refused by every reader: never read
             return f"too large: {found.st_size} bytes"
         return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
-def records_head(folder: Path) -> tuple[int, str]:
-    """The head of attestations/: how many signed records it holds and one digest of them all,
-    so an export can say exactly what it was decided from."""
-    return _head([load_envelope(p) for p in envelope_files(folder)])
-
-
-def record_links(folder: Path, pending: Iterable[tuple[Path, Path]] = ()) -> list[dict[str, str]]:
-    """What a new signed record names: every record present in the folder, by payload digest,
-    and the records written earlier in the same transaction (final path, where it waits)."""
-    links = []
-    for env in (load_envelope(p) for p in envelope_files(folder)):
-        if env.payload_sha256:
-            links.append({"file": env.path.name, "sha256": env.payload_sha256})
-    for final, waiting in pending:
-        env = load_envelope(waiting)
-        if env.payload_sha256 and Path(final).parent.resolve() == Path(folder).resolve():
-            links.append({"file": Path(final).name, "sha256": env.payload_sha256})
-    return sorted(links, key=lambda link: link["file"])
-
-
-def read_folder(
-    folder: Path, paths: list[Path] | None = None
-) -> tuple[dict[str, dict[str, Any]], list[CheckedEnvelope]]:
-    """The adjudicators' signed records and every envelope (or the given paths), checked."""
-    evidence = read_evidence(folder, paths)
-    return evidence.records(), evidence.envelopes
-
-
-def latest_signed_reviews(
-    evidence: Evidence, pseudonym: str
-) -> dict[tuple[str, str], dict[str, Any]]:
-    """For each band, the review exactly as the rater's latest valid attestation covering it
-    signed it (revoked attestations aside)."""
-    revoked = revoked_digests(evidence)
-    covered: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
-    for env in evidence.envelopes:
-        if env.error or env.kind != "adjudication" or env.pseudonym != pseudonym:
-            continue
-        if (env.pseudonym, env.payload_sha256) in revoked:
-            continue
-        for review in env.predicate["reviews"]:
-            band = (review["vignette_id"], review["sub_action"])
-            if band not in covered or covered[band][0] < env.signed_at:
-                covered[band] = (env.signed_at, review)
-    return {band: review for band, (_, review) in covered.items()}
-
-
-def revoked_digests(evidence: Evidence) -> set[tuple[str | None, str]]:
-    """(pseudonym, payload digest) of every attestation revoked by a valid revocation."""
-    return {
-        (env.pseudonym, env.statement["subject"][0]["digest"]["sha256"])
-        for env in evidence.envelopes
-        if env.error is None and env.kind == "revocation" and env.statement is not None
-    }
-
-
-def evidence_of(folder: Path, pseudonym: str) -> Evidence:
-    """read_evidence as far as one rater's own signed records go: every public record and each
-    envelope that can be the rater's, checked as read_evidence checks them; the others are left
-    unparsed, so `problems` (links between all the records) is not worked out. For the rater's
-    pages: what they signed, and what they revoked."""
-    wanted = (f"records and {pseudonym!r}", may_name(pseudonym))
-    loaded = [load_envelope(p, wanted=wanted) for p in envelope_files(folder)]
-    records, adjudicators = check_records(loaded)
-    mine = [e for e in loaded if e.claimed is not None and claimed_kind(e) != "record"]
-    for env in mine:
-        _check_signed(env, adjudicators)
-    return Evidence(adjudicators, records + mine, [], _head(loaded))
-
-
-def signed_revisions(folder: Path, pseudonym: str) -> dict[tuple[str, str], int]:
-    """For each band, the review revision the rater's latest valid attestation covers."""
-    reviews = latest_signed_reviews(evidence_of(folder, pseudonym), pseudonym)
-    return {band: review.get("revision") for band, review in reviews.items()}  # type: ignore[misc]

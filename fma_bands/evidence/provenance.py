@@ -13,11 +13,8 @@ REASONS = {
     "no_attestation": "no attestation on file covers this band",
     "malformed": "an attestation file is not a well-formed signed statement",
     "bad_signature": "an attestation's signature does not match its content: it was altered",
-    "unknown_key": "an attestation is signed by a key that no self-signed public record holds "
-    "(or one retired before it was used)",
+    "unknown_key": "a record is signed by a key retired before its place in the log",
     "duplicate_key": "one key is in the public records of two pseudonyms, so it counts for none",
-    "unsigned_record": "the adjudicator has no public record signed by their own key, or it was "
-    "altered",
     "wrong_signer": "an attestation is signed by a key enrolled for someone other than its "
     "named adjudicator",
     "wrong_subject": "an attestation covers an identical band of another vignette, not this one",
@@ -30,8 +27,12 @@ REASONS = {
     "out_of_scope": "the adjudicator's specialty is outside the scope rule for this sub-action",
     "quorum_not_met": "fewer valid attestations than the policy's quorum",
     "no_consensus": "the adjudicators' bands share no value",
-    "missing_record": "a record that a signed record names is no longer in the folder",
-    "no_policy": "attestations/policy.yaml is missing or invalid, so nothing is granted",
+    "no_policy": "no signed policy record is in the log, so nothing is granted",
+    "wrong_study": "a record names another study: it is not part of this study's log",
+    "unrostered_key": "a record is signed by a key the root-signed roster does not give its "
+    "signer at that place in the log",
+    "folder_invalid": "the attestations folder does not verify, so nothing is granted",
+    "stray_file": "a file in the attestations folder is not part of the study's log",
 }
 # Warnings travel with a granted band; they never refuse it.
 WARNINGS = {
@@ -72,7 +73,7 @@ class Grant:
     disputed_span: AnyBand | None = None
     n_raters: int = 0
     intersection_rule: str = "absent"
-    attestations: tuple[dict[str, str], ...] = ()
+    attestations: tuple[dict[str, Any], ...] = ()
     warnings: tuple[str, ...] = ()
     verdicts: tuple[Verdict, ...] = ()
     round: int | None = None
@@ -88,7 +89,7 @@ class Decision:
     adjudicated_by: tuple[str, ...] = ()
     reasons: list[Reason] = field(default_factory=list)
     warnings: list[Reason] = field(default_factory=list)
-    attestations: list[dict[str, str]] = field(default_factory=list)
+    attestations: list[dict[str, Any]] = field(default_factory=list)
     n_raters: int = 0
     intersection_rule: str = "absent"
     verdicts: list[Verdict] = field(default_factory=list)

@@ -1,9 +1,10 @@
 """The band registry (docs/design.md, The registry): the only code that makes a band
 clinician-adjudicated.
 
-It decides from files alone (the vignette files, and in attestations/ the adjudicators'
-self-signed records, the signed envelopes and policy.yaml), so an editor can redo every decision
-with no database. adjudicators.yaml is never read for a decision.
+It decides from files alone (the vignette files, and the study's log in attestations/: the
+root-signed roster, the adjudicators' signed attestations and revocations, the signed policy), so
+an editor can redo every decision with no database. adjudicators.yaml and policy.yaml are copies
+for people, never read for a decision.
 """
 
 from dataclasses import dataclass, field
@@ -15,14 +16,8 @@ from fma_bands.core.bands import AnyBand, BandReader, band_from_values, consensu
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.vignettes import Library, Proposal, Vignette
 from fma_bands.evidence.envelope import CheckedEnvelope
-from fma_bands.evidence.log import (
-    Evidence,
-    proposal_digest,
-    read_evidence,
-    revoked_digests,
-    subject_name,
-)
-from fma_bands.evidence.policy import Policy, check_policy, read_policy
+from fma_bands.evidence.log import Evidence, Problem, proposal_digest, read_evidence, subject_name
+from fma_bands.evidence.policy import Policy, check_policy
 from fma_bands.evidence.provenance import (
     ADJUDICATED,
     REASONS,
@@ -35,21 +30,31 @@ from fma_bands.evidence.provenance import (
 
 Band = tuple[str, str]  # (vignette id, sub-action)
 # Reasons that hold for every band: while one stands, no band is granted.
-EVERYWHERE = ("no_policy", "missing_record")
+EVERYWHERE = ("no_policy", "folder_invalid")
 
 
 @dataclass
 class Registry:
     decisions: list[Decision]
-    # The policy applied: policy.yaml with any override; without a valid policy.yaml nothing is
+    # The policy applied: the signed policy record's, with any override; without one nothing is
     # granted, `policy_problem` says why, and `policy` only shows the values that were asked.
     policy: Policy
-    file_problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # the folder does not verify
+    strays: list[Problem] = field(default_factory=list)  # files outside the chain
     valid_signers: dict[str, str] = field(default_factory=dict)  # pseudonym -> latest date
     policy_problem: str | None = None
-    head: tuple[int, str] = (0, "")  # the records it was decided from (log.records_head)
-    # pseudonym -> the latest self-signed public record: the only source of who is who.
+    study: str | None = None
+    head: tuple[int, str] = (-1, "")  # the chain's newest record it was decided from
+    # pseudonym -> the public record the root-signed roster gives: the only source of who is who.
     adjudicators: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    @property
+    def file_problems(self) -> list[str]:
+        return [str(p) for p in (*self.problems, *self.strays)]
 
     def grants(self) -> dict[tuple[str, str], Grant]:
         return {(d.vignette_id, d.sub_action): d.grant() for d in self.decisions}
@@ -62,9 +67,10 @@ class _Entry:
     file: str
     keyid: str
     signed_at: str
+    sequence: int
     review: dict[str, Any]
     subject_digest: str | None
-    payload_sha256: str
+    digest: str
 
     @property
     def round(self) -> int:
@@ -78,27 +84,25 @@ def decide(
     *,
     quorum: int | None = None,
     scope: str | None = None,
+    study: str | None = None,
+    since: tuple[int, str] | None = None,
+    evidence: Evidence | None = None,
 ) -> Registry:
-    """Every proposed band's provenance, with stable reason codes where it is not granted."""
-    policy, no_policy = _policy(folder, quorum, scope)
+    """Every proposed band's provenance, with stable reason codes where it is not granted.
+    `study` and `since` pin the folder to a study and to a head seen before (log.read_evidence)."""
+    if evidence is None:
+        evidence = read_evidence(folder, study=study, since=since)
+    policy, no_policy = _policy(evidence, quorum, scope)
     everywhere = [no_policy] if no_policy else []
-    evidence = read_evidence(folder)
-    registry = Registry([], policy, head=evidence.head)
-    registry.adjudicators = {name: dict(a.record) for name, a in evidence.adjudicators.items()}
+    if not evidence.valid:
+        problem = evidence.summary()
+        everywhere.append(Reason("folder_invalid", f"{REASONS['folder_invalid']}: {problem}"))
+    registry = Registry([], policy, evidence.problems, evidence.strays, head=evidence.head)
+    registry.study = evidence.study
+    registry.adjudicators = evidence.records()
     if no_policy:
         registry.policy_problem = no_policy.message
-    for code, message in evidence.problems:
-        registry.file_problems.append(f"{code}: {message}")
-        if code == "missing_record":
-            everywhere.append(Reason(code, message))
-    revocations = revoked_digests(evidence)
-    entries, failures = _signed_reviews(evidence, registry.file_problems)
-    revoked = {
-        e.file
-        for group in entries.values()
-        for e in group
-        if (e.pseudonym, e.payload_sha256) in revocations
-    }
+    entries = _signed_reviews(evidence) if evidence.valid else {}
     read_band = BandReader()
     for vignette in library:
         for proposal in vignette.proposals:
@@ -107,8 +111,8 @@ def decide(
                 vignette,
                 proposal,
                 entries.get(key, []),
-                everywhere + failures.get(key, []),
-                revoked,
+                list(everywhere),
+                evidence.revoked,
                 policy,
                 read_band,
             )
@@ -116,18 +120,23 @@ def decide(
                 decision.reasons += _copies(proposal, vignette, entries)
             registry.decisions.append(decision)
     if not everywhere:
-        registry.valid_signers = _valid_signers(evidence, revoked)
+        registry.valid_signers = _valid_signers(evidence)
     return registry
 
 
-def _policy(folder: Path, quorum: int | None, scope: str | None) -> tuple[Policy, Reason | None]:
-    """The policy applied (policy.yaml's, with the values asked for over it), and why there is
-    no valid policy.yaml, if there is none."""
-    problem: Reason | None = None
-    try:
-        stored: Policy | None = read_policy(folder)
-    except FmaBandsError as exc:
-        stored, problem = None, Reason("no_policy", str(exc))
+def _policy(
+    evidence: Evidence, quorum: int | None, scope: str | None
+) -> tuple[Policy, Reason | None]:
+    """The policy applied (the signed record's, with the values asked for over it), and why
+    there is none, if there is none."""
+    stored = evidence.policy
+    problem = None
+    if stored is None:
+        problem = Reason(
+            "no_policy",
+            "no signed policy record is in the log: nothing is granted until the coordinator "
+            "sets one (Study admin page, or fma-bands policy set)",
+        )
     policy = check_policy(
         quorum if quorum is not None else (stored.quorum if stored else 1),
         scope if scope is not None else (stored.scope if stored else "warn"),
@@ -135,61 +144,44 @@ def _policy(folder: Path, quorum: int | None, scope: str | None) -> tuple[Policy
     return policy, problem
 
 
-def _signed_reviews(
-    evidence: Evidence, file_problems: list[str]
-) -> tuple[dict[Band, list[_Entry]], dict[Band, list[Reason]]]:
-    """Each band's signed reviews, from the adjudications that verify, and why each envelope
-    that does not verify fails, for the bands it claims; one that claims no band (or a public
-    record) is a file problem instead."""
+def _signed_reviews(evidence: Evidence) -> dict[Band, list[_Entry]]:
+    """Each band's signed reviews, from the adjudications of the chain."""
     entries: dict[Band, list[_Entry]] = {}
-    failures: dict[Band, list[Reason]] = {}
-    for env in evidence.envelopes:
-        if env.error:
-            code, message = env.error
-            claims = _claimed_names(env.claimed)
-            for name in claims:
-                failures.setdefault(name, []).append(Reason(code, f"{env.path.name}: {message}"))
-            if (not claims and env.kind != "record") or env.kind == "record":
-                file_problems.append(f"{env.path.name}: {code}: {message}")
-            continue
-        if env.kind != "adjudication":
-            continue
+    for env in evidence.adjudications():
         for entry in _entries(env, evidence):
             key = (entry.review["vignette_id"], entry.review["sub_action"])
             entries.setdefault(key, []).append(entry)
-    return entries, failures
+    return entries
 
 
 def _entries(env: CheckedEnvelope, evidence: Evidence) -> list[_Entry]:
-    """One verified adjudication's signed reviews, in the order it holds them."""
-    assert env.statement is not None and env.pseudonym and env.keyid
+    """One adjudication's signed reviews, in the order it holds them."""
+    assert env.statement is not None and env.pseudonym and env.keyid and env.position
     subjects = {s["name"]: s["digest"].get("sha256") for s in env.statement["subject"]}
     adjudicator = evidence.adjudicators[env.pseudonym]
     record = dict(adjudicator.record, n_keys=len(adjudicator.keys))
-    signed_at, payload_sha256 = env.signed_at, env.payload_sha256 or ""
     return [
         _Entry(
             pseudonym=env.pseudonym,
             record=record,
             file=env.path.name,
             keyid=env.keyid,
-            signed_at=signed_at,
+            signed_at=env.signed_at,
+            sequence=env.position[1],
             review=review,
             subject_digest=subjects.get(subject_name(review["vignette_id"], review["sub_action"])),
-            payload_sha256=payload_sha256,
+            digest=env.digest,
         )
         for review in env.predicate["reviews"]
     ]
 
 
-def _valid_signers(evidence: Evidence, revoked: set[str]) -> dict[str, str]:
-    """Each pseudonym with a valid, unrevoked adjudication, and the date of their latest."""
+def _valid_signers(evidence: Evidence) -> dict[str, str]:
+    """Each pseudonym with an unrevoked adjudication, and the date of their latest."""
     signers: dict[str, str] = {}
-    for env in evidence.envelopes:
-        if env.error is None and env.kind == "adjudication" and env.path.name not in revoked:
-            date = env.signed_at[:10]
-            known = signers.get(env.pseudonym or "", date)
-            signers[env.pseudonym or ""] = max(date, known)
+    for env in evidence.adjudications():
+        if env.digest not in evidence.revoked and env.pseudonym:
+            signers[env.pseudonym] = max(env.signed_at[:10], signers.get(env.pseudonym, ""))
     return signers
 
 
@@ -231,10 +223,10 @@ def _decide_band(
     decision = Decision(vignette.id, proposal.sub_action, proposal.provenance, proposal.acceptable)
     decision.disputed_span = proposal.disputed_span
     decision.reasons += failures
-    standing = [e for e in entries if e.file not in revoked]
+    standing = [e for e in entries if e.digest not in revoked]
     decision.reasons += _revocations(entries, standing)
     counted = _count(decision, _latest(standing), vignette, proposal, policy, read_band)
-    if not entries and not [f for f in failures if f.code not in EVERYWHERE]:
+    if not entries and not failures:
         decision.reasons.append(Reason("no_attestation", REASONS["no_attestation"]))
     decision.n_raters = len(counted)
     if any(r.code in EVERYWHERE for r in failures):
@@ -266,7 +258,7 @@ def _latest(standing: list[_Entry]) -> dict[str, _Entry]:
     one of theirs is superseded, and a round-1 review never stands beside a round 2."""
     last_round = max((e.round for e in standing), default=1)
     latest: dict[str, _Entry] = {}
-    for entry in sorted(standing, key=lambda e: e.signed_at):
+    for entry in sorted(standing, key=lambda e: e.sequence):
         if entry.round == last_round:
             latest[entry.pseudonym] = entry
     return latest
@@ -333,7 +325,8 @@ def _grant(decision: Decision, counted: list[tuple[_Entry, AnyBand]], proposal: 
     ordered = sorted(counted, key=lambda c: c[0].pseudonym)
     # File names only: the export says which folder they are in.
     decision.attestations = [
-        {"file": e.file, "keyid": e.keyid, "signed_at": e.signed_at} for e, _ in ordered
+        {"file": e.file, "keyid": e.keyid, "signed_at": e.signed_at, "sequence": e.sequence}
+        for e, _ in ordered
     ]
     decision.verdicts = [
         Verdict(

@@ -65,7 +65,7 @@ class VignetteRecord(SQLModel, table=True):
 class User(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     pseudonym: str = Field(unique=True, index=True)
-    role: str  # coordinator | rater
+    role: str  # coordinator | rater | steward
     # None until the person activates the account with their enrolment code, and
     # again after a reset: the coordinator never sets another person's passphrase.
     passphrase_hash: str | None = None
@@ -142,6 +142,8 @@ class StudySettings(SQLModel, table=True):
     mode: str = "review"  # review | blind
     phase: str = "open"  # open | closed: of the current round
     round: int = 1  # the current round; a closed round is never reopened
+    # The study's random id, named by every signed record; set with the root record.
+    study_id: str | None = None
     # The registry's quorum and scope rule live in attestations/policy.yaml, not here, so that
     # its decisions can be redone from files alone.
     updated_at: datetime = _when()
@@ -254,3 +256,21 @@ class KeptReport(SQLModel, table=True):
     key: str = Field(primary_key=True)
     body: str = Field(sa_type=Text)  # JSON (kept_reports.report_json)
     made_at: datetime = _when()
+
+
+class LogRecord(SQLModel, table=True):
+    """One signed record of the study's log (fma_bands/study/ledger.py): the store holds the
+    whole chain, and attestations/ receives each record once it may be shown (an attestation
+    signed while its round is open waits here until the round closes)."""
+
+    __tablename__ = "log_record"
+
+    sequence: int = Field(primary_key=True)
+    digest: str = Field(unique=True)  # sha256:<hex> of the signed payload
+    kind: str
+    signer: str  # the pseudonym whose key signed it
+    about: str | None = None  # the pseudonym an enrolment or activation concerns
+    file_name: str = Field(unique=True)
+    envelope: str = Field(sa_type=Text)
+    sealed_round: int | None = None  # kept out of attestations/ until this round closes
+    created_at: datetime = _when()

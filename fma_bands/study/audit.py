@@ -95,7 +95,7 @@ def record(
         raise ValueError(f"the audit actor must be a string or None, not {type(actor).__name__}")
     payload = _clean_payload({} if payload is None else payload)
 
-    _lock_for_append(session)
+    lock_for_append(session)
     last = head(session)
     seq, prev_hash = (1, GENESIS) if last is None else (last[0] + 1, last[1])
     at = datetime.now(UTC)
@@ -261,8 +261,9 @@ def _check_head(
     return [AuditProblem(seq, "truncated", message)]
 
 
-def _lock_for_append(session: Session) -> None:
-    """Serialise appenders so two never read the same head (which would fork the chain)."""
+def lock_for_append(session: Session) -> None:
+    """Serialise appenders to the audit log and the signed log, so two never read the same
+    head (which would fork a chain)."""
     connection = session.connection()
     if connection.dialect.name == "postgresql":
         # Released at commit or rollback; under READ COMMITTED the head read after it sees the

@@ -7,30 +7,26 @@ study's size.
 """
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy import select
 from sqlmodel import Session, col
 
 from fma_bands.core.actions import sub_action
-from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
-from fma_bands.evidence.policy import read_policy
 from fma_bands.store.models import Review
 from fma_bands.study.assignment import Assignments, load, study_bands
+from fma_bands.study.governance import policy_in_force
 from fma_bands.study.state import authorize
 
 QUORUM = "cannot reach quorum"
 SCOPE = "scope not covered"
 
 
-def study_quorum(folder: Path) -> int | None:
-    """The quorum of attestations/policy.yaml; None while there is no valid policy."""
-    try:
-        return read_policy(folder).quorum
-    except FmaBandsError:
-        return None
+def study_quorum(session: Session) -> int | None:
+    """The quorum of the policy in force; None while no policy record has taken effect."""
+    policy = policy_in_force(session)
+    return None if policy is None else policy.quorum
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,16 @@ from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel, Field, ValidationError, field_validator
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
-from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.errors import FmaBandsError, WrongPassphrase
 from fma_bands.core.people import UserPublic
-from fma_bands.store.models import SigningKey, SignInThrottle, User, utcnow
-from fma_bands.study import audit, throttle
-from fma_bands.study.rater_keys import new_key, sign_record
-from fma_bands.study.state import authorize
+from fma_bands.evidence.log import activation_check
+from fma_bands.store.models import LogRecord, SigningKey, SignInThrottle, User, utcnow
+from fma_bands.study import audit, ledger, throttle
+from fma_bands.study.ledger import Signer
+from fma_bands.study.rater_keys import new_key, signer_for
+from fma_bands.study.state import authorize, study
 from fma_bands.study.users import (
     has_coordinator,
     hash_passphrase,
@@ -49,7 +51,7 @@ class Enrolment(BaseModel):
     """A new account's public part, validated before any row is written."""
 
     pseudonym: str = Field(min_length=3, max_length=40)
-    role: Literal["coordinator", "rater"] = "rater"
+    role: Literal["coordinator", "rater", "steward"] = "rater"
     specialty: str | None = None
     jurisdiction: str | None = None
     years_post_registration: int | None = Field(default=None, ge=0, le=70)
@@ -113,26 +115,140 @@ def _audit_enrolled(session: Session, user: User, actor: str | None, key: str | 
     )
 
 
-def _new_rater_key(session: Session, user: User, passphrase: str, now: datetime) -> KeyPair | None:
-    """A rater's new key pair, sealed under their passphrase; a coordinator signs nothing."""
-    return new_key(session, user, passphrase, now) if user.role == "rater" else None
+def _new_signing_key(
+    session: Session, user: User, passphrase: str, now: datetime
+) -> KeyPair | None:
+    """A rater's or steward's new key pair, sealed under their passphrase (a coordinator's is
+    made once, as the study's root key)."""
+    return new_key(session, user, passphrase, now) if user.role in SIGNERS else None
 
 
-def _sign_first_record(
-    session: Session, user: User, pair: KeyPair | None, folder: Path | None, now: datetime
+SIGNERS = ("rater", "steward")
+STEWARD_THRESHOLD = 2
+
+
+def _activation_record(
+    session: Session,
+    user: User,
+    pair: KeyPair,
+    proof: str,
+    folder: Path | None,
+    now: datetime,
 ) -> None:
-    """A new key's first signature: the rater's public record, into `folder` (when there is a
-    key and a folder; without a folder it is signed at the rater's first signature)."""
-    if pair is None or folder is None:
-        return
+    """The new key's first signature: that it is the key of the person the root enrolled, with
+    the proof only the holder of their enrolment code can give."""
     key, private_key = pair
-    sign_record(
+    enrolment = _latest_enrolment(session, user.pseudonym)
+    ledger.append(
         session,
-        user=user,
-        key=key,
-        private_key=private_key,
+        "activation",
+        signer=Signer(user.pseudonym, key.keyid, private_key),
+        subject=[
+            {
+                "name": f"key/{user.pseudonym}",
+                "digest": {"sha256": key.keyid.removeprefix("sha256:")},
+            }
+        ],
+        body={
+            "activation": {
+                "pseudonym": user.pseudonym,
+                "enrolment": enrolment,
+                "proof": proof,
+                "keyid": key.keyid,
+                "public_key": key.public_key,
+                "demo": user.demo,
+            }
+        },
+        about=user.pseudonym,
         folder=folder,
-        event="activation",
+        now=now,
+    )
+
+
+def _latest_enrolment(session: Session, pseudonym: str) -> str:
+    query = (
+        select(LogRecord.digest)
+        .where(LogRecord.kind == "enrolment", LogRecord.about == pseudonym)
+        .order_by(col(LogRecord.sequence).desc())
+        .limit(1)
+    )
+    found = session.exec(query).first()
+    if found is None:
+        raise FmaBandsError(f"{pseudonym} has no root-signed enrolment in the study's log")
+    return found
+
+
+def root_signer(session: Session, actor: UserPublic, passphrase: str) -> Signer:
+    """The actor's root key, unsealed with their passphrase: the study's first coordinator's, or
+    an activated steward's. Every change to the roster and the policy is signed with one."""
+    user = session.get(User, actor.id)
+    assert user is not None
+    holders = root_holders(session)
+    if user.pseudonym not in holders:
+        named = ", ".join(holders) or "nobody yet"
+        raise FmaBandsError(
+            f"{user.pseudonym} holds no root key of the study (held by {named}): the roster "
+            "and the policy are signed with one"
+        )
+    try:
+        return signer_for(session, user, passphrase)
+    except WrongPassphrase:
+        raise WrongPassphrase("that passphrase is not right; nothing was signed") from None
+
+
+def root_holders(session: Session) -> list[str]:
+    """The pseudonyms whose keys are root keys now: the first coordinator and each activated
+    steward."""
+    query = select(User).where(col(User.role).in_(["coordinator", "steward"]))
+    holders = []
+    for user in session.exec(query):
+        assert user.id is not None
+        if (
+            user.role == "coordinator"
+            and not session.exec(select(SigningKey.id).where(SigningKey.user_id == user.id)).first()
+        ):
+            continue
+        if user.role == "steward" and user.activated_at is None:
+            continue
+        holders.append(user.pseudonym)
+    return sorted(holders)
+
+
+def _enrolment_record(
+    session: Session,
+    user: User,
+    root: Signer,
+    proof: str,
+    folder: Path | None,
+    now: datetime,
+    reset: bool = False,
+) -> None:
+    """The root-signed enrolment of `user` (a reset is a new one): their public record, and
+    the hash of the proof their activation must give."""
+    enrolment: dict[str, object] = {
+        "pseudonym": user.pseudonym,
+        "role": user.role,
+        "specialty": user.specialty,
+        "jurisdiction": user.jurisdiction,
+        "years_post_registration": user.years_post_registration,
+        "anonymous_to_readers": True,
+        "activation_check": activation_check(proof),
+    }
+    if user.role == "steward":
+        enrolment["threshold"] = STEWARD_THRESHOLD
+    ledger.append(
+        session,
+        "enrolment",
+        signer=root,
+        subject=[
+            {
+                "name": f"roster/{user.pseudonym}",
+                "digest": {"sha256": activation_check(proof).removeprefix("sha256:")},
+            }
+        ],
+        body={"enrolment": enrolment, "reset": reset},
+        about=user.pseudonym,
+        folder=folder,
         now=now,
     )
 
@@ -155,6 +271,15 @@ def _issue_code(user: User, now: datetime) -> str:
     return code
 
 
+def _proof(session: Session, pseudonym: str, code: str) -> str:
+    """What an activation reveals: derived from the enrolment code, so only its holder can
+    give it, and unlike the code's own hash (kept in the store) it is published."""
+    normalised = re.sub(r"[^A-Z2-7]", "", code.upper())
+    study_id = study(session).study_id
+    text = f"fma-bands activation proof\0{study_id}\0{pseudonym}\0{normalised}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _code_holds(user: User, code: str, now: datetime) -> bool:
     """Whether `code` is the user's enrolment code and has not expired."""
     return (
@@ -166,32 +291,62 @@ def _code_holds(user: User, code: str, now: datetime) -> bool:
 
 
 def enrol(
-    session: Session, *, actor: UserPublic, now: datetime | None = None, **fields
+    session: Session,
+    *,
+    actor: UserPublic,
+    passphrase: str,
+    folder: Path | None = None,
+    now: datetime | None = None,
+    **fields,
 ) -> tuple[UserPublic, str]:
     """Enrol a person's public record and return it with their one-time enrolment code, to be
-    shown once: the person activates the account with it and chooses their own passphrase."""
+    shown once: the person activates the account with it and chooses their own passphrase. A
+    rater's or steward's enrolment is a record of the log signed with the actor's root key
+    (unsealed with `passphrase`)."""
     authorize(session, actor, "enrol")
     enrolment = _check_enrolment(fields)
+    now = now or utcnow()
+    root = root_signer(session, actor, passphrase) if enrolment.role in SIGNERS else None
     user = _new_user(session, enrolment)
-    code = _issue_code(user, now or utcnow())
+    code = _issue_code(user, now)
     _audit_enrolled(session, user, actor.pseudonym, None)
+    if root is not None:
+        _enrolment_record(session, user, root, _proof(session, user.pseudonym, code), folder, now)
     return public_of(session, user), code
 
 
 def reset(
-    session: Session, *, actor: UserPublic, pseudonym: str, now: datetime | None = None
+    session: Session,
+    *,
+    actor: UserPublic,
+    pseudonym: str,
+    passphrase: str,
+    folder: Path | None = None,
+    now: datetime | None = None,
 ) -> str:
-    """A new enrolment code for someone who lost their passphrase (audited). Their passphrase
-    stops working at once; their next activation makes a new key and retires the old one."""
+    """A new enrolment code for someone who lost their passphrase (audited, and for a rater or
+    steward a new root-signed enrolment). Their passphrase stops working at once; their next
+    activation makes a new key, and the old one stops counting where the new enrolment takes
+    effect."""
     authorize(session, actor, "reset")
     user = user_row(session, pseudonym)
     if user is None:
         raise FmaBandsError(f"no user named {pseudonym!r} is enrolled", field="pseudonym")
+    now = now or utcnow()
+    root = root_signer(session, actor, passphrase) if user.role in SIGNERS else None
+    if user.role == "coordinator" and user.pseudonym in root_holders(session):
+        raise FmaBandsError(
+            f"{pseudonym} holds the study's root key, which no reset replaces: they change "
+            "their passphrase instead (the key stays, resealed)"
+        )
     user.passphrase_hash = None
-    code = _issue_code(user, now or utcnow())
+    code = _issue_code(user, now)
     audit.record(
         session, kind="account_reset", actor=actor.pseudonym, payload={"pseudonym": pseudonym}
     )
+    if root is not None:
+        proof = _proof(session, pseudonym, code)
+        _enrolment_record(session, user, root, proof, folder, now, reset=True)
     return code
 
 
@@ -224,14 +379,16 @@ def activate(
         return None
     throttle.clear(held)
     _choose_passphrase(user, passphrase, now)
-    pair = _new_rater_key(session, user, passphrase, now)
+    pair = _new_signing_key(session, user, passphrase, now)
     audit.record(
         session,
         kind="account_activated",
         actor=user.pseudonym,
         payload={"pseudonym": user.pseudonym, "keyid": pair[0].keyid if pair else None},
     )
-    _sign_first_record(session, user, pair, folder, now)
+    if pair is not None:
+        proof = _proof(session, user.pseudonym, code)
+        _activation_record(session, user, pair, proof, folder, now)
     return public_of(session, user)
 
 
@@ -264,9 +421,17 @@ def _choose_passphrase(user: User, passphrase: str, now: datetime) -> None:
 # Accounts made with a known passphrase ------------------------------------------------------
 
 
-def create_first_coordinator(session: Session, *, pseudonym: str, passphrase: str) -> UserPublic:
+def create_first_coordinator(
+    session: Session,
+    *,
+    pseudonym: str,
+    passphrase: str,
+    folder: Path | None = None,
+    demo: bool = False,
+) -> UserPublic:
     """The first-run account; refused once a coordinator exists, so it cannot be used to take
-    over. The coordinator chooses their own passphrase here."""
+    over. The coordinator chooses their own passphrase here, and it seals the study's root key,
+    whose first signature is the root record: the study's id, its root key and threshold."""
     if has_coordinator(session):
         raise FmaBandsError("the study already has a coordinator; sign in instead")
     if problem := passphrase_problem(passphrase):
@@ -274,9 +439,32 @@ def create_first_coordinator(session: Session, *, pseudonym: str, passphrase: st
     enrolment = _check_enrolment({"pseudonym": pseudonym, "role": "coordinator"})
     now = utcnow()
     user = _new_user(
-        session, enrolment, passphrase_hash=hash_passphrase(passphrase), activated_at=now
+        session,
+        enrolment,
+        passphrase_hash=hash_passphrase(passphrase),
+        activated_at=now,
+        demo=demo,
     )
-    _audit_enrolled(session, user, None, None)
+    key, private_key = new_key(session, user, passphrase, now)
+    _audit_enrolled(session, user, None, key.keyid)
+    study_id = ledger.new_study_id(session)
+    ledger.append(
+        session,
+        "root",
+        signer=Signer(user.pseudonym, key.keyid, private_key),
+        subject=[{"name": f"study/{study_id}", "digest": {"sha256": key.keyid[7:]}}],
+        body={
+            "root": {
+                "keys": [
+                    {"keyid": key.keyid, "public_key": key.public_key, "holder": user.pseudonym}
+                ],
+                "threshold": 1,
+            }
+        },
+        about=user.pseudonym,
+        folder=folder,
+        now=now,
+    )
     return public_of(session, user)
 
 
@@ -286,20 +474,40 @@ def create_user(
     actor: str | None,
     passphrase: str,
     folder: Path | None = None,
+    root_passphrase: str | None = None,
     **fields,
 ) -> UserPublic:
     """A ready account with a passphrase chosen by whoever calls this: `fma-bands demo` and
     tests only, never a page or a coordinator's command. It is marked as a demo account, and a
-    rater's public record (signed into `folder` when given, else at their first signature)
-    says so, because someone other than the rater knew the passphrase."""
+    rater's activation record says so, because someone other than the rater knew the
+    passphrase. The study's first coordinator is made as create_first_coordinator makes them;
+    a rater or steward is enrolled with the root key, unsealed with `root_passphrase`."""
     if problem := passphrase_problem(passphrase):
         raise refused({"passphrase": problem})
     enrolment = _check_enrolment(fields)
+    if enrolment.role == "coordinator" and not has_coordinator(session):
+        return create_first_coordinator(
+            session, pseudonym=enrolment.pseudonym, passphrase=passphrase, folder=folder, demo=True
+        )
+    root = None
+    if enrolment.role in SIGNERS:
+        if root_passphrase is None:
+            raise FmaBandsError(
+                "a rater's enrolment is signed with the root key: give its passphrase"
+            )
+        holder = user_row(session, root_holders(session)[0])
+        assert holder is not None
+        root = root_signer(session, public_of(session, holder), root_passphrase)
     now = utcnow()
     user = _new_user(
         session, enrolment, passphrase_hash=hash_passphrase(passphrase), activated_at=now, demo=True
     )
-    pair = _new_rater_key(session, user, passphrase, now)
+    code = _issue_code(user, now)
+    user.enrolment_code_hash = user.enrolment_code_expires_at = None
+    pair = _new_signing_key(session, user, passphrase, now)
     _audit_enrolled(session, user, actor, pair[0].keyid if pair else None)
-    _sign_first_record(session, user, pair, folder, now)
+    if root is not None and pair is not None:
+        proof = _proof(session, user.pseudonym, code)
+        _enrolment_record(session, user, root, proof, folder, now)
+        _activation_record(session, user, pair, proof, folder, now)
     return public_of(session, user)

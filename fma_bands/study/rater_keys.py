@@ -1,28 +1,19 @@
-"""Raters' keys and their self-signed public records (docs/design.md, Identity, keys and
-attestation): a key is made when the rater activates their account (the one in use retired, its
-private half erased), the new key signs the rater's public record, and the record is signed again
-whenever it changes. adjudicators.yaml is generated from those signed records and is only a
-convenience for people.
+"""The keys people sign with (docs/trust.md): a rater's or steward's key is made when they
+activate their account (the one in use retired, its private half erased), the first coordinator's
+when they choose their passphrase (the study's root key). Each private half is sealed under its
+holder's passphrase and unsealed only for one signature.
 """
 
-import os
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlmodel import Session, col, select
 
-from fma_bands.core.canonical import canonical_json
-from fma_bands.core.files import json_text, write_atomically
-from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, sign_envelope
-from fma_bands.evidence.envelope import ENVELOPE_SUFFIX, RECORD_TYPE, stamp
+from fma_bands.core.errors import FmaBandsError
 from fma_bands.evidence.keys import generate_keypair, unseal_private_key
-from fma_bands.evidence.log import read_evidence, record_links
-from fma_bands.evidence.roster import ADJUDICATORS_FILE, adjudicators_text, publish_adjudicators
-from fma_bands.store.db import PENDING, on_commit, pending_files, write_on_commit
-from fma_bands.store.models import SigningKey, User, utcnow
-from fma_bands.study import audit
+from fma_bands.store.models import SigningKey, User
+from fma_bands.study.ledger import Signer
 
 
 def public_record(user: User, key: SigningKey) -> dict[str, Any]:
@@ -81,124 +72,13 @@ def new_key(
     return key, unseal_private_key(pair.sealed_private_key, passphrase)
 
 
-def sign_record(
-    session: Session,
-    *,
-    user: User,
-    key: SigningKey,
-    private_key: Ed25519PrivateKey,
-    folder: Path,
-    event: str,
-    now: datetime | None = None,
-) -> Path:
-    """Write the rater's public record signed by `key` (audited), and publish adjudicators.yaml."""
+def signer_for(session: Session, user: User, passphrase: str) -> Signer:
+    """The user's key in use, unsealed with their passphrase for one signature (raises
+    WrongPassphrase)."""
     assert user.id is not None
-    when = stamp(now or utcnow())
-    statement = {
-        "_type": STATEMENT_TYPE,
-        "subject": [
-            {
-                "name": f"adjudicator/{user.pseudonym}",
-                "digest": {"sha256": key.keyid.removeprefix("sha256:")},
-            }
-        ],
-        "predicateType": RECORD_TYPE,
-        "predicate": {
-            "record": public_record(user, key),
-            "keys": [
-                {
-                    "keyid": k.keyid,
-                    "public_key": k.public_key,
-                    "created_at": stamp(k.created_at),
-                    "retired_at": stamp(k.retired_at) if k.retired_at else None,
-                }
-                for k in key_history(session, user.id)
-            ],
-            "event": event,
-            "signed_at": when,
-            "records": record_links(folder, pending_files(session)),
-        },
-    }
-    envelope = sign_envelope(
-        canonical_json(statement), IN_TOTO_PAYLOAD_TYPE, private_key, key.keyid
+    key = current_keys(session, [user.id]).get(user.id)
+    if key is None:
+        raise FmaBandsError(f"{user.pseudonym} has no signing key: activate the account first")
+    return Signer(
+        user.pseudonym, key.keyid, unseal_private_key(key.encrypted_private_key, passphrase)
     )
-    name = f"{user.pseudonym}-{when.replace('-', '').replace(':', '').replace('.', '')}-record"
-    path = write_on_commit(session, Path(folder) / f"{name}{ENVELOPE_SUFFIX}", json_text(envelope))
-    # adjudicators.yaml follows the signed records, so it is made again once this one is there.
-    on_commit(session, lambda: publish_adjudicators(folder))
-    audit.record(
-        session,
-        kind="public_record_signed",
-        actor=user.pseudonym,
-        payload={"file": path.name, "keyid": key.keyid, "event": event},
-    )
-    return path
-
-
-def ensure_record(
-    session: Session,
-    *,
-    user: User,
-    key: SigningKey,
-    private_key: Ed25519PrivateKey,
-    folder: Path,
-    now: datetime | None = None,
-) -> Path | None:
-    """Sign the public record again if the folder's latest signed record is not what the store
-    holds now (a commitment recorded since, a record signed before records were self-signed)."""
-    signed = read_evidence(folder).adjudicators.get(user.pseudonym)
-    if signed is not None and signed.record == public_record(user, key):
-        return None
-    return sign_record(
-        session, user=user, key=key, private_key=private_key, folder=folder, event="update", now=now
-    )
-
-
-# The audit events that say a signed record was written, each naming its file.
-SIGNED_EVENTS = ["attestation_signed", "attestation_revoked", "public_record_signed"]
-
-
-def recover(session: Session, folder: Path) -> list[str]:
-    """Finish what a killed process left half done, and say so in the audit log.
-
-    A signed record waits beside its final name until its transaction commits (store/db.py
-    write_on_commit). One still waiting at start was either committed (its audit event is in
-    the store: the record is put in place) or not (it is removed: nothing was signed). Then
-    adjudicators.yaml is made again if it no longer follows the signed records.
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    waiting = sorted(folder.glob(f".*{ENVELOPE_SUFFIX}{PENDING}"))
-    done: list[str] = []
-    if waiting:
-        committed = {
-            str(e["payload"].get("file"))
-            for e in audit.events(session, kinds=SIGNED_EVENTS)
-            if isinstance(e["payload"], dict)
-        }
-        for path in waiting:
-            final = path.with_name(path.name[1 : -len(PENDING)])
-            if final.name in committed and not final.exists():
-                os.replace(path, final)
-                kind = "interrupted_write_completed"
-            else:
-                path.unlink()
-                kind = "interrupted_write_discarded"
-            audit.record(session, kind=kind, actor=None, payload={"file": final.name})
-            done.append(f"{kind}: {final.name}")
-    published = folder / ADJUDICATORS_FILE
-    expected = adjudicators_text(folder)
-    current = published.read_text(encoding="utf-8") if published.is_file() else None
-    if current != expected and (
-        current is not None or any(folder.glob(f"*-record{ENVELOPE_SUFFIX}"))
-    ):
-        write_atomically(published, expected)
-        audit.record(
-            session,
-            kind="adjudicators_republished",
-            actor=None,
-            payload={"file": ADJUDICATORS_FILE},
-        )
-        done.append(f"adjudicators_republished: {ADJUDICATORS_FILE}")
-    return done

@@ -19,9 +19,10 @@ from fma_bands.core.bands import consensus
 from fma_bands.core.errors import AccessDenied, ConflictError, FmaBandsError
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
-from fma_bands.evidence.policy import Policy, read_policy
+from fma_bands.evidence.policy import Policy
 from fma_bands.store.models import RoundBand, StudySettings, utcnow
-from fma_bands.study import audit
+from fma_bands.study import audit, ledger
+from fma_bands.study.governance import policy_in_force
 from fma_bands.study.state import StudyPublic, authorize, study
 from fma_bands.study.submissions import attested_band, submitted_reviews
 from fma_bands.study.users import list_users, pseudonyms
@@ -114,10 +115,7 @@ def discordant_bands(
     Read from the store, since raters sign after the round; the quorum is policy.yaml's (the
     default quorum of 1 when there is none yet)."""
     authorize(session, viewer, "see_progress")
-    try:
-        policy = read_policy(folder)
-    except FmaBandsError:
-        policy = Policy()
+    policy = policy_in_force(session) or Policy()
     reviews: dict[Band, list] = {}
     for review in submitted_reviews(session, library, viewer=viewer, round=round):
         reviews.setdefault((review.vignette_id, review.sub_action), []).append(review)
@@ -235,9 +233,11 @@ def _assign(
     )
 
 
-def close_round(session: Session, *, actor: UserPublic) -> RoundState:
+def close_round(session: Session, *, actor: UserPublic, folder: Path | None = None) -> RoundState:
     """Close the open round (audited): its reviews are frozen for good, and it is never reopened.
-    The one way a round closes, for every page and command; a closed round is refused."""
+    The one way a round closes, for every page and command; a closed round is refused. The
+    attestations signed during it, sealed in the store until now, reach `folder` once this
+    commits."""
     authorize(session, actor, "close_round")
     current = study(session)
     # Compare-and-set: of two coordinators closing at once, the second is told it is closed.
@@ -263,6 +263,8 @@ def close_round(session: Session, *, actor: UserPublic) -> RoundState:
         payload={"from": "open", "to": "closed", "round": current.round},
     )
     session.flush()
+    if folder is not None:
+        ledger.publish_on_commit(session, folder)
     return state(session, viewer=actor)
 
 

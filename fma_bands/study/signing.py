@@ -12,30 +12,24 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlmodel import Session, col, select
 
-from fma_bands.core.canonical import canonical_json
 from fma_bands.core.errors import FmaBandsError, WrongPassphrase
-from fma_bands.core.files import json_text
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import DECLARATIONS, MEANINGS, STATEMENT_TEXT
 from fma_bands.core.vignettes import Library
-from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, sign_envelope
-from fma_bands.evidence.envelope import (
-    ADJUDICATION_TYPE,
-    ENVELOPE_SUFFIX,
-    REVOCATION_TYPE,
-    STAMP,
-    stamp,
-)
-from fma_bands.evidence.log import evidence_of, read_evidence, record_links, subject_name
-from fma_bands.store.db import pending_files, write_on_commit
-from fma_bands.store.models import Review, SigningKey, User, utcnow
-from fma_bands.study import audit
-from fma_bands.study.rater_keys import ensure_record, public_record
+from fma_bands.evidence.envelope import STAMP, envelope_from_bytes, stamp
+from fma_bands.evidence.log import latest_signed_reviews, subject_name
+from fma_bands.store.models import LogRecord, Review, SigningKey, User, utcnow
+from fma_bands.study import audit, ledger
+from fma_bands.study.ledger import Receipt, Signer
+from fma_bands.study.rater_keys import public_record
 from fma_bands.study.signing_plan import Band, SigningPlan, plan
 from fma_bands.study.state import authorize, study
 from fma_bands.study.users import unlock_signing_key
 
 NOT_SIGNED = "that passphrase is not right; nothing was signed"
+# Reviews per signed record: an attestation of a whole large study is split into records of at
+# most this many bands, each well inside what a reader of the folder accepts.
+BANDS_PER_RECORD = 200
 
 
 def shown_time(stamp: str) -> str:
@@ -43,27 +37,58 @@ def shown_time(stamp: str) -> str:
     return datetime.strptime(stamp, STAMP).strftime("%d %b %Y, %H:%M:%S UTC")
 
 
-def manifestation(folder: Path, path: Path) -> dict[str, list[str]]:
-    """The signature manifestation of one signed attestation, as a one-row table."""
-    [checked] = read_evidence(folder, [path]).envelopes
-    signed = checked.predicate["signature_manifestation"]
+def _statement_of(row: LogRecord) -> dict[str, Any]:
+    checked = envelope_from_bytes(Path(row.file_name), row.envelope.encode())
+    assert checked.claimed is not None
+    return checked.claimed
+
+
+def manifestation(session: Session, receipt: Receipt) -> dict[str, list[str]]:
+    """The signature manifestation of what was just signed, as a one-row table, with the
+    receipt: the key's fingerprint, the records and the head after them."""
+    first = session.get(LogRecord, receipt.records[0][0])
+    assert first is not None
+    signed = _statement_of(first)["predicate"]["signature_manifestation"]
+    sequence, digest = receipt.head
     return {
         "Printed name": [signed["printed_name"]],
         "Signed at": [shown_time(signed["signed_at"])],
         "Meaning": [signed["meaning"]],
-        "File": [Path(path).name],
+        "Key fingerprint": [receipt.keyid],
+        "Records": [", ".join(str(r[0]) for r in receipt.records)],
+        "Head after signing": [f"{sequence}:{digest}"],
     }
 
 
-def on_file(folder: Path, pseudonym: str) -> list[str]:
-    """One line for each valid attestation of the rater in the folder."""
-    return [
-        f"{c.path.name}: signed {shown_time(c.signed_at)} "
-        f"({c.predicate['signature_manifestation']['meaning']}), "
-        f"{len(c.predicate['reviews'])} bands"
-        for c in evidence_of(folder, pseudonym).envelopes
-        if c.pseudonym == pseudonym and not c.error and c.kind == "adjudication"
-    ]
+def on_file(session: Session, pseudonym: str) -> list[str]:
+    """One line for each of the rater's unrevoked attestation records, and where it is."""
+    current = study(session)
+    revoked = ledger.store_evidence(session).revoked
+    query = select(LogRecord).where(LogRecord.kind == "adjudication", LogRecord.signer == pseudonym)
+    lines = []
+    for row in session.exec(query.order_by(col(LogRecord.sequence))):
+        if row.digest in revoked:
+            continue
+        predicate = _statement_of(row)["predicate"]
+        where = (
+            "in the attestations folder"
+            if row.sealed_round is None
+            or row.sealed_round < current.round
+            or current.phase == "closed"
+            else f"sealed until round {row.sealed_round} closes"
+        )
+        lines.append(
+            f"{row.file_name}: signed {shown_time(predicate['signed_at'])} "
+            f"({predicate['signature_manifestation']['meaning']}), "
+            f"{len(predicate['reviews'])} bands, {where}"
+        )
+    return lines
+
+
+def signed_revisions(session: Session, pseudonym: str) -> dict[tuple[str, str], int]:
+    """For each band, the review revision the rater's latest unrevoked attestation covers."""
+    reviews = latest_signed_reviews(ledger.store_evidence(session), pseudonym)
+    return {band: review.get("revision") for band, review in reviews.items()}  # type: ignore[misc]
 
 
 def _check_request(meaning: str, declarations: list[str]) -> None:
@@ -85,39 +110,38 @@ def attest(
     passphrase: str,
     meaning: str,
     declarations: list[str],
-    folder: Path,
+    folder: Path | None,
     confirm_imported: bool = False,
     only: Collection[Band] | None = None,
     now: datetime | None = None,
-) -> Path:
-    """Sign what `plan` says into one DSSE envelope (audited). The passphrase is the rater's:
-    it unseals the key they made at activation, and nothing else can."""
+) -> Receipt:
+    """Sign what `plan` says as records of the study's log (audited), and return the rater's
+    receipt. The passphrase is the rater's: it unseals the key they made at activation, and
+    nothing else can. Signed while the round is open, the records wait sealed in the store
+    until it closes (ledger)."""
     authorize(session, rater, "sign")
     _check_request(meaning, declarations)
     user = _identified_signer(session, rater)
-    signing = plan(session, library, rater, folder, confirm_imported=confirm_imported, only=only)
+    signing = plan(session, library, rater, confirm_imported=confirm_imported, only=only)
     _require_fresh(signing, confirm_imported)
     key, private_key = _unlock(session, rater, passphrase)
     when = now or utcnow()
-    # The public record the statement names is the one the rater signs now, with this key.
-    ensure_record(session, user=user, key=key, private_key=private_key, folder=folder, now=when)
-    statement = _adjudication(session, user, key, signing, meaning, folder, when)
-    path = _envelope_path(folder, user.pseudonym, when)
-    _write_signed(session, statement, private_key, key.keyid, path)
+    signer = Signer(user.pseudonym, key.keyid, private_key)
+    rows = _sign_reviews(session, user, signer, key, signing, meaning, folder, when)
     confirmed = _confirm_imports(session, rater, signing, when)
     audit.record(
         session,
         kind="attestation_signed",
         actor=user.pseudonym,
         payload={
-            "file": path.name,
-            "bands": [s["name"] for s in statement["subject"]],
+            "records": [r.file_name for r in rows],
+            "bands": [subject_name(r["vignette_id"], r["sub_action"]) for r in signing.reviews],
             "signed_as_before": signing.carried,
             "confirmed_imports": confirmed,
             "meaning": meaning,
         },
     )
-    return path
+    return ledger.receipt(rows, signer)
 
 
 def _identified_signer(session: Session, rater: UserPublic) -> User:
@@ -157,30 +181,33 @@ def _unlock(
         raise WrongPassphrase(NOT_SIGNED) from None
 
 
-def _adjudication(
+def _sign_reviews(
     session: Session,
     user: User,
+    signer: Signer,
     key: SigningKey,
     signing: SigningPlan,
     meaning: str,
-    folder: Path,
+    folder: Path | None,
     when: datetime,
-) -> dict[str, Any]:
-    """The in-toto statement of the reviews `signing` covers, naming the rater's public record,
-    the records in the folder and the audit log's head as they are now."""
-    seq, head_hash = audit.head(session) or (0, audit.GENESIS)
-    subjects = [
-        {
-            "name": subject_name(r["vignette_id"], r["sub_action"]),
-            "digest": {"sha256": str(r.get("band_digest") or "").removeprefix("sha256:")},
-        }
-        for r in signing.reviews
+) -> list[LogRecord]:
+    """The reviews `signing` covers as adjudication records of the log, BANDS_PER_RECORD at a
+    time, each naming the rater, their declarations and the study's mode and round."""
+    current = study(session)
+    parts = [
+        signing.reviews[i : i + BANDS_PER_RECORD]
+        for i in range(0, len(signing.reviews), BANDS_PER_RECORD)
     ]
-    return {
-        "_type": STATEMENT_TYPE,
-        "subject": subjects,
-        "predicateType": ADJUDICATION_TYPE,
-        "predicate": {
+    rows = []
+    for index, reviews in enumerate(parts, start=1):
+        subjects = [
+            {
+                "name": subject_name(r["vignette_id"], r["sub_action"]),
+                "digest": {"sha256": str(r.get("band_digest") or "").removeprefix("sha256:")},
+            }
+            for r in reviews
+        ]
+        body = {
             "adjudicator": public_record(user, key),
             "identity_commitment": user.identity_commitment,
             "signature_manifestation": {
@@ -192,31 +219,22 @@ def _adjudication(
                 "statement": STATEMENT_TEXT,
                 "made": {d: DECLARATIONS[d] for d in DECLARATIONS},
             },
-            "study_mode": study(session).mode,
-            "reviews": signing.reviews,
-            "records": record_links(folder, pending_files(session)),
-            "audit_head": {"seq": seq, "hash": head_hash},
-        },
-    }
-
-
-def _envelope_path(folder: Path, pseudonym: str, when: datetime, tail: str = "") -> Path:
-    """Where a statement the rater signs at `when` is written: their pseudonym and the instant."""
-    compact = stamp(when).replace("-", "").replace(":", "").replace(".", "")
-    return Path(folder) / f"{pseudonym}-{compact}{tail}{ENVELOPE_SUFFIX}"
-
-
-def _write_signed(
-    session: Session,
-    statement: dict[str, Any],
-    private_key: Ed25519PrivateKey,
-    keyid: str,
-    path: Path,
-) -> None:
-    envelope = sign_envelope(canonical_json(statement), IN_TOTO_PAYLOAD_TYPE, private_key, keyid)
-    # On disk exactly when the audit event that follows is committed (store/db.py
-    # write_on_commit).
-    write_on_commit(session, path, json_text(envelope))
+            "study_mode": current.mode,
+            "part": {"index": index, "of": len(parts)},
+            "reviews": reviews,
+        }
+        rows.append(
+            ledger.append(
+                session,
+                "adjudication",
+                signer=signer,
+                subject=subjects,
+                body=body,
+                folder=folder,
+                now=when,
+            )
+        )
+    return rows
 
 
 def _confirm_imports(
@@ -250,8 +268,8 @@ def resign(
     rater: UserPublic,
     passphrase: str,
     bands: Collection[Band],
-    folder: Path,
-) -> Path:
+    folder: Path | None,
+) -> Receipt:
     """Sign again after the rater changed these bands in the app: what they signed before, with
     the change, under the declarations every attestation makes. No import is covered."""
     return attest(
@@ -271,37 +289,35 @@ def revoke(
     *,
     rater: UserPublic,
     passphrase: str,
-    attestation: Path,
+    attestation: str,
     reason: str,
-    folder: Path,
-) -> Path:
-    """A signed revocation of one of the rater's own attestations (audited)."""
+    folder: Path | None,
+) -> Receipt:
+    """A signed revocation of one of the rater's own attestation records, named by its file
+    (audited)."""
     authorize(session, rater, "sign")
     if not reason.strip():
         raise FmaBandsError("say why the attestation is revoked")
-    [checked] = read_evidence(folder, [Path(attestation)]).envelopes
-    if checked.error or checked.kind != "adjudication" or checked.pseudonym != rater.pseudonym:
-        raise FmaBandsError(f"{Path(attestation).name} is not a valid attestation of yours")
+    name = Path(attestation).name
+    row = session.exec(select(LogRecord).where(LogRecord.file_name == name)).first()
+    if row is None or row.kind != "adjudication" or row.signer != rater.pseudonym:
+        raise FmaBandsError(f"{name} is not an attestation of yours in the study's log")
+    if row.digest in ledger.store_evidence(session).revoked:
+        raise FmaBandsError(f"{name} is revoked already")
     key, private_key = _unlock(session, rater, passphrase)
-    when = utcnow()
-    statement = {
-        "_type": STATEMENT_TYPE,
-        "subject": [{"name": Path(attestation).name, "digest": {"sha256": checked.payload_sha256}}],
-        "predicateType": REVOCATION_TYPE,
-        "predicate": {
-            "adjudicator": {"pseudonym": rater.pseudonym, "keyid": key.keyid},
-            "revokes": Path(attestation).name,
-            "reason": reason.strip(),
-            "revoked_at": stamp(when),
-            "records": record_links(folder, pending_files(session)),
-        },
-    }
-    path = _envelope_path(folder, rater.pseudonym, when, "-revocation")
-    _write_signed(session, statement, private_key, key.keyid, path)
+    signer = Signer(rater.pseudonym, key.keyid, private_key)
+    made = ledger.append(
+        session,
+        "revocation",
+        signer=signer,
+        subject=[{"name": name, "digest": {"sha256": row.digest.removeprefix("sha256:")}}],
+        body={"revokes": row.digest, "reason": reason.strip()},
+        folder=folder,
+    )
     audit.record(
         session,
         kind="attestation_revoked",
         actor=rater.pseudonym,
-        payload={"file": path.name, "revokes": Path(attestation).name},
+        payload={"file": made.file_name, "revokes": name},
     )
-    return path
+    return ledger.receipt([made], signer)

@@ -8,7 +8,6 @@ confirmation.
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sqlmodel import Session
@@ -20,7 +19,8 @@ from fma_bands.core.labels import case_label
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.envelope import stamp
-from fma_bands.evidence.log import evidence_of, latest_signed_reviews, subject_name
+from fma_bands.evidence.log import latest_signed_reviews, subject_name
+from fma_bands.study import ledger
 from fma_bands.study.reviews import ReviewData
 from fma_bands.study.submissions import attested_band, my_latest_submitted
 
@@ -139,7 +139,6 @@ def plan(
     session: Session,
     library: Library,
     rater: UserPublic,
-    folder: Path,
     *,
     confirm_imported: bool = False,
     only: Collection[Band] | None = None,
@@ -152,7 +151,7 @@ def plan(
     is what was signed before: signing again after a change covers that and the change."""
     result = SigningPlan()
     latest = my_latest_submitted(session, library, rater)
-    before = latest_signed_reviews(evidence_of(folder, rater.pseudonym), rater.pseudonym)
+    before = latest_signed_reviews(ledger.store_evidence(session), rater.pseudonym)
     for vignette in library:
         for proposal in vignette.proposals:
             band = (vignette.id, proposal.sub_action)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.exc import IntegrityError
@@ -20,7 +19,6 @@ from sqlmodel import Session, col, select
 
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.protocol import VERDICTS
-from fma_bands.evidence.policy import Policy, check_policy, read_policy, write_policy_file
 from fma_bands.store.models import RoundBand, StudySettings, utcnow
 from fma_bands.study import audit
 
@@ -37,6 +35,7 @@ class StudyPublic(BaseModel):
     phase: Literal["open", "closed"]  # of the current round
     round: int = 1
     updated_at: datetime
+    study_id: str | None = None  # named by every signed record; set with the root record
 
 
 # Who may do what ----------------------------------------------------------------------------
@@ -63,6 +62,9 @@ RULES: dict[str, Rule] = {
     "open_round": Rule("open a new review round"),
     "set_mode": Rule("change the review mode"),
     "set_policy": Rule("set the registry policy"),
+    "approve": Rule(
+        "approve changes to the roster and the policy", roles=("coordinator", "steward")
+    ),
     "assign": Rule("assign raters to bands"),
     "see_impact": Rule("see which bands decide the harness's run pairs"),
     "import_handback": Rule("import a hand-back", open_phase=True),
@@ -207,23 +209,3 @@ def _set(
         )
     session.flush()
     return study(session)
-
-
-def set_policy(
-    session: Session, folder: Path, *, actor: UserPublic, quorum: Any, scope: Any
-) -> Policy:
-    """Write attestations/policy.yaml (audited): the registry reads it from the folder alone."""
-    authorize(session, actor, "set_policy")
-    policy = check_policy(quorum, scope)
-    try:
-        before: dict[str, Any] | None = read_policy(folder).as_dict()
-    except FmaBandsError:
-        before = None
-    write_policy_file(folder, policy)
-    audit.record(
-        session,
-        kind="policy_set",
-        actor=actor.pseudonym,
-        payload={"from": before, "to": policy.as_dict()},
-    )
-    return policy

@@ -1,0 +1,250 @@
+"""The study's signed log as the store keeps it (docs/trust.md): every record appended at the
+store's head under one lock, so concurrent signers make one chain; each published to attestations/
+once it may be shown. An attestation or revocation signed while its round is open is sealed: it
+waits in the store, with every record after it, until the round closes, so the folder never shows
+one rater's work to another during a round. The rater's receipt is theirs at once.
+"""
+
+import hashlib
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy.orm import Session as OrmSession
+from sqlmodel import Session, col, select
+
+from fma_bands.core.canonical import canonical_json
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.files import json_text, write_atomically
+from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
+from fma_bands.evidence.envelope import envelope_from_bytes, stamp
+from fma_bands.evidence.log import Evidence, file_name, read_evidence, record_statement, walk_log
+from fma_bands.evidence.policy import POLICY_FILE, policy_text
+from fma_bands.evidence.roster import ADJUDICATORS_FILE, adjudicators_text
+from fma_bands.store.db import on_commit
+from fma_bands.store.models import LogRecord, StudySettings, utcnow
+from fma_bands.study import audit
+from fma_bands.study.state import StudyPublic, study
+
+SEALED_KINDS = ("adjudication", "revocation")
+
+
+@dataclass(frozen=True)
+class Signer:
+    """A key unsealed for one signature: whose, its id, and its private half."""
+
+    pseudonym: str
+    keyid: str
+    private_key: Ed25519PrivateKey
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What a signer keeps: their key's fingerprint, the records they signed (place, digest,
+    file) and the head of the log after them. `fma-bands verify --since SEQ:DIGEST` with the
+    head checks, later, that the folder still holds what they signed."""
+
+    pseudonym: str
+    keyid: str
+    records: tuple[tuple[int, str, str], ...]
+    head: tuple[int, str]
+    sealed_until_round: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pseudonym": self.pseudonym,
+            "key_fingerprint": self.keyid,
+            "records": [{"sequence": s, "digest": d, "file": f} for s, d, f in self.records],
+            "head": {"sequence": self.head[0], "digest": self.head[1]},
+            "since": f"{self.head[0]}:{self.head[1]}",
+            "in_folder": (
+                "now"
+                if self.sealed_until_round is None
+                else f"when round {self.sealed_until_round} closes"
+            ),
+        }
+
+
+def new_study_id(session: Session) -> str:
+    """Give the study its random id (once): every signed record names it."""
+    row = session.get(StudySettings, 1)
+    if row is None:
+        study(session)
+        row = session.get(StudySettings, 1)
+    assert row is not None
+    if row.study_id is None:
+        row.study_id = f"fma-{secrets.token_hex(8)}"
+        session.flush()
+    return row.study_id
+
+
+def head(session: Session) -> tuple[int, str] | None:
+    """(sequence, digest) of the newest record in the store, or None before the root."""
+    row = session.execute(
+        select(col(LogRecord.sequence), col(LogRecord.digest))
+        .order_by(col(LogRecord.sequence).desc())
+        .limit(1)
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
+def append(
+    session: Session,
+    kind: str,
+    *,
+    signer: Signer,
+    subject: list[dict[str, Any]],
+    body: dict[str, Any],
+    about: str | None = None,
+    folder: Path | None = None,
+    now: datetime | None = None,
+) -> LogRecord:
+    """Sign `body` as the next record of the log and keep it in the store; it reaches `folder`
+    when the transaction commits (or, sealed, when its round closes)."""
+    audit.lock_for_append(session)
+    current = study(session)
+    if current.study_id is None:
+        raise FmaBandsError("the study has no root record yet: its first coordinator makes it")
+    last = head(session)
+    sequence, previous = (0, None) if last is None else (last[0] + 1, last[1])
+    audit_head = audit.head(session)
+    statement = record_statement(
+        kind,
+        study=current.study_id,
+        sequence=sequence,
+        previous=previous,
+        signer={"pseudonym": signer.pseudonym, "keyid": signer.keyid},
+        signed_at=stamp(now or utcnow()),
+        subject=subject,
+        body=body,
+        audit_head=None if audit_head is None else {"seq": audit_head[0], "hash": audit_head[1]},
+    )
+    payload = canonical_json(statement)
+    envelope = sign_envelope(payload, IN_TOTO_PAYLOAD_TYPE, signer.private_key, signer.keyid)
+    digest = hashlib.sha256(payload).hexdigest()
+    sealed = current.round if kind in SEALED_KINDS and current.phase == "open" else None
+    row = LogRecord(
+        sequence=sequence,
+        digest=f"sha256:{digest}",
+        kind=kind,
+        signer=signer.pseudonym,
+        about=about,
+        file_name=file_name(sequence, kind, about or signer.pseudonym, digest),
+        envelope=json_text(envelope),
+        sealed_round=sealed,
+        created_at=now or utcnow(),
+    )
+    session.add(row)
+    session.flush()
+    if folder is not None:
+        publish_on_commit(session, folder)
+    return row
+
+
+def receipt(rows: Iterable[LogRecord], signer: Signer) -> Receipt:
+    found = list(rows)
+    last = found[-1]
+    return Receipt(
+        signer.pseudonym,
+        signer.keyid,
+        tuple((r.sequence, r.digest, r.file_name) for r in found),
+        (last.sequence, last.digest),
+        last.sealed_round,
+    )
+
+
+def _releasable(row_round: int | None, current: StudyPublic) -> bool:
+    if row_round is None:
+        return True
+    return row_round < current.round or current.phase == "closed"
+
+
+def publish_on_commit(session: Session, folder: Path) -> None:
+    """Publish what may be shown once this transaction has committed (in a session of its own:
+    the committed one is done)."""
+    bind = session.get_bind()
+    on_commit(session, lambda: _publish_with(bind, folder))
+
+
+def _publish_with(bind: Any, folder: Path) -> None:
+    with OrmSession(bind) as session:
+        publish(session, folder)  # type: ignore[arg-type]
+
+
+def publish(session: Session, folder: Path) -> list[str]:
+    """Write to `folder` every record of the store's chain it lacks, in order, up to the first
+    one still sealed; then the readable copies (policy.yaml, adjudicators.yaml). Idempotent: a
+    process killed halfway is finished by the next one (the app and every command call it)."""
+    folder = Path(folder)
+    current = study(session)
+    if current.study_id is None:
+        return []
+    rows = session.execute(
+        select(
+            col(LogRecord.sequence), col(LogRecord.file_name), col(LogRecord.sealed_round)
+        ).order_by(col(LogRecord.sequence))
+    ).all()
+    written = []
+    for sequence, name, sealed in rows:
+        if not _releasable(sealed, current):
+            break
+        path = folder / name
+        if path.exists() or path.is_symlink():
+            continue
+        row = session.get(LogRecord, sequence)
+        assert row is not None
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, row.envelope, overwrite=False)
+        written.append(name)
+    if rows:
+        write_copies(folder, current.study_id)
+    return written
+
+
+def write_copies(folder: Path, study_id: str) -> None:
+    """policy.yaml and adjudicators.yaml made again from the chain in the folder, when it
+    verifies (an invalid folder's copies are left as they are, for verify to report)."""
+    evidence = read_evidence(folder, study=study_id)
+    if evidence.problems and any(p.code != "copy_differs" for p in evidence.problems):
+        return
+    _write_if_changed(folder / ADJUDICATORS_FILE, adjudicators_text(evidence))
+    if evidence.policy is not None:
+        _write_if_changed(folder / POLICY_FILE, policy_text(evidence))
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    try:
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    write_atomically(path, text)
+
+
+def store_evidence(session: Session) -> Evidence:
+    """What the store's whole chain establishes, sealed records included: for the app's own
+    questions (what a rater signed, what awaits a steward), never for the registry's grants,
+    which come from the folder alone."""
+    current = study(session)
+    rows = session.exec(select(LogRecord).order_by(col(LogRecord.sequence))).all()
+    loaded = [envelope_from_bytes(Path(r.file_name), r.envelope.encode()) for r in rows]
+    return walk_log(loaded, Evidence(Path(".")), study=current.study_id)
+
+
+def published_head(session: Session) -> tuple[int, str] | None:
+    """The newest record the folder may hold now (the last before the first sealed one)."""
+    current = study(session)
+    found = None
+    for sequence, digest, sealed in session.execute(
+        select(
+            col(LogRecord.sequence), col(LogRecord.digest), col(LogRecord.sealed_round)
+        ).order_by(col(LogRecord.sequence))
+    ):
+        if not _releasable(sealed, current):
+            break
+        found = (sequence, digest)
+    return found
