@@ -13,12 +13,13 @@ from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
-from fma_bands.evidence.policy import Policy, read_policy
+from fma_bands.evidence.policy import Policy
 from fma_bands.study.assignment import change, study_bands
 from fma_bands.study.coverage import coverage, explain, problem_bands, study_quorum
+from fma_bands.study.governance import policy_in_force, set_policy
 from fma_bands.study.rounds import DISCORD, discordant_bands, open_round
 from fma_bands.study.rounds import state as round_state
-from fma_bands.study.state import set_mode, set_policy, study
+from fma_bands.study.state import set_mode, study
 from fma_bands.study.submissions import rater_progress
 from fma_bands.study.users import list_users
 
@@ -121,14 +122,13 @@ def _open_round_two(user: UserPublic, discord) -> None:
 
 
 def _saved_policy() -> Policy:
-    """The policy on file; without one, the default, and a warning that nothing counts yet."""
-    try:
-        return read_policy(settings().attestations)
-    except FmaBandsError as exc:
-        st.warning(
-            f"{escaped(exc.message)}. Until a policy is saved, nothing is clinician-adjudicated."
-        )
+    """The policy in force; without one, the default, and a warning that nothing counts yet."""
+    with session() as s:
+        found = policy_in_force(s)
+    if found is None:
+        st.warning("No policy is signed yet. Until one is, nothing is clinician-adjudicated.")
         return Policy()
+    return found
 
 
 # Who reviews what -----------------------------------------------------------------------------
@@ -166,8 +166,8 @@ def _change(lib: Library, user: UserPublic, assigned: bool) -> None:
 def assignment(lib: Library, user: UserPublic) -> None:
     """The bands that cannot be adjudicated as assigned, every band's raters, and the form that
     changes an assignment."""
-    quorum = study_quorum(settings().attestations)
     with session() as s:
+        quorum = study_quorum(s)
         rows = coverage(s, lib, viewer=user, quorum=quorum)
         raters = [r.pseudonym for r in list_users(s, role="rater")]
     st.subheader("Who reviews what")
@@ -264,12 +264,35 @@ with st.form("policy"):
         index=["warn", "require"].index(policy.scope),
         horizontal=True,
     )
-    if st.form_submit_button("Save policy"):
-        with session() as s:
-            set_policy(s, settings().attestations, actor=user, quorum=int(quorum), scope=scope)
-        st.success(
-            f"Policy saved to attestations/policy.yaml: quorum {int(quorum)}, scope {scope}."
-        )
+    root_passphrase = st.text_input(
+        "Your passphrase (it unlocks the study's root key, which signs the policy)",
+        type="password",
+        key="policy:passphrase",
+    )
+    if st.form_submit_button("Sign the policy"):
+        try:
+            with session() as s:
+                set_policy(
+                    s,
+                    settings().attestations,
+                    actor=user,
+                    passphrase=root_passphrase,
+                    quorum=int(quorum),
+                    scope=scope,
+                )
+                in_force = policy_in_force(s)
+        except FmaBandsError as exc:
+            st.error(escaped(exc.message))
+        else:
+            if in_force is not None and in_force.as_dict() == {
+                "quorum": int(quorum),
+                "scope": scope,
+            }:
+                st.success(
+                    f"Policy signed into the study's log: quorum {int(quorum)}, scope {scope}."
+                )
+            else:
+                st.info("Policy signed; it takes effect once the steward approves it.")
 
 assignment(lib, user)
 

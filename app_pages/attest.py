@@ -1,6 +1,7 @@
 """Sign an attestation: the statement, the declarations, every review it covers (hand-backs only
 once confirmed), the passphrase again, and the signature manifestation once signed."""
 
+import json
 from pathlib import Path
 
 import streamlit as st
@@ -53,7 +54,7 @@ def sign_attestation(
     """Sign, and show the manifestation on the next run; a failure shows here, form kept."""
     try:
         with session() as s:
-            path = attest(
+            receipt = attest(
                 s,
                 lib,
                 rater=user,
@@ -63,7 +64,8 @@ def sign_attestation(
                 folder=folder,
                 confirm_imported=confirm,
             )
-        st.session_state.signed = manifestation(folder, path)
+            st.session_state.signed = manifestation(s, receipt)
+            st.session_state.receipt = receipt.as_dict()
         st.rerun()
     except FmaBandsError as exc:
         st.error(escaped(exc.message))
@@ -77,7 +79,7 @@ if "signed" in st.session_state:  # signed: the form starts afresh (after an err
     st.session_state["attest:passphrase"] = ""
 confirm = st.session_state.get("attest:confirm", False)
 with session() as s:
-    signing = plan(s, lib, user, folder, confirm_imported=confirm)
+    signing = plan(s, lib, user, confirm_imported=confirm)
     identity_recorded = is_recorded(s, [user.pseudonym])[user.pseudonym]
 
 st.title("Sign your attestation")
@@ -87,7 +89,20 @@ st.caption(
 )
 if just_signed := st.session_state.pop("signed", None):
     st.success("Signed. Signature manifestation:", icon=":material/verified:")
-    st.table(just_signed)  # pseudonym, time, meaning, file name: none of it free text
+    st.table(just_signed)  # pseudonym, time, meaning, key, records, head: none of it free text
+    receipt = st.session_state.pop("receipt", {})
+    st.caption(
+        "Your receipt: keep it. With it anyone can check, later, that the attestations folder "
+        f"still holds what you signed (fma-bands verify --since {receipt.get('since', '')}). "
+        f"Your records reach the attestations folder {receipt.get('in_folder', '')}, so no "
+        "other rater sees your work while the round is open."
+    )
+    st.download_button(
+        "Download your receipt",
+        data=json.dumps(receipt, indent=2),
+        file_name=f"receipt-{user.pseudonym}.json",
+        mime="application/json",
+    )
 if not identity_recorded:
     st.warning(
         "Your private identity (name, qualifications, registration) is not recorded yet. The "
@@ -104,7 +119,7 @@ with st.form("attest"):
     st.caption(
         "Meaning of this signature: adjudication, your clinical judgement of each band listed. "
         "The printed name is your pseudonym; your real name stays private, bound to it by the "
-        "identity commitment in your signed public record."
+        "identity commitment your signature carries."
     )
     passphrase = st.text_input("Your passphrase, again", type="password", key="attest:passphrase")
     sign = st.form_submit_button(
@@ -116,7 +131,9 @@ if sign:
         lib, user, passphrase=passphrase, declarations=declared, folder=folder, confirm=confirm
     )
 
-if mine := on_file(folder, user.pseudonym):
+with session() as s:
+    mine = on_file(s, user.pseudonym)
+if mine:
     st.subheader("Your attestations on file")
     for line in mine:
         st.caption(escaped(line))

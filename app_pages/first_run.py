@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.common import escaped, session
+from app_pages.common import escaped, session, settings
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.study.enrolment import create_first_coordinator
 from fma_bands.study.users import MIN_PASSPHRASE, new_passphrase_problem
@@ -30,7 +30,12 @@ if create:
         st.stop()
     try:
         with session() as s:
-            user = create_first_coordinator(s, pseudonym=pseudonym.strip(), passphrase=passphrase)
+            user = create_first_coordinator(
+                s,
+                pseudonym=pseudonym.strip(),
+                passphrase=passphrase,
+                folder=settings().attestations,
+            )
     except FmaBandsError as exc:
         for message in exc.fields.values() or [str(exc)]:
             st.error(escaped(message))

@@ -71,6 +71,10 @@ def rater_pages() -> list[st.Page]:
     ]
 
 
+def steward_pages() -> list[st.Page]:
+    return [page("approve", "Approve changes", "approval", default=True), _passphrase()]
+
+
 def coordinator_pages() -> list[st.Page]:
     return [
         page("admin", "Study admin", "tune", default=True),
@@ -101,6 +105,8 @@ def run() -> None:
         pages = signed_out_pages()
     elif user.role == "rater":
         pages = rater_pages()
+    elif user.role == "steward":
+        pages = steward_pages()
     else:
         pages = coordinator_pages()
     if user is not None:

@@ -10,11 +10,11 @@ FIELDS = ("pp:old", "pp:new", "pp:repeat")
 user = require_user()
 
 st.title("Change your passphrase")
-if user.role == "rater":
-    st.caption(
-        "Your signing key stays the same: it is resealed under the new passphrase, so your "
-        "public record and your signatures are unchanged."
-    )
+st.caption(
+    "If you hold a signing key (a rater's, a steward's, or the study's root key), it stays the "
+    "same: it is resealed under the new passphrase, so your signatures and the study's log are "
+    "unchanged."
+)
 if st.session_state.pop("pp:done", False):
     st.success("Your passphrase is changed. Use the new one from now on.")
 with st.form("passphrase"):

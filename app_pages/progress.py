@@ -22,8 +22,8 @@ from fma_bands.study.state import study
 
 @st.fragment
 def quorum_progress(lib: Library, user: UserPublic) -> None:
-    quorum = study_quorum(settings().attestations)
     with session() as s:
+        quorum = study_quorum(s)
         rows = band_progress(s, lib, viewer=user, quorum=quorum)
     st.subheader("Bands against the quorum")
     short = [r for r in rows if r.needed != 0]
@@ -94,7 +94,7 @@ def close_phase(number: int, user: UserPublic) -> None:
     if st.button("Close the review phase", type="primary", disabled=not sure):
         try:
             with session() as s:
-                close_round(s, actor=user)
+                close_round(s, actor=user, folder=settings().attestations)
         except FmaBandsError as exc:  # closed meanwhile, in another tab or by a command
             st.error(escaped(exc.message))
             return

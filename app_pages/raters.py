@@ -3,13 +3,20 @@ new code to someone who lost their passphrase. The coordinator never sets a pass
 
 import streamlit as st
 
-from app_pages.common import escaped, require_user, session
+from app_pages.common import escaped, require_user, session, settings
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.people import UserPublic
 from fma_bands.study.enrolment import enrol, reset
 from fma_bands.study.users import get_user, list_users, roster
 
-EMPTY = {"enrol:pseudonym": "", "enrol:specialty": "", "enrol:jurisdiction": "", "enrol:years": 0}
+EMPTY = {
+    "enrol:pseudonym": "",
+    "enrol:specialty": "",
+    "enrol:jurisdiction": "",
+    "enrol:years": 0,
+    "enrol:passphrase": "",
+    "reset:passphrase": "",
+}
 ISSUED = "raters:code"
 
 
@@ -23,7 +30,13 @@ def _handed_over(what: str, name: str, code: str) -> None:
 
 
 def enrol_rater(
-    user: UserPublic, *, pseudonym: str, specialty: str, jurisdiction: str, years: float
+    user: UserPublic,
+    *,
+    pseudonym: str,
+    specialty: str,
+    jurisdiction: str,
+    years: float,
+    passphrase: str,
 ) -> None:
     """Enrol the rater the form describes; what is wrong with it shows by field, in words."""
     try:
@@ -31,6 +44,8 @@ def enrol_rater(
             made, code = enrol(
                 s,
                 actor=user,
+                passphrase=passphrase,
+                folder=settings().attestations,
                 pseudonym=pseudonym.strip(),
                 role="rater",
                 specialty=specialty,
@@ -79,10 +94,20 @@ with st.form("enrol"):
     years = right.number_input(
         "Years since registration", key="enrol:years", min_value=0, max_value=70, step=1
     )
+    enrol_passphrase = st.text_input(
+        "Your passphrase (it unlocks the study's root key, which signs the enrolment)",
+        type="password",
+        key="enrol:passphrase",
+    )
     submitted = st.form_submit_button("Enrol rater")
 if submitted:
     enrol_rater(
-        user, pseudonym=pseudonym, specialty=specialty, jurisdiction=jurisdiction, years=years
+        user,
+        pseudonym=pseudonym,
+        specialty=specialty,
+        jurisdiction=jurisdiction,
+        years=years,
+        passphrase=enrol_passphrase,
     )
 
 if raters:
@@ -94,9 +119,25 @@ if raters:
         )
         st.caption(
             "Their passphrase stops working at once. Activating with the new code makes a "
-            "new signing key; the old one stays in their public record as retired."
+            "new signing key; the old one stops counting from the new enrolment on, and "
+            "older signatures stay valid."
+        )
+        reset_passphrase = st.text_input(
+            "Your passphrase (it unlocks the study's root key, which signs the new enrolment)",
+            type="password",
+            key="reset:passphrase",
         )
         if st.form_submit_button("Issue a new enrolment code") and who:
-            with session() as s:
-                code = reset(s, actor=user, pseudonym=who)
-            _handed_over(f"{who} was reset.", who, code)
+            try:
+                with session() as s:
+                    code = reset(
+                        s,
+                        actor=user,
+                        pseudonym=who,
+                        passphrase=reset_passphrase,
+                        folder=settings().attestations,
+                    )
+            except FmaBandsError as exc:
+                st.error(escaped(exc.message))
+            else:
+                _handed_over(f"{who} was reset.", who, code)

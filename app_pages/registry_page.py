@@ -18,6 +18,8 @@ from fma_bands.evidence.log import folder_digests
 from fma_bands.evidence.provenance import Decision
 from fma_bands.evidence.registry import Registry, decide
 from fma_bands.study.impact import Run, read_runs, reviewed_impact
+from fma_bands.study.ledger import published_head
+from fma_bands.study.state import study
 
 PAGE = 20
 
@@ -122,30 +124,49 @@ st.title("Band registry")
 # clinical context and each whole proposal) and the SHA-256 of every file in attestations/.
 # Content alone decides, never a file's name or time. A resource: read-only, shared rather
 # than copied.
+# The folder must be this study's log and still hold every record the store has published.
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _decided(vignettes: tuple, attestations: tuple) -> Registry:
-    return decide(lib, folder)
+def _decided(
+    vignettes: tuple, attestations: tuple, study_id: str | None, since: tuple | None
+) -> Registry:
+    return decide(lib, folder, study=study_id, since=since)
 
 
+with session() as s:
+    pinned, published = study(s).study_id, published_head(s)
 try:
-    registry = _decided(lib.digests, folder_digests(folder))
+    registry = _decided(lib.digests, folder_digests(folder), pinned, published)
 except FmaBandsError as exc:
     st.error(f"The attestations folder cannot be read: {escaped(exc)}")
     st.stop()
+if not registry.valid:
+    st.error(
+        "The attestations folder does not verify, so no band is clinician-adjudicated and the "
+        "export is refused. `fma-bands verify` lists the same problems:"
+    )
+    for problem in registry.problems:
+        st.error(escaped(str(problem)))
 st.caption(
     f"Decided from the vignette files and the attestations folder alone, under the policy: "
     f"quorum {registry.policy.quorum}, scope {registry.policy.scope}. "
     f"{sum(d.adjudicated for d in registry.decisions)} of {len(registry.decisions)} bands are "
     "clinician-adjudicated."
 )
-for problem in registry.file_problems:
-    st.error(escaped(problem))
+for problem in registry.strays:
+    st.warning(escaped(f"{problem} (not part of the study's log: it changes nothing)"))
+if registry.head[1]:
+    st.caption(
+        f"Study {escaped(registry.study)}; the log's head: record {registry.head[0]}, "
+        f"{escaped(registry.head[1])}."
+    )
 
 decisions(registry)
 impact(lib, user)
 st.subheader("Export bands.yaml")
 if not lib.ok:
     st.error("The vignette files have problems; fix them before exporting.")
+    st.stop()
+if not registry.valid:
     st.stop()
 st.download_button(
     "Download bands.yaml",

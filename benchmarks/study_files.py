@@ -1,7 +1,13 @@
 """A seeded study at full scale, as real files and a real SQLite database, for the page and
 command benchmarks: vignette files with a proposal for each of the nine sub-actions, a
 coordinator and raters, every rater's submitted review of every band (bulk-inserted, each with
-its audit event on a valid hash chain), and, optionally, each rater's signed attestation.
+its audit event on a valid hash chain), the study's signed log (root, each rater's enrolment
+and activation, a policy) and, optionally, each rater's signed attestation.
+
+Everything signed goes through the store's log (fma_bands.study.ledger), as the app signs it.
+Attestations signed while round 1 is open stay sealed in the store; attestations/ holds them as
+it will once round 1 closes (published from a throwaway copy of the database with the round
+closed), while the study's own database stays open so that the pages can still be used.
 
 Used by `python -m benchmarks.bench_pages`; `build_study(folder, ...)` returns where it all is.
 """
@@ -301,6 +307,27 @@ def _reused(folder: Path, wanted: dict) -> BenchStudy | None:
     )
 
 
+def _publish_as_closed(engine, folder: Path, coordinator: UserPublic, attestations: Path) -> None:
+    """Write to `attestations` what closing round 1 would: from a throwaway copy of the database
+    with the round closed, so that the study's own database keeps its round open."""
+    from fma_bands.study.ledger import publish
+    from fma_bands.study.rounds import close_round
+
+    source = Path(str(engine.url.database))
+    copy = folder / "closing.db"
+    with engine.connect() as connection:  # the WAL's pages into the file before copying it
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copyfile(source, copy)
+    closing = make_engine(f"sqlite:///{copy}")
+    with session_scope(closing) as s:
+        close_round(s, actor=coordinator)
+    with session_scope(closing) as s:
+        publish(s, attestations)
+    closing.dispose()
+    for suffix in ("", "-wal", "-shm"):
+        copy.with_name(copy.name + suffix).unlink(missing_ok=True)
+
+
 def build_study(
     folder: Path,
     *,
@@ -313,12 +340,18 @@ def build_study(
     """Everything under `folder`: vignettes/, fma-bands.db, attestations/, identity.key; with
     `reuse`, a study built there before with the same parameters is used as it is."""
     from fma_bands.core.protocol import DECLARATIONS
+    from fma_bands.evidence.policy import Policy
+    from fma_bands.study.governance import set_policy
     from fma_bands.study.identity import set_identity
     from fma_bands.study.signing import attest
 
     wanted = {"vignettes": n_vignettes, "raters": n_raters, "seed": seed, "sign": sign}
     if reuse and (found := _reused(folder, wanted)) is not None:
         return found
+    # A study built here before with other parameters is replaced whole: its log is another's.
+    shutil.rmtree(folder / "attestations", ignore_errors=True)
+    for suffix in ("", "-wal", "-shm"):
+        (folder / f"fma-bands.db{suffix}").unlink(missing_ok=True)
     vignettes = write_vignettes(folder / "vignettes", n_vignettes, seed)
     library = load_library([vignettes])
     assert library.ok, library.problems[:3]
@@ -329,7 +362,12 @@ def build_study(
     with session_scope(engine) as s:
         sync_vignettes(s, library, actor=None)
         coordinator = create_user(
-            s, actor=None, pseudonym="coordinator", passphrase=PASSPHRASE, role="coordinator"
+            s,
+            actor=None,
+            pseudonym="coordinator",
+            passphrase=PASSPHRASE,
+            role="coordinator",
+            folder=attestations,
         )
         raters = tuple(
             create_user(
@@ -337,12 +375,23 @@ def build_study(
                 actor="coordinator",
                 pseudonym=f"adjudicator-{r + 1:02d}",
                 passphrase=PASSPHRASE,
+                root_passphrase=PASSPHRASE,
+                folder=attestations,
                 role="rater",
                 specialty=("emergency medicine", "general medicine")[r % 2],
                 jurisdiction="Australia",
                 years_post_registration=5 + r,
             )
             for r in range(n_raters)
+        )
+        default = Policy()
+        set_policy(
+            s,
+            attestations,
+            actor=coordinator,
+            passphrase=PASSPHRASE,
+            quorum=default.quorum,
+            scope=default.scope,
         )
         for rater in raters:
             set_identity(
@@ -366,6 +415,7 @@ def build_study(
                     declarations=list(DECLARATIONS),
                     folder=attestations,
                 )
+        _publish_as_closed(engine, folder, coordinator, attestations)
     engine.dispose()
     (folder / "study.json").write_text(json.dumps({"parameters": wanted, "reviews": len(rows)}))
     return BenchStudy(vignettes, url, attestations, key, library, coordinator, raters, len(rows))

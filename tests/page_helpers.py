@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import streamlit as st
@@ -19,6 +20,7 @@ from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study.enrolment import create_user
+from fma_bands.study.governance import set_policy
 from fma_bands.study.library import sync_vignettes
 from fma_bands.study.reviews import ReviewForm, current_review, my_reviews, save
 from tests.conftest import ROOT, SHARED_VIGNETTES, assign_all
@@ -60,9 +62,11 @@ def fresh_caches():
 
 @pytest.fixture
 def app_env(monkeypatch, tmp_path, shared_vignettes) -> str:
-    """The environment the app reads; returns the URL of a fresh, empty store."""
+    """The environment the app reads; returns the URL of a fresh, empty store. The app publishes
+    the study's log to an attestations folder of the test's own (never the repository's)."""
     url = f"sqlite:///{tmp_path / 'fma-bands.db'}"
     monkeypatch.setenv("FMA_BANDS_DATABASE_URL", url)
+    monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "attestations"))
     monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(SHARED_VIGNETTES))
     monkeypatch.chdir(ROOT)
     return url
@@ -89,9 +93,10 @@ def template(tmp_path_factory, shared_library):
             users.append(
                 create_user(
                     s,
-                    actor=None,
+                    actor="coordinator",
                     pseudonym=name,
                     passphrase=PASSPHRASES[name],
+                    root_passphrase=PASSPHRASES["coordinator"],
                     role="rater",
                     specialty=specialty,
                     jurisdiction="Australia",
@@ -121,6 +126,18 @@ class Study:
                 yield s
         finally:
             engine.dispose()
+
+    def set_policy(self, folder: Path | None, *, quorum: int = 1, scope: str = "warn") -> None:
+        """The coordinator signs a registry policy into the study's log (as the admin page does)."""
+        with self.store() as s:
+            set_policy(
+                s,
+                folder,
+                actor=self.coordinator,
+                passphrase=PASSPHRASES["coordinator"],
+                quorum=quorum,
+                scope=scope,
+            )
 
     def reviews(self, rater: UserPublic, band: tuple[str, str]):
         with self.store() as s:

@@ -4,7 +4,7 @@ cannot be adjudicated as assigned."""
 
 import click
 
-from fma_bands.cli.base import cli, coordinator, print_json, settings, store, synced
+from fma_bands.cli.base import cli, coordinator, print_json, store, synced
 from fma_bands.core.errors import FmaBandsError
 
 
@@ -72,8 +72,8 @@ def _show(as_json: bool) -> None:
     from fma_bands.study.assignment import load
     from fma_bands.study.coverage import coverage, explain, study_quorum
 
-    quorum = study_quorum(settings().attestations)
     with store() as session:
+        quorum = study_quorum(session)
         found, _ = synced(session)
         # Who reviews what is the coordinator's to see.
         rows = coverage(session, found, viewer=coordinator(session), quorum=quorum)

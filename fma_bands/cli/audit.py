@@ -2,7 +2,7 @@
 
 import click
 
-from fma_bands.cli.base import cli, done, store
+from fma_bands.cli.base import cli, done, settings, store
 
 
 @cli.group()
@@ -12,10 +12,13 @@ def audit() -> None:
 
 @audit.command()
 def verify() -> None:
-    """Check the hash chain; exit 1 naming each edited, deleted or moved event."""
+    """Check the hash chain, and that it still holds the head every signed record of the
+    study's log (in the store and in the attestations folder) carries; exit 1 naming each
+    edited, deleted, moved or truncated event."""
     from fma_bands.study import audit as log
+    from fma_bands.study.ledger import audit_anchors
 
     with store() as session:
-        report = log.verify(session)
+        report = log.verify(session, anchors=audit_anchors(session, settings().attestations))
     click.echo(str(report))
     done(0 if report.ok else 1)

@@ -167,18 +167,19 @@ def library(folders: tuple[str, ...] = ()) -> "Library":
     return load_library(list(folders) or [settings().vignettes])
 
 
-def pinned_study(given: str | None) -> str | None:
-    """The study the attestations folder must be the log of: --study, else the database's when
-    there is one (an editor with the folder alone reads the id from the paper)."""
-    if given:
-        return given
+def pinned(given: str | None) -> tuple[str | None, tuple[int, str] | None]:
+    """What the attestations folder must be: the log of this study (--study, else the
+    database's), holding at least what the database has published (its head), so a folder
+    swapped or cut short is refused. An editor with the folder alone gives --study from the
+    paper, and --since with `verify`."""
     url = settings().database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-        return None
+        return given, None
+    from fma_bands.study.ledger import published_head
     from fma_bands.study.state import study
 
     with store() as session:
-        return study(session).study_id
+        return given or study(session).study_id, published_head(session)
 
 
 def complete_library() -> "Library":
@@ -270,4 +271,6 @@ def read_secret(path: str | Path) -> str:
 
 
 def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2))
+    # One line: json's C encoder writes it, several times faster than an indented dump of a
+    # study's whole registry (`| python -m json.tool` indents it for people).
+    click.echo(json.dumps(data))

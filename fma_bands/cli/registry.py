@@ -5,7 +5,7 @@ from typing import Any
 
 import click
 
-from fma_bands.cli.base import cli, complete_library, done, pinned_study, print_json, settings
+from fma_bands.cli.base import cli, complete_library, done, pinned, print_json, settings
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.evidence.policy import SCOPES
 
@@ -35,12 +35,14 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
     from fma_bands.core.bands import to_harness
     from fma_bands.evidence.registry import decide
 
+    study_id, since = pinned(study)
     decided = decide(
         complete_library(),
         settings().attestations,
         quorum=quorum,
         scope=scope,
-        study=pinned_study(study),
+        study=study_id,
+        since=since,
     )
     sequence, digest = decided.head
     if as_json:
@@ -95,6 +97,12 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
     help="Write the export even when the attestations folder does not verify: every band as "
     "its file has it, none adjudicated, and the reason in the header.",
 )
+@click.option(
+    "--sign-head",
+    is_flag=True,
+    help="Sign the head the bands were decided from with the study's root key (the coordinator "
+    "named by --as, with their passphrase), so an editor can check it (verify --export).",
+)
 @sensitivity
 def export(
     out: str,
@@ -103,6 +111,7 @@ def export(
     scope: str | None,
     study: str | None,
     provisional: bool,
+    sign_head: bool,
 ) -> None:
     """Write bands.yaml for the harness (atomically). Refused, writing nothing, when the
     attestations folder does not verify, unless --provisional."""
@@ -110,14 +119,17 @@ def export(
     from fma_bands.evidence.provenance import ADJUDICATED
 
     _check_out(Path(out), settings().attestations)
+    study_id, since = pinned(study)
     document = export_document(
         complete_library(),
         settings().attestations,
         quorum=quorum,
         scope=scope,
         relative_to=Path(out).parent,
-        study=pinned_study(study),
+        study=study_id,
+        since=since,
         provisional=provisional,
+        head_signer=_head_signer() if sign_head else None,
     )
     path = write_bands(out, document)
     if document.get("provisional"):
@@ -168,3 +180,13 @@ def _check_out(out: Path, folder: Path) -> None:
             "only to a new file or over a regular one",
             file=str(out),
         )
+
+
+def _head_signer() -> Any:
+    """The study's root key of the coordinator named by --as, unsealed for the signed head."""
+    from fma_bands.cli.base import acting_passphrase, coordinator, store
+    from fma_bands.study.enrolment import root_signer
+
+    with store() as session:
+        root = root_signer(session, coordinator(session), acting_passphrase())
+    return root.keyid, root.private_key

@@ -5,6 +5,7 @@ from pathlib import Path
 import click
 
 from fma_bands.cli.base import cli, done, print_json, read_secret, settings, store, synced
+from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.protocol import DECLARATIONS, MEANINGS
 
 
@@ -108,17 +109,30 @@ def revoke(file: str, rater: str, passphrase_file: str, reason: str) -> None:
     help="A head seen before (an export's, a receipt's): the folder must still hold it.",
 )
 @click.option("--study", metavar="ID", help="The study the folder must be the log of.")
+@click.option(
+    "--export",
+    "export_file",
+    metavar="FILE",
+    help="A bands.yaml: its head must be signed by a root key of the folder's study, and the "
+    "folder must still hold it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def verify(since: str | None, study: str | None, as_json: bool) -> None:
+def verify(since: str | None, study: str | None, export_file: str | None, as_json: bool) -> None:
     """Check the attestations folder from its files alone: one chain from the study's root,
     every record signed by a key the root-signed roster gives its signer at that place, the
     readable copies exact. Exits 1 when it does not verify."""
     from fma_bands.evidence.log import parse_head, read_evidence
 
     folder = settings().attestations
+    exported = _exported_head(export_file) if export_file else None
+    if exported is not None:
+        study = study or exported[0]
+        since = since or f"{exported[1]}:{exported[2]}"
     evidence = read_evidence(
         folder, study=study, since=parse_head(since) if since is not None else None
     )
+    if export_file is not None:
+        _check_export_head(evidence, export_file)
     sequence, digest = evidence.head
     if as_json:
         print_json(
@@ -126,6 +140,11 @@ def verify(since: str | None, study: str | None, as_json: bool) -> None:
                 "valid": evidence.valid,
                 "study": evidence.study,
                 "head": {"sequence": sequence, "digest": digest} if digest else None,
+                "root_keys": [
+                    {"keyid": keyid, "holder": holder}
+                    for keyid, holder in sorted(evidence.root_keys.items())
+                ],
+                "threshold": evidence.threshold,
                 "problems": [p.as_dict() for p in evidence.problems],
                 "strays": [p.as_dict() for p in evidence.strays],
             }
@@ -148,3 +167,46 @@ def verify(since: str | None, study: str | None, as_json: bool) -> None:
         click.echo(f"head: {sequence}:{digest}")
     click.echo("the folder verifies" if evidence.valid else "the folder does NOT verify")
     done(0 if evidence.valid else 1)
+
+
+def _exported_head(path: str) -> tuple[str, int, str] | None:
+    """The (study, sequence, digest) a bands.yaml states it was decided from."""
+    from fma_bands.core.files import read_yaml
+
+    data = read_yaml(path, limit=256 * 1024 * 1024, what="bands.yaml")
+    try:
+        header = data["attestations"]
+        head = header["head"]
+        return header["study"], head["sequence"], head["digest"]
+    except (KeyError, TypeError):
+        raise FmaBandsError("states no study and head (attestations.head)", file=path) from None
+
+
+def _check_export_head(evidence, path: str) -> None:
+    """The export's head must be signed by a root key of the study the folder is the log of."""
+    from fma_bands.core.files import read_yaml
+    from fma_bands.evidence.head import check_head
+    from fma_bands.evidence.log import Problem
+
+    header = read_yaml(path, limit=256 * 1024 * 1024, what="bands.yaml")["attestations"]
+    signed = header.get("head_signature") if isinstance(header, dict) else None
+    name = Path(path).name
+    if signed is None:
+        evidence.problems.append(
+            Problem(name, "unsigned_head", "the export's head is not signed by the study's root")
+        )
+        return
+    try:
+        study, sequence, digest, _ = check_head(signed, evidence.root_public)
+    except FmaBandsError as exc:
+        evidence.problems.append(Problem(name, "bad_signature", f"its signed head: {exc.message}"))
+        return
+    stated = header.get("head") or {}
+    if (study, sequence, digest) != (
+        header.get("study"),
+        stated.get("sequence"),
+        stated.get("digest"),
+    ):
+        evidence.problems.append(
+            Problem(name, "bad_signature", "the signed head is not the head the export states")
+        )

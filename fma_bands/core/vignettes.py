@@ -103,8 +103,8 @@ class Vignette:
     ambiguity: str | None = None
     proposals: tuple[Proposal, ...] = ()
     path: str | None = None
-    # Readable names for tool_results keys ("d_dimer": "D-dimer"), for screens only: not part of
-    # what the agent holds, so not part of any digest.
+    # Readable names for tool_results keys ("d_dimer": "D-dimer"): not part of what the agent
+    # holds, but what raters read for the orders, so part of the context digest a review signs.
     tool_labels: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -134,8 +134,11 @@ class Vignette:
 
     @cached_property
     def _context_digests(self) -> dict[str, str]:
-        # Computed once per vignette: staleness checks ask for them for every review read.
-        return {step: sha256_digest(self.context(step)) for step in STEPS}
+        # Computed once per vignette: staleness checks ask for them for every review read. The
+        # test names raters read (tool_labels) are covered when the vignette gives any, so a
+        # label changed after signing makes the review stale; without labels nothing changes.
+        labels = {"tool_labels": dict(self.tool_labels)} if self.tool_labels else {}
+        return {step: sha256_digest({**self.context(step), **labels}) for step in STEPS}
 
     def context_digest_for(self, name: str) -> str:
         return self.context_digest(sub_action(name).step)

@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from fma_bands.core.actions import SUB_ACTIONS
 from fma_bands.core.band_text import describe
 from fma_bands.core.bands import AnyBand, MultilabelBand, parse_band, to_harness
@@ -26,6 +28,7 @@ from fma_bands.evidence.harness import (
     importable_harness,
     private_harness,
 )
+from fma_bands.evidence.head import sign_head
 from fma_bands.evidence.policy import Policy
 from fma_bands.evidence.provenance import ADJUDICATED, Grant
 from fma_bands.evidence.registry import Registry, decide
@@ -99,7 +102,9 @@ def export_document(
     relative_to: Path | None = None,
     registry: Registry | None = None,
     study: str | None = None,
+    since: tuple[int, str] | None = None,
     provisional: bool = False,
+    head_signer: tuple[str, Ed25519PrivateKey] | None = None,
 ) -> dict[str, Any]:
     """bands.yaml as data: every band as the registry decided it (pass `registry` when it is
     already decided), and the adjudicators with `attestation_on_file` only where a valid
@@ -109,7 +114,7 @@ def export_document(
     export is `provisional`: then every band is written as its file has it, never adjudicated,
     and the header says why."""
     if registry is None:
-        registry = decide(library, folder, quorum=quorum, scope=scope, study=study)
+        registry = decide(library, folder, quorum=quorum, scope=scope, study=study, since=since)
     if not registry.valid and not provisional:
         raise FmaBandsError(
             f"the attestations folder {folder} does not verify, so no band can be exported as "
@@ -131,6 +136,10 @@ def export_document(
         }
         for name, record in sorted(registry.adjudicators.items())
     ]
+    header = attestations_header(registry, folder, relative_to)
+    if head_signer is not None and registry.valid and registry.study and registry.head[1]:
+        # The root vouches for the head the bands were decided from (evidence/head.py).
+        header["head_signature"] = sign_head(registry.study, registry.head, *head_signer)
     return bands_document(
         library,
         grants=registry.grants(),
@@ -138,7 +147,7 @@ def export_document(
         policy=None if registry.policy_problem else registry.policy,
         policy_problem=registry.policy_problem,
         generated_at=generated_at,
-        attestations=attestations_header(registry, folder, relative_to),
+        attestations=header,
         provisional=(
             f"the attestations folder does not verify: {registry.problems[0]}"
             if not registry.valid

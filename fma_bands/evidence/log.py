@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +52,13 @@ def proposal_digest(proposal: "Proposal") -> str:
     """The digest of the whole proposal a rater judged: values, disputed span, threshold, source,
     clause, reasoning, notes and provenance. A change to any of them after signing shows."""
     return proposal.proposal_digest
+
+
+def study_id_for(root_keyids: Iterable[str]) -> str:
+    """A study's id, made from its root keys' ids: pinning the id pins the root, so nobody can
+    sign a whole new log under the same id with keys of their own."""
+    joined = "\n".join(sorted(root_keyids)).encode()
+    return "fma-" + hashlib.sha256(joined).hexdigest()[:32]
 
 
 def activation_check(proof: str) -> str:
@@ -160,6 +167,7 @@ class Evidence:
     folder: Path
     study: str | None = None
     root_keys: dict[str, str] = field(default_factory=dict)  # keyid -> holder's pseudonym
+    root_public: dict[str, str] = field(default_factory=dict)  # keyid -> public key
     threshold: int = 1
     chain: list[CheckedEnvelope] = field(default_factory=list)  # verified, in order
     adjudicators: dict[str, Adjudicator] = field(default_factory=dict)
@@ -234,6 +242,8 @@ class _Walk:
                 return self._activation(env, sequence)
             if kind in ("adjudication", "revocation"):
                 return self._by_adjudicator(env, sequence)
+        except FmaBandsError as exc:
+            return ("malformed", f"the {kind} record is not valid: {exc.message}")
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             return (
                 "malformed",
@@ -257,6 +267,8 @@ class _Walk:
         if isinstance(signer, tuple):
             return signer
         predicate = env.predicate
+        if predicate["signer"].get("keyid") != signer:
+            return ("malformed", "the signer it names is not the root key that signed it")
         digest = env.digest
         if env.kind == "approval":
             approves = predicate["approves"]
@@ -275,10 +287,10 @@ class _Walk:
             if set(wanted) != {"quorum", "scope"}:
                 return ("malformed", "a policy is exactly a quorum and a scope")
 
-            def effect() -> None:
+            def policy_effect(_at: int) -> None:
                 self.evidence.policy, self.evidence.policy_file = policy, env.path.name
 
-            return lambda: self._propose(digest, signer, sequence, env, effect)
+            return lambda: self._propose(digest, signer, sequence, env, policy_effect)
         enrolment = _enrolment(predicate["enrolment"])
         if isinstance(enrolment, tuple):
             return enrolment
@@ -286,21 +298,34 @@ class _Walk:
         if name in {holder for _, holder in self.roots.values()}:
             return ("malformed", f"{name} holds a root key and cannot be enrolled again")
 
-        def enrolled() -> None:
+        def enrol() -> None:
             self.enrolments[digest] = {**enrolment, "effective": None, "activation": None}
             self.latest_enrolment[name] = digest
+            # Resetting a steward cannot wait for the steward who lost their key.
+            self._propose(
+                digest,
+                signer,
+                sequence,
+                env,
+                lambda at: self._enrolment_takes_effect(digest, at),
+                excluding=name,
+            )
 
-        def effect() -> None:
-            self._enrolment_takes_effect(digest, sequence)
-
-        return lambda: (enrolled(), self._propose(digest, signer, sequence, env, effect))  # type: ignore[func-returns-value]
+        return enrol
 
     def _propose(
-        self, digest: str, signer: str, sequence: int, env: CheckedEnvelope, effect: Effect
+        self,
+        digest: str,
+        signer: str,
+        sequence: int,
+        env: CheckedEnvelope,
+        effect: Callable[[int], None],
+        excluding: str | None = None,
     ) -> None:
+        others = sum(holder != excluding for _, holder in self.roots.values())
         self.waiting[digest] = {
             "signers": set(),
-            "threshold": self.evidence.threshold,
+            "threshold": max(1, min(self.evidence.threshold, others)),
             "effect": effect,
             "file": env.path.name,
         }
@@ -311,8 +336,7 @@ class _Walk:
         waiting["signers"].add(signer)
         if len(waiting["signers"]) >= waiting["threshold"]:
             del self.waiting[digest]
-            waiting["sequence"] = sequence
-            waiting["effect"]()
+            waiting["effect"](sequence)
 
     def _enrolment_takes_effect(self, digest: str, sequence: int) -> None:
         enrolment = self.enrolments[digest]
@@ -327,7 +351,10 @@ class _Walk:
         for key in adjudicator.keys:
             if key.until is None:  # a reset: the key in use stops counting here
                 key.until = sequence
-                self.roots.pop(key.keyid, None)
+                if self.roots.pop(key.keyid, None) is not None:
+                    self.evidence.root_keys.pop(key.keyid, None)
+                    self.evidence.root_public.pop(key.keyid, None)
+                    self.evidence.threshold = min(self.evidence.threshold, len(self.roots))
         adjudicator.record = _public_fields(enrolment)
         if enrolment["activation"] is not None:
             self._bind(digest, sequence)
@@ -378,6 +405,7 @@ class _Walk:
         if enrolment["role"] == "steward":
             self.roots[activation["keyid"]] = (activation["public_key"], enrolment["pseudonym"])
             self.evidence.root_keys[activation["keyid"]] = enrolment["pseudonym"]
+            self.evidence.root_public[activation["keyid"]] = activation["public_key"]
             self.evidence.threshold = min(enrolment["threshold"], len(self.roots))
 
     def _by_adjudicator(self, env: CheckedEnvelope, sequence: int) -> tuple[str, str] | Effect:
@@ -472,6 +500,8 @@ def _root(env: CheckedEnvelope) -> tuple[dict[str, tuple[str, str]], int] | tupl
         return ("unrostered_key", f"signed by {len(signers)} of the {threshold} root keys it needs")
     if env.position is None or env.position[2] is not None:
         return ("malformed", "the root record links to no earlier record")
+    if env.position[0] != study_id_for(keys):
+        return ("malformed", "the study's id is not the one its root keys make")
     return keys, threshold
 
 
@@ -495,7 +525,8 @@ def read_evidence(
         return evidence
     loaded = [load_envelope(p) for p in envelope_files(folder)]
     walk_log(loaded, evidence, study=study, since=since)
-    if evidence.study is not None:
+    if evidence.study is not None and not evidence.problems:
+        # Against a broken chain the copies cannot be checked: they would only seem edited.
         _check_copies(evidence)
     return evidence
 
@@ -560,37 +591,31 @@ def _candidates(
     evidence.study = study
     by_sequence: dict[int, list[CheckedEnvelope]] = {}
     for env in claiming:
-        if env.position[0] != study:  # type: ignore[index]
-            evidence.strays.append(
-                Problem(
-                    env.path.name,
-                    "wrong_study",
-                    f"a record of study {env.position[0]}, not {study}",
-                )  # type: ignore[index]
-            )
+        position = env.position
+        assert position is not None
+        if position[0] != study:
+            message = f"a record of study {position[0]}, not {study}"
+            evidence.strays.append(Problem(env.path.name, "wrong_study", message))
             continue
-        by_sequence.setdefault(env.position[1], []).append(env)  # type: ignore[index]
+        by_sequence.setdefault(position[1], []).append(env)
     return by_sequence
 
 
 def _walk(candidates: dict[int, list[CheckedEnvelope]], walk: _Walk, evidence: Evidence) -> None:
-    last = max(candidates, default=-1)
+    # Record 0 is always walked: a study named by the caller with no record in the folder
+    # (emptied, or replaced by another study's records) has its root missing, never verifies.
+    last = max(candidates, default=0)
     previous: str | None = None
     for sequence in range(last + 1):
         group = candidates.get(sequence, [])
         members: dict[str, tuple[CheckedEnvelope, Effect | None]] = {}
         refused: list[tuple[CheckedEnvelope, tuple[str, str]]] = []
         for env in group:
-            if env.position[2] != previous:  # type: ignore[index]
-                refused.append(
-                    (
-                        env,
-                        (
-                            "folder_invalid",
-                            f"it links to {str(env.position[2])[:19]}, not to record {sequence - 1}",
-                        ),
-                    )
-                )  # type: ignore[index]
+            position = env.position
+            assert position is not None
+            if position[2] != previous:
+                link = f"it links to {str(position[2])[:19]}, not to record {sequence - 1}"
+                refused.append((env, ("folder_invalid", link)))
                 continue
             if sequence == 0:
                 found = _root(env)
@@ -601,6 +626,7 @@ def _walk(candidates: dict[int, list[CheckedEnvelope]], walk: _Walk, evidence: E
                     def outcome(keys=keys, threshold=threshold) -> None:
                         walk.roots = dict(keys)
                         evidence.root_keys = {k: h for k, (_, h) in keys.items()}
+                        evidence.root_public = {k: p for k, (p, _) in keys.items()}
                         evidence.threshold = threshold
 
                 else:
@@ -635,8 +661,15 @@ def _walk(candidates: dict[int, list[CheckedEnvelope]], walk: _Walk, evidence: E
                     )
                 )
             continue
-        later = sum(len(candidates.get(s, [])) for s in range(sequence + 1, last + 1))
-        after = f"; the {later} record(s) after it cannot be checked" if later else ""
+        later = sorted(
+            e.path.name for s in range(sequence + 1, last + 1) for e in candidates.get(s, [])
+        )
+        # Named: a file that claims a place beyond a gap is where to look.
+        after = (
+            f"; the {len(later)} record(s) after it, from {later[0]}, cannot be checked"
+            if later
+            else ""
+        )
         if len(members) > 1:
             names = ", ".join(sorted(e.path.name for e, _ in members.values()))
             evidence.problems.append(
@@ -670,7 +703,8 @@ def _check_since(evidence: Evidence, since: tuple[int, str]) -> None:
             Problem(
                 "",
                 "folder_invalid",
-                f"the folder does not extend the head {sequence}:{digest}: its record {sequence} {found}",
+                f"the folder does not extend the head {sequence}:{digest}: "
+                f"its record {sequence} {found}",
             )
         )
 
@@ -714,7 +748,8 @@ def _check_copies(evidence: Evidence) -> None:
                 Problem(
                     name,
                     "copy_differs",
-                    f"{name} was edited: {said}; only the signed records count",
+                    f"{name} was edited: {said}; only the signed records count (delete it: "
+                    "the next fma-bands command or app start writes the copy again)",
                 )
             )
 

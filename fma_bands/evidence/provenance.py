@@ -15,8 +15,6 @@ REASONS = {
     "bad_signature": "an attestation's signature does not match its content: it was altered",
     "unknown_key": "a record is signed by a key retired before its place in the log",
     "duplicate_key": "one key is in the public records of two pseudonyms, so it counts for none",
-    "wrong_signer": "an attestation is signed by a key enrolled for someone other than its "
-    "named adjudicator",
     "wrong_subject": "an attestation covers an identical band of another vignette, not this one",
     "digest_mismatch": "the band was changed after it was signed",
     "stale_context": "the vignette's clinical information changed after the band was signed",

@@ -4,8 +4,6 @@ A database is only ever brought to the current schema by the migrations in migra
 tables are never created behind their back, so a study survives an upgrade of fma-bands.
 """
 
-import contextlib
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -201,51 +199,6 @@ def _holds_nul(value: object) -> bool:
     return False
 
 
-PENDING = ".pending"
-
-
-def pending_path(path: Path) -> Path:
-    """Where a file waits for its transaction: hidden, and no `*.dsse.json` glob matches it."""
-    return path.with_name(f".{path.name}{PENDING}")
-
-
-def write_on_commit(session: Session, path: str | Path, data: bytes | str) -> Path:
-    """Write `path` so that it exists exactly when the session's transaction commits.
-
-    The bytes go to a pending file now; the commit renames it into place and a rollback removes
-    it. A process killed between the two leaves a pending file that `recover` completes (its
-    audit event committed) or discards (it did not), so a signed record on disk always has its
-    event in the store, and the other way round.
-    """
-    from fma_bands.core.files import write_atomically
-
-    path = Path(path)
-    if path.exists():
-        raise FmaBandsError("already exists; refusing to overwrite it", file=str(path))
-    pending = write_atomically(pending_path(path), data)
-    waiting = session.info.setdefault("pending_files", [])
-    waiting.append((path, pending))
-
-    def publish(_session: Session) -> None:
-        os.replace(pending, path)
-        waiting.remove((path, pending))
-
-    def discard(_session: Session) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(pending)
-        with contextlib.suppress(ValueError):
-            waiting.remove((path, pending))
-
-    event.listen(session, "after_commit", publish, once=True)
-    event.listen(session, "after_rollback", discard, once=True)
-    return path
-
-
-def pending_files(session: Session) -> list[tuple[Path, Path]]:
-    """The files this session will publish when it commits: (final path, where each waits)."""
-    return list(session.info.get("pending_files", []))
-
-
 def on_commit(session: Session, do: Callable[[], object]) -> None:
     """Run `do` once the session's transaction has committed (files derived from the store)."""
     event.listen(session, "after_commit", lambda _session: do(), once=True)
@@ -256,18 +209,37 @@ def session_scope(engine: Engine) -> Iterator[Session]:
     """A session that commits on success and rolls back on any error: nothing half-written."""
     with Session(engine, expire_on_commit=False) as session:
         event.listen(session, "before_flush", _refuse_nul)
+        # Registered before any on_commit hook, so it is set when one of them runs.
+        event.listen(session, "after_commit", _mark_committed)
+        event.listen(session, "after_begin", _mark_begun)
         try:
             yield session
             session.commit()
         except (IntegrityError, OperationalError) as exc:
+            if session.info.get(COMMITTED):
+                raise  # from an on_commit hook: what it saved is saved, and no conflict
             session.rollback()
             if _is_conflict(exc):
                 # Two writers met: the loser is told to reload, never shown a database error.
                 raise ConflictError(CHANGED_ELSEWHERE) from None
             raise
         except BaseException:
-            session.rollback()
+            # An error from an on_commit hook comes after the commit: there is nothing to roll
+            # back (trying would hide the error behind SQLAlchemy's own).
+            if not session.info.get(COMMITTED):
+                session.rollback()
             raise
+
+
+COMMITTED = "fma_bands.committed"
+
+
+def _mark_committed(session: Session) -> None:
+    session.info[COMMITTED] = True
+
+
+def _mark_begun(session: Session, _transaction: object, _connection: object) -> None:
+    session.info.pop(COMMITTED, None)
 
 
 CHANGED_ELSEWHERE = (

@@ -5,6 +5,7 @@ Each event is chained to the one before, so a later edit, deletion or reordering
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -136,7 +137,12 @@ def events(
     return [dict(row._mapping) for row in session.execute(query)]
 
 
-def verify(session: Session, *, expected_head: tuple[int, str] | None = None) -> AuditReport:
+def verify(
+    session: Session,
+    *,
+    expected_head: tuple[int, str] | None = None,
+    anchors: Sequence[tuple[int, str, str]] = (),
+) -> AuditReport:
     """Walk the log in seq order and report every sign of tampering.
 
     An event's `hash` is `sha256_digest({at, actor, kind, payload, prev_hash})` (canonical JSON,
@@ -152,8 +158,10 @@ def verify(session: Session, *, expected_head: tuple[int, str] | None = None) ->
     - `deleted`: `prev_hash` names a hash no event has, or the numbers skip; the message names
       the missing numbers where it can.
     - `truncated`: deleting the newest events leaves a valid chain, so only a head recorded
-      elsewhere reveals it (an attestation records one at signing): pass it as `expected_head`
-      and a missing or different event at that seq is reported.
+      elsewhere reveals it: every signed record of the study's log carries the head at its
+      signing. Pass them as `anchors` (seq, hash, which record carries it), or one as
+      `expected_head`, and a missing or different event at that seq is reported: a log
+      rewritten and re-chained from there on, or cut.
     """
     rows = stored_events(session)
     seq_of_hash = {row.hash: row.seq for row in rows}
@@ -170,6 +178,11 @@ def verify(session: Session, *, expected_head: tuple[int, str] | None = None) ->
     last = None if previous is None else (previous.seq, previous.hash)
     if expected_head is not None:
         problems.extend(_check_head(expected_head, rows, seq_of_hash, last))
+    for seq, digest, source in anchors:
+        for problem in _check_head((seq, digest), rows, seq_of_hash, last):
+            problems.append(
+                AuditProblem(problem.seq, problem.kind, f"{source} carries it: {problem.message}")
+            )
     return AuditReport(ok=not problems, n_events=len(rows), head=last, problems=problems)
 
 
@@ -252,6 +265,10 @@ def _check_head(
         message = (
             f"event {seq} has hash {_short(found)}, not the recorded head {_short(digest)}: "
             f"the log was cut and rewritten from event {seq} on ({now})"
+        )
+    elif last is not None and last[0] > seq:
+        message = (
+            f"the recorded head, event {seq} ({_short(digest)}), is missing: it was deleted ({now})"
         )
     else:
         message = (

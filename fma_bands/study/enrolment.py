@@ -447,7 +447,7 @@ def create_first_coordinator(
     )
     key, private_key = new_key(session, user, passphrase, now)
     _audit_enrolled(session, user, None, key.keyid)
-    study_id = ledger.new_study_id(session)
+    study_id = ledger.new_study_id(session, key.keyid)
     ledger.append(
         session,
         "root",

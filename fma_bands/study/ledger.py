@@ -6,7 +6,6 @@ one rater's work to another during a round. The rater's receipt is theirs at onc
 """
 
 import hashlib
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,8 +20,20 @@ from fma_bands.core.canonical import canonical_json
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.files import json_text, write_atomically
 from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
-from fma_bands.evidence.envelope import envelope_from_bytes, stamp
-from fma_bands.evidence.log import Evidence, file_name, read_evidence, record_statement, walk_log
+from fma_bands.evidence.envelope import (
+    ENVELOPE_SUFFIX,
+    envelope_from_bytes,
+    load_envelope,
+    stamp,
+)
+from fma_bands.evidence.log import (
+    Evidence,
+    file_name,
+    read_evidence,
+    record_statement,
+    study_id_for,
+    walk_log,
+)
 from fma_bands.evidence.policy import POLICY_FILE, policy_text
 from fma_bands.evidence.roster import ADJUDICATORS_FILE, adjudicators_text
 from fma_bands.store.db import on_commit
@@ -69,15 +80,16 @@ class Receipt:
         }
 
 
-def new_study_id(session: Session) -> str:
-    """Give the study its random id (once): every signed record names it."""
+def new_study_id(session: Session, root_keyid: str) -> str:
+    """Give the study its id (once), made from its root key's id (log.study_id_for): every
+    signed record names it."""
     row = session.get(StudySettings, 1)
     if row is None:
         study(session)
         row = session.get(StudySettings, 1)
     assert row is not None
     if row.study_id is None:
-        row.study_id = f"fma-{secrets.token_hex(8)}"
+        row.study_id = study_id_for([root_keyid])
         session.flush()
     return row.study_id
 
@@ -123,6 +135,8 @@ def append(
         body=body,
         audit_head=None if audit_head is None else {"seq": audit_head[0], "hash": audit_head[1]},
     )
+    if folder is not None:
+        _refuse_a_newer_folder(session, folder, sequence)
     payload = canonical_json(statement)
     envelope = sign_envelope(payload, IN_TOTO_PAYLOAD_TYPE, signer.private_key, signer.keyid)
     digest = hashlib.sha256(payload).hexdigest()
@@ -143,6 +157,28 @@ def append(
     if folder is not None:
         publish_on_commit(session, folder)
     return row
+
+
+def _refuse_a_newer_folder(session: Session, folder: Path, sequence: int) -> None:
+    """Refuse to sign record `sequence` when the folder already holds one at that place that
+    verifies under the store's own chain: the database is older than the folder (restored from
+    a backup), and signing on it would fork the log. A file there that does not verify is
+    someone's forgery: it cannot stop a signature, and becomes a stray once the real record
+    takes the place."""
+    taken = sorted(Path(folder).glob(f"{sequence:06d}-*{ENVELOPE_SUFFIX}"))
+    if not taken:
+        return
+    rows = session.exec(select(LogRecord).order_by(col(LogRecord.sequence))).all()
+    stored = [envelope_from_bytes(Path(r.file_name), r.envelope.encode()) for r in rows]
+    for path in taken:
+        evidence = walk_log([*stored, load_envelope(path)], Evidence(Path(folder)), study=None)
+        if evidence.valid and len(evidence.chain) == sequence + 1:
+            raise FmaBandsError(
+                f"the attestations folder already holds record {sequence} ({path.name}), which "
+                "this database does not: the database is older than the folder (restored from "
+                "an older backup?). Nothing was signed; restore the newest backup",
+                file=str(path),
+            )
 
 
 def receipt(rows: Iterable[LogRecord], signer: Signer) -> Receipt:
@@ -198,9 +234,17 @@ def publish(session: Session, folder: Path) -> list[str]:
         row = session.get(LogRecord, sequence)
         assert row is not None
         folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, row.envelope, overwrite=False)
+        try:
+            write_atomically(path, row.envelope, overwrite=False)
+        except FmaBandsError:
+            if not path.exists():
+                raise
+            continue  # another process published it at the same moment
         written.append(name)
-    if rows:
+    copies = [folder / ADJUDICATORS_FILE, folder / POLICY_FILE]
+    if rows and (written or not all(p.exists() for p in copies)):
+        # A copy edited by hand is left as it is: verify and the registry report it, and it is
+        # written again once deleted.
         write_copies(folder, current.study_id)
     return written
 
@@ -209,7 +253,7 @@ def write_copies(folder: Path, study_id: str) -> None:
     """policy.yaml and adjudicators.yaml made again from the chain in the folder, when it
     verifies (an invalid folder's copies are left as they are, for verify to report)."""
     evidence = read_evidence(folder, study=study_id)
-    if evidence.problems and any(p.code != "copy_differs" for p in evidence.problems):
+    if any(p.code != "copy_differs" for p in evidence.problems):
         return
     _write_if_changed(folder / ADJUDICATORS_FILE, adjudicators_text(evidence))
     if evidence.policy is not None:
@@ -248,3 +292,24 @@ def published_head(session: Session) -> tuple[int, str] | None:
             break
         found = (sequence, digest)
     return found
+
+
+def audit_anchors(session: Session, folder: Path | None = None) -> list[tuple[int, str, str]]:
+    """(seq, hash, record) of the audit head every signed record carries, from the store's log
+    and from the folder (whose copies a database administrator cannot rewrite)."""
+    found: dict[tuple[int, str], str] = {}
+    loaded = [
+        envelope_from_bytes(Path(r.file_name), r.envelope.encode())
+        for r in session.exec(select(LogRecord).order_by(col(LogRecord.sequence)))
+    ]
+    if folder is not None:  # only records that verify in their place: a planted file is no anchor
+        loaded += read_evidence(folder).chain
+    for env in loaded:
+        try:
+            head_of = env.predicate["audit_head"]
+            seq, digest = head_of["seq"], head_of["hash"]
+        except (AssertionError, KeyError, TypeError):
+            continue
+        if isinstance(seq, int) and isinstance(digest, str):
+            found.setdefault((seq, digest), env.path.name)
+    return [(seq, digest, name) for (seq, digest), name in sorted(found.items())]

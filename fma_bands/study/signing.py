@@ -125,6 +125,7 @@ def attest(
     signing = plan(session, library, rater, confirm_imported=confirm_imported, only=only)
     _require_fresh(signing, confirm_imported)
     key, private_key = _unlock(session, rater, passphrase)
+    _require_rostered(session, user.pseudonym, key.keyid)
     when = now or utcnow()
     signer = Signer(user.pseudonym, key.keyid, private_key)
     rows = _sign_reviews(session, user, signer, key, signing, meaning, folder, when)
@@ -142,6 +143,18 @@ def attest(
         },
     )
     return ledger.receipt(rows, signer)
+
+
+def _require_rostered(session: Session, pseudonym: str, keyid: str) -> None:
+    """Refuse to sign with a key the root-signed roster does not give the rater (yet): such a
+    record would not verify in its place and would make the folder invalid."""
+    adjudicator = ledger.store_evidence(session).adjudicators.get(pseudonym)
+    use = adjudicator.key(keyid) if adjudicator is not None else None
+    if use is None or use.until is not None:
+        raise FmaBandsError(
+            "your enrolment has not taken effect in the study's log yet (with a steward, it "
+            "waits for their approval): nothing was signed; ask the coordinator"
+        )
 
 
 def _identified_signer(session: Session, rater: UserPublic) -> User:
@@ -305,6 +318,7 @@ def revoke(
     if row.digest in ledger.store_evidence(session).revoked:
         raise FmaBandsError(f"{name} is revoked already")
     key, private_key = _unlock(session, rater, passphrase)
+    _require_rostered(session, rater.pseudonym, key.keyid)
     signer = Signer(rater.pseudonym, key.keyid, private_key)
     made = ledger.append(
         session,

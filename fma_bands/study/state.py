@@ -97,7 +97,8 @@ def authorize(
         allowed = True
     if not allowed:
         who = " or ".join(
-            {"coordinator": "the study coordinator", "rater": "a rater"}[r] for r in rule.roles
+            {"coordinator": "the study coordinator", "rater": "a rater", "steward": "a steward"}[r]
+            for r in rule.roles
         )
         raise AccessDenied(f"only {who} can {rule.what}")
     if rule.open_phase and study(session).phase != "open":

@@ -1,12 +1,16 @@
 """Signing an attestation in a real browser, and the registry that follows from it (docs/design.md,
-Identity, keys and attestation; The registry), on FairMedAgent's vignettes and a database `fma-bands
-demo` prepared, with an attestations folder and an identity key of the test's own: rater-01's paper
-hand-back is imported, the coordinator records rater-01's private identity on the "Rater identities"
-page, rater-01 finds the imported reviews not covered until she confirms them as hers, signs (a
-wrong passphrase first, which signs nothing), and the coordinator's registry then shows every band
-as clinician-adjudicated and exports it so. The private identity never shows on a rater's page, on
-the registry page, in the export or in the attestations folder."""
+Identity, keys and attestation; The registry; docs/trust.md), on FairMedAgent's vignettes and a
+database `fma-bands demo` prepared, with an attestations folder and an identity key of the test's
+own: rater-01's paper hand-back is imported, the coordinator records rater-01's private identity on
+the "Rater identities" page, rater-01 finds the imported reviews not covered until she confirms them
+as hers, signs (a wrong passphrase first, which signs nothing) and is shown and given her receipt.
+Signed while round 1 is open, her attestation stays sealed in the store: the registry grants
+nothing from it until the coordinator closes the round, which publishes it; then every band is
+clinician-adjudicated and exported so, and `fma-bands verify --since` her receipt's head passes.
+The private identity never shows on a rater's page, on the registry page, in the export or in the
+attestations folder."""
 
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,10 +18,14 @@ from pathlib import Path
 import pytest
 import yaml
 from playwright.sync_api import Browser, Page, expect
+from sqlmodel import col, select
 
+from fma_bands.store.db import make_engine, session_scope
+from fma_bands.store.models import LogRecord
 from tests.browser.conftest import DEMO_ACCOUNTS, coordinator_env, prepare_demo_database
 from tests.browser.helpers import (
     assert_no_exception,
+    close_the_round,
     open_app,
     open_from_sidebar,
     press,
@@ -87,6 +95,18 @@ def assert_private_identity_absent(page: Page) -> None:
 
 def attestation_files(folder) -> set[str]:
     return {p.name for p in folder.iterdir()}
+
+
+def log_records(url: str) -> list[tuple[int, str, str, str]]:
+    """(sequence, kind, digest, file name) of every record of the study's log in the store,
+    sealed ones included."""
+    engine = make_engine(url)
+    try:
+        with session_scope(engine) as s:
+            rows = s.exec(select(LogRecord).order_by(col(LogRecord.sequence))).all()
+            return [(r.sequence, r.kind, r.digest, r.file_name) for r in rows]
+    finally:
+        engine.dispose()
 
 
 def record_identity(page: Page) -> None:
@@ -185,23 +205,42 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
             page.get_by_role("heading", name="The 4 reviews this signature covers")
         ).to_be_visible()
         before = attestation_files(folder)
+        logged = log_records(study.env["FMA_BANDS_DATABASE_URL"])
+        assert not [r for r in logged if r[1] == "adjudication"], logged
         tick_declarations(page)
         sign(page, "not-my-passphrase")
         expect(page.get_by_test_id("stAlert").filter(has_text=WRONG_PASSPHRASE)).to_be_visible()
         expect(page.get_by_text("Signed. Signature manifestation:")).to_have_count(0)
+        assert log_records(study.env["FMA_BANDS_DATABASE_URL"]) == logged, "a refused signature"
         assert attestation_files(folder) == before, "a refused signature wrote a file"
-        assert all(name.endswith("-record.dsse.json") for name in before if "dsse" in name)
 
         tick_declarations(page)
         clicked = datetime.now(UTC)
         sign(page, DEMO_ACCOUNTS["rater-01"])
         expect(page.get_by_text("Signed. Signature manifestation:")).to_be_visible()
         signed_at = datetime.now(UTC)
+        # One record of the log, hers; sealed in the store while round 1 is open.
+        [(sequence, kind, digest, name)] = log_records(study.env["FMA_BANDS_DATABASE_URL"])[
+            len(logged) :
+        ]
+        assert kind == "adjudication" and "-adjudication-rater-01-" in name, name
+        assert attestation_files(folder) == before, "a sealed attestation reached the folder"
         manifestation = page.get_by_test_id("stTable")
         expect(manifestation.get_by_role("cell", name="rater-01", exact=True)).to_be_visible()
         expect(manifestation.get_by_role("cell", name="adjudication", exact=True)).to_be_visible()
-        for header in ("Printed name", "Signed at", "Meaning"):
+        for header in (
+            "Printed name",
+            "Signed at",
+            "Meaning",
+            "Key fingerprint",
+            "Records",
+            "Head after signing",
+        ):
             expect(manifestation.get_by_role("columnheader", name=header)).to_be_visible()
+        expect(manifestation.get_by_role("cell", name=str(sequence), exact=True)).to_be_visible()
+        expect(
+            manifestation.get_by_role("cell", name=f"{sequence}:{digest}", exact=True)
+        ).to_be_visible()
         when = manifestation.get_by_role("cell").filter(
             has_text=re.compile(r"^\d\d [A-Z][a-z]{2} \d{4}, \d\d:\d\d:\d\d UTC$")
         )
@@ -210,11 +249,24 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         stamp = stamp.replace(tzinfo=UTC)
         # Shown to the second: the signing moment lies within the clicked-to-shown window.
         assert clicked.replace(microsecond=0) <= stamp <= signed_at, (clicked, stamp, signed_at)
-        new = attestation_files(folder) - before
-        # Her attestation, and her public record signed again with the identity commitment.
-        assert len(new) == 2 and all(n.startswith("rater-01-") for n in new), new
-        assert sorted(n.endswith("-record.dsse.json") for n in new) == [False, True], new
+        # Her receipt, to keep: her key, her record, the head after it.
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Download your receipt").click()
+        assert download.value.suggested_filename == "receipt-rater-01.json"
+        kept = tmp_path / "receipt.json"
+        download.value.save_as(kept)
+        receipt = json.loads(kept.read_text(encoding="utf-8"))
+        assert receipt["pseudonym"] == "rater-01"
+        assert receipt["records"] == [{"sequence": sequence, "digest": digest, "file": name}]
+        assert receipt["head"] == {"sequence": sequence, "digest": digest}
+        assert receipt["in_folder"] == "when round 1 closes"
+        expect(
+            manifestation.get_by_role("cell", name=receipt["key_fingerprint"], exact=True)
+        ).to_be_visible()
         expect(page.get_by_role("heading", name="Your attestations on file")).to_be_visible()
+        expect(page.get_by_text(f"{name}: signed ")).to_contain_text(
+            "4 bands, sealed until round 1 closes"
+        )
         shoot(page, "attest-signed")
         assert_private_identity_absent(page)
         for title in (
@@ -224,6 +276,17 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         ):
             open_from_sidebar(page, title)
             assert_private_identity_absent(page)
+
+        # The registry grants nothing from a sealed attestation.
+        open_from_sidebar(desk, "Band registry")
+        expect(desk.get_by_role("heading", name="Band registry", level=1)).to_be_visible()
+        expect(
+            desk.get_by_text(re.compile(r"0 of 4 bands are clinician-adjudicated\.$"))
+        ).to_be_visible()
+        # The coordinator closes round 1: her attestation reaches the folder.
+        close_the_round(desk)
+        assert attestation_files(folder) - before == {name}
+        run_cli(study.env, "verify", "--since", receipt["since"])
 
         # Nothing private went into the attestations folder either.
         for path in folder.iterdir():

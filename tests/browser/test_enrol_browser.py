@@ -1,9 +1,10 @@
 """A rater enrolled by the coordinator, in a real browser, on FairMedAgent's vignettes and a
 database `fma-bands demo` prepared (docs/design.md, Identity, keys and attestation): the coordinator
-enrols the rater on the Raters page and is shown a one-time enrolment code; the rater activates the
-account with it and chooses a passphrase the coordinator never sees; the rater reviews a band and
-signs; the coordinator's Band registry shows that band clinician-adjudicated, on the rater's own
-key."""
+enrols the rater on the Raters page (the coordinator's passphrase unlocks the study's root key,
+which signs the enrolment) and is shown a one-time enrolment code; the rater activates the account
+with it and chooses a passphrase the coordinator never sees; the rater reviews a band and signs,
+and is given a receipt; once the coordinator closes the round, the Band registry shows that band
+clinician-adjudicated, on the rater's own key."""
 
 import re
 import sqlite3
@@ -17,6 +18,7 @@ from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
     assert_no_exception,
     choose,
+    close_the_round,
     follow_link,
     open_app,
     open_from_sidebar,
@@ -28,6 +30,7 @@ from tests.browser.helpers import (
 )
 
 RATER = "adjudicator-07"
+ROOT_PASSPHRASE = "Your passphrase (it unlocks the study's root key, which signs the enrolment)"
 CHOSEN = "a passphrase only adjudicator-07 knows"
 TRIAGE = "Case 6 of 16 · ESI acuity level"  # draft_triage_01, as a rater's queue names it
 IDENTITY = """\
@@ -56,13 +59,16 @@ def enrol_on_the_raters_page(desk: Page, url: str) -> str:
     form.get_by_label("Specialty", exact=True).fill("emergency medicine")
     form.get_by_label("Jurisdiction", exact=True).fill("Australia")
     form.get_by_label("Years since registration", exact=True).fill("8")
-    expect(form.get_by_label("Passphrase", exact=False)).to_have_count(0)  # none to set
+    # The one passphrase on the form is the coordinator's own, for the root key: none to set.
+    expect(form.get_by_label("assphrase", exact=False)).to_have_count(1)
+    form.get_by_label(ROOT_PASSPHRASE, exact=True).fill(DEMO_ACCOUNTS["coordinator"])
     press(desk, "Enrol rater")
     assert_no_exception(desk)
     expect(desk.get_by_text(f"Enrolled {RATER}. Give {RATER} this enrolment code")).to_be_visible()
     code = desk.get_by_test_id("stCode").inner_text().strip()
     # The form is empty again, ready for the next rater, and the code is the only copy.
     expect(form.get_by_label("Pseudonym", exact=True)).to_have_value("")
+    expect(form.get_by_label(ROOT_PASSPHRASE, exact=True)).to_have_value("")
     assert re.fullmatch(r"([A-Z2-7]{4}-){7}[A-Z2-7]{4}", code), code
     shoot(desk, "enrol-code-shown-once")
     return code
@@ -110,6 +116,8 @@ def sign_attestation(page: Page) -> None:
     press(page, "Sign attestation")
     assert_no_exception(page)
     expect(page.get_by_text("Signed. Signature manifestation:")).to_be_visible()
+    expect(page.get_by_role("button", name="Download your receipt")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"1 bands, sealed until round 1 closes$"))).to_be_visible()
     shoot(page, "enrolled-rater-signed")
 
 
@@ -142,7 +150,8 @@ def test_a_rater_enrolled_with_a_code_activates_reviews_signs_and_is_adjudicated
         accept_triage(page)
         sign_attestation(page)
 
-        # The coordinator's registry: the band is clinician-adjudicated on the rater's key.
+        # Once the coordinator closes round 1, the registry grants the band on the rater's key.
+        close_the_round(desk)
         open_from_sidebar(desk, "Band registry")
         expect(desk.get_by_role("heading", name="Band registry", level=1)).to_be_visible()
         box = (

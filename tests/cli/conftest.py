@@ -26,19 +26,23 @@ def cli_vignettes():
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory, cli_vignettes):
-    """The store, made once a module (its Argon2 hashes and keys are what is slow)."""
+    """The store, made once a module (its Argon2 hashes and keys are what is slow), and its
+    attestations folder: the root, and each rater's enrolment and activation."""
     path = tmp_path_factory.mktemp("cli") / "x.db"
+    folder = path.with_name("att")  # the study's log, published as the store signs it
     engine = make_engine(f"sqlite:///{path}")
     upgrade(engine)
     with session_scope(engine) as s:
         sync_vignettes(s, load_library([cli_vignettes]), actor="test")
-        create_first_coordinator(s, pseudonym="coordinator", passphrase=PASS)
+        create_first_coordinator(s, pseudonym="coordinator", passphrase=PASS, folder=folder)
         for name, specialty in RATERS:
             create_user(
                 s,
                 actor="test",
                 pseudonym=name,
                 passphrase=f"{name} passphrase",
+                root_passphrase=PASS,
+                folder=folder,
                 specialty=specialty,
                 **RATER_DETAILS,
             )
@@ -55,6 +59,7 @@ def fma(tmp_path, monkeypatch, template, cli_vignettes):
     for suffix in ("", "-wal"):
         if template.with_name(template.name + suffix).exists():
             shutil.copy(template.with_name(template.name + suffix), tmp_path / f"x.db{suffix}")
+    shutil.copytree(template.with_name("att"), tmp_path / "att")
     (tmp_path / "c.pass").write_text(PASS + "\n")
     (tmp_path / "g.pass").write_text("geri-01 passphrase\n")
     url = f"sqlite:///{tmp_path / 'x.db'}"

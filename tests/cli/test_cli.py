@@ -50,9 +50,13 @@ def test_the_console_script_answers_help():
 
 
 def test_the_console_script_exports(shared_vignettes, tmp_path):
+    # No attestations folder: no study's log verifies, so only a provisional export is written.
     out = tmp_path / "bands.yaml"
     args = ("--vignettes", str(shared_vignettes), "export", "--out", str(out))
-    result = console(*args, cwd=tmp_path)
+    refused = console(*args, cwd=tmp_path)
+    assert refused.returncode == 1 and "does not verify" in refused.stderr
+    assert not out.exists()
+    result = console(*args, "--provisional", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert yaml.safe_load(out.read_text())["format"] == "fma-bands/v1"
 
@@ -100,10 +104,16 @@ def test_list_table_never_shows_the_canary(shared_vignettes):
 
 def test_export_writes_the_draft_bands(shared_vignettes, tmp_path):
     out = tmp_path / "bands.yaml"
-    result = fma("--vignettes", str(shared_vignettes), "export", "--out", str(out), cwd=tmp_path)
+    args = ("--vignettes", str(shared_vignettes), "export", "--out", str(out), "--provisional")
+    result = fma(*args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "wrote 4 bands of 4 vignettes" in result.stdout
-    bands = yaml.safe_load(out.read_text())["bands"]
+    assert "(0 clinician-adjudicated)" in result.stdout
+    assert result.stderr.startswith("PROVISIONAL: the attestations folder does not verify")
+    document = yaml.safe_load(out.read_text())
+    assert "attestations is not a folder" in document["provisional"]
+    bands = document["bands"]
+    assert {e["provenance"] for group in bands.values() for e in group} == {"author-derived"}
     assert bands["draft_documentation_01"][0]["acceptable"] == {"min": 1, "max": 14}
     assert bands["draft_documentation_01"][0]["disputed_span"] == {"min": 15, "max": 30}
     assert bands["draft_medication_01"][0]["acceptable"] == [1, 2]
@@ -115,7 +125,7 @@ def test_export_refuses_a_broken_library(shared_vignettes, tmp_path):
     broken = folder / "draft_triage_01.yaml"
     broken.write_text(broken.read_text().replace("  - 2\n", "  - 0\n"))
     out = tmp_path / "bands.yaml"
-    result = fma("--vignettes", str(folder), "export", "--out", str(out))
+    result = fma("--vignettes", str(folder), "export", "--out", str(out), "--provisional")
     assert result.returncode == 1
     assert "draft_triage_01.yaml" in result.stderr and "outside the domain" in result.stderr
     assert not out.exists()

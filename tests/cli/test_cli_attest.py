@@ -2,13 +2,19 @@
 the fma-bands command, run as a coordinator and a rater run it: a subprocess on a SQLite file.
 No traceback, ever, and no command signs for a rater with the coordinator's credentials.
 
+The study's log: the coordinator's root record, the root-signed enrolment and the rater's
+activation, the root-signed policy, then her attestation, sealed in the store while the round
+is open and published to attestations/ when it closes.
+
 One study is set up per module (enrolment and signing cost Argon2 time); tests that change it
 work on copies of its store and attestations folder.
 """
 
 import base64
 import json
+import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass, replace
@@ -19,7 +25,17 @@ import yaml
 
 from fma_bands.core.protocol import DECLARATIONS
 from tests.conftest import HANDBACK
-from tests.study.test_signing import IDENTITY, PASS_01, copy_database
+
+PASS_01 = "passphrase of adjudicator one"
+IDENTITY = {
+    "full_name": "Imogen Quillfeather-Ashdown",
+    "primary_qualification": "MBBS Wollongbar Zeta",
+    "postgraduate_qualification": "FRACP Gerontic Zeta",
+    "registration_number": "MED0009912345",
+    "registering_body": "Wollongbar Practitioner Board",
+    "institution": "Quillfeather Memorial Infirmary",
+    "email": "imogen.q.ashdown@example.org",
+}
 
 DOC = ("draft_documentation_01", "followup_days")
 TRIAGE = ("draft_triage_01", "esi_acuity")
@@ -73,6 +89,10 @@ class Cli:
         return result
 
 
+# An editor's view: the folder alone, no database (and --study, read from the paper).
+EDITOR = ("--db", "sqlite:///no-database.db")
+
+
 def ok(result: subprocess.CompletedProcess) -> str:
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
@@ -80,6 +100,29 @@ def ok(result: subprocess.CompletedProcess) -> str:
 
 def declares(*names: str) -> list[str]:
     return [arg for name in names for arg in ("--declare", name)]
+
+
+def copy_database(source_url: str, target: Path) -> str:
+    """A private copy of a SQLite store (the backup API copies the WAL too)."""
+    source = sqlite3.connect(source_url.removeprefix("sqlite:///"))
+    copied = sqlite3.connect(target)
+    try:
+        source.backup(copied)
+    finally:
+        source.close()
+        copied.close()
+    return f"sqlite:///{target}"
+
+
+def adjudications(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*-adjudication-*.dsse.json"))
+
+
+def verified(cli: Cli, *args: str) -> dict:
+    result = cli("verify", "--json", *args)
+    data = json.loads(result.stdout)
+    assert (result.returncode == 0) == data["valid"], result.stdout + result.stderr
+    return data
 
 
 @pytest.fixture(scope="module")
@@ -148,11 +191,26 @@ def study(tmp_path_factory, shared_vignettes):
     unconfirmed = cli(*attest, *declares(*DECLARATIONS))
     assert unconfirmed.returncode == 1
     assert "4 imported from your paper hand-back wait for you to confirm them" in unconfirmed.stderr
+    before = verified(cli)["head"]
     signed = ok(cli(*attest, *declares(*DECLARATIONS), "--confirm-imported"))
     assert signed.count("confirmed and covered: ") == 4
     assert "entered from your paper hand-back by coordinator on " in signed
-    envelope = next(p for p in cli.attestations.glob("*.dsse.json") if "record" not in p.name)
-    assert f"signed {envelope}" in signed
+    # Her receipt, at once: the record, her key's fingerprint, and the head after it.
+    [(sequence, name, digest)] = re.findall(r"signed record (\d+): (\S+) \((sha256:\w+)\)", signed)
+    assert int(sequence) == before["sequence"] + 1
+    assert name.startswith(f"{int(sequence):06d}-adjudication-adjudicator-01-")
+    assert re.search(r"key fingerprint: sha256:[0-9a-f]{64}", signed)
+    assert f"head after signing: {sequence}:{digest}" in signed
+    # Sealed while the round is open: the folder does not show her work yet.
+    assert adjudications(cli.attestations) == []
+    assert verified(cli)["head"] == before
+    assert "round 1 closed" in ok(cli.coordinator("round", "close"))
+    envelope = cli.attestations / name
+    assert adjudications(cli.attestations) == [envelope]
+    assert verified(cli, "--since", f"{sequence}:{digest}")["head"] == {
+        "sequence": int(sequence),
+        "digest": digest,
+    }
     return cli, envelope
 
 
@@ -219,14 +277,16 @@ def test_attest_needs_every_declaration(study):
     )
     assert result.returncode == 1
     assert "consent-editor-disclosure" in result.stderr
-    assert [p for p in cli.attestations.glob("*.dsse.json") if "record" not in p.name] == [envelope]
+    assert adjudications(cli.attestations) == [envelope]
 
 
 def test_verify_passes_then_names_an_edited_envelope(study, copied):
     cli, envelope = study
     out = ok(cli("verify"))
-    assert f"ok   {envelope}: adjudication by adjudicator-01" in out
-    assert "3 of 3 envelope(s) verified; folder head: 3 records, sha256:" in out
+    sequence = int(envelope.name[:6])
+    assert re.search(rf"ok +{sequence} adjudication +adjudicator-01 +{envelope.name}", out)
+    assert len(re.findall(r"^ok ", out, flags=re.MULTILINE)) == sequence + 1
+    assert f"head: {sequence}:sha256:" in out and out.rstrip().endswith("the folder verifies")
 
     mine, tampered = copied
     data = json.loads(tampered.read_text())
@@ -236,14 +296,27 @@ def test_verify_passes_then_names_an_edited_envelope(study, copied):
     tampered.write_text(json.dumps(data))
     result = mine("verify")
     assert result.returncode == 1
-    assert f"FAIL {tampered}: bad_signature" in result.stdout
-    assert "2 of 3 envelope(s) verified" in result.stdout
+    assert f"FAIL  {tampered.name}: bad_signature: record {sequence} does not verify" in (
+        result.stdout
+    )
+    assert len(re.findall(r"^ok ", result.stdout, flags=re.MULTILINE)) == sequence
+    # The editor's view of the same folder grants nothing, and export writes nothing.
+    study_id = verified(cli)["study"]
+    data = json.loads(mine(*EDITOR, "registry", "--json", "--study", study_id).stdout)
+    assert data["valid"] is False
+    assert all(b["reasons"] == ["folder_invalid"] for b in data["bands"])
+    out = tampered.parent.parent / "bands.yaml"
+    refused = mine(*EDITOR, "export", "--out", str(out), "--study", study_id)
+    assert refused.returncode == 1 and not out.exists()
 
 
 def test_registry_json_has_the_documented_shape(study):
     cli, envelope = study
     data, bands = registry_json(cli)
     assert data["policy"] == {"quorum": 1, "scope": "warn"}
+    assert data["valid"] is True and data["problems"] == [] and data["strays"] == []
+    assert data["head"] == verified(cli)["head"]
+    assert data["head"]["sequence"] == int(envelope.name[:6])
     assert len(bands) == 4
     for band in data["bands"]:
         assert set(band) >= REGISTRY_KEYS, band
@@ -290,21 +363,42 @@ def test_policy_then_registry_and_export_with_an_override(copied, tmp_path):
 
 
 def test_verify_names_an_edited_adjudicators_file_and_a_deleted_record(copied):
-    cli, envelope = copied
+    cli, _ = copied
+    study_id = verified(cli)["study"]
     published = cli.attestations / "adjudicators.yaml"
     published.write_text(published.read_text().replace("geriatrics", "emergency medicine"))
     result = cli("verify")
     assert result.returncode == 1
-    assert "unsigned_record: adjudicators.yaml gives adjudicator-01's specialty" in result.stdout
+    assert "FAIL  adjudicators.yaml: copy_differs: adjudicators.yaml was edited" in result.stdout
+    # Read alone (an editor's --study, no database), the folder grants nothing.
+    editor = cli(*EDITOR, "registry", "--json", "--study", study_id)
+    assert editor.returncode == 1
+    assert all(b["reasons"] == ["folder_invalid"] for b in json.loads(editor.stdout)["bands"])
+    # With the study's database too: an edited copy is left for verify and the registry to
+    # name; deleted, the next command writes it again from the signed records.
+    assert cli("registry", "--scope", "require").returncode == 1
+    assert "emergency medicine" in published.read_text()
+    published.unlink()
     _, bands = registry_json(cli, "--scope", "require")
-    assert "out_of_scope" in bands[TRIAGE]["reasons"]  # the signed specialty still counts
-    [record] = sorted(cli.attestations.glob("*-record.dsse.json"))[:1]
-    record.unlink()
-    result = cli("verify")
+    assert "out_of_scope" in bands[TRIAGE]["reasons"]  # the signed specialty counts
+    assert "geriatrics" in published.read_text()
+
+    [enrolment] = cli.attestations.glob("000001-enrolment-adjudicator-01-*.dsse.json")
+    enrolment.unlink()
+    result = cli("verify", "--json")
     assert result.returncode == 1
-    assert f"missing_record: {envelope.name} was signed with {record.name}" in result.stdout
-    _, bands = registry_json(cli)
-    assert all("missing_record" in b["reasons"] for b in bands.values())
+    assert {"file": "", "code": "folder_invalid"}.items() <= (
+        json.loads(result.stdout)["problems"][0].items()
+    )
+    assert "record 1 is missing" in result.stdout
+    editor = cli(*EDITOR, "registry", "--json", "--study", study_id)
+    assert editor.returncode == 1
+    for band in json.loads(editor.stdout)["bands"]:
+        assert band["provenance"] == "author-derived" and "folder_invalid" in band["reasons"]
+    assert not enrolment.exists()
+    # The store holds the whole chain: the next command on it publishes the record again.
+    registry_json(cli)
+    assert enrolment.exists() and verified(cli)["valid"]
 
 
 def test_no_command_signs_for_a_rater_with_the_coordinators_credentials(copied):
@@ -345,7 +439,7 @@ def test_no_command_signs_for_a_rater_with_the_coordinators_credentials(copied):
         ),
         (
             "revoke",
-            str(envelope),
+            envelope.name,
             "--rater",
             "adjudicator-01",
             "--passphrase-file",
@@ -379,3 +473,25 @@ def test_no_command_signs_for_a_rater_with_the_coordinators_credentials(copied):
         assert result.stderr.startswith("fma-bands: error: "), result.stderr
     assert {p.name: p.read_bytes() for p in cli.attestations.iterdir()} == before
     assert "adjudicator-01" in ok(cli("user", "list"))
+
+
+def test_revoke_names_the_file_and_the_registry_stops_counting_it(copied):
+    cli, envelope = copied
+    _, bands = registry_json(cli)
+    assert bands[DOC]["adjudicated_by"] == ["adjudicator-01"]
+    head = verified(cli)["head"]
+    revoke = ("revoke", envelope.name, "--rater", "adjudicator-01", "--reason", "signed too soon")
+    refused = cli(*revoke, "--passphrase-file", "coordinator.pass")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    out = ok(cli(*revoke, "--passphrase-file", "rater.pass"))
+    assert f"revoked {envelope.name}" in out
+    [(sequence, name)] = re.findall(r"signed record (\d+): (\S+) ", out)
+    assert int(sequence) == head["sequence"] + 1
+    assert name.startswith(f"{int(sequence):06d}-revocation-adjudicator-01-")
+    assert (cli.attestations / name).exists()  # the round is closed: published at once
+    assert verified(cli, "--since", f"{head['sequence']}:{head['digest']}")["valid"]
+    data, bands = registry_json(cli)
+    assert all(b["provenance"] == "author-derived" for b in data["bands"])
+    assert bands[DOC]["adjudicated_by"] == []
+    again = cli(*revoke, "--passphrase-file", "rater.pass")
+    assert again.returncode == 1 and "revoked already" in again.stderr

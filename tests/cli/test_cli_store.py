@@ -19,6 +19,7 @@ import yaml
 from fma_bands.core.vignettes import load_library
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study.enrolment import create_first_coordinator, create_user
+from fma_bands.study.ledger import publish
 from fma_bands.study.library import sync_vignettes
 from fma_bands.study.state import study
 from fma_bands.study.users import get_user, list_users, sign_in
@@ -96,6 +97,10 @@ class Store:
         connection.close()
         return rows
 
+    def root_record(self) -> Path:
+        [root] = self.attestations.glob("000000-root-*.dsse.json")
+        return root
+
     def reviews(self) -> list[tuple]:
         return self.sql(
             "SELECT vignette_id, sub_action, revision, status, verdict, band, origin "
@@ -123,6 +128,7 @@ def template(tmp_path_factory, shared_library) -> Path:
             actor="cli",
             pseudonym="adjudicator-01",
             passphrase="adjudicator passphrase",
+            root_passphrase=COORDINATOR_PASS,
             role="rater",
             specialty="geriatrics",
             jurisdiction="Australia",
@@ -140,6 +146,10 @@ def enrolled(store, template) -> Store:
         (2, "user_enrolled"),
         (3, "user_enrolled"),
     ]
+    # The log the store holds (root, enrolment, activation) goes to the study's folder, as the
+    # first command would publish it.
+    with store.session() as s:
+        assert len(publish(s, store.attestations)) == 3
     return store
 
 
@@ -168,7 +178,10 @@ def first_coordinator(store: Store) -> None:
         "--passphrase-file",
         store.coordinator_file,
     )
-    assert out.strip() == "enrolled coordinator (coordinator), the study's first"
+    assert out.strip() == (
+        "enrolled coordinator (coordinator), the study's first: their key is the study's root "
+        "key, and its root record is signed"
+    )
 
 
 # init and demo -----------------------------------------------------------------------------
@@ -290,9 +303,12 @@ def test_a_rater_is_enrolled_with_a_code_and_chooses_the_passphrase(store):
         assert sign_in(s, "adjudicator-01", "adjudicator's own passphrase") is not None
     listed = store.ok("user", "list")
     assert "adjudicator-01" in listed and "geriatrics, Australia, 12 y" in listed
+    # The root record, the root-signed enrolment, and the activation her new key signed.
     assert [
-        p.name.endswith("-record.dsse.json") for p in store.attestations.glob("*.dsse.json")
-    ] == [True]
+        p.name.split("-", 1)[1].rsplit("-", 1)[0]
+        for p in sorted(store.attestations.glob("*.dsse.json"))
+    ] == ["root-coordinator", "enrolment-adjudicator-01", "activation-adjudicator-01"]
+    assert rater.keyid in (store.attestations / "adjudicators.yaml").read_text()
 
     # Without --code-file the code is printed once.
     out = store.ok(
@@ -367,10 +383,13 @@ def test_passphrase_and_reset_through_the_command(store):
         old,
     )
     assert keyid not in out
+    # The reset is a root-signed enrolment: the old key counts until it, the new one after.
     records = yaml.safe_load((store.attestations / "adjudicators.yaml").read_text())
     [entry] = records["adjudicators"]
     old, new = entry["keys"]
-    assert old["keyid"] == keyid and old["retired"] and new["retired"] is None
+    assert old["keyid"] == keyid and new["keyid"] != keyid
+    assert old["until"] is not None and old["until"] <= new["since"] and new["until"] is None
+    assert store.ok("verify").strip().endswith("the folder verifies")
 
 
 def test_user_add_with_a_missing_passphrase_file(store):
@@ -566,9 +585,12 @@ def test_audit_verify_names_a_deleted_event(enrolled):
     result = enrolled.fma("audit", "verify")
     assert result.returncode == 1
     first, *problems = result.stdout.strip().splitlines()
-    assert first.startswith("audit log: 2 events") and first.endswith(": 1 problem")
-    [problem] = problems
-    assert problem.split()[0] == "deleted" and "event 2 is missing" in problem
+    assert first.startswith("audit log: 2 events") and first.endswith(": 2 problems")
+    deleted, anchored = problems
+    assert deleted.split()[0] == "deleted" and "event 2 is missing" in deleted
+    # The root record carries the audit head it was signed at (event 2): it sees the deletion.
+    assert anchored.split()[:2] == ["truncated", enrolled.root_record().name]
+    assert "event 2" in anchored and "is missing" in anchored
 
 
 # help --------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """bands.yaml: harness-native form, round trips for every band form, atomic writes, loaders."""
 
-import hashlib
 import os
+import shutil
 from datetime import UTC, datetime
 
 import pytest
@@ -16,20 +16,33 @@ from fma_bands.core.vignettes import load_library
 from fma_bands.evidence.export import (
     ADJUDICATOR_FIELDS,
     BAND_FIELDS,
-    attestations_head,
     attestations_header,
     bands_document,
     dump_bands,
+    export_document,
     load_adjudicators,
     load_bands,
+    load_into_harness,
     write_bands,
     write_export,
 )
 from fma_bands.evidence.harness import harness_note
 from fma_bands.evidence.policy import Policy
 from fma_bands.evidence.provenance import ADJUDICATED, Grant, Verdict
+from fma_bands.evidence.registry import Registry, decide
 from tests.conftest import DEMO_VIGNETTES, SHARED
-from tests.evidence.test_harness import harness_package, require_shared, shipped_registry
+from tests.evidence import test_registry
+from tests.evidence.test_harness import (
+    HARNESS,
+    fma,
+    harness_package,
+    require_shared,
+    shipped_registry,
+)
+from tests.evidence.test_registry import payload_digest, replace_payload, statement_of
+
+# The registry tests' signed study (adjudicator-01's hand-back, round 1 closed).
+signed = test_registry.signed
 
 
 @pytest.fixture(scope="module")
@@ -267,49 +280,132 @@ def test_the_harness_note_follows_the_kind_of_sub_action(name):
 # The attestations folder in the header --------------------------------------------------------
 
 
-def test_the_head_counts_and_digests_the_signed_records_only(tmp_path):
-    folder = tmp_path / "attestations"
-    folder.mkdir()
-    empty = attestations_head(folder)
-    assert empty == {"records": 0, "digest": "sha256:" + hashlib.sha256(b"").hexdigest()}
-    (folder / "a.dsse.json").write_text('{"one": 1}')
-    (folder / "policy.yaml").write_text("quorum: 1\n")
-    (folder / "adjudicators.yaml").write_text("adjudicators: []\n")
-    one = attestations_head(folder)
-    assert one["records"] == 1
-    digest = hashlib.sha256(b'{"one": 1}').hexdigest()
-    assert one["digest"] == "sha256:" + hashlib.sha256(f"{digest}\n".encode()).hexdigest()
-    (folder / "b.dsse.json").write_text('{"two": 2}')
-    two = attestations_head(folder)
-    assert two["records"] == 2 and two["digest"] != one["digest"]
-    # The digest is over contents: renaming a record keeps it, changing one byte does not.
-    (folder / "b.dsse.json").rename(folder / "c.dsse.json")
-    assert attestations_head(folder) == two
-    (folder / "c.dsse.json").write_text('{"two": 3}')
-    assert attestations_head(folder)["digest"] != two["digest"]
-    (folder / "d.dsse.json").mkdir()  # a folder is no record: not counted
-    assert attestations_head(folder)["records"] == 2
-
-
 def test_the_header_names_the_folder_from_where_the_export_is_written(tmp_path):
     folder = tmp_path / "study" / "attestations"
     folder.mkdir(parents=True)
-    assert attestations_header(folder)["folder"] == "attestations"
-    assert attestations_header(folder, tmp_path / "study")["folder"] == "attestations"
-    assert attestations_header(folder, tmp_path / "exports")["folder"] == "../study/attestations"
-    assert attestations_header(folder, folder)["folder"] == "."
+    registry = Registry([], Policy())
+    assert attestations_header(registry, folder)["folder"] == "attestations"
+    assert attestations_header(registry, folder, tmp_path / "study")["folder"] == "attestations"
+    assert (
+        attestations_header(registry, folder, tmp_path / "exports")["folder"]
+        == "../study/attestations"
+    )
+    assert attestations_header(registry, folder, folder)["folder"] == "."
 
 
-def test_write_export_writes_bands_yaml_in_the_export_folder_only(tmp_path):
-    library = load_library([DEMO_VIGNETTES])
-    folder, export_dir = tmp_path / "attestations", tmp_path / "exports"
-    folder.mkdir()
-    path = write_export(library, folder, export_dir)
+@pytest.fixture
+def study_files(signed, tmp_path):
+    """A copy of the signed study's folder, as study/attestations, and its study."""
+    study, _, folders = signed
+    folder = tmp_path / "study" / "attestations"
+    shutil.copytree(folders["closed"], folder)
+    return study, folder
+
+
+def test_write_export_writes_bands_yaml_in_the_export_folder_only(study_files, tmp_path):
+    study, folder = study_files
+    before = sorted(p.name for p in folder.iterdir())
+    export_dir = tmp_path / "exports"
+    path = write_export(study.library, folder, export_dir)
     assert path == export_dir / "bands.yaml"
-    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["bands.yaml"]
+    assert [p.name for p in export_dir.iterdir()] == ["bands.yaml"]
+    assert sorted(p.name for p in folder.iterdir()) == before
     header = yaml.safe_load(path.read_text())["attestations"]
-    assert header == {"folder": "../attestations", "head": attestations_head(folder)}
+    newest = sorted(folder.glob("*.dsse.json"))[-1]
+    sequence = statement_of(newest)["predicate"]["log"]["sequence"]
+    # The study and the head (sequence and digest) it was decided from, named in the header.
+    assert header == {
+        "folder": "../study/attestations",
+        "study": study.study_id,
+        "head": {"sequence": sequence, "digest": payload_digest(newest)},
+        "valid": True,
+    }
     assert (export_dir / header["folder"]).resolve() == folder.resolve()
+    assert "provisional" not in yaml.safe_load(path.read_text())
+
+
+def tampered(folder):
+    """adjudicator-01's attestation edited after signing: the folder no longer verifies."""
+    [envelope] = folder.glob("*-adjudication-*.dsse.json")
+    statement = statement_of(envelope)
+    statement["predicate"]["reviews"][0]["verdict"] = "ACCEPT"
+    replace_payload(envelope, statement)
+    return envelope
+
+
+@pytest.mark.parametrize("how", ["tampered", "empty", "missing"])
+def test_the_export_refuses_an_invalid_folder_and_writes_nothing(study_files, tmp_path, how):
+    study, folder = study_files
+    if how == "tampered":
+        tampered(folder)
+    elif how == "empty":
+        shutil.rmtree(folder)
+        folder.mkdir()
+    else:
+        shutil.rmtree(folder)
+    export_dir = tmp_path / "exports"
+    with pytest.raises(FmaBandsError) as refused:
+        write_export(study.library, folder, export_dir)
+    assert refused.value.code == "folder_invalid"
+    assert "does not verify" in refused.value.message
+    assert not export_dir.exists()
+    with pytest.raises(FmaBandsError) as again:
+        export_document(study.library, folder)
+    assert again.value.code == "folder_invalid"
+
+
+def test_a_provisional_export_writes_every_band_unadjudicated_and_says_why(
+    study_files, tmp_path, harness
+):
+    study, folder = study_files
+    assert decide(study.library, folder).valid  # granted before the tampering
+    envelope = tampered(folder)
+    document = export_document(study.library, folder, provisional=True, relative_to=tmp_path)
+    assert "does not verify" in document["provisional"]
+    assert envelope.name in document["provisional"] and "bad_signature" in document["provisional"]
+    assert document["attestations"]["valid"] is False
+    assert document["attestations"]["study"] == study.study_id
+    entries = [e for group in document["bands"].values() for e in group]
+    assert len(entries) == sum(len(v.proposals) for v in study.library)
+    for entry in entries:
+        assert entry["provenance"] != ADJUDICATED
+        assert entry["adjudicated_by"] == [] and entry["x_attestations"] == []
+    assert not any(a["attestation_on_file"] for a in document["adjudicators"])
+    path = write_bands(tmp_path / "bands.yaml", document)
+    assert yaml.safe_load(path.read_text())["provisional"] == document["provisional"]
+    # The harness still loads it: every band author-derived.
+    loaded = load_into_harness(path)
+    assert not any(b.is_adjudicated for group in loaded.values() for b in group)
+
+
+def test_the_harness_loads_the_export_of_the_signed_study(study_files, tmp_path, harness):
+    study, folder = study_files
+    path = write_export(study.library, folder, tmp_path / "exports")
+    loaded = load_into_harness(path)
+    assert all(b.is_adjudicated for group in loaded.values() for b in group)
+
+
+def test_the_export_command_refuses_an_invalid_folder_unless_provisional(study_files, tmp_path):
+    require_shared(HARNESS)
+    _, folder = study_files
+    args = ["--vignettes", str(SHARED / "vignettes"), "--attestations", str(folder), "export"]
+    out = tmp_path / "bands.yaml"
+    done = fma(*args, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "(4 clinician-adjudicated)" in done.stdout
+    out.unlink()
+    tampered(folder)
+    done = fma(*args, "--out", str(out))
+    assert done.returncode == 1 and "does not verify" in done.stderr
+    assert not out.exists()
+    done = fma(*args, "--out", str(out), "--provisional")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("PROVISIONAL: ") and "(0 clinician-adjudicated)" in done.stdout
+    assert yaml.safe_load(out.read_text())["provisional"]
+    # Never into the attestations folder, not even provisionally.
+    inside = folder / "bands.yaml"
+    done = fma(*args, "--out", str(inside), "--provisional")
+    assert done.returncode == 1 and not inside.exists()
 
 
 # Written by libyaml where PyYAML has it, byte for byte as PyYAML's own emitter writes it --------

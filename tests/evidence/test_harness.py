@@ -7,11 +7,11 @@ The studies are signed once per module (Argon2 is slow); each test reads them on
 """
 
 import contextlib
-import hashlib
 import importlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -36,22 +36,25 @@ from fma_bands.evidence.export import (
 )
 from fma_bands.evidence.provenance import ADJUDICATED
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.study.enrolment import create_first_coordinator
+from fma_bands.study.enrolment import activate, create_first_coordinator, enrol
+from fma_bands.study.governance import set_policy
 from fma_bands.study.identity import set_identity
 from fma_bands.study.library import sync_vignettes
 from fma_bands.study.reviews import ReviewForm, save
 from fma_bands.study.rounds import close_round
-from fma_bands.study.state import set_policy
 from tests.conftest import DEMO_VIGNETTES, ROOT, SHARED, assign_all
-from tests.study.test_signing import (
+from tests.evidence import test_registry
+from tests.evidence.test_registry import (
     ANSWERS,
-    COORDINATOR,
+    COORDINATOR_PASS,
     IDENTITY,
-    build_study,
-    enrol_and_activate,
+    payload_digest,
     sign,
     statement_of,
 )
+
+# The registry tests' study: adjudicator-01's real hand-back signed, round 1 closed.
+signed = test_registry.signed
 
 HARNESS = SHARED / "harness"
 README = ROOT / "README.md"
@@ -158,23 +161,48 @@ def shared_library():
     return load_library([require_shared(SHARED / "vignettes")])
 
 
+def new_study(root: Path) -> tuple[object, object, Path]:
+    """A store with its coordinator (whose key signs the study's root record) and the
+    attestations folder it publishes to: (engine, coordinator, folder)."""
+    engine = make_engine(f"sqlite:///{root / 'study.db'}")
+    upgrade(engine)
+    folder = root / "attestations"
+    with session_scope(engine) as s:
+        coordinator = create_first_coordinator(
+            s, pseudonym="coordinator", passphrase=COORDINATOR_PASS, folder=folder
+        )
+    return engine, coordinator, folder
+
+
+def policy(engine, coordinator, folder, quorum: int) -> None:
+    with session_scope(engine) as s:
+        set_policy(
+            s,
+            folder,
+            actor=coordinator,
+            passphrase=COORDINATOR_PASS,
+            quorum=quorum,
+            scope="warn",
+        )
+
+
 @pytest.fixture(scope="module")
 def no_raters(tmp_path_factory, shared_library) -> Export:
-    """The harness's four draft bands with nothing signed: the README's first example."""
-    folder = tmp_path_factory.mktemp("none") / "attestations"
-    folder.mkdir()
+    """The harness's four draft bands with nothing signed (a study with its root and policy
+    only): the README's first example."""
+    engine, coordinator, folder = new_study(tmp_path_factory.mktemp("none"))
+    policy(engine, coordinator, folder, 1)
+    engine.dispose()
     return write_export("no raters", shared_library, folder, 0)
 
 
 @pytest.fixture(scope="module")
-def one_rater(tmp_path_factory, shared_library) -> Export:
-    """adjudicator-01's real hand-back on the four draft bands: imported, signed, exported."""
-    root = tmp_path_factory.mktemp("one")
-    engine = make_engine(f"sqlite:///{root / 'study.db'}")
-    upgrade(engine)
-    study = build_study(engine, shared_library, root)
-    engine.dispose()
-    return write_export("adjudicator-01", shared_library, study.folder, 1)
+def one_rater(tmp_path_factory, signed, shared_library) -> Export:
+    """adjudicator-01's real hand-back on the four draft bands: imported, signed, published
+    when round 1 closed, exported (adjudicator-02 is enrolled and signed nothing)."""
+    folder = tmp_path_factory.mktemp("one") / "attestations"
+    shutil.copytree(signed[2]["closed"], folder)
+    return write_export("adjudicator-01", shared_library, folder, 1)
 
 
 RATERS = (
@@ -227,17 +255,29 @@ PLAN: dict[tuple[str, str], Verdicts] = {
 NOT_GRANTED = {("demo_triage_inter_01", "esi_acuity"), ("demo_doc_clear_01", "referral")}
 
 
+def enrol_and_activate(engine, coordinator, fields, passphrase, folder):
+    """The real path: the coordinator's root key signs the rater's enrolment and the coordinator
+    gets a code; the rater activates with it, choosing a passphrase, and their new key signs
+    their activation."""
+    with session_scope(engine) as s:
+        _, code = enrol(s, actor=coordinator, passphrase=COORDINATOR_PASS, folder=folder, **fields)
+    with session_scope(engine) as s:
+        made = activate(
+            s, pseudonym=fields["pseudonym"], code=code, passphrase=passphrase, folder=folder
+        )
+    assert made is not None
+    return made
+
+
 def build_three_raters(root: Path) -> str:
-    """The demo study (every band form) reviewed by three raters per PLAN, closed, signed, with
-    quorum 2, in `root` (attestations/ and study.db); returns the database URL."""
+    """The demo study (every band form) reviewed by three raters per PLAN, signed while round 1
+    is open (sealed), published when it closes, with quorum 2, in `root` (attestations/ and
+    study.db); returns the database URL."""
     library = load_library([DEMO_VIGNETTES])
-    folder = root / "attestations"
-    url = f"sqlite:///{root / 'study.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
+    engine, coordinator, folder = new_study(root)
+    url = str(engine.url)
     with session_scope(engine) as s:
         sync_vignettes(s, library, actor="test")
-        coordinator = create_first_coordinator(s, **COORDINATOR)
     # Each rater enrolled by code and activated with a passphrase of their own.
     raters = [
         enrol_and_activate(
@@ -255,6 +295,7 @@ def build_three_raters(root: Path) -> str:
         )
         for name, specialty in RATERS
     ]
+    policy(engine, coordinator, folder, 2)
     with session_scope(engine) as s:
         assign_all(s, library, coordinator, raters)
         for name, _ in RATERS:
@@ -278,10 +319,11 @@ def build_three_raters(root: Path) -> str:
                         expected_version=0,
                         submit=True,
                     )
-        close_round(s, actor=coordinator)
-        set_policy(s, folder, actor=coordinator, quorum=2, scope="warn")
     for rater in raters:
         sign(engine, library, rater, f"passphrase of {rater.pseudonym}", folder)
+    assert not list(folder.glob("*-adjudication-*"))  # sealed until the round closes
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=folder)
     engine.dispose()
     return url
 
@@ -516,7 +558,7 @@ def signed_review(export: Export, file: str, vid: str, name: str) -> dict[str, A
         for r in statement["predicate"]["reviews"]
         if (r["vignette_id"], r["sub_action"]) == (vid, name)
     ]
-    return review | {"pseudonym": statement["predicate"]["adjudicator"]["pseudonym"]}
+    return review | {"pseudonym": statement["predicate"]["signer"]["pseudonym"]}
 
 
 def test_adjudicated_text_states_the_adjudication_and_the_proposal_travels_unchanged(export):
@@ -587,38 +629,43 @@ def test_the_bands_the_issue_found_contradicted_now_say_what_was_decided(one_rat
 # The attestations folder ---------------------------------------------------------------------
 
 
-def test_attestation_paths_resolve_from_the_exports_folder_and_the_head_counts_them(export):
+def test_attestation_paths_resolve_from_the_exports_folder_and_the_header_names_the_head(export):
     header = export.document["attestations"]
-    assert header["folder"] == "../attestations"
+    assert header["folder"] == "../attestations" and header["valid"] is True
     folder = export.attestations
     assert folder.is_dir()
     records = sorted(folder.glob("*.dsse.json"))
-    # Every signed record counts in the head: attestations and each rater's self-signed record.
-    assert header["head"]["records"] == len(records)
+    # The head is the newest record of the chain: its place and its payload's digest.
+    newest = records[-1]
+    assert header["head"] == {
+        "sequence": len(records) - 1,
+        "digest": payload_digest(newest),
+    }
+    assert statement_of(newest)["predicate"]["log"]["sequence"] == len(records) - 1
+    root = statement_of(records[0])["predicate"]["log"]
+    assert header["study"] == root["study"] and root["sequence"] == 0
     listed = {a["file"] for _, e in export.entries for a in e["x_attestations"]}
-    attestations = {p.name for p in records if not p.name.endswith("-record.dsse.json")}
+    attestations = {p.name for p in records if "-adjudication-" in p.name}
     assert listed == attestations and len(listed) == export.n_raters
     for _, entry in export.entries:
         for attestation in entry["x_attestations"]:
             assert "/" not in attestation["file"]
             envelope = json.loads((folder / attestation["file"]).read_text())
             assert envelope["signatures"][0]["keyid"] == attestation["keyid"]
-    lines = "".join(sorted(hashlib.sha256(p.read_bytes()).hexdigest() + "\n" for p in records))
-    assert header["head"]["digest"] == "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
 
 
-def test_the_readmes_head_command_gives_the_heads_digest(one_rater, three_raters):
-    [command] = [b for b in readme_blocks("sh") if "sha256sum" in b]
+def test_verify_since_the_exports_head_checks_the_folder_still_holds_it(one_rater, three_raters):
     for export in (one_rater, three_raters):
-        done = subprocess.run(
-            ["bash", "-c", command],
-            cwd=export.attestations,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        digest = done.stdout.split()[0]
-        assert export.document["attestations"]["head"]["digest"] == f"sha256:{digest}"
+        head = export.document["attestations"]["head"]
+        since = f"{head['sequence']}:{head['digest']}"
+        done = fma(*study_args(export), "verify", "--since", since, "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        said = json.loads(done.stdout)
+        assert said["valid"] is True and said["head"] == head
+    # Another head (three raters' against adjudicator-01's folder) is not one this folder has.
+    head = three_raters.document["attestations"]["head"]
+    done = fma(*study_args(one_rater), "verify", "--since", f"{head['sequence']}:{head['digest']}")
+    assert done.returncode == 1
 
 
 # Loading with fma-bands too ------------------------------------------------------------------

@@ -1,47 +1,50 @@
 """The band registry decides from files alone: every way an attestation can fail has its own
-reason code, and what is granted is reproducible. One signed study is built per module (a
-SQLite template); each test tampers with its own copy of the files or the store.
+reason code, and what is granted is reproducible. One signed study is built per module through
+the store (a SQLite template, kept with round 1 open and after it closed); each test tampers
+with its own copy of the files or the store.
+
+Attacks on the folder are built here with nothing but `cryptography`, json and file writes
+(`forge`, `chain_end`): no project internals make the forged bytes.
 """
 
 import base64
+import hashlib
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import yaml
 
-from fma_bands.core.canonical import canonical_json
-from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.core.errors import AccessDenied, FmaBandsError, WrongPassphrase
+from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.core.vignettes import load_library
-from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
 from fma_bands.evidence.export import export_document, load_adjudicators, load_bands, write_bands
-from fma_bands.evidence.keys import generate_keypair, unseal_private_key
-from fma_bands.evidence.log import read_evidence, read_folder, records_head
-from fma_bands.evidence.policy import POLICY_FILE, Policy, read_policy, write_policy_file
+from fma_bands.evidence.log import read_evidence
+from fma_bands.evidence.policy import POLICY_FILE, Policy
 from fma_bands.evidence.provenance import ADJUDICATED, REASONS
-from fma_bands.evidence.registry import decide
-from fma_bands.evidence.roster import read_adjudicators
+from fma_bands.evidence.registry import Registry, decide
+from fma_bands.evidence.roster import ADJUDICATORS_FILE
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.study import audit
-from fma_bands.study.enrolment import activate, reset
+from fma_bands.study import audit, ledger
+from fma_bands.study.enrolment import activate, create_first_coordinator, reset
+from fma_bands.study.governance import policy_in_force, set_policy
+from fma_bands.study.handback import import_handback
+from fma_bands.study.identity import set_identity
 from fma_bands.study.reviews import ReviewForm, current_review, save
-from fma_bands.study.signing import revoke
-from fma_bands.study.state import set_policy
+from fma_bands.study.rounds import close_round
+from fma_bands.study.signing import attest, revoke
+from fma_bands.study.state import study as study_settings
 from fma_bands.study.users import unlock_signing_key
-from tests.study.test_signing import (
-    ANSWERS,
-    PASS_01,
-    PASS_02,
-    build_study,
-    by_band,
-    codes,
-    copy_database,
-    sign,
-    statement_of,
-)
+from tests.conftest import HANDBACK, enrol_study
 
+COORDINATOR_PASS = "coordinator pass"  # tests/conftest.py enrol_study's
+PASS_01 = "passphrase one"
+PASS_02 = "passphrase two"
 DOC = "draft_documentation_01/followup_days"
 TRIAGE = "draft_triage_01/esi_acuity"
 ALL_BANDS = (
@@ -50,37 +53,222 @@ ALL_BANDS = (
     "draft_ordering_01/esi_acuity",
     "draft_medication_01/analgesia_tier",
 )
+IDENTITY = {
+    "full_name": "Imogen Quillfeather-Ashdown",
+    "primary_qualification": "MBBS Wollongbar Zeta",
+    "postgraduate_qualification": "FRACP Gerontic Zeta",
+    "registration_number": "MED0009912345",
+    "registering_body": "Wollongbar Practitioner Board",
+    "institution": "Quillfeather Memorial Infirmary",
+    "email": "imogen.q.ashdown@example.org",
+}
+# Complete answers to the six protocol questions (q5 is needed where a disputed span exists).
+ANSWERS = {
+    "q1": {"choice": "yes"},
+    "q2": {"choice": "yes"},
+    "q3": {"choice": "no"},
+    "q4": {"choice": "no"},
+    "q5": {"choice": "disputed", "note": "The wider reading is right for this patient."},
+    "q6": {"choice": "yes"},
+}
+IN_TOTO = "application/vnd.in-toto+json"
+
+
+# The study ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Study:
+    library: object
+    coordinator: object
+    a: object
+    b: object
+    study_id: str
+    envelope: str  # the file name of adjudicator-01's attestation
+
+
+def identities(s, coordinator, key_path):
+    for name in ("adjudicator-01", "adjudicator-02"):
+        record = {k: f"{v} {name}" for k, v in IDENTITY.items()} | {"email": f"{name}@ex.org"}
+        set_identity(s, actor=coordinator, pseudonym=name, record=record, key_path=key_path)
+
+
+def sign(engine, library, rater, passphrase, folder, *, now=None, confirm=False):
+    """The rater signs every current submitted review (a receipt; sealed while the round is
+    open)."""
+    with session_scope(engine) as s:
+        return attest(
+            s,
+            library,
+            rater=rater,
+            passphrase=passphrase,
+            meaning="adjudication",
+            declarations=list(DECLARATIONS),
+            folder=folder,
+            confirm_imported=confirm,
+            now=now,
+        )
+
+
+def close(engine, study, folder):
+    """Close round 1, which publishes the attestations sealed during it into `folder`."""
+    with session_scope(engine) as s:
+        close_round(s, actor=study.coordinator, folder=folder)
+
+
+def copy_database(source: Path, target: Path) -> str:
+    """A copy of a SQLite study (the backup API: a consistent copy of a closed engine's file)."""
+    with sqlite3.connect(source) as old, sqlite3.connect(target) as new:
+        old.backup(new)
+    return f"sqlite:///{target}"
 
 
 @pytest.fixture(scope="module")
 def signed(tmp_path_factory, shared_library):
-    """adjudicator-01 has signed her hand-back; adjudicator-02 is enrolled but has signed
-    nothing. Read only: tests copy what they change."""
+    """The store and folder at three moments: `roster` (the root and both raters enrolled and
+    activated, no policy), `open` (the policy set, adjudicator-01's hand-back imported and
+    signed, round 1 still open: her attestation sealed in the store) and `closed` (round 1
+    closed: her attestation published). adjudicator-02 has signed nothing. Read only."""
     root = tmp_path_factory.mktemp("registry")
-    url = f"sqlite:///{root / 'template.db'}"
-    engine = make_engine(url)
+    engine = make_engine(f"sqlite:///{root / 'study.db'}")
     upgrade(engine)
-    study = build_study(engine, shared_library, root, second_rater=True)
+    folders = {name: root / name / "attestations" for name in ("roster", "open", "closed")}
+    with session_scope(engine) as s:
+        coordinator, a, b = enrol_study(s, shared_library)
+        identities(s, coordinator, root / "identity.key")
+    with session_scope(engine) as s:
+        ledger.publish(s, folders["roster"])
+    with session_scope(engine) as s:
+        set_policy(s, None, actor=coordinator, passphrase=COORDINATOR_PASS, quorum=1, scope="warn")
+        import_handback(
+            s,
+            shared_library,
+            actor=coordinator,
+            rater_pseudonym="adjudicator-01",
+            text=HANDBACK.read_text(),
+            source=HANDBACK.name,
+        )
+    receipt = sign(engine, shared_library, a, PASS_01, None, confirm=True)
+    with session_scope(engine) as s:
+        ledger.publish(s, folders["open"])
+        study_id = study_settings(s).study_id
     engine.dispose()
-    return study, url
+    shutil.copy(root / "study.db", root / "open.db")
+    engine = make_engine(f"sqlite:///{root / 'study.db'}")
+    study = Study(shared_library, coordinator, a, b, study_id, receipt.records[0][2])
+    close(engine, study, folders["closed"])
+    engine.dispose()
+    assert (folders["closed"] / study.envelope).is_file()
+    assert not (folders["open"] / study.envelope).exists()
+    return study, root, folders
 
 
 @pytest.fixture
 def files(signed, tmp_path):
-    """A copy of the attestations folder; the study's envelope path inside the copy."""
-    study, _ = signed
+    """A copy of the closed study's attestations folder, and the attestation's path in it."""
+    study, _, folders = signed
     folder = tmp_path / "attestations"
-    shutil.copytree(study.folder, folder)
-    return study, folder, folder / study.envelope.name
+    shutil.copytree(folders["closed"], folder)
+    return study, folder, folder / study.envelope
 
 
 @pytest.fixture
 def store(signed, files, tmp_path):
-    """A copy of the store as well as of the files, for tests that sign or revoke."""
-    _, url = signed
-    engine = make_engine(copy_database(url, tmp_path / "copy.db"))
+    """A copy of the closed study's store as well as of its files."""
+    _, root, _ = signed
+    engine = make_engine(copy_database(root / "study.db", tmp_path / "copy.db"))
     yield engine
     engine.dispose()
+
+
+@pytest.fixture
+def opened(signed, tmp_path):
+    """A copy of the study with round 1 still open (adjudicator-01's attestation sealed):
+    (study, engine, folder)."""
+    study, root, folders = signed
+    folder = tmp_path / "open" / "attestations"
+    shutil.copytree(folders["open"], folder)
+    engine = make_engine(copy_database(root / "open.db", tmp_path / "open.db"))
+    yield study, engine, folder
+    engine.dispose()
+
+
+# Reading, tampering and forging with nothing but the standard library and cryptography --------
+
+
+def statement_of(path: Path) -> dict:
+    return json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))
+
+
+def payload_digest(path: Path) -> str:
+    return (
+        "sha256:"
+        + hashlib.sha256(base64.b64decode(json.loads(path.read_text())["payload"])).hexdigest()
+    )
+
+
+def chain_end(folder: Path) -> tuple[int, str]:
+    """The newest record's (sequence, payload digest), as anyone can read them from the files."""
+    newest = max(
+        folder.glob("*.dsse.json"), key=lambda p: statement_of(p)["predicate"]["log"]["sequence"]
+    )
+    return statement_of(newest)["predicate"]["log"]["sequence"], payload_digest(newest)
+
+
+def keyid_of(private_key) -> str:
+    from cryptography.hazmat.primitives import serialization
+
+    raw = private_key.public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    )
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def forge(path: Path, statement: dict, private_key, keyid: str | None = None) -> Path:
+    """A DSSE envelope around `statement`, signed with `private_key` (PAE, Ed25519)."""
+    body = json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
+    pae = b"DSSEv1 %d %s %d %s" % (len(IN_TOTO), IN_TOTO.encode(), len(body), body)
+    envelope = {
+        "payload": base64.b64encode(body).decode(),
+        "payloadType": IN_TOTO,
+        "signatures": [
+            {
+                "keyid": keyid or keyid_of(private_key),
+                "sig": base64.b64encode(private_key.sign(pae)).decode(),
+            }
+        ],
+    }
+    path.write_text(json.dumps(envelope))
+    return path
+
+
+def stranger():
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey.generate()
+
+
+def replace_payload(path: Path, statement: dict) -> None:
+    """Replace the payload of an envelope file, keeping its signature."""
+    envelope = json.loads(path.read_text())
+    body = json.dumps(statement, sort_keys=True, separators=(",", ":")).encode()
+    envelope["payload"] = base64.b64encode(body).decode()
+    path.write_text(json.dumps(envelope))
+
+
+def appended(folder: Path, statement: dict) -> dict:
+    """`statement` moved to the place after the folder's newest record."""
+    sequence, digest = chain_end(folder)
+    moved = json.loads(json.dumps(statement))
+    moved["predicate"]["log"]["sequence"] = sequence + 1
+    moved["predicate"]["log"]["previous"] = digest
+    return moved
+
+
+def edit_file(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
 
 
 def vignettes_copy(library, tmp_path):
@@ -91,44 +279,65 @@ def vignettes_copy(library, tmp_path):
     return folder
 
 
-def edit_file(path, old, new):
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {path}"
-    path.write_text(text.replace(old, new, 1))
-
-
 def reload(folder):
     library = load_library([folder])
     assert library.ok, library.problems
     return library
 
 
-def replace_payload(path, statement):
-    """Replace the payload of an envelope file, keeping its signature."""
-    envelope = json.loads(path.read_text())
-    envelope["payload"] = base64.b64encode(canonical_json(statement)).decode()
-    path.write_text(json.dumps(envelope))
+# What the registry says -----------------------------------------------------------------------
 
 
-def forge(path, statement, private_key, keyid):
-    envelope = sign_envelope(canonical_json(statement), IN_TOTO_PAYLOAD_TYPE, private_key, keyid)
-    path.write_text(json.dumps(envelope))
+def codes(decision) -> list[str]:
+    return [r.code for r in decision.reasons]
 
 
-def error_codes(folder):
-    """Each attestation's or revocation's error code (None when it verifies)."""
-    _, checked = read_folder(folder)
-    return {c.path.name: c.error[0] if c.error else None for c in checked if c.kind != "record"}
+def by_band(registry: Registry) -> dict:
+    return {f"{d.vignette_id}/{d.sub_action}": d for d in registry.decisions}
+
+
+def problems(folder, **pinned) -> dict[str, str]:
+    """file -> code of each problem that makes the folder invalid ('' names the folder), but
+    for the readable copies: a chain cut short no longer matches adjudicators.yaml, which
+    names its head (every_problem keeps them)."""
+    return {f: c for f, c in every_problem(folder, **pinned).items() if c != "copy_differs"}
+
+
+def every_problem(folder, **pinned) -> dict[str, str]:
+    return {p.file: p.code for p in read_evidence(folder, **pinned).problems}
+
+
+def strays(folder, **pinned) -> dict[str, str]:
+    return {p.file: p.code for p in read_evidence(folder, **pinned).strays}
 
 
 def not_granted(decision):
     return decision.provenance != ADJUDICATED and decision.adjudicated_by == ()
 
 
+def granted(study, folder, **options) -> dict:
+    """Each band's decision as data; every one of ALL_BANDS granted."""
+    registry = decide(study.library, folder, **options)
+    assert registry.valid, registry.file_problems
+    decisions = by_band(registry)
+    assert all(decisions[name].provenance == ADJUDICATED for name in ALL_BANDS)
+    return {k: d.as_dict() for k, d in decisions.items()}
+
+
+def nothing_granted(study, folder, code="folder_invalid") -> Registry:
+    """The folder is invalid (or lacks a policy): every band is refused, with `code`."""
+    registry = decide(study.library, folder)
+    for decision in registry.decisions:
+        assert not_granted(decision), decision
+        assert code in codes(decision)
+    assert registry.valid_signers == {}
+    return registry
+
+
 # The untouched study --------------------------------------------------------------------------
 
 
-def test_every_reason_code_has_a_sentence():
+def test_every_reason_code_has_a_sentence_and_the_removed_ones_are_gone():
     for code in (
         "no_attestation",
         "bad_signature",
@@ -143,36 +352,46 @@ def test_every_reason_code_has_a_sentence():
         "out_of_scope",
         "revoked",
         "duplicate_key",
-        "unsigned_record",
         "proposal_changed",
-        "missing_record",
         "no_policy",
+        "wrong_study",
+        "unrostered_key",
+        "folder_invalid",
+        "stray_file",
+        "malformed",
     ):
         assert REASONS[code].strip(), code
+    assert "unsigned_record" not in REASONS and "missing_record" not in REASONS
 
 
 def test_the_signed_study_is_granted_and_the_decision_is_reproducible(files):
     study, folder, envelope = files
-    first = by_band(decide(study.library, folder))
+    registry = decide(study.library, folder)
+    assert registry.valid and registry.strays == [] and registry.study == study.study_id
+    first = by_band(registry)
     assert all(first[name].provenance == ADJUDICATED for name in ALL_BANDS)
     assert first[DOC].as_dict()["acceptable"] == {"min": 1, "max": 30}
+    statement = statement_of(envelope)
     assert first[DOC].attestations == [
         {
             "file": envelope.name,
-            "keyid": study.a.keyid,
-            "signed_at": statement_of(envelope)["predicate"]["signature_manifestation"][
-                "signed_at"
-            ],
+            "keyid": statement["predicate"]["signer"]["keyid"],
+            "signed_at": statement["predicate"]["signed_at"],
+            "sequence": statement["predicate"]["log"]["sequence"],
         }
     ]
     again = by_band(decide(study.library, folder))
     assert {k: d.as_dict() for k, d in again.items()} == {k: d.as_dict() for k, d in first.items()}
 
 
-def test_no_attestation_leaves_bands_as_the_files_say(signed, tmp_path):
-    study, _ = signed
-    write_policy_file(tmp_path / "empty", Policy())
-    registry = decide(study.library, tmp_path / "empty")
+def test_an_open_rounds_folder_holds_no_attestation_and_grants_nothing(signed):
+    """Blinding of the folder: while round 1 is open adjudicator-01's attestation is sealed in
+    the store, so the folder verifies, holds no review, and every band is as its file says."""
+    study, _, folders = signed
+    folder = folders["open"]
+    assert not any("-adjudication-" in p.name for p in folder.iterdir())
+    registry = decide(study.library, folder)
+    assert registry.valid and registry.policy_problem is None
     for decision in registry.decisions:
         assert decision.provenance == "author-derived"
         assert codes(decision) == ["no_attestation"]
@@ -182,7 +401,7 @@ def test_no_attestation_leaves_bands_as_the_files_say(signed, tmp_path):
 # Tampering ------------------------------------------------------------------------------------
 
 
-def test_1_an_edited_payload_is_a_bad_signature(files):
+def test_1_an_edited_payload_makes_the_folder_invalid_and_grants_nothing(files):
     study, folder, envelope = files
     statement = statement_of(envelope)
     [doc] = [r for r in statement["predicate"]["reviews"] if r["sub_action"] == "followup_days"]
@@ -190,12 +409,10 @@ def test_1_an_edited_payload_is_a_bad_signature(files):
     statement["predicate"]["reviews"][0]["verdict"] = "ACCEPT"
     replace_payload(envelope, statement)
 
-    assert error_codes(folder) == {envelope.name: "bad_signature"}
-    decisions = by_band(decide(study.library, folder))
-    for name in ALL_BANDS:
-        assert not_granted(decisions[name])
-        assert "bad_signature" in codes(decisions[name])
-    assert decisions[DOC].as_dict()["acceptable"] == {"min": 1, "max": 14}
+    assert problems(folder) == {envelope.name: "bad_signature"}
+    registry = nothing_granted(study, folder)
+    assert any(envelope.name in p and "bad_signature" in p for p in registry.file_problems)
+    assert by_band(registry)[DOC].as_dict()["acceptable"] == {"min": 1, "max": 14}
 
 
 def test_an_edited_payload_with_a_malformed_review_still_gets_a_decision(files):
@@ -203,24 +420,21 @@ def test_an_edited_payload_with_a_malformed_review_still_gets_a_decision(files):
     statement = statement_of(envelope)
     statement["predicate"]["reviews"][0]["vignette_id"] = ["draft_documentation_01"]
     replace_payload(envelope, statement)
-    assert error_codes(folder) == {envelope.name: "bad_signature"}
-    registry = decide(study.library, folder)
-    assert not any(d.adjudicated for d in registry.decisions)
-    reported = [c for d in registry.decisions for c in codes(d)] + registry.file_problems
-    assert any("bad_signature" in r for r in reported)
+    assert problems(folder) == {envelope.name: "bad_signature"}
+    registry = nothing_granted(study, folder)
+    assert len(registry.decisions) == len(ALL_BANDS)
 
 
 def test_2_a_band_edited_after_signing_is_a_digest_mismatch(files, tmp_path):
-    study, folder, envelope = files
+    study, folder, _ = files
     vignettes = vignettes_copy(study.library, tmp_path)
     edit_file(vignettes / "draft_documentation_01.yaml", "    max: 14\n", "    max: 10\n")
-    library = reload(vignettes)
-    decisions = by_band(decide(library, folder))
+    decisions = by_band(decide(reload(vignettes), folder))
     assert not_granted(decisions[DOC])
     assert "digest_mismatch" in codes(decisions[DOC])
     assert decisions[DOC].as_dict()["acceptable"] == {"min": 1, "max": 10}
     assert decisions[TRIAGE].provenance == ADJUDICATED
-    assert error_codes(folder) == {envelope.name: None}
+    assert problems(folder) == {}
 
 
 def test_3_a_clinical_core_edited_after_signing_makes_it_stale(files, tmp_path):
@@ -234,41 +448,59 @@ def test_3_a_clinical_core_edited_after_signing_makes_it_stale(files, tmp_path):
     assert decisions[DOC].provenance == ADJUDICATED
 
 
-def test_4_a_signature_by_an_unenrolled_key_is_unknown(files):
+def test_4_an_attestation_re_signed_by_a_stranger_in_its_place_is_refused(files):
+    """The attestation replaced by the same statement under a key nobody enrolled (the
+    attacker's own): no record verifies at its place, so the folder is invalid. Claiming her
+    key id, the signature is by a key that is not hers (unknown_key); claiming its own, the
+    roster gives that key to nobody (unrostered_key)."""
+    study, folder, envelope = files
+    key = stranger()
+    statement = statement_of(envelope)
+    forged = forge(folder / "forged.dsse.json", statement, key)
+    envelope.unlink()
+    assert problems(folder) == {forged.name: "unknown_key"}
+    nothing_granted(study, folder)
+
+    statement["predicate"]["signer"]["keyid"] = keyid_of(key)
+    forge(forged, statement, key)
+    assert problems(folder) == {forged.name: "unrostered_key"}
+    nothing_granted(study, folder)
+
+
+def test_4b_a_strangers_record_beside_the_real_one_is_a_stray_and_changes_nothing(files):
+    study, folder, envelope = files
+    before = granted(study, folder)
+    statement = statement_of(envelope)
+    statement["predicate"]["reviews"][0]["verdict"] = "ACCEPT"
+    forged = forge(folder / "forged.dsse.json", statement, stranger())
+    assert problems(folder) == {}
+    assert strays(folder) == {forged.name: "stray_file"}
+    assert granted(study, folder) == before
+
+
+def test_5_an_enrolled_key_signing_for_another_pseudonym_is_refused(files, store):
+    """adjudicator-02's real key signs adjudicator-01's statement, claiming to be her key and
+    then claiming to be its own: neither verifies at the attestation's place."""
     study, folder, envelope = files
     statement = statement_of(envelope)
-    pair = generate_keypair("a stranger's passphrase")
-    forged = folder / "adjudicator-01-forged.dsse.json"
-    forge(
-        forged,
+    assert statement["predicate"]["signer"]["pseudonym"] == "adjudicator-01"
+    with session_scope(store) as s:
+        key_02, private_02 = unlock_signing_key(s, study.b.id, PASS_02)
+    as_hers = forge(
+        folder / "as-hers.dsse.json",
         statement,
-        unseal_private_key(pair.sealed_private_key, "a stranger's passphrase"),
-        pair.keyid,
+        private_02,
+        statement["predicate"]["signer"]["keyid"],
     )
     envelope.unlink()
+    assert problems(folder) == {as_hers.name: "bad_signature"}
+    nothing_granted(study, folder)
 
-    assert error_codes(folder) == {forged.name: "unknown_key"}
-    decisions = by_band(decide(study.library, folder))
-    for name in ALL_BANDS:
-        assert not_granted(decisions[name])
-        assert "unknown_key" in codes(decisions[name])
-
-
-def test_5_an_enrolled_key_signing_for_another_pseudonym_is_the_wrong_signer(files, store):
-    study, folder, envelope = files
-    statement = statement_of(envelope)
-    assert statement["predicate"]["adjudicator"]["pseudonym"] == "adjudicator-01"
-    with session_scope(store) as s:
-        _, key_02 = unlock_signing_key(s, study.b.id, PASS_02)
-    forged = folder / "adjudicator-01-by-02.dsse.json"
-    forge(forged, statement, key_02, study.b.keyid)
-    envelope.unlink()
-
-    assert error_codes(folder) == {forged.name: "wrong_signer"}
-    decisions = by_band(decide(study.library, folder))
-    for name in ALL_BANDS:
-        assert not_granted(decisions[name])
-        assert "wrong_signer" in codes(decisions[name])
+    as_hers.unlink()
+    statement["predicate"]["signer"]["keyid"] = key_02.keyid
+    own = forge(folder / "own-key.dsse.json", statement, private_02)
+    assert problems(folder) == {own.name: "unrostered_key"}
+    nothing_granted(study, folder)
 
 
 def test_6_an_envelope_copied_for_an_identical_band_of_another_vignette(files, tmp_path):
@@ -288,34 +520,37 @@ def test_6_an_envelope_copied_for_an_identical_band_of_another_vignette(files, t
         == library.vignettes["draft_documentation_01"].proposals[0].acceptable
     )
 
-    decisions = by_band(decide(library, folder))
+    registry = decide(library, folder)
+    assert registry.valid
+    assert {p.file: p.code for p in registry.strays} == {
+        "draft_documentation_99-copy.dsse.json": "stray_file"
+    }
+    decisions = by_band(registry)
     copied = decisions["draft_documentation_99/followup_days"]
     assert not_granted(copied)
     assert {"wrong_subject", "no_attestation"} <= set(codes(copied))
     assert decisions[DOC].provenance == ADJUDICATED
 
 
-def test_7_a_declined_band_counts_for_nothing(files, store, tmp_path):
-    study, _, _ = files
-    with session_scope(store) as s:
-        save(
-            s,
-            study.library,
-            study.b,
-            "draft_triage_01",
-            "esi_acuity",
-            ReviewForm(verdict="DECLINE", reason="I cannot judge this presentation."),
-            expected_version=0,
-            submit=True,
-        )
-    only_02 = tmp_path / "only-02"
-    sign(store, study.library, study.b, PASS_02, only_02)
-    [decision] = [
-        d for d in decide(study.library, only_02).decisions if d.vignette_id == "draft_triage_01"
-    ]
-    assert decision.provenance == "author-derived"
-    assert decision.adjudicated_by == ()
+def save_review(engine, library, rater, band_name, form, version=0):
+    vid, name = band_name.split("/")
+    with session_scope(engine) as s:
+        return save(s, library, rater, vid, name, form, expected_version=version, submit=True)
+
+
+def test_7_a_declined_band_counts_for_nothing(opened):
+    study, engine, folder = opened
+    decline = ReviewForm(verdict="DECLINE", reason="I cannot judge this presentation.")
+    save_review(engine, study.library, study.b, TRIAGE, decline)
+    sign(engine, study.library, study.b, PASS_02, folder)
+    close(engine, study, folder)
+    decision = by_band(decide(study.library, folder))[TRIAGE]
+    # adjudicator-01's attestation alone meets quorum 1; adjudicator-02's decline counts for none.
+    assert decision.adjudicated_by == ("adjudicator-01",)
     assert "declined" in codes(decision)
+    two = by_band(decide(study.library, folder, quorum=2))[TRIAGE]
+    assert not_granted(two)
+    assert {"declined", "quorum_not_met"} <= set(codes(two))
 
 
 def test_8_quorum_two_with_one_rater_is_not_met(files):
@@ -327,38 +562,35 @@ def test_8_quorum_two_with_one_rater_is_not_met(files):
         assert "quorum_not_met" in codes(decision)
 
 
-def amend_02(engine, library, rater, band, version=0):
-    with session_scope(engine) as s:
-        return save(
-            s,
-            library,
-            rater,
-            "draft_documentation_01",
-            "followup_days",
-            ReviewForm(verdict="AMEND", band=band, reason="My own reading.", answers=ANSWERS),
-            expected_version=version,
-            submit=True,
-        )
+def amend(band):
+    return ReviewForm(verdict="AMEND", band=band, reason="My own reading.", answers=ANSWERS)
 
 
-def test_9_two_raters_consensus_is_the_intersection_or_nothing(files, store, tmp_path):
-    study, folder, _ = files
-    first = amend_02(store, study.library, study.b, {"min": 31, "max": 60})
-    sign(store, study.library, study.b, PASS_02, folder)
+def test_9_two_raters_without_a_common_value_is_no_consensus(opened):
+    study, engine, folder = opened
+    save_review(engine, study.library, study.b, DOC, amend({"min": 31, "max": 60}))
+    sign(engine, study.library, study.b, PASS_02, folder)
+    close(engine, study, folder)
     decision = by_band(decide(study.library, folder))[DOC]
     assert not_granted(decision)
     assert "no_consensus" in codes(decision)
     assert decision.as_dict()["acceptable"] == {"min": 1, "max": 14}
 
+
+def test_9b_consensus_is_the_intersection_of_each_raters_latest(opened):
+    study, engine, folder = opened
+    first = save_review(engine, study.library, study.b, DOC, amend({"min": 31, "max": 60}))
+    sign(engine, study.library, study.b, PASS_02, folder)
     # Her later signature supersedes the earlier one for this band.
-    amend_02(store, study.library, study.b, {"min": 7, "max": 60}, version=first.version)
-    sign(store, study.library, study.b, PASS_02, folder)
+    save_review(engine, study.library, study.b, DOC, amend({"min": 7, "max": 60}), first.version)
+    later = sign(engine, study.library, study.b, PASS_02, folder)
+    close(engine, study, folder)
     decision = by_band(decide(study.library, folder))[DOC]
     assert decision.provenance == ADJUDICATED, codes(decision)
     assert decision.as_dict()["acceptable"] == {"min": 7, "max": 30}
     assert decision.adjudicated_by == ("adjudicator-01", "adjudicator-02")
     assert (decision.n_raters, decision.intersection_rule) == (2, "applied")
-    assert {a["keyid"] for a in decision.attestations} == {study.a.keyid, study.b.keyid}
+    assert [a["file"] for a in decision.attestations] == [study.envelope, later.records[0][2]]
     disputed = decision.disputed_span.values()
     assert disputed == frozenset(range(1, 7)) | frozenset(range(31, 61))
 
@@ -372,26 +604,34 @@ def test_10_out_of_scope_is_refused_when_the_scope_is_required(files):
     assert decisions[DOC].provenance == ADJUDICATED
 
 
-def test_11_a_revoked_attestation_counts_for_nothing(files, store, tmp_path):
-    study, folder, envelope = files
+def revoke_01(store, study, folder, reason="signed the wrong hand-back"):
     with session_scope(store) as s:
-        revocation = revoke(
+        receipt = revoke(
             s,
             rater=study.a,
             passphrase=PASS_01,
-            attestation=envelope,
-            reason="signed the wrong hand-back",
+            attestation=study.envelope,
+            reason=reason,
             folder=folder,
         )
-    _, checked = read_folder(folder)
-    [found] = [c for c in checked if c.path == revocation]
-    assert (found.error, found.kind, found.pseudonym) == (None, "revocation", "adjudicator-01")
-    assert statement_of(revocation)["predicate"]["revokes"] == envelope.name
+    return folder / receipt.records[0][2]
 
-    decisions = by_band(decide(study.library, folder))
+
+def test_11_a_revoked_attestation_counts_for_nothing(files, store, tmp_path):
+    study, folder, envelope = files
+    revocation = revoke_01(store, study, folder)
+    # Signed once the round is closed, the revocation is published at once.
+    assert revocation.is_file()
+    statement = statement_of(revocation)
+    assert statement["predicate"]["revokes"] == payload_digest(envelope)
+    assert statement["predicate"]["signer"]["pseudonym"] == "adjudicator-01"
+    assert read_evidence(folder).revoked == {payload_digest(envelope)}
+
+    registry = decide(study.library, folder)
+    assert registry.valid
     for name in ALL_BANDS:
-        assert not_granted(decisions[name])
-        assert "revoked" in codes(decisions[name])
+        assert not_granted(by_band(registry)[name])
+        assert "revoked" in codes(by_band(registry)[name])
     path = write_bands(tmp_path / "bands.yaml", export_document(study.library, folder))
     [adjudicator_01] = [a for a in load_adjudicators(path) if a["pseudonym"] == "adjudicator-01"]
     assert adjudicator_01["attestation_on_file"] is False
@@ -401,15 +641,7 @@ def test_a_revoked_attestation_stays_revoked_under_another_file_name(files, stor
     """A revocation names the payload's digest: renaming the revoked file (git mv, a copy)
     must not bring the attestation back."""
     study, folder, envelope = files
-    with session_scope(store) as s:
-        revoke(
-            s,
-            rater=study.a,
-            passphrase=PASS_01,
-            attestation=envelope,
-            reason="signed the wrong hand-back",
-            folder=folder,
-        )
+    revoke_01(store, study, folder)
     envelope.rename(folder / "adjudicator-01-renamed.dsse.json")
     decisions = by_band(decide(study.library, folder))
     for name in ALL_BANDS:
@@ -417,75 +649,122 @@ def test_a_revoked_attestation_stays_revoked_under_another_file_name(files, stor
         assert "revoked" in codes(decisions[name])
 
 
-def test_a_later_attestation_by_the_same_rater_supersedes_the_earlier(files, store):
-    study, folder, envelope = files
-    with session_scope(store) as s:
+def test_a_revocation_with_one_flipped_bit_makes_the_folder_invalid(files, store):
+    """Fail closed: a revocation that does not verify never lets the attestation count again."""
+    study, folder, _ = files
+    revocation = revoke_01(store, study, folder)
+    envelope = json.loads(revocation.read_text())
+    sig = bytearray(base64.b64decode(envelope["signatures"][0]["sig"]))
+    sig[5] ^= 1
+    envelope["signatures"][0]["sig"] = base64.b64encode(bytes(sig)).decode()
+    revocation.write_text(json.dumps(envelope))
+    assert problems(folder) == {revocation.name: "bad_signature"}
+    nothing_granted(study, folder)
+
+
+def test_a_later_attestation_supersedes_the_earlier_whatever_time_it_claims(opened):
+    """Order is position in the chain: the later record claims a signing time years before the
+    first, and still supersedes it."""
+    from datetime import UTC, datetime
+
+    study, engine, folder = opened
+    with session_scope(engine) as s:
         current = current_review(
             s, study.library, study.a, "draft_documentation_01", "followup_days"
         )
-        save(
-            s,
-            study.library,
-            study.a,
-            "draft_documentation_01",
-            "followup_days",
-            ReviewForm(
-                verdict="AMEND",
-                band={"min": 1, "max": 21},
-                reason="Three weeks at most.",
-                answers=ANSWERS,
-            ),
-            expected_version=current.version,
-            submit=True,
-        )
-    signed_at = statement_of(envelope)["predicate"]["signature_manifestation"]["signed_at"]
-    later = sign(store, study.library, study.a, PASS_01, folder)
-    assert statement_of(later)["predicate"]["signature_manifestation"]["signed_at"] > signed_at
-    assert error_codes(folder) == {envelope.name: None, later.name: None}
+    three_weeks = ReviewForm(
+        verdict="AMEND", band={"min": 1, "max": 21}, reason="Three weeks at most.", answers=ANSWERS
+    )
+    save_review(engine, study.library, study.a, DOC, three_weeks, current.version)
+    backdated = datetime(2001, 1, 1, tzinfo=UTC)
+    later = sign(engine, study.library, study.a, PASS_01, folder, now=backdated)
+    close(engine, study, folder)
+    later_file = folder / later.records[0][2]
+    first = statement_of(folder / study.envelope)["predicate"]
+    claimed = statement_of(later_file)["predicate"]
+    assert claimed["signed_at"] < first["signed_at"]
+    assert claimed["log"]["sequence"] > first["log"]["sequence"]
+    assert problems(folder) == {}
 
     decision = by_band(decide(study.library, folder))[DOC]
     assert decision.provenance == ADJUDICATED
     assert decision.as_dict()["acceptable"] == {"min": 1, "max": 21}
-    assert [a["file"] for a in decision.attestations] == [later.name]
+    assert [a["file"] for a in decision.attestations] == [later_file.name]
 
 
 # Policy ---------------------------------------------------------------------------------------
 
 
-def test_the_policy_is_the_coordinators_and_round_trips(files, store):
+def test_the_policy_is_a_record_the_coordinator_signs(files, store):
     study, folder, _ = files
-    (folder / POLICY_FILE).unlink()
+    head = read_evidence(folder).head
     with session_scope(store) as s, pytest.raises(AccessDenied):
-        set_policy(s, folder, actor=study.a, quorum=2, scope="require")
-    assert not (folder / POLICY_FILE).exists()
-    with pytest.raises(FmaBandsError, match=r"no policy\.yaml") as missing:
-        read_policy(folder)
-    assert missing.value.code == "no_policy"
+        set_policy(s, folder, actor=study.a, passphrase=PASS_01, quorum=2, scope="require")
+    with session_scope(store) as s, pytest.raises(WrongPassphrase):
+        set_policy(s, folder, actor=study.coordinator, passphrase="not it", quorum=2, scope="warn")
+    assert read_evidence(folder).head == head
 
     with session_scope(store) as s:
-        written = set_policy(s, folder, actor=study.coordinator, quorum=2, scope="require")
+        written = set_policy(
+            s,
+            folder,
+            actor=study.coordinator,
+            passphrase=COORDINATOR_PASS,
+            quorum=2,
+            scope="require",
+        )
     assert written == Policy(2, "require")
-    assert read_policy(folder) == written
+    evidence = read_evidence(folder)
+    assert evidence.valid and evidence.policy == written
+    assert evidence.head[0] == head[0] + 1
+    record = folder / evidence.policy_file
+    assert record.name.startswith(f"{head[0] + 1:06d}-policy-")
+    assert statement_of(record)["predicate"]["policy"] == {"quorum": 2, "scope": "require"}
+    # policy.yaml is the readable copy of it.
     assert yaml.safe_load((folder / POLICY_FILE).read_text()) == {"quorum": 2, "scope": "require"}
     with session_scope(store) as s:
-        [event] = audit.events(s, kinds=["policy_set"])
+        assert policy_in_force(s) == written
+        [event] = [
+            e
+            for e in audit.events(s, kinds=["policy_set"])
+            if e["payload"]["record"] == evidence.policy_file
+        ]
     assert event["actor"] == "coordinator"
-    assert event["payload"] == {"from": None, "to": {"quorum": 2, "scope": "require"}}
+    assert event["payload"] == {
+        "from": {"quorum": 1, "scope": "warn"},
+        "to": {"quorum": 2, "scope": "require"},
+        "record": evidence.policy_file,
+    }
 
 
 @pytest.mark.parametrize(("quorum", "scope"), [(0, "warn"), (1, "always"), (True, "warn")])
 def test_a_bad_policy_is_refused(files, store, quorum, scope):
     study, folder, _ = files
-    (folder / POLICY_FILE).unlink()
+    head, copy = read_evidence(folder).head, (folder / POLICY_FILE).read_bytes()
     with session_scope(store) as s, pytest.raises(FmaBandsError):
-        set_policy(s, folder, actor=study.coordinator, quorum=quorum, scope=scope)
-    assert not (folder / POLICY_FILE).exists()
+        set_policy(
+            s,
+            folder,
+            actor=study.coordinator,
+            passphrase=COORDINATOR_PASS,
+            quorum=quorum,
+            scope=scope,
+        )
+    assert read_evidence(folder).head == head
+    assert (folder / POLICY_FILE).read_bytes() == copy
 
 
 def test_overrides_apply_and_the_export_records_the_policy_used(files, store, tmp_path):
     study, folder, _ = files
     with session_scope(store) as s:
-        set_policy(s, folder, actor=study.coordinator, quorum=2, scope="require")
+        set_policy(
+            s,
+            folder,
+            actor=study.coordinator,
+            passphrase=COORDINATOR_PASS,
+            quorum=2,
+            scope="require",
+        )
 
     stored = decide(study.library, folder)
     assert stored.policy == Policy(2, "require")
@@ -506,18 +785,75 @@ def test_overrides_apply_and_the_export_records_the_policy_used(files, store, tm
     as_stored = write_bands(tmp_path / "stored.yaml", export_document(study.library, folder))
     assert yaml.safe_load(as_stored.read_text())["policy"] == {"quorum": 2, "scope": "require"}
     assert all(not e["adjudicated_by"] for g in load_bands(as_stored).values() for e in g)
-    granted = export_document(study.library, folder, quorum=1, scope="warn")
-    sensitivity = write_bands(tmp_path / "sensitivity.yaml", granted)
+    granted_doc = export_document(study.library, folder, quorum=1, scope="warn")
+    sensitivity = write_bands(tmp_path / "sensitivity.yaml", granted_doc)
     assert yaml.safe_load(sensitivity.read_text())["policy"] == {"quorum": 1, "scope": "warn"}
     # Adjudicated bands, their attestations and reasoning: written as plain yaml.dump writes them.
     options = {"sort_keys": False, "allow_unicode": True, "width": 100}
-    plain = yaml.dump(granted, Dumper=yaml.SafeDumper, **options)
+    plain = yaml.dump(granted_doc, Dumper=yaml.SafeDumper, **options)
     assert sensitivity.read_bytes() == plain.encode("utf-8")
     assert all(
         e["adjudicated_by"] == ["adjudicator-01"]
         for g in load_bands(sensitivity).values()
         for e in g
     )
+
+
+def test_without_a_policy_record_nothing_is_granted(signed, tmp_path):
+    """The roster alone (root, enrolments, activations) and no policy record: no_policy on
+    every band, whatever quorum and scope are asked for."""
+    study, _, folders = signed
+    folder = tmp_path / "attestations"
+    shutil.copytree(folders["roster"], folder)
+    assert not (folder / POLICY_FILE).exists()
+    registry = nothing_granted(study, folder, "no_policy")
+    assert registry.valid and "no signed policy record" in registry.policy_problem
+    # Overriding quorum and scope for a sensitivity run does not stand in for the policy.
+    assert not any(
+        d.adjudicated for d in decide(study.library, folder, quorum=1, scope="warn").decisions
+    )
+
+
+@pytest.mark.parametrize("policy", ["quorum: 1\nscope: warn\n", "quorum: 0\n", "[1, 2]\n"])
+def test_a_hand_written_policy_yaml_is_never_read(signed, tmp_path, policy):
+    """policy.yaml is only a copy: written by hand where no policy record exists, it grants
+    nothing and makes the folder invalid (copy_differs)."""
+    study, _, folders = signed
+    folder = tmp_path / "attestations"
+    shutil.copytree(folders["roster"], folder)
+    (folder / POLICY_FILE).write_text(policy)
+    assert every_problem(folder) == {POLICY_FILE: "copy_differs"}
+    registry = decide(study.library, folder, quorum=1, scope="warn")
+    assert not any(d.adjudicated for d in registry.decisions)
+    assert all({"no_policy", "folder_invalid"} <= set(codes(d)) for d in registry.decisions)
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new"),
+    [
+        (ADJUDICATORS_FILE, "specialty: geriatrics", "specialty: emergency medicine"),
+        (POLICY_FILE, "quorum: 1", "quorum: 2"),
+    ],
+)
+def test_an_edited_copy_makes_the_folder_invalid(files, name, old, new):
+    """adjudicators.yaml and policy.yaml are for people: an edit to either (making the
+    geriatrician an emergency physician, raising the quorum) is `copy_differs`, and the folder
+    grants nothing until the copy is made again from the records."""
+    study, folder, _ = files
+    original = (folder / name).read_bytes()
+    edit_file(folder / name, old, new)
+    assert every_problem(folder) == {name: "copy_differs"}
+    registry = nothing_granted(study, folder)
+    assert any(p.startswith(f"{name}: copy_differs") for p in registry.file_problems)
+    (folder / name).write_bytes(original)
+    assert every_problem(folder) == {}
+
+
+def test_a_deleted_copy_of_the_policy_is_copy_differs(files):
+    study, folder, _ = files
+    (folder / POLICY_FILE).unlink()
+    assert every_problem(folder) == {POLICY_FILE: "copy_differs"}
+    nothing_granted(study, folder)
 
 
 # Files alone, and what they cannot be made to say ----------------------------------------------
@@ -556,146 +892,115 @@ def test_any_proposal_field_edited_after_signing_is_proposal_changed(files, tmp_
     assert decisions[TRIAGE].provenance == ADJUDICATED
 
 
-def signed_statement(path):
-    return statement_of(path), json.loads(path.read_text())
-
-
-def latest_record(folder, pseudonym="adjudicator-01"):
-    return sorted(folder.glob(f"{pseudonym}-*-record.dsse.json"))[-1]
-
-
-def test_one_key_under_two_pseudonyms_counts_for_neither(files, store):
-    """adjudicator-01's key also signs a public record and an attestation as adjudicator-99,
-    to meet a quorum of two on her own."""
+def test_a_raters_key_signing_as_a_phantom_pseudonym_counts_for_nothing(files, store):
+    """adjudicator-01's own key signs her attestation again as adjudicator-99, a pseudonym the
+    root never enrolled, to meet a quorum of two on her own: beside her record it is a stray,
+    and appended after the newest record it makes the folder invalid. It never grants."""
     study, folder, envelope = files
     with session_scope(store) as s:
-        key, private_key = unlock_signing_key(s, study.a.id, PASS_01)
-    record = statement_of(latest_record(folder))
-    record["predicate"]["record"]["pseudonym"] = "adjudicator-99"
-    record["predicate"]["record"]["specialty"] = "emergency medicine"
-    forge(folder / "adjudicator-99-record.dsse.json", record, private_key, key.keyid)
-    attestation = statement_of(envelope)
-    attestation["predicate"]["adjudicator"]["pseudonym"] = "adjudicator-99"
-    forge(folder / "adjudicator-99.dsse.json", attestation, private_key, key.keyid)
-
-    assert set(error_codes(folder).values()) == {"duplicate_key"}
-    for quorum in (1, 2):
-        decisions = by_band(decide(study.library, folder, quorum=quorum))
-        for name in ALL_BANDS:
-            assert not_granted(decisions[name])
-            assert {"duplicate_key", "quorum_not_met"} <= set(codes(decisions[name]))
-
-
-def test_an_altered_public_record_is_unsigned(files):
-    study, folder, _ = files
-    path = latest_record(folder)
-    record = statement_of(path)
-    record["predicate"]["record"]["specialty"] = "emergency medicine"
-    replace_payload(path, record)
-    _, checked = read_folder(folder)
-    assert {c.path.name: c.error[0] for c in checked if c.error} == {path.name: "unsigned_record"}
-    decisions = by_band(decide(study.library, folder, scope="require"))
-    # The altered record is also no longer the record the attestation was signed beside.
+        _, private_key = unlock_signing_key(s, study.a.id, PASS_01)
+    statement = statement_of(envelope)
+    statement["predicate"]["signer"]["pseudonym"] = "adjudicator-99"
+    beside = forge(folder / "adjudicator-99.dsse.json", statement, private_key)
+    assert strays(folder) == {beside.name: "stray_file"}
+    decisions = by_band(decide(study.library, folder, quorum=2))
     for name in ALL_BANDS:
         assert not_granted(decisions[name])
-        assert "missing_record" in codes(decisions[name])
+        assert "quorum_not_met" in codes(decisions[name])
+
+    beside.unlink()
+    after = forge(
+        folder / "adjudicator-99-after.dsse.json", appended(folder, statement), private_key
+    )
+    assert problems(folder) == {after.name: "unrostered_key"}
+    nothing_granted(study, folder)
 
 
-def test_an_edited_adjudicators_yaml_changes_no_grant(files):
-    """adjudicators.yaml is for people: making the geriatrician an emergency physician there
-    does not put triage in her scope, and verify names the edit."""
+def test_an_altered_enrolment_record_makes_the_folder_invalid(files):
+    """Making the geriatrician an emergency physician in her root-signed enrolment, keeping
+    its signature: the record at that place does not verify."""
     study, folder, _ = files
-    before = {
-        k: d.as_dict() for k, d in by_band(decide(study.library, folder, scope="require")).items()
-    }
-    edit_file(
-        folder / "adjudicators.yaml", "specialty: geriatrics", "specialty: emergency medicine"
-    )
-    after = decide(study.library, folder, scope="require")
-    assert {k: d.as_dict() for k, d in by_band(after).items()} == before
-    assert not_granted(by_band(after)[TRIAGE])
-    assert any(
-        p.startswith("unsigned_record: adjudicators.yaml gives") for p in after.file_problems
-    )
-    assert read_evidence(folder).problems[0][0] == "unsigned_record"
+    [path] = [p for p in folder.glob("*-enrolment-adjudicator-01-*.dsse.json")]
+    record = statement_of(path)
+    record["predicate"]["enrolment"]["specialty"] = "emergency medicine"
+    replace_payload(path, record)
+    assert problems(folder) == {path.name: "bad_signature"}
+    nothing_granted(study, folder)
 
 
-def test_an_attestation_with_no_self_signed_record_is_unsigned(files):
+def test_a_self_enrolled_phantom_counts_for_nothing(files):
+    """A stranger's key with a self-signed activation and attestation for adjudicator-77, no
+    root-signed enrolment: unrostered_key, and the real rater's grants are never taken."""
     study, folder, envelope = files
+    key = stranger()
     statement = statement_of(envelope)
-    statement["predicate"]["adjudicator"]["pseudonym"] = "adjudicator-77"
-    pair = generate_keypair("a stranger's passphrase")
-    forged = folder / "adjudicator-77.dsse.json"
-    forge(
-        forged,
-        statement,
-        unseal_private_key(pair.sealed_private_key, "a stranger's passphrase"),
-        pair.keyid,
-    )
-    assert error_codes(folder)[forged.name] == "unsigned_record"
-    assert "unsigned_record" in codes(by_band(decide(study.library, folder))[DOC])
+    statement["predicate"]["signer"] = {"pseudonym": "adjudicator-77", "keyid": keyid_of(key)}
+    beside = forge(folder / "adjudicator-77.dsse.json", statement, key)
+    assert strays(folder) == {beside.name: "stray_file"}
+    before = granted(study, folder)
+    assert before[DOC]["adjudicated_by"] == ["adjudicator-01"]
+
+    beside.unlink()
+    after = forge(folder / "adjudicator-77-after.dsse.json", appended(folder, statement), key)
+    assert problems(folder) == {after.name: "unrostered_key"}
+    nothing_granted(study, folder)
 
 
-@pytest.mark.parametrize("policy", [None, "quorum: 0\nscope: warn\n", "quorum: 1\n", "[1, 2]\n"])
-def test_without_a_valid_policy_nothing_is_granted(files, policy):
+def test_a_deleted_record_in_the_middle_is_a_gap(files, store):
+    """Deleting a revocation that a later record follows does not restore the grants: the gap
+    makes the folder invalid."""
     study, folder, _ = files
-    if policy is None:
-        (folder / POLICY_FILE).unlink()
-    else:
-        (folder / POLICY_FILE).write_text(policy)
-    registry = decide(study.library, folder)
-    for decision in registry.decisions:
-        assert not_granted(decision)
-        assert "no_policy" in codes(decision)
-    assert registry.valid_signers == {}
-    # Overriding quorum and scope for a sensitivity run does not stand in for the policy.
-    assert not any(
-        d.adjudicated for d in decide(study.library, folder, quorum=1, scope="warn").decisions
-    )
-
-
-def test_a_deleted_revocation_is_a_missing_record(files, store):
-    """Deleting a revocation does not restore the grants: the next record signed names it."""
-    study, folder, envelope = files
+    revocation = revoke_01(store, study, folder)
     with session_scope(store) as s:
-        revocation = revoke(
-            s,
-            rater=study.a,
-            passphrase=PASS_01,
-            attestation=envelope,
-            reason="wrong hand-back",
-            folder=folder,
+        set_policy(
+            s, folder, actor=study.coordinator, passphrase=COORDINATOR_PASS, quorum=1, scope="warn"
         )
-    amend_02(store, study.library, study.b, {"min": 7, "max": 60})
-    later = sign(store, study.library, study.b, PASS_02, folder)
-    assert revocation.name in {link["file"] for link in statement_of(later)["predicate"]["records"]}
     revocation.unlink()
-
-    registry = decide(study.library, folder)
-    for decision in registry.decisions:
-        assert not_granted(decision)
-        assert "missing_record" in codes(decision)
-    assert any(revocation.name in p for p in registry.file_problems)
-    assert registry.valid_signers == {}
+    registry = nothing_granted(study, folder)
+    assert any("is missing" in p for p in registry.file_problems)
 
 
-def test_the_head_counts_and_digests_every_record(files):
-    _, folder, envelope = files
-    count, digest = records_head(folder)
-    assert count == len(list(folder.glob("*.dsse.json"))) == 4  # 3 records, 1 attestation
-    assert digest.startswith("sha256:") and len(digest) == 71
+def test_deleting_the_newest_records_shows_against_an_earlier_head(files, store):
+    """A revocation deleted as the newest record leaves a valid, shorter chain; the head seen
+    before (an export's, a receipt's) shows the truncation."""
+    study, folder, _ = files
+    revocation = revoke_01(store, study, folder)
+    seen = read_evidence(folder).head
+    assert read_evidence(folder, since=seen).valid
+    revocation.unlink()
+    (folder / ADJUDICATORS_FILE).unlink()  # the copy names the head; a careful attacker drops it
+    assert read_evidence(folder).valid
+    assert problems(folder, since=seen) == {"": "folder_invalid"}
+    assert decide(study.library, folder, since=seen).valid is False
+
+
+def test_the_head_is_the_newest_records_place_and_digest(files):
+    _, folder, _ = files
+    evidence = read_evidence(folder)
+    sequence, digest = evidence.head
+    files_ = sorted(folder.glob("*.dsse.json"))
+    assert sequence == len(files_) - 1 == chain_end(folder)[0]
+    assert digest == chain_end(folder)[1] == payload_digest(files_[-1])
+    assert files_[-1].name.startswith(f"{sequence:06d}-") and digest[7:19] in files_[-1].name
     copy = folder.parent / "copy"
     shutil.copytree(folder, copy)
-    assert records_head(copy) == (count, digest)  # file names and places do not matter
-    envelope.unlink()
-    assert records_head(folder)[0] == count - 1 and records_head(folder)[1] != digest
+    assert read_evidence(copy).head == (sequence, digest)  # the folder's place does not matter
+    assert read_evidence(folder, since=(sequence, digest)).valid
+    assert not read_evidence(folder, since=(sequence, "sha256:" + "0" * 64)).valid
+    assert not read_evidence(folder, since=(sequence + 1, digest)).valid
 
 
 def test_a_reset_retires_the_key_keeps_old_signatures_and_shows_the_change(files, store):
     study, folder, envelope = files
     with session_scope(store) as s:
         old_key, old_private = unlock_signing_key(s, study.a.id, PASS_01)
-        code = reset(s, actor=study.coordinator, pseudonym="adjudicator-01")
+        code = reset(
+            s,
+            actor=study.coordinator,
+            pseudonym="adjudicator-01",
+            passphrase=COORDINATOR_PASS,
+            folder=folder,
+        )
     with session_scope(store) as s:
         made = activate(
             s,
@@ -706,10 +1011,11 @@ def test_a_reset_retires_the_key_keeps_old_signatures_and_shows_the_change(files
         )
     assert made is not None and made.keyid != old_key.keyid
 
-    published = read_adjudicators(folder)["adjudicator-01"]
-    keys = published["keys"]
-    assert [k["keyid"] for k in keys] == [old_key.keyid, made.keyid]
-    assert keys[0]["retired"] is not None and keys[1]["retired"] is None
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.problems
+    keys = evidence.adjudicators["adjudicator-01"].keys
+    assert [k.keyid for k in keys] == [old_key.keyid, made.keyid]
+    assert keys[0].until is not None and keys[1].until is None
     decisions = by_band(decide(study.library, folder))
     # Her attestation signed with the old key still stands, and the key change shows.
     assert decisions[DOC].provenance == ADJUDICATED
@@ -717,18 +1023,99 @@ def test_a_reset_retires_the_key_keeps_old_signatures_and_shows_the_change(files
     # The old key cannot sign any more: its private half is gone from the store ...
     with session_scope(store) as s:
         assert unlock_signing_key(s, study.a.id, "a brand new passphrase")[0].keyid == made.keyid
-    # ... and a signature made with a copy of it after the reset is refused.
+    # ... and a signature made with a copy of it after the reset, claiming an early date, is
+    # refused by its place in the chain.
     statement = statement_of(envelope)
-    statement["predicate"]["signature_manifestation"]["signed_at"] = "2999-01-01T00:00:00.000000Z"
-    forged = folder / "adjudicator-01-backdated.dsse.json"
-    forge(forged, statement, old_private, old_key.keyid)
-    assert error_codes(folder)[forged.name] == "unknown_key"
+    statement["predicate"]["signed_at"] = "2001-01-01T00:00:00.000000Z"
+    forged = forge(folder / "backdated.dsse.json", appended(folder, statement), old_private)
+    assert problems(folder) == {forged.name: "unknown_key"}
+    nothing_granted(study, folder)
 
 
-def test_the_registry_says_what_it_was_decided_from(files):
+def test_another_studys_records_are_wrong_study_strays(files, tmp_path):
+    """A second study (its own root) given this study's records: none counts there, and the
+    folder holding both roots is checked only once the study is named."""
+    study, folder, _ = files
+    engine = make_engine(f"sqlite:///{tmp_path / 'other.db'}")
+    upgrade(engine)
+    other = tmp_path / "other" / "attestations"
+    with session_scope(engine) as s:
+        coordinator = create_first_coordinator(
+            s, pseudonym="coordinator", passphrase=COORDINATOR_PASS, folder=other
+        )
+    with session_scope(engine) as s:
+        set_policy(s, other, actor=coordinator, passphrase=COORDINATOR_PASS, quorum=1, scope="warn")
+        other_id = study_settings(s).study_id
+    engine.dispose()
+    assert other_id != study.study_id
+    copied = []
+    for path in folder.glob("*.dsse.json"):
+        if "-root-" not in path.name:
+            shutil.copy(path, other / f"copied-{path.name}")
+            copied.append(f"copied-{path.name}")
+
+    assert problems(other) == {} and read_evidence(other).study == other_id
+    assert strays(other, study=other_id) == {name: "wrong_study" for name in copied}
+    registry = decide(study.library, other, study=other_id)
+    assert registry.valid
+    for decision in registry.decisions:
+        assert not_granted(decision)
+        assert codes(decision) == ["no_attestation"]
+    # Named as the other study, this study's own folder is not it.
+    assert not read_evidence(folder, study=other_id).valid
+    # Both roots in one folder: which study is meant must be said.
+    shutil.copy(next(other.glob("*-root-*.dsse.json")), folder / "other-root.dsse.json")
+    assert problems(folder) == {"": "folder_invalid"}
+    assert read_evidence(folder, study=study.study_id).valid
+    assert decide(study.library, folder, study=study.study_id).valid
+
+
+def test_the_registry_says_what_it_was_decided_from(files, signed):
     study, folder, _ = files
     registry = decide(study.library, folder)
-    assert registry.head == records_head(folder) and registry.policy_problem is None
-    (folder / POLICY_FILE).unlink()
-    missing = decide(study.library, folder)
-    assert "no policy.yaml" in missing.policy_problem
+    evidence = read_evidence(folder)
+    assert (registry.head, registry.study) == (evidence.head, study.study_id)
+    assert registry.policy_problem is None
+    missing = decide(study.library, signed[2]["roster"])
+    assert "no signed policy record" in missing.policy_problem
+
+
+def test_on_each_store_the_published_chain_grants_and_a_forgery_is_refused(
+    engine, shared_library, tmp_path
+):
+    """The study built and signed on SQLite and on PostgreSQL: the folder the store publishes
+    when round 1 closes verifies and grants; a stranger's record appended to it is refused."""
+    folder = tmp_path / "attestations"
+    with session_scope(engine) as s:
+        coordinator, a, _ = enrol_study(s, shared_library)
+        identities(s, coordinator, tmp_path / "identity.key")
+        set_policy(
+            s, folder, actor=coordinator, passphrase=COORDINATOR_PASS, quorum=1, scope="warn"
+        )
+        import_handback(
+            s,
+            shared_library,
+            actor=coordinator,
+            rater_pseudonym="adjudicator-01",
+            text=HANDBACK.read_text(),
+            source=HANDBACK.name,
+        )
+    receipt = sign(engine, shared_library, a, PASS_01, folder, confirm=True)
+    envelope = folder / receipt.records[0][2]
+    assert not envelope.exists()  # sealed while the round is open
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=folder)
+        study_id = study_settings(s).study_id
+    assert envelope.is_file()
+    study = Study(shared_library, coordinator, a, None, study_id, envelope.name)
+    before = granted(study, folder)
+    assert read_evidence(folder).head == receipt.head
+    statement = statement_of(envelope)
+    statement["predicate"]["reviews"][0]["verdict"] = "ACCEPT"
+    key = stranger()
+    statement["predicate"]["signer"]["keyid"] = keyid_of(key)
+    forged = forge(folder / "forged.dsse.json", appended(folder, statement), key)
+    assert problems(folder) == {forged.name: "unrostered_key"}
+    nothing_granted(study, folder)
+    forged.unlink()
+    assert granted(study, folder) == before

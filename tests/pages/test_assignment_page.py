@@ -7,7 +7,6 @@ rater ever sees it."""
 import pytest
 from sqlalchemy import text
 
-from fma_bands.evidence.policy import Policy, write_policy_file
 from fma_bands.study.impact import read_runs, reviewed_impact
 from tests import page_helpers
 from tests.page_helpers import (
@@ -51,7 +50,7 @@ def frames(at) -> list:
 
 def test_the_admin_page_flags_bands_and_shows_every_bands_raters(scoped, tmp_path, monkeypatch):
     monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "att"))
-    write_policy_file(tmp_path / "att", Policy(quorum=2))
+    scoped.set_policy(tmp_path / "att", quorum=2)
     at = open_app(scoped.coordinator, "app_pages/admin.py")
     assert any(h.value == "Who reviews what" for h in at.subheader)
     [warning] = [w.value for w in at.warning if "cannot be adjudicated" in w.value]
@@ -121,7 +120,7 @@ def test_a_raters_queue_holds_only_their_bands(scoped):
 
 def test_progress_shows_each_band_against_the_quorum(study, tmp_path, monkeypatch):
     monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "att"))
-    write_policy_file(tmp_path / "att", Policy(quorum=2))
+    study.set_policy(tmp_path / "att", quorum=2)
     study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
     study.save(study.other, DOC, submit=True, verdict="DECLINE", reason="cannot say")
     study.save(study.rater, TRIAGE, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)

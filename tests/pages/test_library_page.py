@@ -18,6 +18,7 @@ def app(monkeypatch, shared_vignettes, tmp_path):
     url = f"sqlite:///{tmp_path / 'fma-bands.db'}"
     monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(shared_vignettes))
     monkeypatch.setenv("FMA_BANDS_DATABASE_URL", url)
+    monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "attestations"))
     monkeypatch.chdir(ROOT)
     engine = make_engine(url)
     upgrade(engine)
@@ -31,9 +32,10 @@ def app(monkeypatch, shared_vignettes, tmp_path):
         )
         rater = create_user(
             s,
-            actor=None,
+            actor="coordinator",
             pseudonym="rater-01",
             passphrase="rater passphrase",
+            root_passphrase="coordinator pass",
             role="rater",
             specialty="emergency medicine",
             jurisdiction="Australia",

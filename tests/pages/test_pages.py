@@ -12,6 +12,7 @@ from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
 from fma_bands.core.people import UserPublic
+from fma_bands.evidence.log import read_evidence
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study import audit
 from fma_bands.study.enrolment import ACTIVATION_FAILED
@@ -52,6 +53,13 @@ def fill_first_run(at: AppTest, passphrase: str, repeat: str) -> AppTest:
     by_label(at.text_input, "Passphrase").input(passphrase)
     by_label(at.text_input, "Repeat the passphrase").input(repeat)
     return click(at, "Create coordinator account")
+
+
+def statement_of(path) -> str:
+    """The in-toto statement a DSSE envelope file signs, as JSON text."""
+    import base64
+
+    return base64.b64decode(json.loads(path.read_text(encoding="utf-8"))["payload"]).decode()
 
 
 def users_in(url: str) -> list[UserPublic]:
@@ -202,12 +210,16 @@ def test_no_page_shows_one_rater_anything_of_another(study):
 # Study admin -------------------------------------------------------------------------------
 
 
-def enrol(at: AppTest, pseudonym: str) -> AppTest:
+ENROL_PASSPHRASE = "Your passphrase (it unlocks the study's root key, which signs the enrolment)"
+
+
+def enrol(at: AppTest, pseudonym: str, passphrase: str = PASSPHRASES["coordinator"]) -> AppTest:
     go(at, "app_pages/raters.py")
     by_label(at.text_input, "Pseudonym").input(pseudonym)
     by_label(at.text_input, "Specialty").input("geriatrics")
     by_label(at.text_input, "Jurisdiction").input("Australia")
     by_label(at.number_input, "Years since registration").set_value(12)
+    by_label(at.text_input, ENROL_PASSPHRASE).input(passphrase)
     return click(at, "Enrol rater")
 
 
@@ -239,12 +251,50 @@ def enrol_and_read_code(study) -> str:
     assert not made.active and made.keyid is None
     table = rater_table(at)
     assert list(table[table["pseudonym"] == "adjudicator-02"]["account"]) == ["awaiting activation"]
-    # The coordinator's form has no passphrase field at all.
-    assert not [w for w in at.text_input if "assphrase" in w.label]
+    # The one passphrase field is the coordinator's own (the root key signs the enrolment),
+    # never the rater's, and it is emptied once the enrolment is signed.
+    assert [w.label for w in at.text_input if "assphrase" in w.label] == [
+        ENROL_PASSPHRASE,
+        "Your passphrase (it unlocks the study's root key, which signs the new enrolment)",
+    ]
+    assert by_label(at.text_input, ENROL_PASSPHRASE).value == ""
     # Shown once: the next rerun no longer shows it.
     run(at)
     assert not at.code and code.value not in shown(at)
     return code.value
+
+
+def test_a_wrong_coordinator_passphrase_enrols_nobody(study):
+    at = open_app(study.coordinator)
+    before = users_in(study.url)
+    enrol(at, "adjudicator-02", passphrase="not the passphrase")
+    assert [as_read(e.value) for e in at.error] == [
+        "that passphrase is not right; nothing was signed"
+    ]
+    assert not at.success and not at.code
+    assert by_label(at.text_input, "Pseudonym").value == "adjudicator-02"  # input kept
+    assert users_in(study.url) == before
+
+
+def test_the_coordinator_resets_a_rater_with_the_root_passphrase(study, tmp_path):
+    at = go(open_app(study.coordinator), "app_pages/raters.py")
+    reset_label = "Your passphrase (it unlocks the study's root key, which signs the new enrolment)"
+    by_label(at.selectbox, "Rater who lost their passphrase").set_value("rater-01")
+    by_label(at.text_input, reset_label).input("not the passphrase")
+    click(at, "Issue a new enrolment code")
+    assert [e.value for e in at.error] == ["that passphrase is not right; nothing was signed"]
+    assert not at.code
+    assert {u.pseudonym: u for u in users_in(study.url)}["rater-01"].active
+    by_label(at.text_input, reset_label).input(PASSPHRASES["coordinator"])
+    click(at, "Issue a new enrolment code")
+    assert not at.error
+    [success] = at.success
+    assert success.value.startswith("rater-01 was reset. Give rater-01 this enrolment code")
+    assert len(at.code) == 1
+    assert by_label(at.text_input, reset_label).value == ""  # not left on screen
+    # The reset is a new root-signed enrolment, in the folder once the page's session commits.
+    [enrolment] = sorted((tmp_path / "attestations").glob("*-enrolment-rater-01-*.dsse.json"))[-1:]
+    assert json.loads(statement_of(enrolment))["predicate"]["reset"] is True
 
 
 def test_a_real_name_is_refused_naming_the_field(study):
@@ -286,10 +336,15 @@ def test_a_rater_activates_with_the_code_and_chooses_the_passphrase(study, monke
     assert at.session_state["user"]["pseudonym"] == "adjudicator-02"
     made = {u.pseudonym: u for u in users_in(study.url)}["adjudicator-02"]
     assert made.active and made.keyid
-    assert [
-        p.name.endswith("-record.dsse.json")
-        for p in (tmp_path / "attestations").glob("*.dsse.json")
-    ] == [True]
+    # The root-signed enrolment, then the activation her new key signed: the log's newest two.
+    newest = sorted(p.name for p in (tmp_path / "attestations").glob("*.dsse.json"))[-2:]
+    assert [name.split("-", 1)[1].rsplit("-", 1)[0] for name in newest] == [
+        "enrolment-adjudicator-02",
+        "activation-adjudicator-02",
+    ]
+    evidence = read_evidence(tmp_path / "attestations")
+    assert evidence.valid, evidence.problems
+    assert [k.keyid for k in evidence.adjudicators["adjudicator-02"].keys] == [made.keyid]
     # The code is spent, and the chosen passphrase signs in.
     again = activate_in(
         go(open_app(), "app_pages/activate.py"), "adjudicator-02", code, "another passphrase!"

@@ -1,5 +1,9 @@
-"""The Band registry page on a three-rater study: what the harness cannot score is shown per
-band, and bands.yaml is a download or goes to the one export folder, never to a typed path."""
+"""The Band registry page on a three-rater study built through the store (root, enrolments,
+policy and attestations signed into the log, published when round 1 closed): what the harness
+cannot score is shown per band, and bands.yaml is a download or goes to the one export folder,
+never to a typed path. A folder that does not verify grants nothing and offers no export."""
+
+import shutil
 
 import pytest
 import streamlit as st
@@ -8,10 +12,10 @@ from streamlit.testing.v1 import AppTest
 
 from fma_bands.core.actions import sub_action
 from fma_bands.core.vignettes import load_library
-from fma_bands.evidence.export import attestations_head
 from fma_bands.evidence.harness import harness_note
 from fma_bands.evidence.registry import decide
 from fma_bands.store.db import make_engine, session_scope
+from fma_bands.study.state import study as study_settings
 from fma_bands.study.users import get_user
 from tests.conftest import DEMO_VIGNETTES, ROOT
 from tests.evidence.test_harness import build_three_raters
@@ -32,13 +36,13 @@ def study(tmp_path_factory):
     return root, url, coordinator, rater
 
 
-@pytest.fixture
-def page(study, tmp_path, monkeypatch):
-    root, url, coordinator, _ = study
+def open_page(study, attestations, tmp_path, monkeypatch) -> AppTest:
+    """The registry page, as the coordinator, on the store and this attestations folder."""
+    _, url, coordinator, _ = study
     for name, value in {
         "FMA_BANDS_DATABASE_URL": url,
         "FMA_BANDS_VIGNETTES": str(DEMO_VIGNETTES),
-        "FMA_BANDS_ATTESTATIONS": str(root / "attestations"),
+        "FMA_BANDS_ATTESTATIONS": str(attestations),
         "FMA_BANDS_EXPORT_DIR": str(tmp_path / "exports"),
     }.items():
         monkeypatch.setenv(name, value)
@@ -49,7 +53,12 @@ def page(study, tmp_path, monkeypatch):
     at.session_state["user"] = coordinator.model_dump()
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    yield at
+    return at
+
+
+@pytest.fixture
+def page(study, tmp_path, monkeypatch):
+    yield open_page(study, study[0] / "attestations", tmp_path, monkeypatch)
     st.cache_data.clear()
     st.cache_resource.clear()
 
@@ -94,7 +103,10 @@ def test_the_export_is_a_download_or_the_one_export_folder(study, page, tmp_path
     assert [as_read(s.value) for s in page.success] == [f"Wrote {written}"]
     document = yaml.safe_load(written.read_text())
     header = document["attestations"]
-    assert header["head"] == attestations_head(root / "attestations")
+    registry = decide(load_library([DEMO_VIGNETTES]), root / "attestations")
+    assert registry.valid and registry.head[1]
+    assert header["head"] == {"sequence": registry.head[0], "digest": registry.head[1]}
+    assert (header["study"], header["valid"]) == (registry.study, True)
     assert (exports / header["folder"]).resolve() == (root / "attestations").resolve()
     for group in document["bands"].values():
         for entry in group:
@@ -113,3 +125,48 @@ def test_the_page_is_the_coordinators(study, monkeypatch, tmp_path):
     at.run()
     assert [e.value for e in at.error] == ["This page is not available to you."]
     assert len(at.download_button) == 0
+
+
+def test_the_caption_names_the_study_and_the_head(study, page):
+    root, url, _, _ = study
+    engine = make_engine(url)
+    with session_scope(engine) as s:
+        study_id = study_settings(s).study_id
+    engine.dispose()
+    registry = decide(load_library([DEMO_VIGNETTES]), root / "attestations")
+    assert registry.study == study_id
+    assert f"Study {study_id}; the log's head: record {registry.head[0]}, {registry.head[1]}." in [
+        as_read(c.value) for c in page.caption
+    ]
+    assert not page.error
+    assert not [w for w in page.warning if "not part of the study's log" in w.value]
+
+
+def test_a_hand_edited_policy_copy_grants_nothing_and_offers_no_export(
+    study, tmp_path, monkeypatch
+):
+    """While the app runs, policy.yaml is edited by hand from quorum 2 to 1: the folder does not
+    verify, the page says which file and why, grants nothing, and stops before the export."""
+    attestations = tmp_path / "attestations"
+    shutil.copytree(study[0] / "attestations", attestations)
+    try:
+        at = open_page(study, attestations, tmp_path, monkeypatch)
+        assert [b.label for b in at.download_button] == ["Download bands.yaml"]
+        assert any("25 of 27 bands are clinician-adjudicated." in c.value for c in at.caption)
+        policy = attestations / "policy.yaml"
+        edited = policy.read_text(encoding="utf-8").replace("quorum: 2", "quorum: 1")
+        assert edited != policy.read_text(encoding="utf-8")
+        policy.write_text(edited, encoding="utf-8")
+        at.run()
+    finally:
+        st.cache_data.clear()
+        st.cache_resource.clear()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [as_read(e.value) for e in at.error]
+    assert errors[0].startswith("The attestations folder does not verify, so no band is")
+    [problem] = errors[1:]  # the file and the reason, as `fma-bands verify` names them
+    assert problem.startswith("policy.yaml: copy_differs: policy.yaml was edited"), problem
+    assert any("0 of 27 bands are clinician-adjudicated." in c.value for c in at.caption)
+    assert len(at.download_button) == 0
+    assert not [b for b in at.button if b.label.startswith("Write bands.yaml")]
+    assert not (tmp_path / "exports").exists()

@@ -1,18 +1,23 @@
 """Changing a signed review in the browser signs the attestation again, so the old signature
 never stands for a review the rater has since changed; and the new signature covers what the
-rater signed before plus the change, never a hand-back the coordinator imported since."""
+rater signed before plus the change, never a hand-back the coordinator imported since.
+Signed while round 1 is open, every attestation waits sealed in the store: the folder holds it
+once the coordinator closes the round."""
 
 import pytest
+from sqlmodel import col, select
 from streamlit.testing.v1 import AppTest
 
 from app_pages.review_screen import screen_key
 from fma_bands.core.protocol import DECLARATIONS
-from fma_bands.evidence.policy import Policy, write_policy_file
 from fma_bands.evidence.registry import decide
 from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.store.models import LogRecord
 from fma_bands.study.enrolment import create_user
+from fma_bands.study.governance import set_policy
 from fma_bands.study.handback import import_handback
 from fma_bands.study.identity import set_identity
+from fma_bands.study.rounds import close_round
 from fma_bands.study.signing import attest
 from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
 
@@ -59,6 +64,7 @@ def signed_study(tmp_path, monkeypatch, shared_library):
             actor="coordinator",
             pseudonym="rater-01",
             passphrase=PASSPHRASE,
+            root_passphrase="coordinator pass",
             role="rater",
             specialty="emergency medicine",
             jurisdiction="Australia",
@@ -79,6 +85,9 @@ def signed_study(tmp_path, monkeypatch, shared_library):
             record=IDENTITY,
             key_path=tmp_path / "identity.key",
         )
+        set_policy(
+            s, folder, actor=coordinator, passphrase="coordinator pass", quorum=1, scope="warn"
+        )
     with session_scope(engine) as s:
         attest(
             s,
@@ -90,13 +99,34 @@ def signed_study(tmp_path, monkeypatch, shared_library):
             folder=folder,
             confirm_imported=True,
         )
-    write_policy_file(folder, Policy())
     engine.dispose()
     import streamlit as st
 
     st.cache_data.clear()
     st.cache_resource.clear()
     return rater, folder, coordinator, engine
+
+
+def signed_records(engine) -> list[str]:
+    """The rater's attestation records in the store, sealed or not, in the log's order."""
+    with session_scope(engine) as s:
+        query = select(LogRecord.file_name).where(LogRecord.kind == "adjudication")
+        names = list(s.exec(query.order_by(col(LogRecord.sequence))))
+    engine.dispose()
+    return names
+
+
+def close(engine, coordinator, folder, library) -> dict:
+    """The coordinator closes round 1, which publishes its sealed attestations to the folder;
+    the registry's decisions from the folder then, by vignette."""
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=folder)
+    engine.dispose()
+    return {d.vignette_id: d for d in decide(library, folder).decisions}
+
+
+def adjudications(folder) -> list:
+    return sorted(folder.glob("*-adjudication-rater-01-*.dsse.json"))
 
 
 def revise_triage(rater) -> AppTest:
@@ -120,22 +150,23 @@ def submit(at: AppTest) -> AppTest:
 
 
 def test_a_wrong_passphrase_submits_nothing_and_signs_nothing(signed_study, shared_library):
-    rater, folder, _, _ = signed_study
-    before = sorted(folder.glob("*.dsse.json"))
+    rater, folder, coordinator, engine = signed_study
+    before = signed_records(engine)
+    assert len(before) == 1 and not adjudications(folder)  # sealed while round 1 is open
     at = revise_triage(rater)
     at.text_input(key=f"{KEY}:passphrase").set_value("not the passphrase").run()
     submit(at)
     assert not at.exception
     assert any("that passphrase is not right" in e.value for e in at.error)
-    assert sorted(folder.glob("*.dsse.json")) == before
-    decision = next(
-        d for d in decide(shared_library, folder).decisions if d.vignette_id == "draft_triage_01"
-    )
-    assert decision.provenance == "clinician-adjudicated"  # the signed ACCEPT still stands
+    assert signed_records(engine) == before
+    decisions = close(engine, coordinator, folder, shared_library)
+    assert [p.name for p in adjudications(folder)] == before
+    # The signed ACCEPT still stands.
+    assert decisions["draft_triage_01"].provenance == "clinician-adjudicated"
 
 
 def test_submitting_a_change_signs_again_and_supersedes(signed_study, shared_library):
-    rater, folder, _, _ = signed_study
+    rater, folder, coordinator, engine = signed_study
     at = revise_triage(rater)
     assert any("Your signed attestation covers this band" in i.value for i in at.info)
     at.text_input(key=f"{KEY}:passphrase").set_value(PASSPHRASE).run()
@@ -143,8 +174,9 @@ def test_submitting_a_change_signs_again_and_supersedes(signed_study, shared_lib
     assert not at.exception
     [success] = [s.value for s in at.success]
     assert success.startswith("Review submitted (revision 2) and your attestation signed again.")
-    assert len(list(folder.glob("rater-01-*Z.dsse.json"))) == 2  # two attestations
-    decisions = {d.vignette_id: d for d in decide(shared_library, folder).decisions}
+    assert len(signed_records(engine)) == 2  # two attestations
+    decisions = close(engine, coordinator, folder, shared_library)
+    assert len(adjudications(folder)) == 2
     # The newer signature carries the DECLINE, which counts for nothing: the band falls back.
     assert decisions["draft_triage_01"].provenance == "author-derived"
     assert "declined" in [r.code for r in decisions["draft_triage_01"].reasons]
@@ -163,7 +195,6 @@ def test_signing_again_from_the_review_page_covers_no_later_import(signed_study,
     """The attack: after she signed, the coordinator imports a hand-back in her name;
     she revises one other band and gives her passphrase. The imported line must not ride in."""
     rater, folder, coordinator, engine = signed_study
-    [first] = [p for p in folder.glob("rater-01-*Z.dsse.json")]
     with session_scope(engine) as s:
         import_handback(
             s,
@@ -178,24 +209,22 @@ def test_signing_again_from_the_review_page_covers_no_later_import(signed_study,
     at.text_input(key=f"{KEY}:passphrase").set_value(PASSPHRASE).run()
     submit(at)
     assert not at.exception
-    [second] = [p for p in folder.glob("rater-01-*Z.dsse.json") if p != first]
+    decisions = close(engine, coordinator, folder, shared_library)
+    first, second = adjudications(folder)  # the log's order: the file names begin with it
     before, after = statement_reviews(first), statement_reviews(second)
     ordering = ("draft_ordering_01", "esi_acuity")
     assert after[ordering] == before[ordering]  # her own signed AMEND {2, 3}, not the import
     assert after[ordering]["attested_band"] == [2, 3]
     assert after[("draft_triage_01", "esi_acuity")]["verdict"] == "DECLINE"
     assert after[("draft_triage_01", "esi_acuity")]["origin"] == "app"
-    decision = next(
-        d for d in decide(shared_library, folder).decisions if d.vignette_id == "draft_ordering_01"
-    )
-    assert decision.as_dict()["acceptable"] == [2, 3]
+    assert decisions["draft_ordering_01"].as_dict()["acceptable"] == [2, 3]
 
 
 def test_the_coordinators_passphrase_signs_nothing_on_any_page(signed_study, shared_library):
     """Even in a rater's browser session, the coordinator's passphrase neither signs an
     attestation nor signs again after a change: the rater's key opens with hers alone."""
-    rater, folder, _, _ = signed_study
-    before = sorted(folder.iterdir())
+    rater, _, _, engine = signed_study
+    before = signed_records(engine)
     at = revise_triage(rater)
     at.text_input(key=f"{KEY}:passphrase").set_value("coordinator pass").run()
     submit(at)
@@ -211,4 +240,4 @@ def test_the_coordinators_passphrase_signs_nothing_on_any_page(signed_study, sha
     assert [e.value for e in at.error] == ["that passphrase is not right; nothing was signed"]
     # The form keeps what was entered, so the rater can correct it.
     assert all(box.value for box in at.checkbox if box.key.startswith("declare:"))
-    assert sorted(folder.iterdir()) == before
+    assert signed_records(engine) == before

@@ -341,6 +341,7 @@ def demo_rater(monkeypatch, tmp_path):
 
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     monkeypatch.setenv("FMA_BANDS_DATABASE_URL", url)
+    monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "attestations"))
     monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(DEMO_VIGNETTES))
     monkeypatch.chdir(ROOT)
     engine = make_engine(url)
@@ -356,9 +357,10 @@ def demo_rater(monkeypatch, tmp_path):
         )
         rater = create_user(
             s,
-            actor=None,
+            actor="coordinator",
             pseudonym="rater-01",
             passphrase="rater-01 pass",
+            root_passphrase="coordinator pass",
             role="rater",
             specialty="emergency medicine",
             jurisdiction="Australia",

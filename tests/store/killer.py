@@ -2,12 +2,13 @@
 
     python -m tests.store.killer WINDOW ARGS...
 
-The windows are the renames of the write paths (fma_bands.core.files.write_atomically,
-fma_bands.store.db.write_on_commit), so the process dies exactly between two of its writes:
+The windows sit between two steps of a write path, so the process dies exactly between them:
 
-- pending-written: a signed record has just reached its pending file, before the commit;
-- before-publish: the commit is done, the pending record not yet renamed into place;
-- adjudicators: the store is committed, adjudicators.yaml not yet written again;
+- appended: a record of the study's log is signed into the open transaction, before the commit
+  (fma_bands.study.ledger.append);
+- before-publish: the commit is done, the first record it publishes not yet renamed into
+  attestations/ (fma_bands.study.ledger.publish, through fma_bands.core.files.write_atomically);
+- adjudicators: the records are in attestations/, adjudicators.yaml not yet written again;
 - export: bands.yaml is written and synced, not yet renamed over the old one.
 """
 
@@ -16,8 +17,9 @@ import signal
 import sys
 from pathlib import Path
 
-PENDING = ".pending"
-WINDOWS = ("pending-written", "before-publish", "adjudicators", "export")
+from fma_bands.evidence.envelope import ENVELOPE_SUFFIX
+
+WINDOWS = ("appended", "before-publish", "adjudicators", "export")
 _replace = os.replace
 
 
@@ -27,18 +29,28 @@ def _die() -> None:
 
 def _replace_then_maybe_die(window: str):
     def replace(src, dst, *args, **kwargs):
-        source, target = Path(src), Path(dst)
-        if window == "before-publish" and source.name.endswith(PENDING):
+        target = Path(dst)
+        if window == "before-publish" and target.name.endswith(ENVELOPE_SUFFIX):
             _die()
         if window == "adjudicators" and target.name == "adjudicators.yaml":
             _die()
         if window == "export" and target.name == "bands.yaml":
             _die()
         _replace(src, dst, *args, **kwargs)
-        if window == "pending-written" and target.name.endswith(PENDING):
-            _die()
 
     return replace
+
+
+def _die_after_append() -> None:
+    from fma_bands.study import ledger
+
+    append = ledger.append
+
+    def append_then_die(*args, **kwargs):
+        append(*args, **kwargs)
+        _die()
+
+    ledger.append = append_then_die  # type: ignore[assignment]
 
 
 def main() -> None:
@@ -46,6 +58,8 @@ def main() -> None:
     if window not in WINDOWS:
         raise SystemExit(f"unknown window {window!r}: one of {', '.join(WINDOWS)}")
     os.replace = _replace_then_maybe_die(window)
+    if window == "appended":
+        _die_after_append()
     from fma_bands.cli import cli
 
     cli.main(args, prog_name="fma-bands")

@@ -1,5 +1,6 @@
 """Ten raters at once, and two writers racing for one thing, on SQLite and PostgreSQL: nothing is
-lost, no raw database error reaches anyone, and the audit chain still verifies."""
+lost, no raw database error reaches anyone, the audit chain still verifies, and ten raters signing
+at once still make one chain of the study's signed log."""
 
 import json
 import subprocess
@@ -8,17 +9,26 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
-from sqlmodel import select
+from sqlmodel import col, select
 
+from fma_bands.core.protocol import IDENTITY_FIELDS
 from fma_bands.core.vignettes import load_library
+from fma_bands.evidence.log import read_evidence
 from fma_bands.store.db import session_scope
-from fma_bands.store.models import Review, StudySettings
+from fma_bands.store.models import LogRecord, Review, StudySettings
 from fma_bands.study import audit
 from fma_bands.study.enrolment import create_user
+from fma_bands.study.identity import set_identity
+from fma_bands.study.ledger import publish
 from fma_bands.study.library import sync_vignettes
+from fma_bands.study.rounds import close_round
+from fma_bands.study.state import study as study_settings
+from fma_bands.study.users import require_user
 from tests.conftest import DEMO_VIGNETTES, assign_all
+from tests.store.workers import rater_day
 
 RATERS = [f"rater-{i:02d}" for i in range(10)]
+COORDINATOR_PASS = "coordinator pass"
 
 
 @pytest.fixture
@@ -27,12 +37,18 @@ def study(engine):
     library = load_library([DEMO_VIGNETTES])
     with session_scope(engine) as s:
         sync_vignettes(s, library, actor="test")
+        # The first coordinator holds the study's root key, which signs each rater's enrolment.
+        coordinator = create_user(
+            s, actor=None, pseudonym="coordinator", passphrase=COORDINATOR_PASS,
+            role="coordinator",
+        )  # fmt: skip
         raters = [
             create_user(
                 s,
-                actor="test",
+                actor="coordinator",
                 pseudonym=name,
                 passphrase=f"passphrase of {name}",
+                root_passphrase=COORDINATOR_PASS,
                 role="rater",
                 specialty="emergency medicine",
                 jurisdiction="Australia",
@@ -41,10 +57,6 @@ def study(engine):
             for name in RATERS
         ]
         # Emergency physicians review follow-up bands here too: assignment is not under test.
-        coordinator = create_user(
-            s, actor="test", pseudonym="coordinator", passphrase="coordinator pass",
-            role="coordinator",
-        )  # fmt: skip
         assign_all(s, library, coordinator, raters)
     bands = [(v.id, p.sub_action) for v in library for p in v.proposals]
     return engine, str(engine.url.render_as_string(hide_password=False)), bands
@@ -111,3 +123,49 @@ def test_two_first_callers_never_collide_on_the_study_settings(study):
         assert outcomes == ["ok", "ok"]
         with session_scope(engine) as s:
             assert len(s.exec(select(StudySettings)).all()) == 1
+
+
+def test_ten_raters_signing_at_once_make_one_valid_chain(study, tmp_path):
+    engine, url, bands = study
+    mine = bands[:3]
+    for rater in RATERS:
+        assert rater_day(url, str(DEMO_VIGNETTES), rater, mine) == ["ok"] * (2 * len(mine))
+    with session_scope(engine) as s:
+        coordinator = require_user(s, "coordinator")
+        for rater in RATERS:
+            record = {field: f"a synthetic {field.replace('_', ' ')}" for field in IDENTITY_FIELDS}
+            set_identity(
+                s, actor=coordinator, pseudonym=rater, record=record,
+                key_path=tmp_path / "identity.key",
+            )  # fmt: skip
+        before = s.exec(select(LogRecord)).all()
+    folder = tmp_path / "attestations"
+    with session_scope(engine) as s:
+        # The roster is in the folder before anyone signs, as every start of the app publishes.
+        publish(s, folder)
+    assert len(list(folder.glob("*.dsse.json"))) == len(before)
+    signed = at_once(
+        "sign", *([url, str(DEMO_VIGNETTES), r, f"passphrase of {r}", str(folder)] for r in RATERS)
+    )
+    assert [outcome for outcome, _ in signed] == ["ok"] * len(RATERS), signed
+    # Signed while the round is open, the attestations are sealed: the folder shows none yet.
+    assert not list(folder.glob("*-adjudication-*"))
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=folder)
+    with session_scope(engine) as s:
+        rows = s.exec(select(LogRecord).order_by(col(LogRecord.sequence))).all()
+        study_id = study_settings(s).study_id
+    # Every rater's records took a place of their own: one chain, no gap, no two at one place.
+    sequences = [r.sequence for r in rows]
+    assert sequences == list(range(len(before) + len(RATERS)))
+    receipts = sorted(sequence for _, places in signed for sequence in places)
+    assert receipts == sequences[len(before) :]
+    evidence = read_evidence(folder, study=study_id)
+    assert evidence.valid, evidence.problems
+    assert not evidence.strays
+    assert [env.position[1] for env in evidence.chain] == sequences  # type: ignore[index]
+    assert evidence.head == (rows[-1].sequence, rows[-1].digest)
+    signers = sorted(env.pseudonym for env in evidence.chain if env.kind == "adjudication")
+    assert signers == RATERS
+    with session_scope(engine) as s:
+        assert audit.verify(s).ok

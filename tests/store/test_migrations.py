@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import MetaData, inspect, select, text
 from sqlalchemy.engine import Engine
 
+from fma_bands.core.errors import ConflictError
 from fma_bands.store.db import (
     BASELINE,
     HEAD,
@@ -166,3 +167,79 @@ def test_a_database_one_revision_behind_is_upgraded_not_skipped(empty_database):
     assert "kept_report" not in inspect(engine).get_table_names()
     assert upgrade(engine) == HEAD
     assert "kept_report" in inspect(engine).get_table_names()
+
+
+def _rows(engine: Engine) -> dict[str, list[dict]]:
+    """Every row of every table, by table, in primary-key order."""
+    meta = MetaData()
+    meta.reflect(engine)
+    found: dict[str, list[dict]] = {}
+    with engine.connect() as conn:
+        for table in meta.sorted_tables:
+            if table.name == "alembic_version":
+                continue
+            order = list(table.primary_key.columns) or list(table.columns)
+            found[table.name] = [
+                dict(row._mapping) for row in conn.execute(table.select().order_by(*order))
+            ]
+    return found
+
+
+def test_0060_adds_the_signed_log_and_the_study_id_and_keeps_every_row(empty_database):
+    """From 0050 (a study with data) to 0060: log_record as the LogRecord model has it, a
+    study_id column on study_settings left empty, and every row of every older table as it was."""
+    from fma_bands.store.models import LogRecord, StudySettings
+
+    dialect, engine = empty_database
+    old_study(dialect, engine)
+    assert upgrade(engine, "0050") == "0050"
+    tables = inspect(engine).get_table_names()
+    assert "log_record" not in tables
+    assert "study_id" not in {c["name"] for c in inspect(engine).get_columns("study_settings")}
+    before = _rows(engine)
+    assert sum(map(len, before.values())) > 0 and before["study_settings"]
+
+    assert upgrade(engine, "0060") == "0060"
+    inspector = inspect(engine)
+    columns = {c["name"]: c for c in inspector.get_columns("log_record")}
+    assert set(columns) == set(LogRecord.model_fields)
+    assert {name for name, c in columns.items() if c["nullable"]} == {"about", "sealed_round"}
+    assert inspector.get_pk_constraint("log_record")["constrained_columns"] == ["sequence"]
+    unique = {
+        tuple(u["column_names"]) for u in inspector.get_unique_constraints("log_record")
+    } | {tuple(i["column_names"]) for i in inspector.get_indexes("log_record") if i["unique"]}
+    assert {("digest",), ("file_name",)} <= unique
+    settings_columns = {c["name"]: c for c in inspector.get_columns("study_settings")}
+    assert set(settings_columns) == set(StudySettings.model_fields)
+    assert settings_columns["study_id"]["nullable"]
+
+    after = _rows(engine)
+    assert after.pop("log_record") == []
+    assert set(after) == set(before)
+    for name, rows in before.items():
+        kept = [{k: row[k] for k in old} for row, old in zip(after[name], rows, strict=True)]
+        assert kept == rows, name
+        assert len(after[name]) == len(rows), name
+    assert all(row["study_id"] is None for row in after["study_settings"])
+
+    # Today's code writes and reads both, and a digest or file name is taken only once.
+    record = {
+        "digest": "sha256:" + "0" * 64,
+        "kind": "root",
+        "signer": "coordinator",
+        "file_name": "000000-root-coordinator-000000000000.dsse.json",
+        "envelope": "{}",
+    }
+    with session_scope(engine) as s:
+        s.add(LogRecord(sequence=0, **record))
+        s.get(StudySettings, before["study_settings"][0]["id"]).study_id = "fma-test"
+    with session_scope(engine) as s:
+        assert s.get(LogRecord, 0).envelope == "{}"
+        assert s.get(StudySettings, before["study_settings"][0]["id"]).study_id == "fma-test"
+    for other in ("digest", "file_name"):
+        # Only the named field repeats; the store reports the violation as a conflict.
+        changed = {**record, other: record[other].replace("0", "1")}
+        with pytest.raises(ConflictError), session_scope(engine) as s:
+            s.add(LogRecord(sequence=1, **changed))
+    with session_scope(engine) as s:
+        assert [r.sequence for r in s.exec(select(LogRecord)).scalars()] == [0]

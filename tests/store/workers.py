@@ -1,14 +1,18 @@
-"""What one process does in the concurrency tests: a rater working through bands, or a writer
-racing another for one thing. Run as `python -m tests.store.workers NAME ARGS-AS-JSON`; it
+"""What one process does in the concurrency tests: a rater working through bands or signing, or
+a writer racing another for one thing. Run as `python -m tests.store.workers NAME ARGS-AS-JSON`; it
 prints the function's result as JSON."""
 
 import json
 import sys
+from pathlib import Path
+from traceback import extract_tb
 
 from fma_bands.core.errors import ConflictError, FmaBandsError
+from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.core.vignettes import load_library
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.study.reviews import ReviewForm, current_review, save
+from fma_bands.study.signing import attest
 from fma_bands.study.state import study
 from fma_bands.study.users import get_user
 
@@ -29,7 +33,11 @@ def outcome(error: BaseException | None) -> str:
         return "conflict"
     if isinstance(error, FmaBandsError):
         return f"refused: {error.message}"
-    return f"RAW {type(error).__name__}: {error}"  # what must never happen
+    # What must never happen, with where it happened and what it happened during.
+    frames = extract_tb(error.__traceback__)
+    where = "; ".join(f"{Path(f.filename).name}:{f.lineno}" for f in frames)
+    during = f" during {error.__context__!r}" if error.__context__ is not None else ""
+    return f"RAW {type(error).__name__}: {error} (at {where}){during}"
 
 
 def rater_day(url: str, vignettes: str, rater: str, bands: list[tuple[str, str]]) -> list[str]:
@@ -87,6 +95,28 @@ def first_call(url: str) -> str:
     return outcome(error)
 
 
+def sign(url: str, vignettes: str, rater: str, passphrase: str, folder: str) -> list:
+    """The rater signs their submitted reviews: the outcome, and the places their records took
+    in the study's log."""
+    engine = make_engine(url)
+    library = load_library([vignettes])
+    places: list[int] = []
+    try:
+        with session_scope(engine) as s:
+            who = get_user(s, rater)
+            assert who is not None
+            receipt = attest(
+                s, library, rater=who, passphrase=passphrase, meaning="adjudication",
+                declarations=list(DECLARATIONS), folder=Path(folder),
+            )  # fmt: skip
+        places = [sequence for sequence, _, _ in receipt.records]
+        error = None
+    except BaseException as exc:
+        error = exc
+    engine.dispose()
+    return [outcome(error), places]
+
+
 if __name__ == "__main__":
-    WORKERS = {f.__name__: f for f in (rater_day, stale_save, first_call)}
+    WORKERS = {f.__name__: f for f in (rater_day, stale_save, first_call, sign)}
     print(json.dumps(WORKERS[sys.argv[1]](*json.loads(sys.argv[2]))))

@@ -245,6 +245,7 @@ def test_a_rater_awaiting_activation_cannot_count_yet(engine):
         enrol(
             s,
             actor=coordinator,
+            passphrase="coordinator pass",
             pseudonym="adjudicator-03",
             specialty="geriatric medicine",
             **RATER_DETAILS,
@@ -336,6 +337,7 @@ def test_raters_enrolled_later_are_assigned_by_their_specialty(engine):
             actor="coordinator",
             pseudonym="adjudicator-04",
             passphrase="passphrase four",
+            root_passphrase="coordinator pass",
             specialty="Pain Medicine",
             **RATER_DETAILS,
         )

@@ -13,12 +13,13 @@ from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.core.vignettes import load_library
 from fma_bands.evidence.export import export_document
-from fma_bands.evidence.policy import Policy, write_policy_file
+from fma_bands.evidence.log import read_evidence
 from fma_bands.evidence.registry import decide
 from fma_bands.store.db import session_scope
-from fma_bands.store.models import Review
+from fma_bands.store.models import LogRecord, Review
 from fma_bands.study import audit
 from fma_bands.study.enrolment import create_user
+from fma_bands.study.governance import set_policy
 from fma_bands.study.handback import import_handback
 from fma_bands.study.identity import set_identity
 from fma_bands.study.ratings import study_report
@@ -31,7 +32,7 @@ from fma_bands.study.rounds import (
     round_two_raters,
     state,
 )
-from fma_bands.study.signing import attest
+from fma_bands.study.signing import attest, on_file
 from fma_bands.study.state import study
 from fma_bands.study.submissions import submitted_reviews
 from tests.conftest import DEMO_VIGNETTES
@@ -44,6 +45,7 @@ ANSWERS = {q: {"choice": c} for q, c in (("q1", "yes"), ("q2", "yes"), ("q3", "n
     "q6": {"choice": "yes"},
 }
 RATERS = ("rater-a1", "rater-b2", "rater-c3")
+ROOT_PASS = "coordinator pass"
 IDENTITY = {
     "full_name": "Person Zeta",
     "primary_qualification": "MBBS Zeta",
@@ -83,8 +85,9 @@ def enrol(engine, library, folder, order=RATERS):
             s,
             actor=None,
             pseudonym="coordinator",
-            passphrase="coordinator pass",
+            passphrase=ROOT_PASS,
             role="coordinator",
+            folder=folder,
         )
         raters = {
             name: create_user(
@@ -92,6 +95,7 @@ def enrol(engine, library, folder, order=RATERS):
                 actor="coordinator",
                 pseudonym=name,
                 passphrase=f"{name} passphrase",
+                root_passphrase=ROOT_PASS,
                 role="rater",
                 specialty="emergency medicine",
                 jurisdiction="Australia",
@@ -100,8 +104,45 @@ def enrol(engine, library, folder, order=RATERS):
             )
             for name in order
         }
-    write_policy_file(folder, Policy(quorum=2))
+        policy(s, folder, coordinator, quorum=2)
     return coordinator, raters
+
+
+def policy(s, folder, coordinator, *, quorum, scope="warn"):
+    """The coordinator signs a policy record with the root key (it reaches `folder` on commit)."""
+    return set_policy(
+        s, folder, actor=coordinator, passphrase=ROOT_PASS, quorum=quorum, scope=scope
+    )
+
+
+def identify(engine, coordinator, folder):
+    with session_scope(engine) as s:
+        for name in RATERS:
+            set_identity(
+                s,
+                actor=coordinator,
+                pseudonym=name,
+                record=IDENTITY | {"email": f"{name}@example.org"},
+                key_path=folder.parent / "identity.key",
+            )
+
+
+def sign(engine, library, rater, folder):
+    """The rater signs what they submitted; the receipt is theirs at once."""
+    with session_scope(engine) as s:
+        return attest(
+            s,
+            library,
+            rater=rater,
+            passphrase=f"{rater.pseudonym} passphrase",
+            meaning="adjudication",
+            declarations=list(DECLARATIONS),
+            folder=folder,
+        )
+
+
+def adjudication_files(folder):
+    return sorted(p.name for p in folder.glob("*-adjudication-*.dsse.json"))
 
 
 def review(engine, library, rater, band, verdict, values=None, reason=None):
@@ -121,7 +162,7 @@ def closed(engine, library, tmp_path):
         review(engine, library, raters[name], ESI, verdict, values, reason)
         review(engine, library, raters[name], URGENCY, "ACCEPT")
     with session_scope(engine) as s:
-        close_round(s, actor=coordinator)
+        close_round(s, actor=coordinator, folder=folder)
     return engine, library, folder, coordinator, raters
 
 
@@ -175,7 +216,9 @@ def test_the_discordant_bands_are_those_the_registry_would_refuse(closed):
     with session_scope(engine) as s:
         found = discordant_bands(s, library, viewer=coordinator, folder=folder)
     assert [(d.band, d.reasons, d.n_raters) for d in found] == [(ESI, ("no_consensus",), 3)]
-    write_policy_file(folder, Policy(quorum=4))
+    # The quorum is the signed policy record's in force, read from the store.
+    with session_scope(engine) as s:
+        policy(s, folder, coordinator, quorum=4)
     with session_scope(engine) as s:
         found = discordant_bands(s, library, viewer=coordinator, folder=folder)
     assert {d.band: d.reasons for d in found} == {
@@ -333,29 +376,15 @@ def test_a_round_two_consensus_is_signed_granted_and_exported_as_round_two(secon
     for name in RATERS:
         review(engine, library, raters[name], ESI, "AMEND", [2], reason="after the panel: 2")
     with session_scope(engine) as s:
-        close_round(s, actor=coordinator)
-        for name in RATERS:
-            set_identity(
-                s,
-                actor=coordinator,
-                pseudonym=name,
-                record=IDENTITY | {"email": f"{name}@example.org"},
-                key_path=folder.parent / "identity.key",
-            )
+        close_round(s, actor=coordinator, folder=folder)
+    identify(engine, coordinator, folder)
     for name in RATERS:
-        with session_scope(engine) as s:
-            path = attest(
-                s,
-                library,
-                rater=raters[name],
-                passphrase=f"{name} passphrase",
-                meaning="adjudication",
-                declarations=list(DECLARATIONS),
-                folder=folder,
-            )
-        from fma_bands.evidence.log import read_evidence
-
-        [checked] = read_evidence(folder, [path]).envelopes
+        receipt = sign(engine, library, raters[name], folder)
+        # Signed with the round closed: in the folder at once, at the receipt's head.
+        [(sequence, digest, file)] = receipt.records
+        assert receipt.head == (sequence, digest)
+        checked = read_evidence(folder).chain[sequence]
+        assert (checked.path.name, checked.digest) == (file, digest)
         rounds = {(r["sub_action"], r["round"]) for r in checked.predicate["reviews"]}
         assert rounds == {("esi_acuity", 2), ("urgency_score", 1)}
     decisions = {(d.vignette_id, d.sub_action): d for d in decide(library, folder).decisions}
@@ -371,40 +400,26 @@ def test_a_round_two_consensus_is_signed_granted_and_exported_as_round_two(secon
         assert state(s, viewer=coordinator).phase == "closed"
 
 
-def test_the_registry_counts_only_the_latest_round_of_a_band(second):
+def test_the_registry_counts_only_the_latest_round_of_a_band(closed):
     """All three raters signed round 1; in round 2 two of them revise and sign again. The third's
     round-1 signature no longer counts for the band (the latest round does), and the two
-    round-2 bands agree."""
-    engine, library, folder, coordinator, raters = second
-    with session_scope(engine) as s:
-        for name in RATERS:
-            set_identity(
-                s,
-                actor=coordinator,
-                pseudonym=name,
-                record=IDENTITY | {"email": f"{name}@example.org"},
-                key_path=folder.parent / "identity.key",
-            )
-
-    def sign(name):
-        with session_scope(engine) as s:
-            attest(
-                s,
-                library,
-                rater=raters[name],
-                passphrase=f"{name} passphrase",
-                meaning="adjudication",
-                declarations=list(DECLARATIONS),
-                folder=folder,
-            )
-
+    round-2 bands agree, once round 2 closes and its attestations reach the folder."""
+    engine, library, folder, coordinator, raters = closed
+    identify(engine, coordinator, folder)
     for name in RATERS:
-        sign(name)
+        sign(engine, library, raters[name], folder)
     [first] = [d for d in decide(library, folder).decisions if d.sub_action == "esi_acuity"]
     assert (first.adjudicated, [r.code for r in first.reasons]) == (False, ["no_consensus"])
+    with session_scope(engine) as s:
+        open_round(s, library, actor=coordinator, number=2, folder=folder)
     for name in ("rater-a1", "rater-b2"):
         review(engine, library, raters[name], ESI, "AMEND", [2, 3], reason="after the panel")
-        sign(name)
+        sign(engine, library, raters[name], folder)
+    # Sealed while round 2 is open: the folder, and so the registry, are as before.
+    [held] = [d for d in decide(library, folder).decisions if d.sub_action == "esi_acuity"]
+    assert (held.adjudicated, [r.code for r in held.reasons]) == (False, ["no_consensus"])
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=folder)
     [later] = [d for d in decide(library, folder).decisions if d.sub_action == "esi_acuity"]
     assert later.adjudicated and later.round == 2
     assert later.adjudicated_by == ("rater-a1", "rater-b2")
@@ -421,6 +436,7 @@ def test_a_rater_the_coordinator_assigns_reviews_the_band_in_round_two(closed):
             actor="coordinator",
             pseudonym="rater-d4",
             passphrase="rater-d4 passphrase",
+            root_passphrase=ROOT_PASS,
             role="rater",
             specialty="geriatrics",  # out of ESI's scope: not assigned by default
             jurisdiction="Australia",
@@ -435,3 +451,54 @@ def test_a_rater_the_coordinator_assigns_reviews_the_band_in_round_two(closed):
         opened = open_round(s, library, actor=coordinator, number=2, folder=folder)
     [band] = [b for b in opened.bands if (b.vignette_id, b.sub_action) == ESI]
     assert "rater-d4" in band.raters and set(RATERS) <= set(band.raters)
+
+
+def test_attestations_signed_while_the_round_is_open_are_sealed_until_it_closes(
+    engine, library, tmp_path
+):
+    """Blinding of the folder: what raters sign during round 1 waits in the store (with every
+    record after it) and reaches attestations/ when the coordinator closes the round."""
+    folder = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, folder)
+    for name, (verdict, values, reason) in ROUND_ONE.items():
+        review(engine, library, raters[name], ESI, verdict, values, reason)
+        review(engine, library, raters[name], URGENCY, "ACCEPT")
+    identify(engine, coordinator, folder)
+    published = sorted(p.name for p in folder.iterdir())
+    receipts = {name: sign(engine, library, raters[name], folder) for name in RATERS}
+    # A policy signed after them waits too: the folder holds the chain up to the first sealed.
+    with session_scope(engine) as s:
+        policy(s, folder, coordinator, quorum=3)
+
+    assert sorted(p.name for p in folder.iterdir()) == published
+    assert adjudication_files(folder) == []
+    with session_scope(engine) as s:
+        query = select(LogRecord).where(LogRecord.kind == "adjudication")
+        rows = s.exec(query.order_by(LogRecord.sequence)).all()
+        assert sorted((r.signer, r.sealed_round) for r in rows) == [(n, 1) for n in RATERS]
+        [line] = on_file(s, "rater-a1")
+        assert line.endswith("sealed until round 1 closes")
+    files = sorted(f for r in receipts.values() for _, _, f in r.records)
+    assert [f for _, _, f in receipts["rater-a1"].records] == [rows[0].file_name]
+    assert receipts["rater-a1"].as_dict()["in_folder"] == "when round 1 closes"
+    evidence = read_evidence(folder)
+    assert evidence.valid and evidence.policy.quorum == 2
+    assert [d.adjudicated for d in decide(library, folder).decisions] == [False, False]
+
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=folder)
+    assert adjudication_files(folder) == files
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.problems
+    assert evidence.policy.quorum == 3  # the policy signed after them is published with them
+    # Every receipt's head is in the published chain (verify --since would accept it).
+    for receipt in receipts.values():
+        sequence, digest = receipt.head
+        assert evidence.chain[sequence].digest == digest
+    with session_scope(engine) as s:
+        [line] = on_file(s, "rater-a1")
+        assert line.endswith("in the attestations folder")
+    decisions = {(d.vignette_id, d.sub_action): d for d in decide(library, folder).decisions}
+    assert decisions[URGENCY].adjudicated
+    assert decisions[URGENCY].adjudicated_by == RATERS
+    assert [r.code for r in decisions[ESI].reasons] == ["no_consensus"]

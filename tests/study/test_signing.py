@@ -1,7 +1,8 @@
-"""Signed attestations end to end on the FairMedAgent data: enrolment by code, identity, signing,
+"""Signed attestations end to end on the FairMedAgent data: root-signed enrolment by code,
+identity, signing as records of the study's log (sealed until the round closes, with a receipt),
 the statement, an independent verifier, privacy, what a signature covers (hand-backs only once
-confirmed; signing again covers what was signed plus the change), and what the registry and the
-export make of it.
+confirmed; signing again covers what was signed plus the change), splitting, revocation, and
+what the registry and the export make of it.
 
 Enrolment and signing cost Argon2 time, so the file-only checks share one signed study per
 module (a SQLite template); the database-facing steps run on SQLite and PostgreSQL (`engine`).
@@ -25,25 +26,27 @@ from sqlmodel import select
 from fma_bands.core.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.core.protocol import DECLARATIONS, IDENTITY_FIELDS, STATEMENT_TEXT
 from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE
-from fma_bands.evidence.envelope import ADJUDICATION_TYPE
+from fma_bands.evidence.envelope import TYPE_OF
 from fma_bands.evidence.export import export_document, load_adjudicators, load_bands, write_bands
-from fma_bands.evidence.log import proposal_digest, read_folder
-from fma_bands.evidence.policy import Policy, write_policy_file
+from fma_bands.evidence.log import proposal_digest, read_evidence
 from fma_bands.evidence.provenance import ADJUDICATED, Decision
 from fma_bands.evidence.registry import Registry, decide
-from fma_bands.evidence.roster import RECORD_FIELDS, read_adjudicators
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.store.models import AuditEvent, User
+from fma_bands.store.models import AuditEvent, LogRecord, User
 from fma_bands.study import audit
 from fma_bands.study.enrolment import activate, create_first_coordinator
 from fma_bands.study.enrolment import enrol as enrol_person
+from fma_bands.study.governance import set_policy
 from fma_bands.study.handback import import_handback
 from fma_bands.study.identity import check_revealed, reveal_identity, set_identity
+from fma_bands.study.ledger import Receipt
 from fma_bands.study.library import sync_vignettes
-from fma_bands.study.rater_keys import ensure_record
 from fma_bands.study.reviews import ReviewForm, current_review, save
-from fma_bands.study.signing import attest, resign
+from fma_bands.study.rounds import close_round
+from fma_bands.study.signing import attest, on_file, resign, revoke
+from fma_bands.study.signing import manifestation as manifestation_of
 from fma_bands.study.signing_plan import plan
+from fma_bands.study.state import study as study_settings
 from fma_bands.study.users import unlock_signing_key
 from tests.conftest import HANDBACK, assign_all
 
@@ -110,13 +113,17 @@ class Study:
     b: object | None = None
     envelope: Path | None = None
     commitment: str | None = None
+    receipt: Receipt | None = None
 
 
 def enrol_and_activate(engine, coordinator, fields, passphrase, folder):
-    """The real path: the coordinator enrols the rater and gets a code; the rater activates
-    with it and chooses their passphrase, and their new key signs their public record."""
+    """The real path: the coordinator enrols the rater with a root-signed record and gets a
+    code; the rater activates with it and chooses their passphrase, and their new key signs an
+    activation naming that enrolment."""
     with session_scope(engine) as s:
-        _, code = enrol_person(s, actor=coordinator, **fields)
+        _, code = enrol_person(
+            s, actor=coordinator, passphrase=COORDINATOR["passphrase"], folder=folder, **fields
+        )
     with session_scope(engine) as s:
         made = activate(
             s, pseudonym=fields["pseudonym"], code=code, passphrase=passphrase, folder=folder
@@ -128,12 +135,19 @@ def enrol_and_activate(engine, coordinator, fields, passphrase, folder):
 def enrol(engine, library, folder, *, second_rater: bool = False):
     with session_scope(engine) as s:
         sync_vignettes(s, library, actor="test")
-        coordinator = create_first_coordinator(s, **COORDINATOR)
+        coordinator = create_first_coordinator(s, **COORDINATOR, folder=folder)
     a = enrol_and_activate(engine, coordinator, RATER_01, PASS_01, folder)
     b = enrol_and_activate(engine, coordinator, RATER_02, PASS_02, folder) if second_rater else None
     with session_scope(engine) as s:
         assign_all(s, library, coordinator, [r for r in (a, b) if r is not None])
-    write_policy_file(folder, Policy())
+        set_policy(
+            s,
+            folder,
+            actor=coordinator,
+            passphrase=COORDINATOR["passphrase"],
+            quorum=1,
+            scope="warn",
+        )
     return coordinator, a, b
 
 
@@ -151,7 +165,7 @@ def import_adjudicator_01(engine, library, coordinator):
 
 def sign(
     engine, library, rater, passphrase, folder, *, now=None, declarations=None, confirm=True
-) -> Path:
+) -> Receipt:
     with session_scope(engine) as s:
         return attest(
             s,
@@ -166,9 +180,29 @@ def sign(
         )
 
 
+def close(engine, coordinator, folder):
+    """The coordinator closes the round: what was signed during it reaches the folder."""
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=folder)
+
+
+def signed_records(engine) -> list[LogRecord]:
+    with session_scope(engine) as s:
+        query = select(LogRecord).where(LogRecord.kind == "adjudication")
+        return list(s.exec(query.order_by(LogRecord.sequence)).all())
+
+
+def statement_in_store(engine, receipt: Receipt, index: int = 0) -> dict:
+    """The statement of a record the receipt names, as the store keeps it (sealed or not)."""
+    with session_scope(engine) as s:
+        row = s.get(LogRecord, receipt.records[index][0])
+        return json.loads(base64.b64decode(json.loads(row.envelope)["payload"]))
+
+
 def build_study(engine, library, root: Path, *, second_rater: bool = False) -> Study:
     """Enrol, import adjudicator-01's hand-back, record identities, and sign her reviews (she
-    confirms the imported hand-back as hers)."""
+    confirms the imported hand-back as hers) while round 1 is open; then close the round, which
+    publishes her attestation."""
     coordinator, a, b = enrol(engine, library, root / "attestations", second_rater=second_rater)
     study = Study(
         engine=engine,
@@ -197,7 +231,12 @@ def build_study(engine, library, root: Path, *, second_rater: bool = False) -> S
                 record=dict(IDENTITY_02),
                 key_path=study.key_path,
             )
-    study.envelope = sign(engine, library, a, PASS_01, study.folder)
+    study.receipt = sign(engine, library, a, PASS_01, study.folder)
+    files = [study.folder / name for _, _, name in study.receipt.records]
+    study.envelope = files[0]
+    assert not any(f.exists() for f in files)  # sealed in the store while the round is open
+    close(engine, coordinator, study.folder)
+    assert all(f.is_file() for f in files)
     return study
 
 
@@ -263,16 +302,21 @@ def test_end_to_end_signed_bands_reach_the_export(engine, shared_library, tmp_pa
     study = build_study(engine, shared_library, tmp_path)
     library, folder = shared_library, study.folder
 
-    adjudicators, checked = read_folder(folder)
-    assert [(c.error, c.kind, c.pseudonym) for c in checked] == [
-        (None, "record", "adjudicator-01"),  # signed at activation
-        (None, "record", "adjudicator-01"),  # signed again with the identity commitment
-        (None, "adjudication", "adjudicator-01"),
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.problems
+    assert [(e.kind, e.pseudonym) for e in evidence.chain] == [
+        ("root", "coordinator"),
+        ("enrolment", "coordinator"),  # signed with the root key
+        ("activation", "adjudicator-01"),  # her new key, naming that enrolment
+        ("policy", "coordinator"),
+        ("adjudication", "adjudicator-01"),
     ]
-    assert checked[2].path == study.envelope
-    assert adjudicators["adjudicator-01"]["keyid"] == study.a.keyid
-    assert adjudicators["adjudicator-01"]["identity_commitment"] == study.commitment
-    assert adjudicators["adjudicator-01"]["demo"] is False
+    assert evidence.chain[4].path == study.envelope
+    assert evidence.strays == []
+    adjudicator = evidence.records()["adjudicator-01"]
+    assert [k["keyid"] for k in adjudicator["keys"]] == [study.a.keyid]
+    assert adjudicator["identity_commitment"] == study.commitment
+    assert adjudicator["demo"] is False
 
     warned = by_band(decide(library, folder))
     documentation = warned["draft_documentation_01/followup_days"]
@@ -334,6 +378,9 @@ def test_end_to_end_signed_bands_reach_the_export(engine, shared_library, tmp_pa
         user = s.exec(select(User).where(User.pseudonym == "adjudicator-01")).one()
         sealed = user.identity_sealed
     assert "attestation_signed" in kinds and "identity_recorded" in kinds
+    with session_scope(engine) as s:
+        stored = [r.envelope for r in s.exec(select(LogRecord)).all()]
+    assert leaked("\n".join(stored)) == []
     assert leaked("\n".join(payloads)) == []
     assert sealed and leaked(sealed) == []
     assert leaked(base64.b64decode(sealed).decode("latin-1")) == []
@@ -346,6 +393,8 @@ def test_signing_is_refused_until_everything_is_in_place(engine, shared_library,
     library, folder = shared_library, tmp_path / "attestations"
     coordinator, a, _ = enrol(engine, library, folder)
     before = {p.name for p in folder.iterdir()}
+    with session_scope(engine) as s:
+        records_before = len(s.exec(select(LogRecord)).all())
 
     with pytest.raises(FmaBandsError, match="identity is not recorded"):
         sign(engine, library, a, PASS_01, folder)
@@ -400,6 +449,7 @@ def test_signing_is_refused_until_everything_is_in_place(engine, shared_library,
     assert {p.name for p in folder.iterdir()} == before
     with session_scope(engine) as s:
         kinds = [e.kind for e in s.exec(select(AuditEvent)).all()]
+        assert len(s.exec(select(LogRecord)).all()) == records_before  # nothing sealed either
     assert "attestation_signed" not in kinds
     assert "handback_imported" in kinds
 
@@ -415,7 +465,7 @@ def test_the_envelope_holds_an_in_toto_statement_of_every_reviewed_band(signed):
     assert [s["keyid"] for s in envelope["signatures"]] == [study.a.keyid]
     statement = statement_of(study.envelope)
     assert statement["_type"] == STATEMENT_TYPE == "https://in-toto.io/Statement/v1"
-    assert statement["predicateType"] == ADJUDICATION_TYPE
+    assert statement["predicateType"] == TYPE_OF["adjudication"]
 
     expected_subjects = {
         f"{v.id}/{p.sub_action}": p.acceptable.digest().removeprefix("sha256:")
@@ -428,11 +478,33 @@ def test_the_envelope_holds_an_in_toto_statement_of_every_reviewed_band(signed):
     assert all(len(d["sha256"]) == 64 and set(d) == {"sha256"} for d in subjects.values())
 
     predicate = statement["predicate"]
-    published = read_adjudicators(study.folder)["adjudicator-01"]
-    assert predicate["adjudicator"] == {k: published[k] for k in RECORD_FIELDS}
-    assert predicate["adjudicator"]["keyid"] == study.a.keyid
-    assert predicate["adjudicator"]["public_key"] == study.a.public_key
+    evidence = read_evidence(study.folder)
+    published = evidence.records()["adjudicator-01"]
+    assert predicate["adjudicator"] == {
+        "pseudonym": "adjudicator-01",
+        "specialty": "geriatrics",
+        "jurisdiction": "Australia",
+        "years_post_registration": 12,
+        "anonymous_to_readers": True,
+        "identity_commitment": study.commitment,
+        "keyid": study.a.keyid,
+        "public_key": study.a.public_key,
+        "demo": False,
+    }
+    assert [(k["keyid"], k["public_key"]) for k in published["keys"]] == [
+        (study.a.keyid, study.a.public_key)
+    ]
     assert predicate["identity_commitment"] == study.commitment == published["identity_commitment"]
+    # Its place in the study's log: after the policy record, and signed by her key.
+    with session_scope(study.engine) as s:
+        study_id = study_settings(s).study_id
+    assert predicate["log"] == {
+        "study": study_id,
+        "sequence": 4,
+        "previous": evidence.chain[3].digest,
+    }
+    assert predicate["signer"] == {"pseudonym": "adjudicator-01", "keyid": study.a.keyid}
+    assert predicate["part"] == {"index": 1, "of": 1}
 
     manifestation = predicate["signature_manifestation"]
     assert manifestation["printed_name"] == "adjudicator-01"
@@ -465,22 +537,18 @@ def test_the_envelope_holds_an_in_toto_statement_of_every_reviewed_band(signed):
         assert (review["origin"], review["round"], review["mode"]) == ("handback", 1, "review")
         assert review["entered_by"] == "coordinator" and review["confirmed_by_rater"] is True
         assert review["entered_at"].endswith("Z")
-    # The statement names every record present when it was signed: her two public records.
-    assert {link["file"] for link in predicate["records"]} == {
-        p.name for p in study.folder.glob("*-record.dsse.json")
-    }
 
     with session_scope(study.engine) as s:
         [signing] = audit.events(s, kinds=["attestation_signed"])
     head = predicate["audit_head"]
     assert (signing["seq"], signing["prev_hash"]) == (head["seq"] + 1, head["hash"])
-    assert signing["payload"]["file"] == study.envelope.name
+    assert signing["payload"]["records"] == [study.envelope.name]
     assert sorted(signing["payload"]["bands"]) == sorted(expected_subjects)
 
 
 def test_securesystemslib_verifies_a_real_attestation(signed):
     study, _ = signed
-    record = read_adjudicators(study.folder)["adjudicator-01"]
+    [record] = read_evidence(study.folder).records()["adjudicator-01"]["keys"]
     key = SSlibKey(
         record["keyid"],
         "ed25519",
@@ -528,12 +596,13 @@ def test_identity_is_checked_sealed_revealed_and_matches_its_commitment(
             s, actor=coordinator, pseudonym="adjudicator-01", record=IDENTITY, key_path=key_path
         )
     assert commitment.startswith("sha256:")
-    # Only the rater's key publishes it: until she signs, her signed record has none.
-    assert read_adjudicators(folder)["adjudicator-01"]["identity_commitment"] is None
-    with session_scope(engine) as s:
-        key, private_key = unlock_signing_key(s, a.id, PASS_01)
-        ensure_record(s, user=s.get(User, a.id), key=key, private_key=private_key, folder=folder)
-    published = read_adjudicators(folder)
+    # Only the rater's key publishes it: until her attestation reaches the folder, none is.
+    assert "identity_commitment" not in read_evidence(folder).records()["adjudicator-01"]
+    import_adjudicator_01(engine, shared_library, coordinator)
+    sign(engine, shared_library, a, PASS_01, folder)
+    assert "identity_commitment" not in read_evidence(folder).records()["adjudicator-01"]
+    close(engine, coordinator, folder)
+    published = read_evidence(folder).records()
     assert published["adjudicator-01"]["identity_commitment"] == commitment
     assert leaked(files_text(folder)) == []
 
@@ -582,7 +651,8 @@ def test_revealing_with_the_wrong_identity_key_is_refused_and_creates_no_key(sig
 
 def test_identity_is_recorded_only_by_the_coordinator_or_the_rater(signed_copy, tmp_path):
     study, engine = signed_copy
-    b = enrol_and_activate(engine, study.coordinator, RATER_02, PASS_02, study.folder)
+    # Its own folder: the copy's new records must not reach the shared study's.
+    b = enrol_and_activate(engine, study.coordinator, RATER_02, PASS_02, tmp_path / "attestations")
     with session_scope(engine) as s, pytest.raises(AccessDenied):
         set_identity(
             s, actor=b, pseudonym="adjudicator-01", record=IDENTITY, key_path=study.key_path
@@ -611,22 +681,22 @@ def test_a_handback_is_covered_only_once_the_rater_confirms_it(engine, shared_li
     import_adjudicator_01(engine, library, coordinator)
 
     with session_scope(engine) as s:
-        waiting = plan(s, library, a, folder)
+        waiting = plan(s, library, a)
     assert waiting.reviews == []
     assert len(waiting.imported) == 4
     assert {r["entered_by"] for r in waiting.imported} == {"coordinator"}
     with pytest.raises(FmaBandsError, match="4 imported from your paper hand-back wait"):
         sign(engine, library, a, PASS_01, folder, confirm=False)
-    assert not list(folder.glob("adjudicator-01-*Z.dsse.json"))
+    assert signed_records(engine) == []
 
-    path = sign(engine, library, a, PASS_01, folder, confirm=True)
-    reviews = statement_of(path)["predicate"]["reviews"]
+    receipt = sign(engine, library, a, PASS_01, folder, confirm=True)
+    reviews = statement_in_store(engine, receipt)["predicate"]["reviews"]
     assert sorted(r["origin"] for r in reviews) == ["handback"] * 4
     with session_scope(engine) as s:
         [event] = audit.events(s, kinds=["attestation_signed"])
         # Once confirmed, a later signature covers them without asking again.
-        assert plan(s, library, a, folder).imported == []
-        assert len(plan(s, library, a, folder).reviews) == 4
+        assert plan(s, library, a).imported == []
+        assert len(plan(s, library, a).reviews) == 4
     assert len(event["payload"]["confirmed_imports"]) == 4
 
 
@@ -680,15 +750,20 @@ def test_signing_again_after_a_change_covers_exactly_what_was_signed_plus_the_ch
         again = resign(s, library, rater=a, passphrase=PASS_01, bands=[doc], folder=folder)
 
     before = {
-        (r["vignette_id"], r["sub_action"]): r for r in statement_of(first)["predicate"]["reviews"]
+        (r["vignette_id"], r["sub_action"]): r
+        for r in statement_in_store(engine, first)["predicate"]["reviews"]
     }
     after = {
-        (r["vignette_id"], r["sub_action"]): r for r in statement_of(again)["predicate"]["reviews"]
+        (r["vignette_id"], r["sub_action"]): r
+        for r in statement_in_store(engine, again)["predicate"]["reviews"]
     }
     assert set(after) == {triage, doc}  # no imported ordering line
     assert after[triage] == before[triage]  # exactly as signed before: her ACCEPT
     assert (after[doc]["revision"], after[doc]["attested_band"]) == (2, {"min": 1, "max": 28})
     assert all(r["origin"] == "app" for r in after.values())
+    # Latest by position in the log: the second signature governs once both are published.
+    assert again.records[0][0] > first.records[0][0]
+    close(engine, coordinator, folder)
     decisions = by_band(decide(library, folder))
     assert decisions["draft_triage_01/esi_acuity"].as_dict()["acceptable"] == [2]
     assert decisions["draft_ordering_01/esi_acuity"].provenance != ADJUDICATED
@@ -701,15 +776,17 @@ def test_signing_again_after_a_change_covers_exactly_what_was_signed_plus_the_ch
 def test_the_coordinator_cannot_sign_for_a_rater(engine, shared_library, tmp_path):
     """With the coordinator's credentials, no function of the package signs as the rater: the
     rater's key is sealed under a passphrase only the rater chose."""
-    from fma_bands.study.signing import revoke
     from fma_bands.study.users import change_passphrase, sign_in
 
     library, folder = shared_library, tmp_path / "attestations"
     coordinator, a, _ = enrol(engine, library, folder)
     identify(engine, coordinator, tmp_path / "k", "adjudicator-01")
     import_adjudicator_01(engine, library, coordinator)
-    envelope = sign(engine, library, a, PASS_01, folder)
+    receipt = sign(engine, library, a, PASS_01, folder)
+    [(_, _, envelope)] = receipt.records
     files = sorted(folder.iterdir())
+    with session_scope(engine) as s:
+        records = len(s.exec(select(LogRecord)).all())
     theirs = COORDINATOR["passphrase"]
 
     with pytest.raises(WrongPassphrase, match="nothing was signed"):
@@ -728,10 +805,11 @@ def test_the_coordinator_cannot_sign_for_a_rater(engine, shared_library, tmp_pat
     with session_scope(engine) as s:
         stored = s.get(User, a.id)
         assert stored.enrolment_code_hash is None and stored.demo is False
+        assert len(s.exec(select(LogRecord)).all()) == records
 
     # An enrolment code works once: whoever saw it cannot use it again to make a second key.
     with session_scope(engine) as s:
-        _, code = enrol_person(s, actor=coordinator, **RATER_02)
+        _, code = enrol_person(s, actor=coordinator, passphrase=theirs, **RATER_02)
     for passphrase, expected in ((PASS_02, "adjudicator-02"), (theirs, None)):
         with session_scope(engine) as s:
             made = activate(
@@ -741,3 +819,130 @@ def test_the_coordinator_cannot_sign_for_a_rater(engine, shared_library, tmp_pat
     with session_scope(engine) as s:
         assert sign_in(s, "adjudicator-02", theirs) is None
         assert sign_in(s, "adjudicator-02", PASS_02) is not None
+
+
+# Receipts, splitting, revocation ---------------------------------------------------------------
+
+
+def test_the_receipt_names_the_key_the_records_and_the_head(signed):
+    """What the rater keeps: her key's fingerprint, each record's place, digest and file, and the
+    head after them, which `verify --since` checks the folder still extends."""
+    study, _ = signed
+    receipt = study.receipt
+    [row] = signed_records(study.engine)
+    assert receipt.pseudonym == "adjudicator-01" and receipt.keyid == study.a.keyid
+    assert receipt.records == ((row.sequence, row.digest, row.file_name),)
+    assert receipt.head == (row.sequence, row.digest)
+    assert receipt.sealed_until_round == 1  # signed while round 1 was open
+    shown = receipt.as_dict()
+    assert shown["since"] == f"{row.sequence}:{row.digest}"
+    assert shown["in_folder"] == "when round 1 closes"
+    with session_scope(study.engine) as s:
+        table = manifestation_of(s, receipt)
+    assert table["Key fingerprint"] == [study.a.keyid]
+    assert table["Records"] == [str(row.sequence)]
+    assert table["Head after signing"] == [f"{row.sequence}:{row.digest}"]
+    assert table["Printed name"] == ["adjudicator-01"]
+    # The published chain holds the receipt's head: the digest is the file's payload's.
+    evidence = read_evidence(study.folder, since=receipt.head)
+    assert evidence.valid, evidence.problems
+    assert evidence.head == receipt.head
+    assert evidence.chain[row.sequence].path == study.envelope
+    # A head the folder does not extend is refused.
+    other = (row.sequence, "sha256:" + "0" * 64)
+    refused = read_evidence(study.folder, since=other)
+    assert not refused.valid
+    assert [p.code for p in refused.problems] == ["folder_invalid"]
+
+
+def test_a_large_attestation_is_split_into_records_of_at_most_bands_per_record(
+    engine, shared_library, tmp_path, monkeypatch
+):
+    monkeypatch.setattr("fma_bands.study.signing.BANDS_PER_RECORD", 3)
+    study = build_study(engine, shared_library, tmp_path)
+    receipt = study.receipt
+    assert len(receipt.records) == 2
+    (first, _, _), (second, digest, _) = receipt.records
+    assert second == first + 1 and receipt.head == (second, digest)
+    statements = [statement_in_store(engine, receipt, i) for i in (0, 1)]
+    assert [s["predicate"]["part"] for s in statements] == [
+        {"index": 1, "of": 2},
+        {"index": 2, "of": 2},
+    ]
+    assert [len(s["predicate"]["reviews"]) for s in statements] == [3, 1]
+    for statement in statements:
+        names = [s["name"] for s in statement["subject"]]
+        covered = [
+            f"{r['vignette_id']}/{r['sub_action']}" for r in statement["predicate"]["reviews"]
+        ]
+        assert names == covered
+    assert sorted(n for s in statements for n in (x["name"] for x in s["subject"])) == sorted(
+        HANDBACK_BANDS
+    )
+    # Both parts are published at close and, together, grant what one record would.
+    evidence = read_evidence(study.folder)
+    assert evidence.valid, evidence.problems
+    assert [e.path.name for e in evidence.adjudications()] == [f for _, _, f in receipt.records]
+    decisions = by_band(decide(shared_library, study.folder))
+    assert {name: d.provenance for name, d in decisions.items()} == {
+        name: ADJUDICATED for name in HANDBACK_BANDS
+    }
+    with session_scope(engine) as s:
+        lines = on_file(s, "adjudicator-01")
+        [event] = audit.events(s, kinds=["attestation_signed"])
+    assert len(lines) == 2 and all(line.endswith("in the attestations folder") for line in lines)
+    assert ["3 bands" in lines[0], "1 bands" in lines[1]] == [True, True]
+    assert event["payload"]["records"] == [f for _, _, f in receipt.records]
+
+
+def test_a_rater_revokes_one_attestation_record_by_its_file_name(engine, shared_library, tmp_path):
+    study = build_study(engine, shared_library, tmp_path, second_rater=True)
+    library, folder, a, b = shared_library, study.folder, study.a, study.b
+    name = study.envelope.name
+    assert by_band(decide(library, folder))["draft_triage_01/esi_acuity"].provenance == ADJUDICATED
+
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="say why"):
+        revoke(s, rater=a, passphrase=PASS_01, attestation=name, reason=" ", folder=folder)
+    with (
+        session_scope(engine) as s,
+        pytest.raises(FmaBandsError, match="not an attestation of yours"),
+    ):
+        revoke(s, rater=b, passphrase=PASS_02, attestation=name, reason="mine?", folder=folder)
+    with (
+        session_scope(engine) as s,
+        pytest.raises(FmaBandsError, match="not an attestation of yours"),
+    ):
+        revoke(
+            s,
+            rater=a,
+            passphrase=PASS_01,
+            attestation="no-such.dsse.json",
+            reason="x",
+            folder=folder,
+        )
+    assert read_evidence(folder).revoked == set()
+
+    # Named by its path or its file name alike; the round is closed, so it is published at once.
+    with session_scope(engine) as s:
+        receipt = revoke(
+            s,
+            rater=a,
+            passphrase=PASS_01,
+            attestation=str(study.envelope),
+            reason="signed on the wrong hand-back",
+            folder=folder,
+        )
+    [(sequence, digest, file)] = receipt.records
+    assert receipt.head == (sequence, digest) and receipt.sealed_until_round is None
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.problems
+    assert evidence.chain[-1].path.name == file and evidence.chain[-1].kind == "revocation"
+    assert evidence.revoked == {study.receipt.records[0][1]}
+    decisions = by_band(decide(library, folder))
+    assert all(d.provenance != ADJUDICATED for d in decisions.values())
+    with session_scope(engine) as s:
+        assert on_file(s, "adjudicator-01") == []
+        with pytest.raises(FmaBandsError, match="revoked already"):
+            revoke(s, rater=a, passphrase=PASS_01, attestation=name, reason="again", folder=folder)
+        [event] = audit.events(s, kinds=["attestation_revoked"])
+    assert event["payload"] == {"file": file, "revokes": name}

@@ -2,18 +2,20 @@
 passphrase the person chooses at activation, the key it seals, passphrase changes and resets,
 and a sign-in that is throttled and audited without the typed text."""
 
+import base64
+import hashlib
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlmodel import select
 
 from fma_bands.core.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.evidence.log import read_evidence
-from fma_bands.evidence.roster import read_adjudicators
 from fma_bands.store.db import session_scope
-from fma_bands.store.models import AuditEvent, SigningKey, User, utcnow
+from fma_bands.store.models import AuditEvent, LogRecord, SigningKey, User, utcnow
 from fma_bands.study import audit
 from fma_bands.study.enrolment import activate, create_first_coordinator, create_user, enrol, reset
 from fma_bands.study.throttle import FREE_FAILURES, MAX_DELAY, wait_after
@@ -42,9 +44,24 @@ def coordinator(engine):
         return create_first_coordinator(s, pseudonym="coordinator", passphrase=COORDINATOR_PASS)
 
 
-def enrolled(engine, coordinator, name="rater-01"):
+def enrolled(engine, coordinator, name="rater-01", folder=None):
+    """The coordinator enrols a rater: a root-signed enrolment record, and a one-time code."""
     with session_scope(engine) as s:
-        return enrol(s, actor=coordinator, pseudonym=name, **RATER)
+        return enrol(
+            s,
+            actor=coordinator,
+            passphrase=COORDINATOR_PASS,
+            folder=folder,
+            pseudonym=name,
+            **RATER,
+        )
+
+
+def log_kinds(engine) -> list[tuple[str, str, str | None]]:
+    """(kind, signer, about) of every record of the store's log, in order."""
+    with session_scope(engine) as s:
+        rows = s.exec(select(LogRecord).order_by(LogRecord.sequence)).all()
+        return [(r.kind, r.signer, r.about) for r in rows]
 
 
 def audit_text(engine) -> str:
@@ -57,8 +74,11 @@ def test_first_run_creates_the_coordinator_once(engine):
         assert not has_users(s)
         made = create_first_coordinator(s, pseudonym="coordinator", passphrase="a" * 12)
         assert made.role == "coordinator" and made.active
+    # The coordinator's key is the study's root: its first signature is the root record.
+    assert log_kinds(engine) == [("root", "coordinator", "coordinator")]
     with session_scope(engine) as s, pytest.raises(FmaBandsError, match="already has"):
         create_first_coordinator(s, pseudonym="intruder", passphrase="b" * 12)
+    assert log_kinds(engine) == [("root", "coordinator", "coordinator")]
 
 
 def test_enrolment_makes_a_one_time_code_and_no_passphrase_or_key(engine, coordinator):
@@ -71,12 +91,31 @@ def test_enrolment_makes_a_one_time_code_and_no_passphrase_or_key(engine, coordi
         assert row.passphrase_hash is None
         assert row.enrolment_code_hash and code not in row.enrolment_code_hash
         assert code.replace("-", "") not in row.enrolment_code_hash
-        assert s.exec(select(SigningKey)).all() == []
+        assert [k.user_id for k in s.exec(select(SigningKey)).all()] == [coordinator.id]
         assert sign_in(s, "rater-01", code) is None
+        enrolment = s.exec(select(LogRecord).where(LogRecord.kind == "enrolment")).one()
     assert code not in audit_text(engine) and code.replace("-", "") not in audit_text(engine)
-    # Only the coordinator enrols.
+    # The enrolment is a record of the log signed with the root key (the coordinator's), and
+    # it commits to the activation without holding the code.
+    assert log_kinds(engine) == [
+        ("root", "coordinator", "coordinator"),
+        ("enrolment", "coordinator", "rater-01"),
+    ]
+    assert code not in enrolment.envelope and code.replace("-", "") not in enrolment.envelope
+    # Only the coordinator enrols, and only with the passphrase that unseals the root key.
     with session_scope(engine) as s, pytest.raises(AccessDenied):
-        enrol(s, actor=rater, pseudonym="rater-02", **RATER)
+        enrol(s, actor=rater, passphrase=COORDINATOR_PASS, pseudonym="rater-02", **RATER)
+    with session_scope(engine) as s, pytest.raises(WrongPassphrase, match="nothing was signed"):
+        enrol(
+            s,
+            actor=coordinator,
+            passphrase="not the root passphrase",
+            pseudonym="rater-02",
+            **RATER,
+        )
+    with session_scope(engine) as s:
+        assert get_user(s, "rater-02") is None
+    assert len(log_kinds(engine)) == 2
 
 
 def test_activation_lets_the_rater_choose_the_passphrase_and_makes_the_key(
@@ -96,21 +135,28 @@ def test_activation_lets_the_rater_choose_the_passphrase_and_makes_the_key(
     with session_scope(engine) as s:
         row = s.exec(select(User).where(User.pseudonym == "rater-01")).one()
         assert row.passphrase_hash.startswith("$argon2id$") and row.enrolment_code_hash is None
-        [key] = s.exec(select(SigningKey)).all()
+        [key] = s.exec(select(SigningKey).where(SigningKey.user_id == row.id)).all()
         assert "horse" not in row.passphrase_hash + key.encrypted_private_key
         assert unlock_signing_key(s, row.id, CHOSEN)[0].keyid == made.keyid
         with pytest.raises(WrongPassphrase):
             unlock_signing_key(s, row.id, COORDINATOR_PASS)
         assert sign_in(s, "rater-01", CHOSEN).pseudonym == "rater-01"
-    # The new key signed the rater's public record, and only that is published.
-    [record] = read_evidence(folder).envelopes
-    assert (record.kind, record.error, record.keyid) == ("record", None, made.keyid)
-    published = read_adjudicators(folder)["rater-01"]
-    assert (published["specialty"], published["keyid"], published["demo"]) == (
+    # The new key signed an activation naming the root-signed enrolment: the folder holds the
+    # chain root, enrolment, activation, and the roster gives the new key to the rater.
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.problems
+    assert [(e.kind, e.keyid) for e in evidence.chain] == [
+        ("root", coordinator.keyid),
+        ("enrolment", coordinator.keyid),
+        ("activation", made.keyid),
+    ]
+    adjudicator = evidence.adjudicators["rater-01"]
+    assert [(k.keyid, k.since, k.until) for k in adjudicator.keys] == [(made.keyid, 2, None)]
+    assert (adjudicator.record["specialty"], adjudicator.record["demo"]) == (
         "emergency medicine",
-        made.keyid,
         False,
     )
+    assert "rater-01" in (folder / "adjudicators.yaml").read_text()
     # The code works once.
     with session_scope(engine) as s:
         again = activate(
@@ -125,7 +171,7 @@ def test_activation_lets_the_rater_choose_the_passphrase_and_makes_the_key(
     [("WRONG-CODE", 0, "wrong code"), (None, 15, "expired")],
 )
 def test_a_wrong_or_expired_code_activates_nothing(engine, coordinator, tmp_path, code, days, why):
-    _, issued = enrolled(engine, coordinator)
+    _, issued = enrolled(engine, coordinator, folder=tmp_path)
     with session_scope(engine) as s:
         made = activate(
             s,
@@ -141,7 +187,11 @@ def test_a_wrong_or_expired_code_activates_nothing(engine, coordinator, tmp_path
         assert [e["kind"] for e in audit.events(s, kinds=["activation_failed"])] == [
             "activation_failed"
         ]
-    assert not list(tmp_path.glob("*.dsse.json"))
+    assert [k for k, _, _ in log_kinds(engine)] == ["root", "enrolment"]
+    assert [p.name.split("-")[1] for p in sorted(tmp_path.glob("*.dsse.json"))] == [
+        "root",
+        "enrolment",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -193,10 +243,11 @@ def test_the_first_coordinator_passphrase_is_checked_by_the_domain(engine):
 def test_bad_enrolment_names_the_field_and_writes_nothing(engine, coordinator, fields, field):
     data = {"pseudonym": "rater-02", **RATER, **fields}
     with session_scope(engine) as s, pytest.raises(FmaBandsError) as caught:
-        enrol(s, actor=coordinator, **data)
+        enrol(s, actor=coordinator, passphrase=COORDINATOR_PASS, **data)
     assert field in caught.value.fields
     with session_scope(engine) as s:
         assert get_user(s, "rater-02") is None
+    assert [k for k, _, _ in log_kinds(engine)] == ["root"]
 
 
 def test_duplicate_pseudonym_is_refused(engine, coordinator):
@@ -229,9 +280,12 @@ def test_a_reset_issues_a_new_code_and_the_next_activation_a_new_key(engine, coo
     with session_scope(engine) as s:
         first = activate(s, pseudonym="rater-01", code=code, passphrase=CHOSEN, folder=tmp_path)
     with session_scope(engine) as s, pytest.raises(AccessDenied):
-        reset(s, actor=first, pseudonym="rater-01")
+        reset(s, actor=first, pseudonym="rater-01", passphrase=CHOSEN)
+    with session_scope(engine) as s, pytest.raises(WrongPassphrase):
+        reset(s, actor=coordinator, pseudonym="rater-01", passphrase=CHOSEN)
     with session_scope(engine) as s:
-        new_code = reset(s, actor=coordinator, pseudonym="rater-01")
+        assert sign_in(s, "rater-01", CHOSEN) is not None  # nothing was reset
+        new_code = reset(s, actor=coordinator, pseudonym="rater-01", passphrase=COORDINATOR_PASS)
     with session_scope(engine) as s:
         assert sign_in(s, "rater-01", CHOSEN) is None  # the old passphrase stops at once
         second = activate(
@@ -239,21 +293,191 @@ def test_a_reset_issues_a_new_code_and_the_next_activation_a_new_key(engine, coo
         )
     assert second.keyid != first.keyid
     with session_scope(engine) as s:
-        old, new = s.exec(select(SigningKey).order_by(SigningKey.id)).all()
+        old, new = s.exec(
+            select(SigningKey).where(SigningKey.user_id == first.id).order_by(SigningKey.id)
+        ).all()
         assert (old.keyid, new.keyid) == (first.keyid, second.keyid)
         assert old.retired_at is not None and new.retired_at is None
         assert old.encrypted_private_key == ""  # the retired key can never sign again
-    published = read_adjudicators(tmp_path)["rater-01"]
-    assert [k["keyid"] for k in published["keys"]] == [first.keyid, second.keyid]
-    assert published["keys"][0]["retired"] is not None
+    # The reset is a root-signed enrolment at record 3: the old key stops counting there, the
+    # new one counts from its activation at record 4.
+    assert log_kinds(engine)[3:] == [
+        ("enrolment", "coordinator", "rater-01"),
+        ("activation", "rater-01", "rater-01"),
+    ]
+    evidence = read_evidence(tmp_path)
+    assert evidence.valid, evidence.problems
+    keys = evidence.adjudicators["rater-01"].keys
+    assert [(k.keyid, k.since, k.until) for k in keys] == [
+        (first.keyid, 2, 3),
+        (second.keyid, 4, None),
+    ]
 
 
-def test_demo_accounts_are_marked(engine):
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def forge_after_head(folder: Path, pseudonym: str, keyid: str, private_key) -> Path:
+    """An adjudication record by `pseudonym` at the next place of the folder's chain, built
+    from the files with json, base64, hashlib and the key alone (no project code)."""
+    newest = {}
+    for path in folder.glob("*.dsse.json"):
+        payload = base64.b64decode(json.loads(path.read_text())["payload"])
+        statement = json.loads(payload)
+        sequence = statement["predicate"]["log"]["sequence"]
+        if not newest or sequence > newest["sequence"]:
+            newest = {
+                "sequence": sequence,
+                "study": statement["predicate"]["log"]["study"],
+                "digest": "sha256:" + hashlib.sha256(payload).hexdigest(),
+            }
+    sequence = newest["sequence"] + 1
+    statement = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": "case_01/esi_acuity", "digest": {"sha256": "0" * 64}}],
+        "predicateType": "https://fma-bands.org/log/adjudication/v2",
+        "predicate": {
+            "log": {"study": newest["study"], "sequence": sequence, "previous": newest["digest"]},
+            "signer": {"pseudonym": pseudonym, "keyid": keyid},
+            "signed_at": "2020-01-01T00:00:00.000000Z",  # back-dated: order is by position
+            "reviews": [{"vignette_id": "case_01", "sub_action": "esi_acuity"}],
+        },
+    }
+    payload = json.dumps(statement, sort_keys=True).encode()
+    kind = b"application/vnd.in-toto+json"
+    signature = private_key.sign(b"DSSEv1 %d %b %d %b" % (len(kind), kind, len(payload), payload))
+    envelope = {
+        "payload": _b64(payload),
+        "payloadType": kind.decode(),
+        "signatures": [{"keyid": keyid, "sig": _b64(signature)}],
+    }
+    path = folder / f"{sequence:06d}-adjudication-{pseudonym}-{keyid[7:19]}.dsse.json"
+    path.write_text(json.dumps(envelope))
+    return path
+
+
+def test_a_reset_retires_the_old_key_where_the_new_enrolment_stands(engine, coordinator, tmp_path):
+    """A copy of the old key (from a database backup, say) signs after the reset: the walk
+    refuses it, however it is dated; the same record signed with the new key takes the place."""
+    _, code = enrolled(engine, coordinator)
+    with session_scope(engine) as s:
+        first = activate(s, pseudonym="rater-01", code=code, passphrase=CHOSEN, folder=tmp_path)
+        _, old_private = unlock_signing_key(s, first.id, CHOSEN)
+    with session_scope(engine) as s:
+        new_code = reset(s, actor=coordinator, pseudonym="rater-01", passphrase=COORDINATOR_PASS)
+    with session_scope(engine) as s:
+        second = activate(
+            s, pseudonym="rater-01", code=new_code, passphrase="chosen again, anew", folder=tmp_path
+        )
+        _, new_private = unlock_signing_key(s, second.id, "chosen again, anew")
+    assert read_evidence(tmp_path).valid
+
+    stale = forge_after_head(tmp_path, "rater-01", first.keyid, old_private)
+    evidence = read_evidence(tmp_path)
+    assert not evidence.valid
+    assert [(p.file, p.code) for p in evidence.problems] == [(stale.name, "unknown_key")]
+    assert "retired at record 3" in evidence.problems[0].message
+    assert len(evidence.chain) == 5  # root, enrolment, activation, reset, activation
+
+    stale.unlink()
+    fresh = forge_after_head(tmp_path, "rater-01", second.keyid, new_private)
+    evidence = read_evidence(tmp_path)
+    assert [e.path.name for e in evidence.chain][-1] == fresh.name
+    # Only the readable copy lags (the app rewrites it when it appends): no record is refused.
+    assert [(p.file, p.code) for p in evidence.problems] == [("adjudicators.yaml", "copy_differs")]
+
+
+def test_with_a_steward_a_roster_or_policy_change_waits_for_the_stewards_signature(
+    engine, coordinator, tmp_path
+):
+    """Threshold 2: once a steward is activated, an enrolment or a policy the coordinator signs
+    takes effect only when the steward approves it too."""
+    from fma_bands.study.governance import approve, awaiting, policy_in_force, set_policy
+
+    folder = tmp_path / "attestations"
+    with session_scope(engine) as s:
+        _, steward_code = enrol(
+            s,
+            actor=coordinator,
+            passphrase=COORDINATOR_PASS,
+            folder=folder,
+            pseudonym="steward-01",
+            role="steward",
+        )
+    with session_scope(engine) as s:
+        steward = activate(
+            s,
+            pseudonym="steward-01",
+            code=steward_code,
+            passphrase="the steward's own",
+            folder=folder,
+        )
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.problems
+    assert evidence.threshold == 2
+    assert sorted(evidence.root_keys.values()) == ["coordinator", "steward-01"]
+
+    _, code = enrolled(engine, coordinator, folder=folder)
+    with session_scope(engine) as s:
+        set_policy(
+            s, folder, actor=coordinator, passphrase=COORDINATOR_PASS, quorum=2, scope="warn"
+        )
+    with session_scope(engine) as s:
+        rater = activate(s, pseudonym="rater-01", code=code, passphrase=CHOSEN, folder=folder)
+    # Signed by the coordinator alone: both wait, and the new key counts for nothing yet.
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.problems
+    assert "rater-01" not in evidence.adjudicators and evidence.policy is None
+    assert sorted(name.split("-")[1] for name, _ in evidence.waiting.values()) == [
+        "enrolment",
+        "policy",
+    ]
+    with session_scope(engine) as s:
+        assert policy_in_force(s) is None
+        assert awaiting(s, "coordinator") == []
+        assert [r.kind for r in awaiting(s, "steward-01")] == ["enrolment", "policy"]
+        with pytest.raises(FmaBandsError, match="awaits your signature"):
+            approve(s, actor=coordinator, passphrase=COORDINATOR_PASS, folder=folder)
+    with session_scope(engine) as s, pytest.raises(WrongPassphrase):
+        approve(s, actor=steward, passphrase=COORDINATOR_PASS, folder=folder)
+
+    with session_scope(engine) as s:
+        made = approve(s, actor=steward, passphrase="the steward's own", folder=folder)
+        assert [r.kind for r in made] == ["approval", "approval"]
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.problems
+    assert evidence.waiting == {}
+    assert [(k.keyid, k.until) for k in evidence.adjudicators["rater-01"].keys] == [
+        (rater.keyid, None)
+    ]
+    assert (evidence.policy.quorum, evidence.policy.scope) == (2, "warn")
+    with session_scope(engine) as s:
+        assert policy_in_force(s).quorum == 2
+        assert awaiting(s, "steward-01") == []
+        [event] = audit.events(s, kinds=["root_changes_approved"])
+    assert event["actor"] == "steward-01" and len(event["payload"]["approved"]) == 2
+
+
+def test_demo_accounts_are_marked(engine, coordinator, tmp_path):
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="give its passphrase"):
+        create_user(s, actor="demo", pseudonym="rater-09", passphrase="rater-09-demo", **RATER)
     with session_scope(engine) as s:
         made = create_user(
-            s, actor="demo", pseudonym="rater-09", passphrase="rater-09-demo", **RATER
+            s,
+            actor="demo",
+            pseudonym="rater-09",
+            passphrase="rater-09-demo",
+            root_passphrase=COORDINATOR_PASS,
+            folder=tmp_path,
+            **RATER,
         )
     assert made.demo and made.active and made.keyid
+    # Enrolled by the root like any rater; the activation says someone else knew the passphrase.
+    evidence = read_evidence(tmp_path)
+    assert [e.kind for e in evidence.chain] == ["root", "enrolment", "activation"]
+    assert evidence.chain[2].predicate["activation"]["demo"] is True
+    assert evidence.adjudicators["rater-09"].record["demo"] is True
 
 
 # Signing in ------------------------------------------------------------------------------------

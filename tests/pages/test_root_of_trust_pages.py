@@ -1,0 +1,277 @@
+"""The pages of the study's root of trust under streamlit's AppTest (docs/trust.md): the
+coordinator signs the registry policy with the root key on Study admin; a rater who signs is shown
+and offered a receipt, and sees their attestation sealed while the round is open; the steward
+co-signs a pending policy on Approve changes, and only then does it take effect."""
+
+import json
+
+import pytest
+from sqlmodel import col, select
+
+from fma_bands.evidence.log import read_evidence
+from fma_bands.evidence.policy import Policy
+from fma_bands.store.models import LogRecord
+from fma_bands.study.enrolment import activate, enrol
+from fma_bands.study.governance import awaiting, policy_in_force
+from fma_bands.study.identity import set_identity
+from fma_bands.study.rounds import close_round
+from tests import page_helpers
+from tests.page_helpers import (
+    BANDS,
+    GOOD_ANSWERS,
+    PASSPHRASES,
+    as_read,
+    by_label,
+    click,
+    go,
+    open_app,
+    run,
+    shown,
+    title,
+)
+
+fresh_caches, app_env, template, study = (
+    page_helpers.fresh_caches,
+    page_helpers.app_env,
+    page_helpers.template,
+    page_helpers.study,
+)
+
+POLICY_PASSPHRASE = "Your passphrase (it unlocks the study's root key, which signs the policy)"
+IDENTITY = {
+    "full_name": "Example Clinician",
+    "primary_qualification": "MBBS",
+    "postgraduate_qualification": "FACEM",
+    "registration_number": "MED0000000001",
+    "registering_body": "Example Medical Board",
+    "institution": "Example Hospital",
+    "email": "clinician@example.org",
+}
+STEWARD_PASS = "the steward's own passphrase"
+
+
+@pytest.fixture
+def folder(study, tmp_path):
+    return tmp_path / "attestations"  # where app_env points the app
+
+
+def log_kinds(study) -> list[str]:
+    with study.store() as s:
+        return list(s.exec(select(LogRecord.kind).order_by(col(LogRecord.sequence))))
+
+
+# The registry policy -----------------------------------------------------------------------
+
+
+def sign_policy(at, quorum: int, scope: str, passphrase: str):
+    by_label(at.number_input, "Quorum: attesting adjudicators a band needs").set_value(quorum)
+    by_label(at.radio, "Specialty scope rule").set_value(scope)
+    by_label(at.text_input, POLICY_PASSPHRASE).input(passphrase)
+    return click(at, "Sign the policy")
+
+
+def test_the_coordinator_signs_the_policy_with_the_root_passphrase(study, folder):
+    at = open_app(study.coordinator)
+    assert title(at) == "Study admin"
+    assert any("No policy is signed yet" in w.value for w in at.warning)
+    before = log_kinds(study)
+    sign_policy(at, 2, "require", "not the passphrase")
+    assert [e.value for e in at.error] == ["that passphrase is not right; nothing was signed"]
+    assert not [s for s in at.success if s.value.startswith("Policy signed")]
+    assert log_kinds(study) == before
+    with study.store() as s:
+        assert policy_in_force(s) is None
+
+    sign_policy(at, 2, "require", PASSPHRASES["coordinator"])
+    assert not at.error
+    assert [s.value for s in at.success if s.value.startswith("Policy signed")] == [
+        "Policy signed into the study's log: quorum 2, scope require."
+    ]
+    assert log_kinds(study) == [*before, "policy"]
+    with study.store() as s:
+        assert policy_in_force(s) == Policy(2, "require")
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.problems
+    assert evidence.policy == Policy(2, "require")
+    assert "quorum: 2" in (folder / "policy.yaml").read_text(encoding="utf-8")
+
+
+# Signing: the receipt, and the seal ------------------------------------------------------
+
+
+@pytest.fixture
+def reviewed(study, tmp_path, monkeypatch):
+    """rater-01 has submitted a review of every band, and the coordinator has recorded her
+    private identity: she can sign."""
+    monkeypatch.setenv("FMA_BANDS_IDENTITY_KEY", str(tmp_path / "identity.key"))
+    for band in BANDS:
+        study.save(study.rater, band, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    with study.store() as s:
+        set_identity(
+            s,
+            actor=study.coordinator,
+            pseudonym="rater-01",
+            record=IDENTITY,
+            key_path=tmp_path / "identity.key",
+        )
+    return study
+
+
+def sign(at, passphrase: str = PASSPHRASES["rater-01"]):
+    for box in at.checkbox:
+        if box.key.startswith("declare:"):
+            box.check()
+    at.text_input(key="attest:passphrase").input(passphrase)
+    return click(at, "Sign attestation")
+
+
+@pytest.fixture
+def served(monkeypatch) -> dict[str, dict]:
+    """What each download button the app draws would serve, by label: AppTest shows the
+    button, not the bytes behind it."""
+    import streamlit as st
+
+    found: dict[str, dict] = {}
+    original = st.download_button
+
+    def download_button(label, data, *args, **kwargs):
+        found[label] = {"data": data, "file_name": kwargs.get("file_name")}
+        return original(label, data, *args, **kwargs)
+
+    monkeypatch.setattr(st, "download_button", download_button)
+    return found
+
+
+def test_signing_shows_and_offers_the_receipt(reviewed, folder, served):
+    at = open_app(reviewed.rater, "app_pages/attest.py")
+    assert title(at) == "Sign your attestation"
+    assert not at.download_button
+    sign(at)
+    assert [s.value for s in at.success] == ["Signed. Signature manifestation:"]
+    [table] = at.table
+    row = table.value.iloc[0].to_dict()
+    with reviewed.store() as s:
+        [record] = s.exec(select(LogRecord).where(LogRecord.kind == "adjudication")).all()
+        keyid = json.loads(record.envelope)["signatures"][0]["keyid"]
+        sequence, digest, name = record.sequence, record.digest, record.file_name
+    assert keyid == reviewed.rater.keyid  # her own key, the one her activation named
+    assert (row["Printed name"], row["Meaning"]) == ("rater-01", "adjudication")
+    assert row["Key fingerprint"] == keyid
+    assert row["Records"] == str(sequence)
+    assert row["Head after signing"] == f"{sequence}:{digest}"
+    # The receipt to keep: the same key, record and head, and where the record is.
+    assert [b.label for b in at.download_button] == ["Download your receipt"]
+    assert served["Download your receipt"]["file_name"] == "receipt-rater-01.json"
+    receipt = json.loads(served["Download your receipt"]["data"])
+    assert receipt["pseudonym"] == "rater-01"
+    assert receipt["key_fingerprint"] == keyid
+    assert receipt["records"] == [{"sequence": sequence, "digest": digest, "file": name}]
+    assert receipt["head"] == {"sequence": sequence, "digest": digest}
+    assert receipt["since"] == f"{sequence}:{digest}"
+    assert receipt["in_folder"] == "when round 1 closes"
+    assert any(
+        f"fma-bands verify --since {sequence}:{digest}" in c.value
+        and "reach the attestations folder when round 1 closes" in c.value
+        for c in at.caption
+    )
+    # The form starts afresh: the passphrase is not left on screen.
+    assert at.text_input(key="attest:passphrase").value == ""
+
+
+def test_an_attestation_signed_in_an_open_round_is_sealed_until_it_closes(reviewed, folder):
+    at = open_app(reviewed.rater, "app_pages/attest.py")
+    sign(at)
+    run(at)  # the next visit
+    assert any(h.value == "Your attestations on file" for h in at.subheader)
+    [line] = [as_read(c.value) for c in at.caption if "-adjudication-rater-01-" in as_read(c.value)]
+    assert line.endswith("4 bands, sealed until round 1 closes")
+    # Nobody who reads the folder sees her work while the round is open.
+    assert not list(folder.glob("*-adjudication-*"))
+    with reviewed.store() as s:
+        close_round(s, actor=reviewed.coordinator, folder=folder)
+    [published] = folder.glob("*-adjudication-rater-01-*.dsse.json")
+    at = open_app(reviewed.rater, "app_pages/attest.py")
+    [line] = [as_read(c.value) for c in at.caption if "-adjudication-rater-01-" in as_read(c.value)]
+    assert line.startswith(published.name)
+    assert line.endswith("4 bands, in the attestations folder")
+    assert "sealed until" not in shown(at)
+
+
+# The steward ---------------------------------------------------------------------------------
+
+
+def enrol_steward(study, folder):
+    """The coordinator enrols a steward with the root key; the steward activates with the code
+    and a passphrase of their own: from now on the root's threshold is 2."""
+    with study.store() as s:
+        _, code = enrol(
+            s,
+            actor=study.coordinator,
+            passphrase=PASSPHRASES["coordinator"],
+            folder=folder,
+            pseudonym="steward-01",
+            role="steward",
+        )
+    with study.store() as s:
+        steward = activate(
+            s, pseudonym="steward-01", code=code, passphrase=STEWARD_PASS, folder=folder
+        )
+    assert steward is not None
+    return steward
+
+
+def test_the_steward_approves_a_pending_policy_on_their_page(study, folder):
+    steward = enrol_steward(study, folder)
+    admin = sign_policy(open_app(study.coordinator), 2, "require", PASSPHRASES["coordinator"])
+    assert not admin.error
+    assert [i.value for i in admin.info] == [
+        "Policy signed; it takes effect once the steward approves it."
+    ]
+    with study.store() as s:
+        assert policy_in_force(s) is None  # awaiting the steward's signature
+        [pending] = awaiting(s, "steward-01")
+        pending_file = pending.file_name
+    at = open_app(steward)
+    assert title(at) == "Approve changes"
+    [frame] = [d.value for d in at.dataframe]
+    assert frame.to_dict("records") == [
+        {
+            "record": pending.sequence,
+            "change": "registry policy",
+            "concerns": "the whole study",
+            "signed by": "coordinator",
+            "file": pending_file,
+        }
+    ]
+    [button] = [b for b in at.button if b.label.startswith("Sign my approval")]
+    assert button.label == "Sign my approval of 1 change(s)"
+
+    at.text_input(key="approve:passphrase").input(PASSPHRASES["coordinator"])
+    click(at, "Sign my approval of 1 change(s)")
+    assert [e.value for e in at.error] == ["that passphrase is not right; nothing was signed"]
+    with study.store() as s:
+        assert policy_in_force(s) is None
+
+    at.text_input(key="approve:passphrase").input(STEWARD_PASS)
+    click(at, "Sign my approval of 1 change(s)")
+    assert not at.error
+    assert [as_read(s.value) for s in at.success] == ["Approved 1 change(s)."]
+    assert [i.value for i in at.info] == ["No change awaits your signature."]
+    with study.store() as s:
+        assert policy_in_force(s) == Policy(2, "require")
+        assert awaiting(s, "steward-01") == []
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.problems
+    assert evidence.policy == Policy(2, "require")
+    assert evidence.chain[-1].kind == "approval"
+
+
+def test_the_stewards_pages_are_approvals_and_their_passphrase(study, folder):
+    steward = enrol_steward(study, folder)
+    at = open_app(steward)
+    assert [i.value for i in at.info] == ["No change awaits your signature."]
+    go(at, "app_pages/passphrase.py")
+    assert title(at) == "Change your passphrase"
+    for page in ("app_pages/admin.py", "app_pages/attest.py", "app_pages/review.py"):
+        with pytest.raises(ValueError, match="page"):
+            at.switch_page(page)
