@@ -1,5 +1,5 @@
 """Activate an account: the enrolment code the coordinator gave, then a passphrase the person
-chooses and nobody else ever sees. A rater's signing key is made here."""
+chooses and nobody else ever sees. A rater's or steward's signing key is made here."""
 
 import streamlit as st
 
@@ -11,8 +11,9 @@ from fma_bands.study.users import MIN_PASSPHRASE, new_passphrase_problem
 st.title("Activate your account")
 st.write(
     "Your study coordinator enrolled you and gave you a one-time enrolment code. Enter it here "
-    "and choose your passphrase: only you will know it, and as a rater it seals the key that "
-    "signs your attestations, so nobody else can sign in your name."
+    "and choose your passphrase: only you will know it. As a rater it seals the key that signs "
+    "your attestations, and as a steward the key that co-signs the study's roster and policy, "
+    "so nobody else can sign in your name."
 )
 with st.form("activate"):
     pseudonym = st.text_input("Name", placeholder="your study name, e.g. rater-01")

@@ -253,6 +253,9 @@ if mode != current.mode and st.button("Change the review mode"):
 
 st.subheader("Registry policy")
 policy = _saved_policy()
+if signed := st.session_state.pop("policy:signed", None):
+    st.session_state["policy:passphrase"] = ""  # before the field is drawn again
+    st.success(signed)  # our own words and numbers: no markup from anyone
 with st.form("policy"):
     left, right = st.columns(2)
     quorum = left.number_input(
@@ -269,30 +272,29 @@ with st.form("policy"):
         type="password",
         key="policy:passphrase",
     )
-    if st.form_submit_button("Sign the policy"):
-        try:
-            with session() as s:
-                set_policy(
-                    s,
-                    settings().attestations,
-                    actor=user,
-                    passphrase=root_passphrase,
-                    quorum=int(quorum),
-                    scope=scope,
-                )
-                in_force = policy_in_force(s)
-        except FmaBandsError as exc:
-            st.error(escaped(exc.message))
-        else:
-            if in_force is not None and in_force.as_dict() == {
-                "quorum": int(quorum),
-                "scope": scope,
-            }:
-                st.success(
-                    f"Policy signed into the study's log: quorum {int(quorum)}, scope {scope}."
-                )
-            else:
-                st.info("Policy signed; it takes effect once the steward approves it.")
+    sign_policy = st.form_submit_button("Sign the policy")
+if sign_policy:
+    try:
+        with session() as s:
+            set_policy(
+                s,
+                settings().attestations,
+                actor=user,
+                passphrase=root_passphrase,
+                quorum=int(quorum),
+                scope=scope,
+            )
+            in_force = policy_in_force(s)
+    except FmaBandsError as exc:
+        st.error(escaped(exc.message))
+    else:
+        wanted = {"quorum": int(quorum), "scope": scope}
+        st.session_state["policy:signed"] = (
+            f"Policy signed into the study's log: quorum {int(quorum)}, scope {scope}."
+            if in_force is not None and in_force.as_dict() == wanted
+            else "Policy signed; it takes effect once the steward approves it."
+        )
+        st.rerun()
 
 assignment(lib, user)
 

@@ -160,17 +160,18 @@ def _entries(env: CheckedEnvelope, evidence: Evidence) -> list[_Entry]:
     subjects = {s["name"]: s["digest"].get("sha256") for s in env.statement["subject"]}
     adjudicator = evidence.adjudicators[env.pseudonym]
     record = dict(adjudicator.record, n_keys=len(adjudicator.keys))
+    signed_at, sequence, digest = env.signed_at, env.position[1], env.digest
     return [
         _Entry(
             pseudonym=env.pseudonym,
             record=record,
             file=env.path.name,
             keyid=env.keyid,
-            signed_at=env.signed_at,
-            sequence=env.position[1],
+            signed_at=signed_at,
+            sequence=sequence,
             review=review,
             subject_digest=subjects.get(subject_name(review["vignette_id"], review["sub_action"])),
-            digest=env.digest,
+            digest=digest,
         )
         for review in env.predicate["reviews"]
     ]
