@@ -205,9 +205,9 @@ def test_0060_adds_the_signed_log_and_the_study_id_and_keeps_every_row(empty_dat
     assert set(columns) == set(LogRecord.model_fields)
     assert {name for name, c in columns.items() if c["nullable"]} == {"about", "sealed_round"}
     assert inspector.get_pk_constraint("log_record")["constrained_columns"] == ["sequence"]
-    unique = {
-        tuple(u["column_names"]) for u in inspector.get_unique_constraints("log_record")
-    } | {tuple(i["column_names"]) for i in inspector.get_indexes("log_record") if i["unique"]}
+    constraints = inspector.get_unique_constraints("log_record")
+    indexes = [i for i in inspector.get_indexes("log_record") if i["unique"]]
+    unique = {tuple(u["column_names"]) for u in [*constraints, *indexes]}
     assert {("digest",), ("file_name",)} <= unique
     settings_columns = {c["name"]: c for c in inspector.get_columns("study_settings")}
     assert set(settings_columns) == set(StudySettings.model_fields)
