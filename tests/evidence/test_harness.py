@@ -22,9 +22,11 @@ from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.engine import Engine
 
 from fma_bands.core.actions import parse_threshold, sub_action
 from fma_bands.core.bands import parse_band
+from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library, load_library
 from fma_bands.evidence.export import (
     ADJUDICATOR_FIELDS,
@@ -161,7 +163,7 @@ def shared_library():
     return load_library([require_shared(SHARED / "vignettes")])
 
 
-def new_study(root: Path) -> tuple[object, object, Path]:
+def new_study(root: Path) -> tuple[Engine, UserPublic, Path]:
     """A store with its coordinator (whose key signs the study's root record) and the
     attestations folder it publishes to: (engine, coordinator, folder)."""
     engine = make_engine(f"sqlite:///{root / 'study.db'}")

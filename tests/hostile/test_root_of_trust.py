@@ -18,6 +18,7 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -244,14 +245,14 @@ LABELLED = ("demo_order_border_01", "orders")  # a vignette with tool_labels
 
 @dataclass
 class Built:
-    engine: object
+    engine: Any
     root: Path
     vignettes: Path
     folder: Path
-    library: object
-    coordinator: object
-    a: object
-    b: object
+    library: Any
+    coordinator: Any
+    a: Any
+    b: Any
     study: str
     head: tuple[int, str]
     grants: dict
@@ -317,6 +318,7 @@ def build(engine, root: Path) -> Built:
             s, folder, actor=coordinator, passphrase=COORDINATOR_PASS, quorum=2, scope="require"
         )
         study_id = study_settings(s).study_id
+        assert study_id is not None
     for rater in (a, b):
         submit_everything(engine, library, rater)
     everything = every_band(library)
@@ -375,7 +377,7 @@ def first_of(folder: Path, kind: str, signer: str | None = None) -> Found:
     )
 
 
-def assert_refused(study: Built, attack: Path, code: str, **pins) -> None:
+def assert_refused(study: Built, attack: Path, code: str, **pins: Any) -> None:
     """The folder is invalid because of `attack`, with `code`, and nothing is granted."""
     registry = decide(study.library, study.folder, study=study.study, **pins)
     assert not registry.valid
@@ -386,7 +388,7 @@ def assert_refused(study: Built, attack: Path, code: str, **pins) -> None:
     assert all("folder_invalid" in reasons(registry, band) for band in study.grants)
 
 
-def assert_untouched(study: Built, **pins) -> None:
+def assert_untouched(study: Built, **pins: Any) -> None:
     """The study verifies and grants exactly what it granted before the attack."""
     registry = decide(study.library, study.folder, study=study.study, **pins)
     assert registry.valid and not registry.strays, registry.file_problems

@@ -21,7 +21,7 @@ import yaml
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey
-from sqlmodel import select
+from sqlmodel import col, select
 
 from fma_bands.core.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.core.protocol import DECLARATIONS, IDENTITY_FIELDS, STATEMENT_TEXT
@@ -135,7 +135,12 @@ def enrol_and_activate(engine, coordinator, fields, passphrase, folder):
 def enrol(engine, library, folder, *, second_rater: bool = False):
     with session_scope(engine) as s:
         sync_vignettes(s, library, actor="test")
-        coordinator = create_first_coordinator(s, **COORDINATOR, folder=folder)
+        coordinator = create_first_coordinator(
+            s,
+            pseudonym=COORDINATOR["pseudonym"],
+            passphrase=COORDINATOR["passphrase"],
+            folder=folder,
+        )
     a = enrol_and_activate(engine, coordinator, RATER_01, PASS_01, folder)
     b = enrol_and_activate(engine, coordinator, RATER_02, PASS_02, folder) if second_rater else None
     with session_scope(engine) as s:
@@ -189,13 +194,14 @@ def close(engine, coordinator, folder):
 def signed_records(engine) -> list[LogRecord]:
     with session_scope(engine) as s:
         query = select(LogRecord).where(LogRecord.kind == "adjudication")
-        return list(s.exec(query.order_by(LogRecord.sequence)).all())
+        return list(s.exec(query.order_by(col(LogRecord.sequence))).all())
 
 
 def statement_in_store(engine, receipt: Receipt, index: int = 0) -> dict:
     """The statement of a record the receipt names, as the store keeps it (sealed or not)."""
     with session_scope(engine) as s:
         row = s.get(LogRecord, receipt.records[index][0])
+        assert row is not None
         return json.loads(base64.b64decode(json.loads(row.envelope)["payload"]))
 
 

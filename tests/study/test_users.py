@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlmodel import select
+from sqlmodel import col, select
 
 from fma_bands.core.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.evidence.log import read_evidence
@@ -60,7 +60,7 @@ def enrolled(engine, coordinator, name="rater-01", folder=None):
 def log_kinds(engine) -> list[tuple[str, str, str | None]]:
     """(kind, signer, about) of every record of the store's log, in order."""
     with session_scope(engine) as s:
-        rows = s.exec(select(LogRecord).order_by(LogRecord.sequence)).all()
+        rows = s.exec(select(LogRecord).order_by(col(LogRecord.sequence))).all()
         return [(r.kind, r.signer, r.about) for r in rows]
 
 
@@ -321,7 +321,7 @@ def _b64(raw: bytes) -> str:
 def forge_after_head(folder: Path, pseudonym: str, keyid: str, private_key) -> Path:
     """An adjudication record by `pseudonym` at the next place of the folder's chain, built
     from the files with json, base64, hashlib and the key alone (no project code)."""
-    newest = {}
+    newest: dict = {}
     for path in folder.glob("*.dsse.json"):
         payload = base64.b64decode(json.loads(path.read_text())["payload"])
         statement = json.loads(payload)
