@@ -29,6 +29,12 @@ def reviews_covered(signing: SigningPlan, numbers: dict[str, int]) -> None:
         st.dataframe(imported_rows(signing, numbers), hide_index=True)
         st.checkbox("These are my verdicts: cover them with my signature", key="attest:confirm")
     st.subheader(f"The {len(signing.reviews)} reviews this signature covers")
+    if signing.reviews and not signing.fresh:
+        st.success(
+            "Everything you have submitted is signed, exactly as it is now. Change a review, or "
+            "submit a new one, and you can sign again.",
+            icon=":material/verified:",
+        )
     if signing.reviews:
         st.dataframe(covered_rows(signing, numbers), hide_index=True)
     elif signing.imported:
@@ -88,14 +94,17 @@ st.caption(
     "with the attestations folder, with no database and no trust in the coordinator."
 )
 if just_signed := st.session_state.pop("signed", None):
-    st.success("Signed. Signature manifestation:", icon=":material/verified:")
-    st.table(just_signed)  # pseudonym, time, meaning, key, records, head: none of it free text
+    st.success("Signed. Your signature and your receipt:", icon=":material/verified:")
+    # Pseudonym, time, meaning, key, places, head: none of it free text. One row per field, so
+    # the long fingerprint and head fit.
+    st.table({"": list(just_signed), "value": list(just_signed.values())})
     receipt = st.session_state.pop("receipt", {})
     st.caption(
         "Your receipt: keep it. With it anyone can check, later, that the attestations folder "
-        f"still holds what you signed (fma-bands verify --since {receipt.get('since', '')}). "
-        f"Your records reach the attestations folder {receipt.get('in_folder', '')}, so no "
-        "other rater sees your work while the round is open."
+        f"still holds what you signed (fma-bands verify --since {receipt.get('since', '')}, "
+        "once your records are in the folder). "
+        f"They reach the attestations folder {receipt.get('in_folder', '')}, so no other rater "
+        "sees your work while the round is open."
     )
     st.download_button(
         "Download your receipt",
@@ -123,7 +132,7 @@ with st.form("attest"):
     )
     passphrase = st.text_input("Your passphrase, again", type="password", key="attest:passphrase")
     sign = st.form_submit_button(
-        "Sign attestation", type="primary", disabled=not (signing.reviews and identity_recorded)
+        "Sign attestation", type="primary", disabled=not (signing.fresh and identity_recorded)
     )
 if sign:
     declared = [k for k, ticked in ticks.items() if ticked]

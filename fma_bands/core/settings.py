@@ -33,10 +33,28 @@ def load_settings(**overrides: Any) -> Settings:
     """The settings, with the given options (None means "not given") over the environment."""
     given = {name: value for name, value in overrides.items() if value is not None}
     try:
-        return Settings(**given)
+        found = Settings(**given)
     except ValidationError as exc:
         first = exc.errors()[0]
         name = ".".join(str(p) for p in first["loc"])
         raise FmaBandsError(
             f"setting {name} (FMA_BANDS_{name.upper()}): {first['msg']}", field=name
         ) from None
+    _keep_out_of_the_log(found)
+    return found
+
+
+def _keep_out_of_the_log(found: Settings) -> None:
+    """Only the study's signed log writes into the attestations folder: neither the exports nor
+    the identity key may live there (an export would sit among the records, the key in what is
+    shared with editors)."""
+    log = found.attestations.resolve()
+    for name in ("export_dir", "identity_key"):
+        path = getattr(found, name).resolve()
+        if path == log or log in path.parents:
+            raise FmaBandsError(
+                f"setting {name} (FMA_BANDS_{name.upper()}): {getattr(found, name)} is inside "
+                f"the attestations folder {found.attestations}, where only the study's signed "
+                "log writes; choose a place outside it",
+                field=name,
+            )

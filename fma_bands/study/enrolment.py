@@ -22,6 +22,7 @@ from sqlmodel import Session, col, select
 
 from fma_bands.core.errors import FmaBandsError, WrongPassphrase
 from fma_bands.core.people import UserPublic
+from fma_bands.evidence.envelope import ENVELOPE_SUFFIX
 from fma_bands.evidence.log import activation_check
 from fma_bands.store.models import LogRecord, SigningKey, SignInThrottle, User, utcnow
 from fma_bands.study import audit, ledger, throttle
@@ -436,6 +437,11 @@ def create_first_coordinator(
         raise FmaBandsError("the study already has a coordinator; sign in instead")
     if problem := passphrase_problem(passphrase):
         raise refused({"passphrase": problem})
+    if folder is not None and any(Path(folder).glob(f"*{ENVELOPE_SUFFIX}")):
+        raise FmaBandsError(
+            f"the attestations folder {folder} already holds another study's signed records: "
+            "a new study needs a folder of its own"
+        )
     enrolment = _check_enrolment({"pseudonym": pseudonym, "role": "coordinator"})
     now = utcnow()
     user = _new_user(

@@ -43,20 +43,21 @@ def _statement_of(row: LogRecord) -> dict[str, Any]:
     return checked.claimed
 
 
-def manifestation(session: Session, receipt: Receipt) -> dict[str, list[str]]:
-    """The signature manifestation of what was just signed, as a one-row table, with the
-    receipt: the key's fingerprint, the records and the head after them."""
+def manifestation(session: Session, receipt: Receipt) -> dict[str, str]:
+    """The signature manifestation of what was just signed (printed name, time, meaning) with
+    the receipt: the key's fingerprint, the records' places in the log and the head after
+    them."""
     first = session.get(LogRecord, receipt.records[0][0])
     assert first is not None
     signed = _statement_of(first)["predicate"]["signature_manifestation"]
     sequence, digest = receipt.head
     return {
-        "Printed name": [signed["printed_name"]],
-        "Signed at": [shown_time(signed["signed_at"])],
-        "Meaning": [signed["meaning"]],
-        "Key fingerprint": [receipt.keyid],
-        "Records": [", ".join(str(r[0]) for r in receipt.records)],
-        "Head after signing": [f"{sequence}:{digest}"],
+        "Printed name": signed["printed_name"],
+        "Signed at": shown_time(signed["signed_at"]),
+        "Meaning": signed["meaning"],
+        "Key fingerprint": receipt.keyid,
+        "Place in the study's log": ", ".join(str(r[0]) for r in receipt.records),
+        "Head after signing": f"{sequence}:{digest}",
     }
 
 
@@ -181,6 +182,11 @@ def _require_fresh(signing: SigningPlan, confirm_imported: bool) -> None:
         if signing.imported and not confirm_imported
         else ""
     )
+    if signing.reviews and not waiting:
+        raise FmaBandsError(
+            "everything you have submitted is signed already, exactly as it is now: there is "
+            "nothing new to sign"
+        )
     raise FmaBandsError(f"you have no current submitted review to sign{waiting}")
 
 

@@ -167,6 +167,8 @@ def plan(
                         entry = _review_entry(review, library)
                 else:
                     entry = _review_entry(review, library)
+                if entry is not None and before.get(band) == entry:
+                    entry = None  # exactly what was signed: carried as it was, nothing new
             if entry is None and band in before:
                 entry = before[band]
                 result.carried.append(label)

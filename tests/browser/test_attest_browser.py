@@ -210,14 +210,14 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         tick_declarations(page)
         sign(page, "not-my-passphrase")
         expect(page.get_by_test_id("stAlert").filter(has_text=WRONG_PASSPHRASE)).to_be_visible()
-        expect(page.get_by_text("Signed. Signature manifestation:")).to_have_count(0)
+        expect(page.get_by_text("Signed. Your signature and your receipt:")).to_have_count(0)
         assert log_records(study.env["FMA_BANDS_DATABASE_URL"]) == logged, "a refused signature"
         assert attestation_files(folder) == before, "a refused signature wrote a file"
 
         tick_declarations(page)
         clicked = datetime.now(UTC)
         sign(page, DEMO_ACCOUNTS["rater-01"])
-        expect(page.get_by_text("Signed. Signature manifestation:")).to_be_visible()
+        expect(page.get_by_text("Signed. Your signature and your receipt:")).to_be_visible()
         signed_at = datetime.now(UTC)
         # One record of the log, hers; sealed in the store while round 1 is open.
         [(sequence, kind, digest, name)] = log_records(study.env["FMA_BANDS_DATABASE_URL"])[
@@ -228,15 +228,15 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         manifestation = page.get_by_test_id("stTable")
         expect(manifestation.get_by_role("cell", name="rater-01", exact=True)).to_be_visible()
         expect(manifestation.get_by_role("cell", name="adjudication", exact=True)).to_be_visible()
-        for header in (
+        for field in (
             "Printed name",
             "Signed at",
             "Meaning",
             "Key fingerprint",
-            "Records",
+            "Place in the study's log",
             "Head after signing",
         ):
-            expect(manifestation.get_by_role("columnheader", name=header)).to_be_visible()
+            expect(manifestation.get_by_role("cell", name=field, exact=True)).to_be_visible()
         expect(manifestation.get_by_role("cell", name=str(sequence), exact=True)).to_be_visible()
         expect(
             manifestation.get_by_role("cell", name=f"{sequence}:{digest}", exact=True)

@@ -115,7 +115,7 @@ def sign_attestation(page: Page) -> None:
     page.get_by_label("Your passphrase, again", exact=True).fill(CHOSEN)
     press(page, "Sign attestation")
     assert_no_exception(page)
-    expect(page.get_by_text("Signed. Signature manifestation:")).to_be_visible()
+    expect(page.get_by_text("Signed. Your signature and your receipt:")).to_be_visible()
     expect(page.get_by_role("button", name="Download your receipt")).to_be_visible()
     expect(page.get_by_text(re.compile(r"1 bands, sealed until round 1 closes$"))).to_be_visible()
     shoot(page, "enrolled-rater-signed")

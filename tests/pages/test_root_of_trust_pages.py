@@ -148,9 +148,15 @@ def test_signing_shows_and_offers_the_receipt(reviewed, folder, served):
     assert title(at) == "Sign your attestation"
     assert not at.download_button
     sign(at)
-    assert [s.value for s in at.success] == ["Signed. Signature manifestation:"]
+    assert [s.value for s in at.success] == [
+        "Signed. Your signature and your receipt:",
+        # Signed exactly as it is now: nothing is offered to sign again.
+        "Everything you have submitted is signed, exactly as it is now. Change a review, or "
+        "submit a new one, and you can sign again.",
+    ]
+    assert at.button(key="FormSubmitter:attest-Sign attestation").disabled
     [table] = at.table
-    row = table.value.iloc[0].to_dict()
+    row = dict(zip(table.value.iloc[:, 0], table.value.iloc[:, 1], strict=True))
     with reviewed.store() as s:
         [record] = s.exec(select(LogRecord).where(LogRecord.kind == "adjudication")).all()
         keyid = json.loads(record.envelope)["signatures"][0]["keyid"]
@@ -158,7 +164,7 @@ def test_signing_shows_and_offers_the_receipt(reviewed, folder, served):
     assert keyid == reviewed.rater.keyid  # her own key, the one her activation named
     assert (row["Printed name"], row["Meaning"]) == ("rater-01", "adjudication")
     assert row["Key fingerprint"] == keyid
-    assert row["Records"] == str(sequence)
+    assert row["Place in the study's log"] == str(sequence)
     assert row["Head after signing"] == f"{sequence}:{digest}"
     # The receipt to keep: the same key, record and head, and where the record is.
     assert [b.label for b in at.download_button] == ["Download your receipt"]

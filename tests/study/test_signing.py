@@ -788,15 +788,18 @@ def test_the_coordinator_cannot_sign_for_a_rater(engine, shared_library, tmp_pat
     coordinator, a, _ = enrol(engine, library, folder)
     identify(engine, coordinator, tmp_path / "k", "adjudicator-01")
     import_adjudicator_01(engine, library, coordinator)
+    theirs = COORDINATOR["passphrase"]
+    with pytest.raises(WrongPassphrase, match="nothing was signed"):
+        sign(engine, library, a, theirs, folder)
     receipt = sign(engine, library, a, PASS_01, folder)
     [(_, _, envelope)] = receipt.records
     files = sorted(folder.iterdir())
     with session_scope(engine) as s:
         records = len(s.exec(select(LogRecord)).all())
-    theirs = COORDINATOR["passphrase"]
 
-    with pytest.raises(WrongPassphrase, match="nothing was signed"):
-        sign(engine, library, a, theirs, folder)
+    # Signed already, exactly as it is: nothing new to sign, whoever asks.
+    with pytest.raises(FmaBandsError, match="nothing new to sign"):
+        sign(engine, library, a, PASS_01, folder)
     with pytest.raises(AccessDenied, match="only a rater can sign"):
         sign(engine, library, coordinator, theirs, folder)
     with session_scope(engine) as s, pytest.raises(WrongPassphrase):
@@ -845,10 +848,10 @@ def test_the_receipt_names_the_key_the_records_and_the_head(signed):
     assert shown["in_folder"] == "when round 1 closes"
     with session_scope(study.engine) as s:
         table = manifestation_of(s, receipt)
-    assert table["Key fingerprint"] == [study.a.keyid]
-    assert table["Records"] == [str(row.sequence)]
-    assert table["Head after signing"] == [f"{row.sequence}:{row.digest}"]
-    assert table["Printed name"] == ["adjudicator-01"]
+    assert table["Key fingerprint"] == study.a.keyid
+    assert table["Place in the study's log"] == str(row.sequence)
+    assert table["Head after signing"] == f"{row.sequence}:{row.digest}"
+    assert table["Printed name"] == "adjudicator-01"
     # The published chain holds the receipt's head: the digest is the file's payload's.
     evidence = read_evidence(study.folder, since=receipt.head)
     assert evidence.valid, evidence.problems

@@ -81,6 +81,18 @@ def test_first_run_creates_the_coordinator_once(engine):
     assert log_kinds(engine) == [("root", "coordinator", "coordinator")]
 
 
+def test_a_new_study_refuses_a_folder_that_holds_another_studys_records(engine, tmp_path):
+    # Its root record would sit beside the other study's, and neither folder would verify.
+    folder = tmp_path / "attestations"
+    folder.mkdir()
+    (folder / "000000-root-someone-0123456789ab.dsse.json").write_text("{}")
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="folder of its own"):
+        create_first_coordinator(s, pseudonym="coordinator", passphrase="a" * 12, folder=folder)
+    assert log_kinds(engine) == []
+    with session_scope(engine) as s:
+        assert not has_users(s)
+
+
 def test_enrolment_makes_a_one_time_code_and_no_passphrase_or_key(engine, coordinator):
     rater, code = enrolled(engine, coordinator)
     assert not rater.active and rater.keyid is None
