@@ -17,6 +17,7 @@ from fma_bands.evidence.harness import harness_note
 from fma_bands.evidence.log import folder_digests
 from fma_bands.evidence.provenance import Decision
 from fma_bands.evidence.registry import Registry, decide
+from fma_bands.study.enrolment import root_signer
 from fma_bands.study.impact import Run, read_runs, reviewed_impact
 from fma_bands.study.ledger import published_head
 from fma_bands.study.state import study
@@ -167,17 +168,38 @@ if not lib.ok:
     st.error("The vignette files have problems; fix them before exporting.")
     st.stop()
 if not registry.valid:
+    st.info("Nothing can be exported until the attestations folder verifies again (above).")
     st.stop()
+st.caption(
+    f"The export states the study and the head it was decided from (record {registry.head[0]}). "
+    "With your passphrase, the study's root key also signs that head, so an editor can check "
+    "it against the folder (fma-bands verify --export bands.yaml)."
+)
+head_passphrase = st.text_input(
+    "Your passphrase, to sign the head (optional)", type="password", key="export:passphrase"
+)
+head_signer = None
+if head_passphrase:
+    try:
+        with session() as s:
+            root = root_signer(s, user, head_passphrase)
+        head_signer = (root.keyid, root.private_key)
+        st.caption("The head will be signed with the study's root key.")
+    except FmaBandsError as exc:
+        st.error(escaped(exc.message))
 st.download_button(
     "Download bands.yaml",
     # Written when the button is pressed, not on every rerun.
-    data=lambda: dump_bands(export_document(lib, folder, registry=registry)),
+    data=lambda: dump_bands(
+        export_document(lib, folder, registry=registry, head_signer=head_signer)
+    ),
     file_name="bands.yaml",
     mime="application/yaml",
     on_click="ignore",
 )
 if st.button(f"Write bands.yaml to the export folder, {escaped(export_dir)}"):
     try:
-        st.success(f"Wrote {escaped(write_export(lib, folder, export_dir, registry=registry))}")
+        written = write_export(lib, folder, export_dir, registry=registry, head_signer=head_signer)
+        st.success(f"Wrote {escaped(written)}")
     except FmaBandsError as exc:
         st.error(escaped(exc))

@@ -309,10 +309,16 @@ def write_export(
     *,
     registry: Registry | None = None,
     study: str | None = None,
+    head_signer: tuple[str, Ed25519PrivateKey] | None = None,
 ) -> Path:
     """bands.yaml in the one export folder of the settings (the app never writes elsewhere)."""
     document = export_document(
-        library, folder, relative_to=export_dir, registry=registry, study=study
+        library,
+        folder,
+        relative_to=export_dir,
+        registry=registry,
+        study=study,
+        head_signer=head_signer,
     )
     return write_bands(Path(export_dir) / EXPORT_FILE, document)
 

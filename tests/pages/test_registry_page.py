@@ -13,12 +13,15 @@ from streamlit.testing.v1 import AppTest
 from fma_bands.core.actions import sub_action
 from fma_bands.core.vignettes import load_library
 from fma_bands.evidence.harness import harness_note
+from fma_bands.evidence.head import check_head
+from fma_bands.evidence.log import read_evidence
 from fma_bands.evidence.registry import decide
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.study.state import study as study_settings
 from fma_bands.study.users import get_user
 from tests.conftest import DEMO_VIGNETTES, ROOT
 from tests.evidence.test_harness import build_three_raters
+from tests.evidence.test_registry import COORDINATOR_PASS
 from tests.page_helpers import as_read
 
 PAGE = ROOT / "app_pages" / "registry_page.py"
@@ -92,8 +95,8 @@ def test_each_band_the_harness_cannot_score_says_so(study, page):
 def test_the_export_is_a_download_or_the_one_export_folder(study, page, tmp_path):
     root = study[0]
     assert [b.label for b in page.download_button] == ["Download bands.yaml"]
-    # No field where the browser could name a server path.
-    assert len(page.text_input) == 0
+    # No field where the browser could name a server path: the one field is a passphrase.
+    assert [t.key for t in page.text_input] == ["export:passphrase"]
     exports = tmp_path / "exports"
     [write] = [b for b in page.button if b.label.startswith("Write bands.yaml")]
     assert as_read(write.label) == f"Write bands.yaml to the export folder, {exports}"
@@ -170,3 +173,18 @@ def test_a_hand_edited_policy_copy_grants_nothing_and_offers_no_export(
     assert len(at.download_button) == 0
     assert not [b for b in at.button if b.label.startswith("Write bands.yaml")]
     assert not (tmp_path / "exports").exists()
+
+
+def test_the_coordinators_passphrase_signs_the_exported_head(study, page, tmp_path):
+    root = study[0]
+    page.text_input(key="export:passphrase").set_value("not the passphrase").run()
+    assert [e.value for e in page.error] == ["that passphrase is not right; nothing was signed"]
+    page.text_input(key="export:passphrase").set_value(COORDINATOR_PASS).run()
+    assert not page.error
+    [write] = [b for b in page.button if b.label.startswith("Write bands.yaml")]
+    write.click().run()
+    header = yaml.safe_load((tmp_path / "exports" / "bands.yaml").read_text())["attestations"]
+    evidence = read_evidence(root / "attestations")
+    study_id, sequence, digest, keyid = check_head(header["head_signature"], evidence.root_public)
+    assert (study_id, sequence, digest) == (evidence.study, *evidence.head)
+    assert evidence.root_keys[keyid] == "coordinator"
