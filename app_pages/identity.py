@@ -43,8 +43,9 @@ with session() as s:
 st.title("Rater identities")
 st.caption(
     "Full name, qualifications, registration and institution stay private: never in "
-    "attestations, exports or logs. The rater's self-signed public record carries a salted "
-    "SHA-256 commitment to it, signed when they next sign an attestation."
+    "attestations, exports or logs. A salted SHA-256 commitment to it is what is published: "
+    "each attestation the rater signs carries it, so an editor shown the private record can "
+    "check it matches."
 )
 if not raters:
     st.info("No rater is enrolled yet.")

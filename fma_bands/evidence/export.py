@@ -122,7 +122,7 @@ def export_document(
             "lists every problem (export --provisional writes every band unadjudicated)",
             code="folder_invalid",
         )
-    # From the self-signed public records, never from adjudicators.yaml, which anyone can edit.
+    # From the root-signed roster in the log, never from adjudicators.yaml, a copy for people.
     adjudicators = [
         {
             "pseudonym": name,

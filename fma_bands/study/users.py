@@ -137,7 +137,7 @@ def roster(users: list[UserPublic]) -> list[dict[str, object]]:
             "years since registration": u.years_post_registration,
             "account": ("active" if u.active else "awaiting activation")
             + (" (demo)" if u.demo else ""),
-            "signing key": u.keyid,
+            "signing key": u.keyid or "none yet (made when they activate)",
         }
         for u in users
     ]
