@@ -13,9 +13,11 @@ place, and once the attack is gone the untouched study verifies and grants the s
 
 import base64
 import copy
+import dataclasses
 import hashlib
 import json
 import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ import yaml
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from sqlalchemy import text
 
 from fma_bands.cli import cli
 from fma_bands.core.errors import FmaBandsError
@@ -348,9 +351,70 @@ def build(engine, root: Path) -> Built:
     )
 
 
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def pristine(request, tmp_path_factory):
+    """The study built once per store (SQLite, PostgreSQL) for the whole module: each test gets
+    its own copy of it (`built`), so an attack never meets another's leftovers."""
+    root = tmp_path_factory.mktemp("pristine")
+    if request.param == "sqlite":
+        url = f"sqlite:///{root / 'study.db'}"
+    else:
+        url = new_database(request.getfixturevalue("postgres_server"))
+    engine = make_engine(url)
+    upgrade(engine)
+    study = build(engine, root / "study")
+    engine.dispose()
+    yield request.param, url, root, study
+    if request.param == "postgres":
+        drop_database(request.getfixturevalue("postgres_server"), url)
+
+
+def new_database(server: str, template: str | None = None) -> str:
+    """A new PostgreSQL database on the test server (a copy of `template`'s, if named)."""
+    name = f"rot_{uuid.uuid4().hex[:12]}"
+    copy_of = f' TEMPLATE "{template.rsplit("/", 1)[1]}"' if template else ""
+    admin = make_engine(server)
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"{copy_of}'))
+    admin.dispose()
+    return server.rsplit("/", 1)[0] + f"/{name}"
+
+
+def drop_database(server: str, url: str) -> None:
+    admin = make_engine(server)
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f'DROP DATABASE "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
+    admin.dispose()
+
+
 @pytest.fixture
-def built(engine, tmp_path) -> Built:
-    return build(engine, tmp_path / "study")
+def built(request, pristine, tmp_path):
+    """A copy of the module's study (its files and its store) for one test."""
+    backend, url, root, study = pristine
+    here = tmp_path / "study"
+    shutil.copytree(root / "study", here)
+    if backend == "sqlite":
+        for suffix in ("", "-wal", "-shm"):
+            if (root / f"study.db{suffix}").exists():
+                shutil.copy(root / f"study.db{suffix}", tmp_path / f"study.db{suffix}")
+        copied = f"sqlite:///{tmp_path / 'study.db'}"
+    else:
+        server = request.getfixturevalue("postgres_server")
+        copied = new_database(server, template=url)
+    engine = make_engine(copied)
+    yield dataclasses.replace(
+        study,
+        engine=engine,
+        root=here,
+        vignettes=here / "vignettes",
+        folder=here / "attestations",
+        library=load_library([here / "vignettes"]),
+    )
+    engine.dispose()
+    if backend == "postgres":
+        drop_database(request.getfixturevalue("postgres_server"), copied)
 
 
 def granted(registry) -> dict:
