@@ -81,9 +81,9 @@ def demo() -> None:
             f"  {fields['pseudonym']:<12} passphrase {fields['passphrase']:<17} ({fields['role']})"
         )
     click.echo(
-        "These are demo accounts: their passphrases are printed here, so the raters' public "
-        "records say demo and the registry warns. A real rater is enrolled with a code and "
-        "chooses their own passphrase."
+        "These are demo accounts: their passphrases are printed here, so the raters' signed "
+        "activation records say demo and the registry warns. A real rater is enrolled with a "
+        "code and chooses their own passphrase."
     )
 
 
