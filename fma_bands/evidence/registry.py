@@ -186,15 +186,6 @@ def _valid_signers(evidence: Evidence) -> dict[str, str]:
     return signers
 
 
-def _claimed_names(statement: Any) -> list[tuple[str, str]]:
-    """The bands an unverified statement claims, as far as it can be read at all."""
-    try:
-        claims = [(r["vignette_id"], r["sub_action"]) for r in statement["predicate"]["reviews"]]
-    except (KeyError, TypeError):
-        return []
-    return [c for c in claims if all(isinstance(part, str) for part in c)]
-
-
 def _copies(proposal: Proposal, vignette: Vignette, entries) -> list[Reason]:
     digest = proposal.band_digest.removeprefix("sha256:")
     others = sorted(

@@ -32,15 +32,6 @@ def public_record(user: User, key: SigningKey) -> dict[str, Any]:
     }
 
 
-def key_history(session: Session, user_id: int) -> list[SigningKey]:
-    query = (
-        select(SigningKey)
-        .where(SigningKey.user_id == user_id)
-        .order_by(col(SigningKey.created_at), col(SigningKey.id))
-    )
-    return list(session.exec(query))
-
-
 def current_keys(session: Session, user_ids: list[int]) -> dict[int, SigningKey]:
     """The key in use of each of these users (one query)."""
     query = select(SigningKey).where(
