@@ -3,6 +3,7 @@ bands (raters see neutral case labels; the coordinator also sees ids and strata)
 
 import streamlit as st
 
+from app_pages.case_links import case_key
 from app_pages.common import escaped, library, plain, proposals_visible, require_user, settings
 from fma_bands.core.actions import sub_action
 from fma_bands.core.labels import (
@@ -21,7 +22,11 @@ PAGE = 10
 
 
 def card(
-    vignette: Vignette, numbers: dict[str, int], user: UserPublic, show_proposals: bool
+    vignette: Vignette,
+    numbers: dict[str, int],
+    user: UserPublic,
+    show_proposals: bool,
+    token_key: bytes,
 ) -> None:
     """The vignette's link and clinical core beside its bands: as written when the user may see
     proposals (`show_proposals`), else a note that each rater writes their own (blind mode)."""
@@ -31,7 +36,7 @@ def card(
             "app_pages/vignette.py",
             label=escaped(vignette_title(numbers, vignette, user)),
             icon=":material/description:",
-            query_params=vignette_address(vignette.id, user),
+            query_params=vignette_address(vignette.id, user, key=token_key),
         )
         if (found := stratum(vignette, user)) is not None:
             left.caption(escaped(f"{vignette.domain} · stratum: {found}"))
@@ -49,7 +54,8 @@ def card(
 
 user = require_user()
 lib = library()
-numbers = case_numbers(lib)
+token_key = case_key()
+numbers = case_numbers(lib, token_key)
 show_proposals = proposals_visible(user)
 st.title("Vignette library")
 st.caption(
@@ -59,12 +65,18 @@ st.caption(
 if lib.problems and user.is_coordinator:
     with st.expander(f"{len(lib.problems)} problem(s) in the vignette files", icon="⚠️"):
         where = escaped(settings().vignettes)
-        st.caption(f"From {where}. Files with problems are left out until fixed.")
+        st.caption(
+            f"From {where}. Each file named below cannot be read, so it is left out: its "
+            "vignette is not in the study and raters do not see it; the other vignettes work as "
+            "usual. Fix or remove each file (`fma-bands vignettes check` lists the same "
+            "problems); a fixed file is read again at the next page load, and its reviews are "
+            "kept."
+        )
         st.code("\n".join(str(p) for p in lib.problems), language=None)
 domains = sorted({v.domain for v in lib})
 domain = st.segmented_control("Domain", domains, format_func=escaped, key="library_domain")
-chosen = shelf(lib, user, domain)
+chosen = shelf(lib, user, domain, key=token_key)
 number = st.pagination(max(1, -(-len(chosen) // PAGE)), key="library_page")
 st.caption(f"{len(chosen)} vignettes, {PAGE} to a page.")
 for vignette in chosen[(number - 1) * PAGE : number * PAGE]:
-    card(vignette, numbers, user, show_proposals)
+    card(vignette, numbers, user, show_proposals, token_key)

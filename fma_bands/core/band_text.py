@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from fma_bands.core.actions import Value, sub_action
 from fma_bands.core.bands import AnyBand, IntervalBand, MultilabelBand, parse_band
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.files import load_json
+from fma_bands.core.files import MAX_DIGITS, load_json
 
 # Hand-back notation (docs/design.md, The review task): {1, 3}, {true}, {"min": 1, "max": 30},
 # {"required": [...], ...}.
@@ -23,7 +23,7 @@ def parse_notation(name: str, text: str, *, orderables: Iterable[str] | None = N
         try:
             raw = load_json(text, source="band")
         except FmaBandsError as exc:
-            if "nested" in exc.message:
+            if not exc.message.startswith("not valid JSON"):
                 raise FmaBandsError(f"the band {exc.message}") from None
             raise FmaBandsError(
                 f'cannot read {text!r}: write an interval as {{"min": 1, "max": 30}} '
@@ -48,6 +48,10 @@ def _notation_value(item: str) -> Value:
     if lowered in ("true", "false"):
         return lowered == "true"
     if re.fullmatch(r"-?\d+", item):
+        if len(item) > MAX_DIGITS:
+            raise FmaBandsError(
+                f"the band holds a number of {len(item):,} digits: none is that long"
+            )
         return int(item)
     return item.strip("'\"")
 

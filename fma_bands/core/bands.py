@@ -173,6 +173,11 @@ def _check_value(action: SubAction, value: Value, orderables: tuple[str, ...] | 
                 f"{value} is an integer but {action.name} takes true or false: write "
                 f"{'true' if value else 'false'}"
             )
+        if expected is bool and isinstance(value, str):
+            raise ValueError(
+                f"{value!r} is text but {action.name} takes true or false (yes, no, on and off "
+                "are text): write true or false"
+            )
         raise ValueError(
             f"{value!r} is not a valid {action.name} value ({action.describe_domain()})"
         )
@@ -368,7 +373,10 @@ def consensus(bands: Sequence[AnyBand]) -> Consensus:
     disputed = frozenset.union(*(b.values() for b in bands)) - shared
     band: AnyBand | None = None
     if isinstance(bands[0], MultilabelBand):
-        required = frozenset().union(*(b.required for b in bands if isinstance(b, MultilabelBand)))
+        requires = [frozenset(b.required) for b in bands if isinstance(b, MultilabelBand)]
+        required = frozenset().union(*requires)
+        # An order some but not all raters require is disputed, however defensible to them all.
+        disputed |= required - frozenset.intersection(*requires)
         if shared and required <= shared:
             band = MultilabelBand(
                 sub_action=name, required=tuple(sorted(required)), defensible=tuple(sorted(shared))

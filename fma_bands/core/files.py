@@ -1,14 +1,16 @@
 """Files: atomic writes (a crash or a full disk never leaves a half-written export or
 attestation), and bounded reads of YAML and JSON that refuse a hostile file by name, quickly."""
 
+import codecs
 import contextlib
 import itertools
 import json
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -105,7 +107,16 @@ def read_bounded_bytes(path: str | Path, *, limit: int, what: str = "file") -> b
 
 
 def decode_text(data: bytes, *, what: str, file: str | None = None) -> str:
-    """UTF-8 text with no NUL byte (PostgreSQL refuses them, and no person types one)."""
+    """UTF-8 text with no NUL byte (PostgreSQL refuses them, and no person types one); a
+    leading UTF-8 byte-order mark, which some editors write, is dropped."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise FmaBandsError(
+            f"the {what} is UTF-16 or UTF-32 text (it starts with a byte-order mark): save it as "
+            "UTF-8",
+            file=file,
+            line=1,
+        )
+    data = data.removeprefix(codecs.BOM_UTF8)
     if b"\x00" in data:
         line = data[: data.index(b"\x00")].count(b"\n") + 1
         raise FmaBandsError(f"the {what} holds a NUL byte", file=file, line=line)
@@ -118,9 +129,30 @@ def decode_text(data: bytes, *, what: str, file: str | None = None) -> str:
 
 # YAML and JSON as data ----------------------------------------------------------------------
 
+# Python refuses to turn a longer run of decimal digits into an integer (ValueError); no value in
+# any file fma-bands reads is anywhere near so long.
+MAX_DIGITS = 4300
+# Control characters other than tab, newline and carriage return: nobody types one, a screen
+# cannot show one, and PostgreSQL refuses NUL.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def control_character(text: str) -> str | None:
+    """The first control character in text, named for a message (None when there is none)."""
+    found = _CONTROL.search(text)
+    if found is None:
+        return None
+    char = found.group()
+    return "a NUL byte (\\x00)" if char == "\x00" else f"the control character U+{ord(char):04X}"
+
 
 class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """The safe loader (libyaml's C parser where installed) that refuses a key given twice."""
+    """The safe loader (libyaml's C parser where installed) with the YAML 1.2 core schema's
+    meanings (`yes`, `no`, `on`, `off` and `2001-01-01` are text, `1:0` is no number and `010`
+    is ten), refusing a key given twice."""
+
+    yaml_implicit_resolvers: ClassVar[dict] = {}
 
     def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
         seen: dict[Any, int] = {}
@@ -136,10 +168,55 @@ class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoa
                 seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node):  # type: ignore[no-untyped-def]
+        """A YAML 1.2 integer: decimal, 0o octal or 0x hexadecimal (no 1.1 leading-zero octal)."""
+        text = self.construct_scalar(node)
+        digits = text.lstrip("+-")
+        sign = -1 if text.startswith("-") else 1
+        if digits.startswith("0o"):
+            return sign * int(digits[2:], 8)
+        if digits.startswith("0x"):
+            return sign * int(digits[2:], 16)
+        return sign * int(digits)
+
+
+_Loader.add_constructor(_INT_TAG, _Loader.construct_yaml_int)
+# The YAML 1.2 core schema (yaml.org/spec/1.2.2, 10.3.2), in the order each is tried.
+for _tag, _pattern, _first in (
+    ("bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    ("int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+    (
+        "float",
+        r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN",
+        "-+.0123456789",
+    ),
+    ("null", r"null|Null|NULL|~|", ["~", "n", "N", ""]),
+):
+    _Loader.add_implicit_resolver(
+        f"tag:yaml.org,2002:{_tag}", re.compile(f"^(?:{_pattern})$"), list(_first)
+    )
+
+
+class _CoreResolver(yaml.resolver.BaseResolver):
+    """What a plain scalar means under the YAML 1.2 core meanings the reader uses."""
+
+    yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+
+
+_CORE = _CoreResolver()
+
+
+def plain_reads_as_text(text: str) -> bool:
+    """Whether `text`, written as a plain YAML scalar, reads back as text here (YAML 1.2 core):
+    a writer quotes it otherwise (`1e3` is text to YAML 1.1 and a number to 1.2)."""
+    return _CORE.resolve(yaml.ScalarNode, text, (True, False)) == "tag:yaml.org,2002:str"
+
 
 def compose_yaml(text: str, *, source: str) -> yaml.Node | None:
-    """The YAML node tree, refusing anchors and aliases (&a, *a: a billion laughs) and nesting
-    deeper than MAX_DEPTH, in one pass over libyaml's events before anything is built."""
+    """The YAML node tree, refusing anchors and aliases (&a, *a: a billion laughs), explicit
+    tags (!!set, !!binary, !name) and nesting deeper than MAX_DEPTH, in one pass over libyaml's
+    events before anything is built; then every key and value is checked (_check_scalars)."""
     depth = 0
     try:
         for event in yaml.parse(text, Loader=_Loader):
@@ -151,6 +228,15 @@ def compose_yaml(text: str, *, source: str) -> yaml.Node | None:
                     file=source,
                     line=line,
                 )
+            tag = getattr(event, "tag", None)
+            if isinstance(event, yaml.NodeEvent) and tag is not None:
+                tag = tag.replace("tag:yaml.org,2002:", "!!")
+                raise FmaBandsError(
+                    f"the YAML tag {tag} is not accepted (no !!set, !!binary, !!str or other "
+                    "tags): write the value plainly",
+                    file=source,
+                    line=line,
+                )
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
@@ -159,9 +245,44 @@ def compose_yaml(text: str, *, source: str) -> yaml.Node | None:
                     )
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
-        return yaml.compose(text, Loader=_Loader)
+        root = yaml.compose(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise _yaml_refusal(exc, source) from None
+    _check_scalars(root, source)
+    return root
+
+
+def _check_scalars(root: yaml.Node | None, source: str) -> None:
+    """Refuse, by line and field, a key or value holding a control character (an escaped
+    "\\0" as much as a raw one) or an integer too long for Python to read."""
+    # (field path, node, whether the node is a key), in the order the file gives them.
+    todo: list[tuple[tuple[str, ...], yaml.Node, bool]] = (
+        [] if root is None else [((), root, False)]
+    )
+    while todo:
+        path, node, is_key = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            for key, value in reversed(node.value):
+                name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+                todo += [((*path, name), value, False), (path, key, True)]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += [
+                ((*path, str(i)), item, False) for i, item in reversed(list(enumerate(node.value)))
+            ]
+        elif isinstance(node, yaml.ScalarNode):
+            found = control_character(node.value)
+            if found is not None:
+                problem = f"holds {found}: remove it (tab and newline are the only ones allowed)"
+            elif node.tag == _INT_TAG and len(node.value) > MAX_DIGITS:
+                problem = f"holds a number of {len(node.value):,} digits: none is that long"
+            else:
+                continue
+            raise FmaBandsError(
+                f"a key here {problem}" if is_key else problem,
+                file=source,
+                line=node.start_mark.line + 1,
+                field=".".join(path) or None,
+            )
 
 
 def construct_yaml(node: yaml.Node | None, *, source: str) -> Any:
@@ -194,15 +315,46 @@ def _yaml_refusal(exc: yaml.YAMLError, source: str) -> FmaBandsError:
     return FmaBandsError(f"not valid YAML: {reason}", file=source, line=line)
 
 
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (json keeps the last, silently)."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise FmaBandsError(
+                    f"gives the key {key!r} twice: keep one, since only one can count",
+                    field=key,
+                )
+            seen.add(key)
+    return found
+
+
+_JSON = json.JSONDecoder(object_pairs_hook=_object)
+_LONG_NUMBER = re.compile(f"[0-9]{{{MAX_DIGITS + 1},}}")
+
+
 def load_json(text: str, *, source: str) -> Any:
-    """JSON data nested at most MAX_DEPTH deep; deeper is refused, never a RecursionError."""
+    """JSON data nested at most MAX_DEPTH deep (deeper is refused, never a RecursionError),
+    without a key given twice, an integer too long for Python to read, or a NUL in a string."""
     too_deep = FmaBandsError(f"nested more than {MAX_DEPTH} levels deep", file=source)
     try:
-        data = json.loads(text)
+        data = _JSON.decode(text)
     except RecursionError:
         raise too_deep from None
     except json.JSONDecodeError as exc:
         raise FmaBandsError(f"not valid JSON: {exc.msg}", file=source, line=exc.lineno) from None
+    except FmaBandsError as exc:
+        raise FmaBandsError(exc.message, file=source, field=exc.field) from None
+    except ValueError:
+        # json's only other refusal: an integer longer than Python reads (MAX_DIGITS).
+        found = _LONG_NUMBER.search(text)
+        line = text[: found.start()].count("\n") + 1 if found else None
+        raise FmaBandsError(
+            f"holds a number of more than {MAX_DIGITS:,} digits: none is that long",
+            file=source,
+            line=line,
+        ) from None
     # Level by level, so checking depth cannot itself recurse too far; only containers are
     # carried to the next level (a signed statement holds a great many scalars, so the
     # children are chained in C and filtered in one comprehension rather than a loop).
@@ -217,7 +369,29 @@ def load_json(text: str, *, source: str) -> Any:
             value.values() if type(value) is dict else value for value in level
         )
         level = [c for c in children if isinstance(c, containers)]
+    # A NUL can only be written escaped (json refuses a raw one), so most text is never walked.
+    if "\\u0000" in text:
+        _refuse_nul(data, source)
     return data
+
+
+def _refuse_nul(data: Any, source: str) -> None:
+    """Name the first key or string of JSON data that holds a NUL (\\u0000)."""
+    todo: list[tuple[tuple[str, ...], Any]] = [((), data)]
+    while todo:
+        path, value = todo.pop()
+        if isinstance(value, dict):
+            held = any("\x00" in key for key in value)
+            todo += [((*path, key), item) for key, item in reversed(value.items())]
+        elif isinstance(value, list):
+            held = False
+            todo += [((*path, str(i)), item) for i, item in reversed(list(enumerate(value)))]
+        else:
+            held = isinstance(value, str) and "\x00" in value
+        if held:
+            raise FmaBandsError(
+                "holds a NUL byte (\\u0000): remove it", file=source, field=".".join(path) or None
+            )
 
 
 def read_json(path: str | Path, *, limit: int, what: str = "file") -> Any:

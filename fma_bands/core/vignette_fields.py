@@ -4,6 +4,7 @@ problem reported under its field and the line it starts on.
 `vignettes` builds a Vignette and its Proposals from what these readers return.
 """
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,8 @@ from fma_bands.core.errors import FmaBandsError
 FILE_PROVENANCES = ("author-derived", "guideline-derived")
 PROPOSAL_TEXTS = ("source", "clause", "reasoning", "notes")
 _TEXT_FIELDS = ("id", "domain", "ambiguity", "clinical_core", "canary")
+# An orderable's name is a key of the harness's tool results: plain ASCII, so none looks alike.
+ORDERABLE = re.compile(r"[a-z0-9_]+")
 
 
 class Lines:
@@ -98,8 +101,12 @@ def read_tool_results(raw: Any, problem) -> dict[str, str]:
         return {}
     results = {}
     for key, value in raw.items():
-        if not isinstance(key, str) or not key.replace("_", "").isalnum():
-            problem("an orderable's name uses letters, digits and '_' only", "tool_results", key)
+        if not isinstance(key, str) or not ORDERABLE.fullmatch(key):
+            problem(
+                "an orderable's name uses lowercase ASCII letters a-z, digits 0-9 and '_' only",
+                "tool_results",
+                key,
+            )
         elif not isinstance(value, str) or not value.strip():
             problem("the result must be non-empty text", "tool_results", key)
         else:

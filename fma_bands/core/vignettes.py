@@ -5,6 +5,7 @@ Every problem names the file, the line and the field; one bad file never stops t
 Each field is read and checked in `vignette_fields`; here the fields become a Vignette.
 """
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from functools import cached_property
@@ -89,6 +90,9 @@ class Proposal:
 
 # A proposal in a file has exactly the fields of Proposal.
 _PROPOSAL_KEYS = {f.name for f in fields(Proposal)}
+# A vignette id names a file, a case token and a band in the registry: plain ASCII, so no two
+# ids look alike (a Cyrillic "с" or a full-width "ｃ" is not a "c").
+IDENTIFIER = re.compile(r"[a-z0-9_-]+")
 # A vignette is a few kilobytes; this is far more than any real one and refuses a flood at once.
 MAX_BYTES = 512 * 1024
 
@@ -220,7 +224,7 @@ def load_library(folders: Iterable[str | Path]) -> Library:
             library.problems.append(Problem("no vignette files (*.yaml)", file=str(folder)))
         for path in paths:
             library.files += 1
-            vignette, problems = load_vignette(path)
+            vignette, problems = _quarantined(path)
             library.problems.extend(problems)
             if vignette is None:
                 continue
@@ -250,6 +254,19 @@ def load_library(folders: Iterable[str | Path]) -> Library:
     return library
 
 
+def _quarantined(path: Path) -> tuple[Vignette | None, list[Problem]]:
+    """load_vignette, with a file that fma-bands itself fails on left out and named as a
+    problem: one file never stops the study loading."""
+    try:
+        return load_vignette(path)
+    except Exception as exc:
+        message = (
+            f"fma-bands could not read this file ({type(exc).__name__}), so it is left out: "
+            "this is a bug in fma-bands; please report it with the file"
+        )
+        return None, [Problem(message, file=str(path))]
+
+
 def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
     """One file: the vignette (None if anything is wrong) and every problem found in it."""
     path = Path(path)
@@ -258,7 +275,7 @@ def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
         root = compose_yaml(read_bounded(path, limit=MAX_BYTES, what="vignette"), source=name)
         data = as_written(construct_yaml(root, source=name), root)
     except FmaBandsError as exc:
-        return None, [Problem(exc.message, file=name, line=exc.line)]
+        return None, [Problem(exc.message, file=name, line=exc.line, field=exc.field)]
     return parse_vignette(data, name, Lines(root), stem=path.stem)
 
 
@@ -280,8 +297,12 @@ def parse_vignette(
 
     vid = read_text(data, "id", problem)
     if vid is not None:
-        if not vid.replace("_", "").replace("-", "").isalnum():
-            problem("use letters, digits, '_' and '-' only", "id")
+        if not IDENTIFIER.fullmatch(vid):
+            problem(
+                f"{vid!a} is not an id: use lowercase ASCII letters a-z, digits 0-9, '_' "
+                "and '-' only",
+                "id",
+            )
         elif stem is not None and vid != stem:
             problem(f"id {vid!r} does not match the file name {stem!r}", "id")
     domain = read_text(data, "domain", problem)

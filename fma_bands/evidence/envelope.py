@@ -27,6 +27,7 @@ from fma_bands.evidence.dsse import (
 KINDS = (
     "root",
     "enrolment",
+    "identity",
     "activation",
     "adjudication",
     "revocation",
@@ -174,9 +175,8 @@ def _parse(
     with it as an fma-bands record (None when nothing is, before any signature is checked)."""
     try:
         envelope = load_json(decode_text(data, what="envelope", file=source), source=source)
-    except (FmaBandsError, ValueError) as exc:
-        message = exc.message if isinstance(exc, FmaBandsError) else str(exc)
-        return None, None, None, ("malformed", f"not a readable JSON envelope: {message}")
+    except FmaBandsError as exc:
+        return None, None, None, ("malformed", f"not a readable JSON envelope: {exc.message}")
     parsed: Parsed | None = None
     try:
         parsed = parse_envelope(envelope)
@@ -189,8 +189,9 @@ def _parse(
     digest = hashlib.sha256(payload).hexdigest()
     try:
         claimed = load_json(decode_text(payload, what="signed statement"), source=source)
-    except (FmaBandsError, ValueError):
-        return parsed, digest, None, ("malformed", "the signed payload is not a JSON statement")
+    except FmaBandsError as exc:
+        reason = f"the signed payload is not a JSON statement: {exc.message}"
+        return parsed, digest, None, ("malformed", reason)
     if parsed is None:
         return parsed, digest, claimed, ("malformed", "not a well-formed DSSE envelope")
     if parsed[1] != IN_TOTO_PAYLOAD_TYPE:

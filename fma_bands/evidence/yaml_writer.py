@@ -30,6 +30,8 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
+from fma_bands.core.files import plain_reads_as_text
+
 # libyaml's emitter, where PyYAML was built with it, writes an export faster than PyYAML's own
 # and the same text byte for byte, except for strings PyYAML writes double-quoted
 # (a tab, a control character, a space beside a line break: libyaml folds long ones otherwise)
@@ -68,11 +70,11 @@ class _NotPlain(Exception):
 class _Events:
     """The events yaml.dump's serializer emits for plain data, in its order."""
 
-    def __init__(self) -> None:
+    def __init__(self, resolver: yaml.resolver.BaseResolver) -> None:
         self.events: list[Event] = [StreamStartEvent(), DocumentStartEvent()]
         self.scalars: dict[type, dict[Any, ScalarEvent]] = {kind: {} for kind in _SCALARS}
         self.containers: set[int] = set()
-        self.resolver = yaml.resolver.Resolver()
+        self.resolver = resolver
 
     def add(self, data: Any, depth: int = 0) -> None:
         kind = type(data)
@@ -114,11 +116,41 @@ class _Events:
         return [*self.events, DocumentEndEvent(), StreamEndEvent()]
 
 
+class QuotingAsCore:
+    """A dumper's resolver that also quotes text which YAML 1.2's core meanings, the ones
+    fma-bands reads with (core/files.py), would take for something else: `1e3` and `0o17` are
+    text to YAML 1.1 and the harness, numbers to YAML 1.2. Written quoted, both read text."""
+
+    def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
+        tag: str = super().resolve(kind, value, implicit)  # type: ignore[misc]
+        if kind is ScalarNode and implicit[0] and tag == STR and not plain_reads_as_text(value):
+            return "tag:yaml.org,2002:core-number"  # not str: the serializer quotes it
+        return tag
+
+
+STR = "tag:yaml.org,2002:str"
+
+
+class SafeDumper(QuotingAsCore, yaml.SafeDumper):
+    pass
+
+
+class _Resolver(QuotingAsCore, yaml.resolver.Resolver):
+    pass
+
+
+C_SAFE_DUMPER: type | None = (
+    type("CSafeDumper", (QuotingAsCore, C_DUMPER), {}) if C_DUMPER is not None else None
+)
+
+
 def dump(data: Any, *, width: int, dumper: type | None = None) -> str:
     """`yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=width)`, the
-    same text, for `dumper` yaml.SafeDumper or yaml.CSafeDumper (the safe representer and the
-    default resolver); without one, libyaml's where it writes what PyYAML's own would."""
-    walk = _Events()
+    same text, for `dumper` a safe dumper (the safe representer and the default resolver,
+    perhaps QuotingAsCore); without one, this module's SafeDumper, or its libyaml twin where
+    that writes what PyYAML's own would."""
+    quoting = dumper is None or issubclass(dumper, QuotingAsCore)
+    walk = _Events(_Resolver() if quoting else yaml.resolver.Resolver())
     try:
         walk.add(data)
     except _NotPlain:
@@ -132,9 +164,9 @@ def dump(data: Any, *, width: int, dumper: type | None = None) -> str:
 
 def emitter_for(strings: Iterator[str]) -> type:
     """libyaml's dumper, unless PyYAML's own would write one of these strings differently."""
-    if C_DUMPER is None or any(_WRITTEN_DIFFERENTLY.search(text) for text in strings):
-        return yaml.SafeDumper
-    return C_DUMPER
+    if C_SAFE_DUMPER is None or any(_WRITTEN_DIFFERENTLY.search(text) for text in strings):
+        return SafeDumper
+    return C_SAFE_DUMPER
 
 
 def _strings(data: Any) -> Iterator[str]:

@@ -4,12 +4,13 @@ A database is only ever brought to the current schema by the migrations in migra
 tables are never created behind their back, so a study survives an upgrade of fma-bands.
 """
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import event, inspect
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import (
     ArgumentError,
     IntegrityError,
@@ -20,6 +21,7 @@ from sqlalchemy.exc import (
 from sqlmodel import Session, create_engine
 
 from fma_bands.core.errors import ConflictError, FmaBandsError
+from fma_bands.core.files import control_character
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BACKENDS = ("sqlite", "postgresql")
@@ -42,17 +44,11 @@ def normalise_url(url: str) -> str:
 def make_engine(url: str) -> Engine:
     """An engine for a SQLite file or a PostgreSQL server; any other URL is refused by name."""
     url = normalise_url(url)
-    try:
-        parsed = make_url(url)
-        backend = parsed.get_backend_name()
-    except ArgumentError:
-        raise FmaBandsError(
-            f"cannot read the database URL {url!r}: write sqlite:///FILE or "
-            "postgresql://USER@HOST:PORT/DATABASE",
-        ) from None
+    parsed = check_url(url)
+    backend = parsed.get_backend_name()
     if backend not in BACKENDS:
         raise FmaBandsError(
-            f"the database URL {url!r} is for {backend}; fma-bands works with SQLite "
+            f"the database URL {shown_url(parsed)!r} is for {backend}; fma-bands works with SQLite "
             "(sqlite:///FILE) and PostgreSQL (postgresql://USER@HOST:PORT/DATABASE)",
         )
     try:
@@ -64,7 +60,9 @@ def make_engine(url: str) -> Engine:
         else:
             engine = create_engine(url, pool_pre_ping=True)
     except (ArgumentError, NoSuchModuleError, OSError) as exc:
-        raise FmaBandsError(f"cannot use the database URL {url!r}: {exc}") from None
+        raise FmaBandsError(
+            f"cannot use the database URL {shown_url(parsed)!r}: {hide_passwords(str(exc))}"
+        ) from None
     return engine
 
 
@@ -177,26 +175,29 @@ def _cause(exc: SQLAlchemyError) -> str:
     return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
 
 
-def _refuse_nul(session: Session, _context: object, _instances: object) -> None:
-    """No text with a NUL byte reaches the store: PostgreSQL refuses it with a raw error, and
-    SQLite would keep what no screen can show. Checked for every row about to be written."""
+def _refuse_control(session: Session, _context: object, _instances: object) -> None:
+    """No text with a control character (other than tab and line breaks) reaches the store:
+    PostgreSQL refuses a NUL with a raw error, SQLite would keep what no screen can show, and
+    what is stored is signed and exported, where the bounded reader refuses it. Checked for
+    every row about to be written."""
     for row in (*session.new, *session.dirty):
         for name, value in vars(row).items():
-            if not name.startswith("_") and _holds_nul(value):
+            if not name.startswith("_") and (found := _control_in(value)):
                 raise FmaBandsError(
-                    "the text holds a NUL byte (\\x00), which cannot be stored: remove it",
+                    f"the text holds {found}, which no screen shows and cannot be stored: "
+                    "remove it (retype the text where it was pasted)",
                     field=name,
                 )
 
 
-def _holds_nul(value: object) -> bool:
+def _control_in(value: object) -> str | None:
     if isinstance(value, str):
-        return "\x00" in value
+        return control_character(value)
     if isinstance(value, dict):
-        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+        return next((f for k, v in value.items() if (f := _control_in(k) or _control_in(v))), None)
     if isinstance(value, list | tuple):
-        return any(_holds_nul(v) for v in value)
-    return False
+        return next((f for v in value if (f := _control_in(v))), None)
+    return None
 
 
 def on_commit(session: Session, do: Callable[[], object]) -> None:
@@ -208,7 +209,7 @@ def on_commit(session: Session, do: Callable[[], object]) -> None:
 def session_scope(engine: Engine) -> Iterator[Session]:
     """A session that commits on success and rolls back on any error: nothing half-written."""
     with Session(engine, expire_on_commit=False) as session:
-        event.listen(session, "before_flush", _refuse_nul)
+        event.listen(session, "before_flush", _refuse_control)
         # Registered before any on_commit hook, so it is set when one of them runs.
         event.listen(session, "after_commit", _mark_committed)
         event.listen(session, "after_begin", _mark_begun)
@@ -258,3 +259,61 @@ def _is_conflict(exc: Exception) -> bool:
         return True
     text = str(orig or exc).lower()
     return "unique constraint failed" in text or "database is locked" in text or "busy" in text
+
+
+# Database URLs as the operator gives them ---------------------------------------------------
+
+# Longer than any server address and file path a person writes; a path longer than the system's
+# own limit would otherwise fail deep inside the driver.
+MAX_URL_CHARS = 2048
+_PASSWORD_IN_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)[^\s]*@")
+
+
+def check_url(url: str) -> URL:
+    """The database URL, parsed, or an FmaBandsError saying what is wrong with it (never with
+    its password): too long, a control character (%00 included), or a malformed host or port."""
+    shown = hide_passwords(url)
+    if len(url) > MAX_URL_CHARS:
+        raise FmaBandsError(
+            f"the database URL is {len(url):,} characters long, more than the "
+            f"{MAX_URL_CHARS:,} accepted: {shown[:80]}...",
+            field="database_url",
+        )
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError, TypeError):
+        raise FmaBandsError(
+            f"cannot read the database URL {shown!r} (a malformed host, port or address?): "
+            "write sqlite:///FILE or postgresql://USER@HOST:PORT/DATABASE",
+            field="database_url",
+        ) from None
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise FmaBandsError(
+            f"cannot read the database URL {shown!r} (a malformed host, port or address?): its "
+            f"port {parsed.port} is not between 1 and 65535",
+            field="database_url",
+        )
+    parts = [url, parsed.username, parsed.password, parsed.host, parsed.database]
+    parts += [str(v) for v in parsed.query.values()]
+    if any(_control(str(p)) for p in parts if p is not None):
+        raise FmaBandsError(
+            f"the database URL {shown!r} holds a control character (such as %00): remove it",
+            field="database_url",
+        )
+    return parsed
+
+
+def shown_url(url: "str | URL") -> str:
+    """The URL as fma-bands prints or logs it: its password, if any, as ***."""
+    if isinstance(url, URL):
+        return url.render_as_string(hide_password=True)
+    return hide_passwords(url)
+
+
+def hide_passwords(text: str) -> str:
+    """Text with the password of every URL in it (scheme://user:PASSWORD@host) as ***."""
+    return _PASSWORD_IN_URL.sub(r"\1***@", text)
+
+
+def _control(text: str) -> bool:
+    return any(ord(c) < 32 or ord(c) == 127 for c in text)

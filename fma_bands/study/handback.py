@@ -16,7 +16,7 @@ from fma_bands.core.actions import sub_action
 from fma_bands.core.band_text import parse_notation
 from fma_bands.core.bands import AnyBand, to_file
 from fma_bands.core.errors import AccessDenied, FmaBandsError, Problem
-from fma_bands.core.files import decode_text
+from fma_bands.core.files import control_character, decode_text
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import VERDICTS
 from fma_bands.core.vignettes import Library
@@ -68,6 +68,9 @@ def parse_handback(
     for number, raw in enumerate(text.splitlines(), start=1):
         stripped = raw.strip()
         if not stripped or stripped.startswith("#"):
+            continue
+        if (found := control_character(raw)) is not None:
+            problems.append((number, f"the line holds {found}: remove it"))
             continue
         parts = [p.strip() for p in stripped.split("|", 3)]
         if len(parts) != 4:

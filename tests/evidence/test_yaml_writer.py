@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from yaml.representer import RepresenterError
 
+from fma_bands.core.files import control_character, load_yaml
 from fma_bands.evidence import yaml_writer
 from fma_bands.evidence.export import dump_bands
 
@@ -34,7 +35,7 @@ plain_data = st.recursive(
 )
 
 
-def plain_dump(data, dumper=yaml.SafeDumper) -> str:
+def plain_dump(data, dumper=yaml_writer.SafeDumper) -> str:
     return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
@@ -62,7 +63,11 @@ def empty_key(data) -> bool:
     return any(isinstance(v, dict) and "" in v for v in walk(data))
 
 
-DUMPERS = [yaml.SafeDumper, *([yaml.CSafeDumper] if hasattr(yaml, "CSafeDumper") else [])]
+DUMPERS = [
+    yaml.SafeDumper,
+    yaml_writer.SafeDumper,
+    *([yaml.CSafeDumper, yaml_writer.C_SAFE_DUMPER] if hasattr(yaml, "CSafeDumper") else []),
+]
 
 
 def outcome(write, data):
@@ -145,3 +150,14 @@ def test_what_yaml_dump_refuses_it_still_refuses():
         assert outcome(dump_bands, data) == outcome(before, data)
     assert outcome(dump_bands, {"x": Text("a str of another type")})[0] is RepresenterError
     assert outcome(dump_bands, {"x": nested(600)}) is RecursionError
+
+
+def test_every_text_reads_back_as_text_with_fma_bands_reader_and_the_harness_reader():
+    """Quoted where YAML 1.2 (fma-bands' reader) and YAML 1.1 (PyYAML, the harness) disagree:
+    `1e3` and `0o7` are text to one and numbers to the other."""
+    texts = [t for t in AWKWARD if not control_character(t) and t not in ("\ud800", "\ufeff")]
+    document = {"bands": {t: [t] for t in texts}}
+    written = dump_bands(document)
+    assert "'1e3'" in written and "'0o7'" in written
+    assert load_yaml(written, source="bands.yaml") == document
+    assert yaml.safe_load(written) == document

@@ -2,8 +2,10 @@
 identity files and typed text. Each is refused by name, quickly; nothing is stored; no
 traceback reaches the terminal."""
 
+import base64
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -226,3 +228,113 @@ def test_an_uploaded_handback_is_refused_before_it_is_parsed(data, fragment):
     with pytest.raises(FmaBandsError) as refused:
         handback_text(data, source="upload.txt")
     assert fragment in str(refused.value) and "upload.txt" in str(refused.value)
+
+
+BIG = "9" * 5000
+
+
+def _envelope(statement: str) -> str:
+    payload = base64.b64encode(statement.encode()).decode()
+    return json.dumps(
+        {"payload": payload, "payloadType": "application/vnd.in-toto+json", "signatures": []}
+    )
+
+
+def test_envelopes_with_a_huge_integer_or_a_key_twice_are_named_strays(demo, tmp_path):
+    """An integer Python refuses to convert (more than 4,300 digits), in the envelope or in its
+    signed statement, and a key given twice are strays named with the reason; every command
+    that reads the folder goes on."""
+    before = registered(demo)
+    folder = tmp_path / "attestations"
+    hostile = {
+        "bigint.dsse.json": ('{"payload": ' + BIG + "}", "more than 4,300 digits"),
+        "twice.dsse.json": (
+            '{"payload": "e30=", "payload": "e30=", "payloadType": "x", "signatures": []}',
+            "gives the key 'payload' twice",
+        ),
+        "bigstatement.dsse.json": (
+            _envelope('{"_type": ' + BIG + "}"),
+            "the signed payload is not a JSON statement: holds a number of more than 4,300",
+        ),
+    }
+    for name, (content, _) in hostile.items():
+        (folder / name).write_text(content)
+    found = verified(demo)
+    assert found["valid"] and found["problems"] == [], found
+    for name, (_, fragment) in hostile.items():
+        assert fragment in stray(found, name)
+    after = registered(demo)
+    assert after["bands"] == before["bands"] and after["head"] == before["head"]
+    assert demo("policy", "show").exit_code == 0
+
+
+def test_identity_files_with_a_mapping_a_number_or_an_escaped_nul_are_named(demo, tmp_path):
+    good = {
+        "full_name": "Dr A Person",
+        "primary_qualification": "MBBS",
+        "postgraduate_qualification": "FACEM",
+        "registration_number": "MED0001234567",
+        "registering_body": "AHPRA",
+        "institution": "A Hospital",
+        "email": "a@example.org",
+    }
+    cases = [
+        ("full_name", "{first: A, last: Person}", "full_name: must be text"),
+        ("full_name", "[A, Person]", "full_name: must be text"),
+        ("registration_number", "0001234567", "registration_number: must be text"),
+        ("full_name", '"A\\0Person"', "identity.yaml:1: full_name: holds a NUL byte"),
+        ("institution", '"A\\bPlace"', "yaml:6: institution: holds the control character U+0008"),
+        ("full_name", "!!binary QQ==", "the YAML tag !!binary is not accepted"),
+    ]
+    path = tmp_path / "identity.yaml"
+    for key, value, fragment in cases:
+        path.write_text("".join(f"{k}: {value if k == key else v}\n" for k, v in good.items()))
+        one_error(demo("identity", "set", "rater-01", "--from", str(path), who=True), fragment)
+
+
+def test_hostile_handback_bands_and_reasons_are_refused_whole(demo, tmp_path):
+    """A band's JSON with a key given twice or an integer too long to read, and a reason with
+    a control character (a terminal escape): each named, nothing imported."""
+    cases = {
+        'demo_doc_inter_01 | followup_days | AMEND {"min": 1, "min": 5, "max": 30} | x\n': (
+            "gives the key 'min' twice"
+        ),
+        'demo_doc_inter_01 | followup_days | AMEND {"min": ' + BIG + ', "max": 30} | x\n': (
+            "holds a number of more than 4,300 digits"
+        ),
+        "demo_med_clear_01 | analgesia_tier | AMEND {" + BIG + "} | x\n": "5,000 digits",
+        "demo_med_clear_01 | analgesia_tier | ACCEPT | fine\x1b[31m red\n": "U+001B",
+    }
+    path = tmp_path / "paper.txt"
+    for content, fragment in cases.items():
+        path.write_text(content)
+        one_error(demo("handback", "import", str(path), "--rater", "rater-01", who=True), fragment)
+    # A byte-order mark (as some editors write) is no part of the first vignette id.
+    path.write_bytes(b"\xef\xbb\xbfdemo_med_clear_01 | analgesia_tier | ACCEPT | fine\n")
+    imported = demo("handback", "import", str(path), "--rater", "rater-01", who=True)
+    assert imported.exit_code == 0, imported.output
+
+
+def test_an_identity_key_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path):
+    """The identity key is read like every other file: a FIFO neither hangs the command nor
+    /dev/zero floods it."""
+    from fma_bands.study.identity import _identity_key
+
+    fifo = tmp_path / "identity.key"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        outcome: list[BaseException] = []
+
+        def read(path=path, outcome=outcome):
+            try:
+                _identity_key(path, create=False)
+            except BaseException as exc:  # the test inspects what was raised
+                outcome.append(exc)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(timeout=10)
+        assert not reader.is_alive(), f"reading {path} hangs"
+        [refused] = outcome
+        assert isinstance(refused, FmaBandsError), refused
+        assert "not a regular file" in str(refused) and str(path) in str(refused)

@@ -2,13 +2,19 @@
 the folder is lost (docs/design.md, Quality bar)."""
 
 import os
+import re
+import shutil
 import time
 
 import pytest
 from click.testing import CliRunner
 
 from fma_bands.cli import cli
+from fma_bands.core import vignettes
 from fma_bands.core.vignettes import load_library, load_vignette
+from fma_bands.store.db import session_scope
+from fma_bands.store.models import VignetteRecord
+from fma_bands.study.library import sync_vignettes
 from tests.conftest import DEMO_VIGNETTES
 
 GOOD = (DEMO_VIGNETTES / "demo_med_clear_01.yaml").read_text()
@@ -38,6 +44,14 @@ CATALOGUE = {
         HEADER + "clinical_core_extra: " + "x" * (50 * 1024 * 1024) + "\n",
         "larger than the 512 KB limit",
     ),
+    "huge_integer": (HEADER + "ambiguity: " + "9" * 5000 + "\n", "a number of 5,000 digits"),
+    "escaped_nul": (HEADER + 'tool_results:\n  inr: "1.0\\0"\n', "holds a NUL byte"),
+    "escaped_control": (HEADER + 'tool_labels:\n  inr: "INR\\e"\n', "U+001B"),
+    "set_tag": (
+        HEADER + "proposals:\n  - sub_action: esi_acuity\n    acceptable: !!set {2: null}\n",
+        "the YAML tag !!set is not accepted",
+    ),
+    "binary_tag": (HEADER + "ambiguity: !!binary Y2xlYXI=\n", "!!binary is not accepted"),
 }
 
 
@@ -94,3 +108,76 @@ def test_results_and_text_fields_are_kept_as_written(tmp_path):
     assert vignette.tool_results["pregnancy_test"] == "no"
     assert vignette.tool_results["lactate"] == "2.10"
     assert vignette.tool_results["marker"] == "null"
+
+
+@pytest.mark.parametrize("vid", ["demo_med_\u0441lear_01", "demo_med_\uff43lear_01", "Demo_01"])
+def test_an_id_that_is_not_plain_lowercase_ascii_is_refused_by_name(tmp_path, vid):
+    """A Cyrillic "с" or a full-width "ｃ" looks like a "c": refused even where the file is
+    named to match."""
+    path = tmp_path / f"{vid}.yaml"
+    path.write_text(GOOD.replace("id: demo_med_clear_01", f"id: {vid}"))
+    vignette, problems = load_vignette(path)
+    assert vignette is None
+    [problem] = problems
+    assert (problem.field, problem.line) == ("id", 2)
+    assert "is not an id: use lowercase ASCII letters" in problem.message
+
+
+def test_an_orderable_that_is_not_plain_ascii_is_refused(tmp_path):
+    path = tmp_path / "demo_med_clear_01.yaml"
+    path.write_text(GOOD.replace("  cbc:", "  \u0441bc:"))
+    vignette, problems = load_vignette(path)
+    assert vignette is None
+    assert any(
+        p.field == "tool_results.\u0441bc" and "lowercase ASCII" in p.message for p in problems
+    ), problems
+
+
+@pytest.mark.parametrize("written", ["[no]", "[yes]", "[off]"])
+def test_yes_and_no_are_text_so_a_boolean_band_written_with_them_is_refused(tmp_path, written):
+    path = tmp_path / "demo_med_clear_01.yaml"
+    path.write_text(GOOD.replace("acceptable: [false]", f"acceptable: {written}"))
+    vignette, problems = load_vignette(path)
+    assert vignette is None
+    [problem] = problems
+    assert problem.field == "proposals.1.acceptable"
+    assert "is text but controlled_substance_caution takes true or false" in problem.message
+
+
+def test_a_file_the_check_refuses_is_left_out_of_the_study_and_the_rest_is_synced(tmp_path, engine):
+    """One validator: the escaped NUL that `vignettes check` used to pass (and the store then
+    refused, naming no file) is named by the check, and the sync leaves it out, on SQLite and
+    PostgreSQL alike."""
+    folder = tmp_path / "vignettes"
+    shutil.copytree(DEMO_VIGNETTES, folder)
+    path = folder / "demo_med_clear_01.yaml"
+    path.write_text(re.sub(r"canary: .*", lambda _: r'canary: "before\0after"', GOOD))
+    result = CliRunner().invoke(cli, ["vignettes", "check", str(folder)], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert f"{path}:15: canary: holds a NUL byte" in result.stdout
+    library = load_library([folder])
+    assert "demo_med_clear_01" not in library.vignettes and len(library) == 11
+    with session_scope(engine) as s:
+        report = sync_vignettes(s, library, actor=None)
+    assert len(report.added) == 11
+    with session_scope(engine) as s:
+        assert s.get(VignetteRecord, "demo_med_clear_01") is None
+
+
+def test_a_file_fma_bands_fails_on_is_left_out_and_named(tmp_path, monkeypatch):
+    """Whatever goes wrong reading one file, the others load and that file is named."""
+    (tmp_path / "demo_med_clear_01.yaml").write_text(GOOD)
+    (tmp_path / "odd_01.yaml").write_text(GOOD.replace("demo_med_clear_01", "odd_01"))
+    real = vignettes.parse_vignette
+
+    def fails_on_odd(data, name, *args, **kwargs):
+        if name.endswith("odd_01.yaml"):
+            raise ValueError("an unforeseen input")
+        return real(data, name, *args, **kwargs)
+
+    monkeypatch.setattr(vignettes, "parse_vignette", fails_on_odd)
+    library = load_library([tmp_path])
+    assert list(library.vignettes) == ["demo_med_clear_01"]
+    [problem] = library.problems
+    assert problem.file == str(tmp_path / "odd_01.yaml")
+    assert "could not read this file (ValueError), so it is left out" in problem.message

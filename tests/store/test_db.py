@@ -56,3 +56,30 @@ def test_timestamps_come_back_as_utc_and_naive_ones_are_refused(engine):
         row = s.exec(select(StudySettings)).one()
         row.updated_at = datetime(2026, 11, 29, 18, 0)
         s.flush()
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("before\x00after", "a NUL byte"),
+        ("a line\x0bpasted from a word processor", r"U\+000B"),
+        ("a bell \x07", r"U\+0007"),
+    ],
+)
+def test_text_with_a_control_character_is_refused_by_field_and_nothing_written(engine, text, shown):
+    """What is stored is signed and exported, where the bounded reader refuses such text: it is
+    refused here, naming the field, before anything is written."""
+    from fma_bands.core.errors import FmaBandsError
+
+    with session_scope(engine) as s:
+        study(s)
+    with pytest.raises(FmaBandsError, match=shown) as refused, session_scope(engine) as s:
+        s.exec(select(StudySettings)).one().mode = text
+        s.flush()
+    assert refused.value.field == "mode"
+    with session_scope(engine) as s:
+        assert [row.mode for row in s.exec(select(StudySettings))] == ["review"]
+        # Tab and line breaks are text people type.
+        s.exec(select(StudySettings)).one().mode = "review\twith\nbreaks\r\n"
+        s.flush()
+        s.rollback()
