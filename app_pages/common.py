@@ -2,6 +2,7 @@
 
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,9 +68,15 @@ def _folder_state(folder: Path) -> tuple:
     # Reload only when a vignette file changes: names, sizes and modification times.
     if not folder.is_dir():
         return ()
-    return tuple(
-        (p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.glob("*.y*ml"))
-    )
+    state: list[tuple[str, int | None, int | None]] = []
+    for p in sorted(folder.glob("*.y*ml")):
+        try:
+            found = p.stat()
+        except OSError:  # a dangling link: the load names it as a problem
+            state.append((p.name, None, None))
+        else:
+            state.append((p.name, found.st_size, found.st_mtime_ns))
+    return tuple(state)
 
 
 # A resource, not data: one Library shared read-only by every session, not a copy unpickled on
@@ -126,9 +133,43 @@ def _not_synced(exc: FmaBandsError) -> NoReturn:
     st.stop()
 
 
+# When the signed-in person last ran a page (time.monotonic()), and the note the sign-in page
+# shows after an idle sign-out.
+ACTIVE_AT, SIGNED_OUT_NOTE = "active_at", "signed_out_note"
+
+
 def current_user() -> UserPublic | None:
+    """The signed-in person, or None. A session left idle longer than the idle_minutes setting
+    is signed out here (21 CFR 11.300(d)), before any page acts for it: the app runs again and
+    shows the sign-in form with a short note. Any other run counts as activity."""
     data = st.session_state.get("user")
-    return UserPublic(**data) if data else None
+    if not data:
+        return None
+    now, idle = time.monotonic(), settings().idle_minutes
+    last = st.session_state.get(ACTIVE_AT)
+    if last is not None and now - last > idle * 60:
+        sign_out(
+            f"You were signed out after {idle} minute{'s' if idle != 1 else ''} without "
+            "activity. Sign in again to go on."
+        )
+        st.rerun()
+    st.session_state[ACTIVE_AT] = now
+    return UserPublic(**data)
+
+
+def sign_in_session(user: UserPublic) -> None:
+    """This browser session now acts for `user`, active from now."""
+    st.session_state.user = user.model_dump()
+    st.session_state[ACTIVE_AT] = time.monotonic()
+    st.session_state.pop(SIGNED_OUT_NOTE, None)
+
+
+def sign_out(note: str | None = None) -> None:
+    """Forget everything this browser session held (the person, their forms, their passphrase
+    fields); `note` is shown once on the sign-in form."""
+    st.session_state.clear()
+    if note:
+        st.session_state[SIGNED_OUT_NOTE] = note
 
 
 def require_user(role: str | None = None) -> UserPublic:

@@ -90,7 +90,7 @@ def coordinator_pages() -> list[st.Page]:
 
 
 def run() -> None:
-    from app_pages.common import current_user, session
+    from app_pages.common import current_user, session, sign_out
     from fma_bands.study.users import has_users
 
     # An emoji icon is drawn in the browser; a Material one is fetched from fonts.gstatic.com,
@@ -113,7 +113,7 @@ def run() -> None:
         with st.sidebar:
             st.caption(f"Signed in as {user.pseudonym} ({user.role})")
             if st.button("Sign out", icon=":material/logout:"):
-                st.session_state.clear()
+                sign_out()
                 st.rerun()
     st.navigation(pages).run()
 

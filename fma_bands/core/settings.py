@@ -3,7 +3,7 @@
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fma_bands.core.errors import FmaBandsError
@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     trajectories: Path = Path("trajectories")
     # Where an unexpected error's details go, so a person sees one line and a bug report has all.
     log_file: Path = Path("fma-bands.log")
+    # Minutes without a page run after which the app signs the person out (21 CFR 11.300(d)).
+    idle_minutes: int = Field(default=30, ge=1, le=24 * 60)
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -21,7 +21,7 @@ from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import Assignment, User
 from fma_bands.study import audit
-from fma_bands.study.state import authorize
+from fma_bands.study.state import authorize, lock_study
 
 Band = tuple[str, str]
 NOT_ASSIGNED = (
@@ -228,6 +228,7 @@ def change(
     every band of these sub-actions (coordinator only, audited). Checked whole before anything
     is written; a later change of the same target replaces the earlier one."""
     authorize(session, actor, "assign")
+    lock_study(session)  # a review checked against the assignment is written before this change
     who = _rater(session, rater)
     targets = _targets(library, bands, vignettes, sub_actions)
     made = []

@@ -16,7 +16,7 @@ from sqlmodel import Session, col, delete, select
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.people import UserPublic
 from fma_bands.store.models import ScreenDraft, utcnow
-from fma_bands.study.state import round_bands, study
+from fma_bands.study.state import lock_study, round_bands
 
 # A screen holds a few notes and a band: far less than this, which refuses a flood at once.
 MAX_BYTES = 64 * 1024
@@ -56,7 +56,7 @@ def keep(
 ) -> None:
     """Keep the screen's entries for one band (replacing what was kept before)."""
     _own(rater)
-    current = study(session)
+    current = lock_study(session)  # so the round cannot close before this is kept
     if current.phase != "open":
         return  # nothing can be saved from a closed phase, so nothing is worth keeping
     if current.round > 1 and (vid, name) not in round_bands(session, rater.id, current.round):

@@ -39,7 +39,7 @@ from fma_bands.evidence.roster import ADJUDICATORS_FILE, adjudicators_text
 from fma_bands.store.db import on_commit
 from fma_bands.store.models import LogRecord, StudySettings, utcnow
 from fma_bands.study import audit
-from fma_bands.study.state import StudyPublic, study
+from fma_bands.study.state import StudyPublic, lock_study, study
 
 SEALED_KINDS = ("adjudication", "revocation")
 
@@ -117,8 +117,7 @@ def append(
 ) -> LogRecord:
     """Sign `body` as the next record of the log and keep it in the store; it reaches `folder`
     when the transaction commits (or, sealed, when its round closes)."""
-    audit.lock_for_append(session)
-    current = study(session)
+    current = lock_study(session)  # the append lock, and the round read fresh under it
     if current.study_id is None:
         raise FmaBandsError("the study has no root record yet: its first coordinator makes it")
     last = head(session)

@@ -1,7 +1,8 @@
 """The keys people sign with (docs/trust.md): a rater's or steward's key is made when they
 activate their account (the one in use retired, its private half erased), the first coordinator's
 when they choose their passphrase (the study's root key). Each private half is sealed under its
-holder's passphrase and unsealed only for one signature.
+holder's passphrase and unsealed only for one signature, each time through the throttled,
+audited passphrase check (fma_bands.study.throttle).
 """
 
 from datetime import datetime
@@ -13,6 +14,7 @@ from sqlmodel import Session, col, select
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.evidence.keys import generate_keypair, unseal_private_key
 from fma_bands.store.models import SigningKey, User
+from fma_bands.study import throttle
 from fma_bands.study.ledger import Signer
 
 
@@ -63,13 +65,22 @@ def new_key(
     return key, unseal_private_key(pair.sealed_private_key, passphrase)
 
 
-def signer_for(session: Session, user: User, passphrase: str) -> Signer:
-    """The user's key in use, unsealed with their passphrase for one signature (raises
-    WrongPassphrase)."""
+def signer_for(
+    session: Session, user: User, passphrase: str, *, where: str = "root signing"
+) -> Signer:
+    """The user's key in use, unsealed with their passphrase for one signature: raises
+    WrongPassphrase, or AccessDenied while the account must wait after failed passphrases
+    (throttled and audited like a sign-in, as `where`)."""
     assert user.id is not None
     key = current_keys(session, [user.id]).get(user.id)
     if key is None:
         raise FmaBandsError(f"{user.pseudonym} has no signing key: activate the account first")
-    return Signer(
-        user.pseudonym, key.keyid, unseal_private_key(key.encrypted_private_key, passphrase)
+    pseudonym, keyid, sealed = user.pseudonym, key.keyid, key.encrypted_private_key
+    private = throttle.check_passphrase(
+        session,
+        account=pseudonym,
+        known=True,
+        where=where,
+        check=lambda: unseal_private_key(sealed, passphrase),
     )
+    return Signer(pseudonym, keyid, private)

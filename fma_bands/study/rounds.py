@@ -23,7 +23,7 @@ from fma_bands.evidence.policy import Policy
 from fma_bands.store.models import RoundBand, StudySettings, utcnow
 from fma_bands.study import audit, ledger
 from fma_bands.study.governance import policy_in_force
-from fma_bands.study.state import StudyPublic, authorize, study
+from fma_bands.study.state import StudyPublic, authorize, lock_study, study
 from fma_bands.study.submissions import attested_band, submitted_reviews
 from fma_bands.study.users import list_users, pseudonyms
 
@@ -152,7 +152,7 @@ def open_round(
     """Open round `number` (2, once round 1 is closed) for `bands`, by default the discordant
     ones, each for its round-2 raters (audited)."""
     authorize(session, actor, "open_round")
-    current = study(session)
+    current = lock_study(session)
     _check_can_follow(current, number)
     chosen = _chosen(session, library, actor, folder, bands)
     raters = round_two_raters(session, library, chosen)
@@ -239,7 +239,9 @@ def close_round(session: Session, *, actor: UserPublic, folder: Path | None = No
     attestations signed during it, sealed in the store until now, reach `folder` once this
     commits."""
     authorize(session, actor, "close_round")
-    current = study(session)
+    # Under the study's lock: a review checked against the open round is written before this
+    # close, or checked after it and refused.
+    current = lock_study(session)
     # Compare-and-set: of two coordinators closing at once, the second is told it is closed.
     closed = session.execute(
         update(StudySettings)

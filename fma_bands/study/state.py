@@ -47,7 +47,9 @@ class Rule:
 
     what: str
     roles: tuple[str, ...] = ("coordinator",)
-    # Refused once the review phase is closed: a closed round's reviews are frozen.
+    # Refused once the review phase is closed: a closed round's reviews are frozen. The check
+    # holds the study locked to the end of the transaction (lock_study), so the round cannot
+    # close between it and the writes it allows.
     open_phase: bool = False
     # A rater may also do it about themselves (their own identity, their own account).
     oneself: bool = False
@@ -72,7 +74,8 @@ RULES: dict[str, Rule] = {
     "see_flags": Rule("see and deal with the raters' flags"),
     "read_audit": Rule("read the audit log"),
     "export_reviews": Rule("export every rater's reviews"),
-    "record_identity": Rule("record a rater's identity", oneself=True),
+    # The study's root signs the commitment into the roster: a rater holds no root key.
+    "record_identity": Rule("record a rater's identity"),
     "reveal_identity": Rule("see a rater's identity", oneself=True),
     "see_reviews": Rule("see other raters' reviews", raters_once_closed=True),
     "review": Rule("review bands", roles=("rater",), open_phase=True),
@@ -101,7 +104,7 @@ def authorize(
             for r in rule.roles
         )
         raise AccessDenied(f"only {who} can {rule.what}")
-    if rule.open_phase and study(session).phase != "open":
+    if rule.open_phase and lock_study(session).phase != "open":
         raise AccessDenied(
             f"the review phase is closed: its reviews are frozen, so nobody can {rule.what} now"
         )
@@ -136,8 +139,9 @@ def current_round_bands(session: Session, rater_id: int) -> tuple[int, set[tuple
 def round_for(session: Session, rater_id: int, vid: str, name: str) -> int:
     """The open round in which this rater's review of this band would be made: round 1 takes
     every band; a later round only the bands it was opened for, each for its chosen raters.
-    Anything else is frozen, so AccessDenied."""
-    current = study(session)
+    Anything else is frozen, so AccessDenied. Read under the study's lock, so it still holds
+    when this transaction's review is written."""
+    current = lock_study(session)
     if current.phase != "open":
         raise AccessDenied(
             f"round {current.round} is closed: its reviews are frozen, and a closed round is "
@@ -184,6 +188,24 @@ def study(session: Session) -> StudyPublic:
     return StudyPublic.model_validate(row, from_attributes=True)
 
 
+def lock_study(session: Session) -> StudyPublic:
+    """The study's settings, read under a lock held to the end of this transaction.
+
+    Every write that changes the round, its phase or the mode, or that depends on them (a
+    review, a hand-back, a kept draft, an assignment, a signed record), takes it before it
+    reads them: a round then never closes or opens between a writer's check and its writes,
+    and nothing is recorded in a round already closed. It is the lock the audit log and the
+    signed log are appended under (SQLite's write lock, a PostgreSQL advisory lock), which each
+    of these writes takes anyway to record its event: with one lock for both, no two writers
+    can each hold one and wait for the other's."""
+    audit.lock_for_append(session)
+    # What this session read before the lock may be stale: the row is read again (and made by
+    # study(), in a database emptied by hand).
+    fresh = select(StudySettings).where(StudySettings.id == 1)
+    session.exec(fresh.execution_options(populate_existing=True)).first()
+    return study(session)
+
+
 def set_mode(session: Session, *, actor: UserPublic, mode: str) -> StudyPublic:
     return _set(session, actor=actor, name="mode", value=mode, allowed=MODES)
 
@@ -195,9 +217,9 @@ def _set(
     if value not in allowed:
         message = f"{name} must be one of {', '.join(allowed)}"
         raise FmaBandsError(message, field=name, fields={name: message})
-    study(session)
+    lock_study(session)
     row = session.get(StudySettings, 1)
-    assert row is not None  # made by study() just above
+    assert row is not None  # made by lock_study() just above
     before = getattr(row, name)
     if before != value:
         setattr(row, name, value)

@@ -1,21 +1,28 @@
-"""Throttling failed sign-ins (docs/design.md, Identity, keys and attestation): per account, keyed
-by a hash of the name typed (so an unknown name is throttled too, and never stored as typed), and
-per browser session; after a few failures each attempt must wait longer. Rows are locked until
-commit, so parallel guesses wait for each other instead of slipping through before the first failure
-is counted.
+"""Throttling failed passphrases (docs/design.md, Identity, keys and attestation), as 21 CFR
+11.300(d) asks (docs/trust.md): every check of a passphrase, at sign-in, signing, a passphrase
+change or a key unsealed for a root signature, goes through check_passphrase. Failures are
+counted per account, keyed by a hash of the name typed (so an unknown name is throttled too, and
+never stored as typed), and at sign-in per browser session; after a few failures each attempt
+must wait longer. Rows are locked until commit, so parallel guesses wait for each other instead
+of slipping through before the first failure is counted.
 """
 
 import hashlib
 import hmac
+import math
 import secrets
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
-from fma_bands.store.models import AppSecret, SignInThrottle
+from fma_bands.core.errors import AccessDenied, WrongPassphrase
+from fma_bands.store.models import AppSecret, SignInThrottle, utcnow
+from fma_bands.study import audit
 
 # Failed attempts allowed before each further one must wait, and the longest wait.
 FREE_FAILURES = 3
@@ -66,10 +73,31 @@ def wait_after(failures: int) -> timedelta:
     return min(timedelta(seconds=2 ** (failures - FREE_FAILURES)), MAX_DELAY)
 
 
-def blocked(rows: list[SignInThrottle], now: datetime) -> bool:
-    return any(
-        row.last_failure_at is not None and now < row.last_failure_at + wait_after(row.failures)
+def remaining(rows: list[SignInThrottle], now: datetime) -> timedelta:
+    """How long the next attempt must still wait (nothing when it may be made now)."""
+    waits = [
+        row.last_failure_at + wait_after(row.failures) - now
         for row in rows
+        if row.last_failure_at is not None
+    ]
+    return max([timedelta(0), *waits])
+
+
+def blocked(rows: list[SignInThrottle], now: datetime) -> bool:
+    return remaining(rows, now) > timedelta(0)
+
+
+def wait_message(wait: timedelta) -> str:
+    """What a person is told when an attempt comes too soon: how long to wait, rounded up (no
+    full stop: a caller may add what was not done)."""
+    seconds = math.ceil(wait.total_seconds())
+    if seconds >= 120:
+        amount, unit = math.ceil(seconds / 60), "minute"
+    else:
+        amount, unit = max(seconds, 1), "second"
+    return (
+        f"Too many failed attempts: wait {amount} {unit}{'s' if amount != 1 else ''} before "
+        "trying again"
     )
 
 
@@ -82,3 +110,71 @@ def fail(rows: list[SignInThrottle], now: datetime) -> None:
 def clear(rows: list[SignInThrottle]) -> None:
     for row in rows:
         row.failures, row.last_failure_at = 0, None
+
+
+T = TypeVar("T")
+
+
+def check_passphrase(
+    session: Session,
+    *,
+    account: str,
+    known: bool,
+    where: str,
+    check: Callable[[], T],
+    client: str | None = None,
+    now: datetime | None = None,
+) -> T:
+    """What `check` returns: it tries a passphrase for `account` (a name as typed; `known` when
+    it names an account), raising WrongPassphrase when the passphrase is not right. Every
+    passphrase check of the study comes here, so each is throttled and audited alike.
+
+    While the account (or the browser session `client`) must still wait after earlier failures,
+    the passphrase is not tried: the attempt is refused with how long to wait (AccessDenied) and
+    does not lengthen the wait. A failure is kept whatever the caller does next: the caller's
+    transaction is rolled back (the failure fails it anyway), and the failure alone is counted,
+    recorded as a `passphrase_failed` event naming the account (an unknown name only as a keyed
+    hash) and `where` (never what was typed), and committed."""
+    now = now or utcnow()
+    keys = [account_key(session, account)] + ([f"client:{client}"] if client else [])
+    held = rows(session, keys)
+    if wait := remaining(held, now):
+        _keep_failure(session, keys, account, known, where, counted=False, now=now)
+        raise AccessDenied(wait_message(wait))
+    try:
+        found = check()
+    except WrongPassphrase:
+        _keep_failure(session, keys, account, known, where, counted=True, now=now)
+        raise
+    clear(held)
+    return found
+
+
+def _keep_failure(
+    session: Session,
+    keys: list[str],
+    account: str,
+    known: bool,
+    where: str,
+    *,
+    counted: bool,
+    now: datetime,
+) -> None:
+    """Roll the caller's transaction back, then count (unless the attempt came too soon) and
+    audit the failure, and commit it alone."""
+    session.rollback()
+    held = rows(session, keys)
+    if counted:
+        fail(held, now)
+    who = (
+        {"pseudonym": account.strip()}
+        if known
+        else {"unknown_name_hmac": name_hash(session, account)}
+    )
+    audit.record(
+        session,
+        kind="passphrase_failed",
+        actor=None,
+        payload={**who, "where": where, "throttled": not counted},
+    )
+    session.commit()

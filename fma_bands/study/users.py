@@ -1,7 +1,7 @@
 """Accounts (docs/design.md, Identity, keys and attestation): reading users and their public part, a
-sign-in that is throttled and says the same thing whatever went wrong, passphrase changes, and
-unlocking a rater's key. How an account is made (enrolment codes, activation, resets) is
-fma_bands.study.enrolment.
+sign-in that says the same thing whatever went wrong, passphrase changes, and unlocking a rater's
+key; each passphrase check throttled and audited (fma_bands.study.throttle). How an account is
+made (enrolment codes, activation, resets) is fma_bands.study.enrolment.
 
 The coordinator never sees or sets another person's passphrase.
 """
@@ -14,10 +14,10 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlmodel import Session, col, func, select
 
-from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.errors import FmaBandsError, WrongPassphrase
 from fma_bands.core.people import UserPublic
 from fma_bands.evidence.keys import reseal_private_key, unseal_private_key
-from fma_bands.store.models import SigningKey, User, utcnow
+from fma_bands.store.models import SigningKey, User
 from fma_bands.study import audit, throttle
 from fma_bands.study.rater_keys import current_keys
 
@@ -159,44 +159,68 @@ def sign_in(
     passphrase: str,
     *,
     client: str | None = None,
+    where: str = "sign-in",
     now: datetime | None = None,
 ) -> UserPublic | None:
     """The user, or None with nothing said about why (the caller shows SIGN_IN_FAILED).
 
-    Failures are throttled per account and per client (a browser session): after a few, each
-    attempt must wait longer, and one made too soon fails whatever passphrase it carries."""
-    now = now or utcnow()
-    keys = [throttle.account_key(session, pseudonym)] + ([f"client:{client}"] if client else [])
-    held = throttle.rows(session, keys)
+    Failures are throttled per account and per client (a browser session) and audited
+    (throttle.check_passphrase): after a few, each attempt must wait longer, and one made too
+    soon is refused (AccessDenied, saying how long to wait) whatever passphrase it carries."""
     user = user_row(session, pseudonym)
-    too_soon = throttle.blocked(held, now)
     stored = user.passphrase_hash if user is not None else None
-    ok = _verify(stored or _dummy_hash(), passphrase or "") and stored is not None
-    if too_soon or not ok or user is None:
-        if not too_soon:  # an attempt refused unchecked does not lengthen the wait
-            throttle.fail(held, now)
-        payload: dict = who_failed(session, user, pseudonym)
-        audit.record(
+
+    def check() -> None:
+        # An unknown name is checked against a dummy hash, so it takes as long as a known one.
+        if not _verify(stored or _dummy_hash(), passphrase or "") or stored is None:
+            raise WrongPassphrase(SIGN_IN_FAILED)
+
+    try:
+        throttle.check_passphrase(
             session,
-            kind="sign_in_failed",
-            actor=None,
-            payload={**payload, "throttled": too_soon, "via": "browser" if client else "cli"},
+            account=pseudonym or "",
+            known=user is not None,
+            where=where,
+            check=check,
+            client=client,
+            now=now,
         )
+    except WrongPassphrase:
         return None
-    throttle.clear(held)
-    if stored is not None and _hasher.check_needs_rehash(stored):
+    assert user is not None and stored is not None
+    if _hasher.check_needs_rehash(stored):
         user.passphrase_hash = hash_passphrase(passphrase)
     audit.record(session, kind="sign_in", actor=user.pseudonym, payload={})
     return public_of(session, user)
 
 
-def change_passphrase(session: Session, user_id: int, old: str, new: str) -> None:
-    """The person's own passphrase, changed; a rater's key stays the same, resealed (audited)."""
+def change_passphrase(
+    session: Session, user_id: int, old: str, new: str, *, now: datetime | None = None
+) -> None:
+    """The person's own passphrase, changed; a rater's key stays the same, resealed (audited).
+    The current passphrase is checked like any other (throttled, a failure audited)."""
     user = session.get(User, user_id)
-    if user is None or not _verify(user.passphrase_hash or "", old or ""):
+    if user is None:
         raise refused({"old": "the current passphrase is not right"})
     if problem := passphrase_problem(new):
         raise refused({"new": problem})
+    stored = user.passphrase_hash or ""
+
+    def check() -> None:
+        if not _verify(stored, old or ""):
+            raise WrongPassphrase("the current passphrase is not right")
+
+    try:
+        throttle.check_passphrase(
+            session,
+            account=user.pseudonym,
+            known=True,
+            where="passphrase change",
+            check=check,
+            now=now,
+        )
+    except WrongPassphrase as exc:
+        raise refused({"old": exc.message}) from None
     user.passphrase_hash = hash_passphrase(new)
     for key in current_keys(session, [user_id]).values():
         key.encrypted_private_key = reseal_private_key(key.encrypted_private_key, old, new)
@@ -204,13 +228,25 @@ def change_passphrase(session: Session, user_id: int, old: str, new: str) -> Non
 
 
 def unlock_signing_key(
-    session: Session, user_id: int, passphrase: str
+    session: Session, user_id: int, passphrase: str, *, now: datetime | None = None
 ) -> tuple[SigningKey, Ed25519PrivateKey]:
-    """The rater's key in use and its private half, for signing; raises WrongPassphrase."""
+    """The rater's key in use and its private half, for signing; raises WrongPassphrase, or
+    AccessDenied while the account must wait after failed passphrases (throttled and audited
+    like a sign-in)."""
+    user = session.get(User, user_id)
     key = current_keys(session, [user_id]).get(user_id)
-    if key is None:
+    if user is None or key is None:
         raise FmaBandsError("this account has no signing key: activate it first")
-    return key, unseal_private_key(key.encrypted_private_key, passphrase)
+    sealed = key.encrypted_private_key
+    private = throttle.check_passphrase(
+        session,
+        account=user.pseudonym,
+        known=True,
+        where="signing",
+        check=lambda: unseal_private_key(sealed, passphrase),
+        now=now,
+    )
+    return key, private
 
 
 def _verify(stored_hash: str, passphrase: str) -> bool:

@@ -14,7 +14,8 @@ from streamlit.testing.v1 import AppTest
 from fma_bands.core.people import UserPublic
 from fma_bands.evidence.log import read_evidence
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.study import audit
+from fma_bands.store.models import utcnow
+from fma_bands.study import audit, throttle
 from fma_bands.study.enrolment import ACTIVATION_FAILED
 from fma_bands.study.rounds import close_round
 from fma_bands.study.throttle import FREE_FAILURES
@@ -396,14 +397,18 @@ def test_two_different_new_passphrases_change_nothing(study):
     assert title(sign_in_as(open_app(), "rater-01", old)) == "My queue"
 
 
-def test_repeated_failed_sign_ins_are_throttled_with_the_same_message(study):
+def test_repeated_failed_sign_ins_are_throttled_and_told_how_long_to_wait(study, monkeypatch):
+    stopped = utcnow()
+    monkeypatch.setattr(throttle, "utcnow", lambda: stopped)  # the wait never runs out here
     at = open_app()
     for _ in range(FREE_FAILURES):
         sign_in_as(at, "rater-01", "not the passphrase")
         assert [e.value for e in at.error] == [SIGN_IN_FAILED]
-    # The right passphrase, too soon after: the same message, and no way in.
+    # The right passphrase, too soon after: told how long to wait, and no way in.
     sign_in_as(at, "rater-01", PASSPHRASES["rater-01"])
-    assert [e.value for e in at.error] == [SIGN_IN_FAILED]
+    assert [as_read(e.value) for e in at.error] == [
+        "Too many failed attempts: wait 1 second before trying again"
+    ]
     assert "user" not in at.session_state
 
 
