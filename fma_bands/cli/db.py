@@ -13,7 +13,7 @@ def db() -> None:
 @db.command()
 def upgrade() -> None:
     """Bring the database to the schema this fma-bands needs (back it up first)."""
-    from fma_bands.store.db import current_revision, make_engine
+    from fma_bands.store.db import current_revision, make_engine, shown_url
     from fma_bands.store.db import upgrade as upgrade_schema
 
     engine = make_engine(settings().database_url)
@@ -22,7 +22,7 @@ def upgrade() -> None:
         after = upgrade_schema(engine)
     finally:
         engine.dispose()
-    url = settings().database_url
+    url = shown_url(settings().database_url)  # never its password
     if before == after:
         click.echo(f"database {url}: already at revision {after}")
     else:
@@ -32,7 +32,7 @@ def upgrade() -> None:
 @db.command()
 def current() -> None:
     """Print the database's schema revision and the newest this fma-bands knows."""
-    from fma_bands.store.db import current_revision, head_revision, make_engine
+    from fma_bands.store.db import current_revision, head_revision, make_engine, shown_url
 
     engine = make_engine(settings().database_url)
     try:
@@ -41,5 +41,5 @@ def current() -> None:
         engine.dispose()
     head = head_revision()
     state = "up to date" if revision == head else "run `fma-bands db upgrade`"
-    url = settings().database_url
+    url = shown_url(settings().database_url)  # never its password
     click.echo(f"database {url}: revision {revision or 'none'} (head {head}; {state})")

@@ -23,18 +23,18 @@ def impact(files: tuple[str, ...], more: tuple[str, ...], as_json: bool) -> None
     """Per band, for the proposal, the consensus and the consensus widened by the disputed
     span: runs whose action lands in it, run pairs of one vignette both in it, and of those the
     pairs on opposite sides of its threshold; the bands deciding most pairs first."""
-    from fma_bands.study.impact import read_runs, reviewed_impact, script_row
+    from fma_bands.study.impact import count_runs, read_runs, reviewed_impact, script_row
 
     if not files:
         raise FmaBandsError("name the harness's trajectories files: --trajectories FILE...")
-    runs = read_runs([*files, *more])
+    runs = count_runs(read_runs([*files, *more]))
     with store() as session:
         found, _ = synced(session)
         rows = reviewed_impact(session, found, runs, viewer=coordinator(session))
     if as_json:
         print_json([script_row(r) for r in rows])
         return
-    click.echo(f"{len(runs)} complete runs from {len(files) + len(more)} file(s)")
+    click.echo(f"{runs.runs} complete runs from {len(files) + len(more)} file(s)")
     heads = ("band", "which", "acceptable", "runs", "in band", "pairs", "across")
     table = [heads] + [
         (

@@ -52,7 +52,7 @@ def show(as_json: bool) -> None:
 
 
 @round_.command("open")
-@click.argument("number", type=int)
+@click.argument("number", type=click.IntRange(1, 2))
 @click.option(
     "--band",
     "bands",

@@ -19,9 +19,11 @@ def steward() -> None:
 def add(name: str, code_file: str, jurisdiction: str | None) -> None:
     """Enrol NAME as a steward with a one-time code. When they activate it, the root's threshold
     becomes 2."""
+    from fma_bands.cli.paths import check_output
     from fma_bands.cli.users import _hand_over
     from fma_bands.study.enrolment import enrol
 
+    check_output(code_file, "enrolment code")
     with store() as session:
         made, code = enrol(
             session,
@@ -32,8 +34,10 @@ def add(name: str, code_file: str, jurisdiction: str | None) -> None:
             role="steward",
             jurisdiction=jurisdiction,
         )
+        # Written before the enrolment commits: if the code cannot be written, nobody is enrolled.
+        handed = _hand_over(made.pseudonym, code, code_file, made.code_expires_at)
     click.echo(f"enrolled {made.pseudonym} (steward), awaiting activation")
-    click.echo(_hand_over(made.pseudonym, code, code_file, made.code_expires_at))
+    click.echo(handed)
     click.echo(
         f"they activate with `fma-bands user activate {made.pseudonym} --code-file F "
         "--passphrase-file P`, or on the app's sign-in page; from then on the roster and the "

@@ -30,12 +30,15 @@ DEMO_USERS = (
 @cli.command()
 def init() -> None:
     """Create the database (or bring it to the current schema) and load the vignettes."""
+    from fma_bands.store.db import shown_url
     from fma_bands.study.state import study
 
     with store() as session:
         found, report = synced(session)
         current = study(session)
-    click.echo(f"database {settings().database_url}: {len(found)} vignettes loaded ({report})")
+    click.echo(
+        f"database {shown_url(settings().database_url)}: {len(found)} vignettes loaded ({report})"
+    )
     click.echo(f"review phase {current.phase}, {current.mode} mode (round {current.round})")
     done(0 if found.ok else 1)
 
@@ -46,6 +49,7 @@ def demo() -> None:
 
     Refused on a database that already holds a study: the demo accounts' passphrases are
     printed, so they never join a real one."""
+    from fma_bands.store.db import shown_url
     from fma_bands.study.enrolment import create_user
     from fma_bands.study.governance import set_policy
     from fma_bands.study.users import has_users, require_user
@@ -54,8 +58,9 @@ def demo() -> None:
     with store() as session:
         if has_users(session):
             raise FmaBandsError(
-                f"{settings().database_url} already holds a study: `fma-bands demo` only sets up "
-                "a new one. Give another --db (or delete that database file) to start over."
+                f"{shown_url(settings().database_url)} already holds a study: `fma-bands demo` "
+                "only sets up a new one. Give another --db (or delete that database file) to start "
+                "over."
             )
         if any(folder.glob("*.dsse.json")):
             raise FmaBandsError(
@@ -74,7 +79,7 @@ def demo() -> None:
             quorum=1,
             scope="warn",
         )
-    click.echo(f"Demo study ready in {settings().database_url}: {len(found)} vignettes.")
+    click.echo(f"Demo study ready in {shown_url(settings().database_url)}: {len(found)} vignettes.")
     click.echo("Run `streamlit run app.py` and sign in with one of these (demo only, not secret):")
     for fields in DEMO_USERS:
         click.echo(

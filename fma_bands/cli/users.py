@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from fma_bands.cli.base import acting_passphrase, cli, coordinator, read_secret, settings, store
+from fma_bands.cli.paths import check_output
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.files import write_atomically
 
@@ -62,6 +63,8 @@ def add(
     from fma_bands.study.enrolment import create_first_coordinator, enrol
     from fma_bands.study.users import has_coordinator
 
+    if code_file:
+        check_output(code_file, "enrolment code")
     with store() as session:
         if role == "coordinator" and not has_coordinator(session):
             if not passphrase_file:
@@ -95,8 +98,10 @@ def add(
             jurisdiction=jurisdiction,
             years_post_registration=years,
         )
+        # Written before the enrolment commits: if the code cannot be written, nobody is enrolled.
+        handed = _hand_over(made.pseudonym, code, code_file, made.code_expires_at)
     click.echo(f"enrolled {made.pseudonym} ({made.role}), awaiting activation")
-    click.echo(_hand_over(made.pseudonym, code, code_file, made.code_expires_at))
+    click.echo(handed)
     click.echo(
         f"they activate with `fma-bands user activate {made.pseudonym} --code-file F "
         "--passphrase-file P`, or on the app's sign-in page"
@@ -157,6 +162,8 @@ def reset(name: str, code_file: str | None) -> None:
     from fma_bands.study.enrolment import reset as reset_account
     from fma_bands.study.users import get_user
 
+    if code_file:
+        check_output(code_file, "enrolment code")
     with store() as session:
         code = reset_account(
             session,
@@ -166,8 +173,10 @@ def reset(name: str, code_file: str | None) -> None:
             folder=settings().attestations,
         )
         made = get_user(session, name)
+        # Written before the reset commits: if the code cannot be written, nothing is reset.
+        handed = _hand_over(name, code, code_file, made.code_expires_at if made else None)
     click.echo(f"{name} reset: their passphrase no longer works")
-    click.echo(_hand_over(name, code, code_file, made.code_expires_at if made else None))
+    click.echo(handed)
 
 
 @user.command("list")

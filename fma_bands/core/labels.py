@@ -3,10 +3,12 @@ threshold in clinical language, and bands described with those names.
 
 A rater never sees a vignette's id or its ambiguity stratum (an id such as demo_doc_border_01
 gives the stratum away, and knowing a case is "borderline" primes the band); the coordinator
-sees both. Case numbers follow a digest of the id, so they say nothing of domain or stratum.
+sees both. Case numbers follow each case's token, a digest of the id keyed with the study's
+secret, so they say nothing of domain or stratum and cannot be worked out from the ids.
 """
 
 import hashlib
+import hmac
 import re
 from collections.abc import Mapping
 
@@ -63,45 +65,52 @@ def tool_names(vignette: Vignette) -> dict[str, str]:
 # Neutral case labels ----------------------------------------------------------------------------
 
 
-def case_numbers(library: Library) -> dict[str, int]:
-    """Each vignette's case number, 1 to n, in an order that says nothing about it."""
-    order = sorted(library.vignettes, key=lambda vid: hashlib.sha256(vid.encode()).hexdigest())
+def case_numbers(library: Library, key: bytes) -> dict[str, int]:
+    """Each vignette's case number, 1 to n, in the order of its case token: says nothing about
+    the vignette, and without the study's key (fma_bands.study.case_keys) no one can tell from
+    the ids which number is which."""
+    order = sorted(library.vignettes, key=lambda vid: (case_token(vid, key), vid))
     return {vid: number for number, vid in enumerate(order, start=1)}
 
 
-def case_token(vid: str) -> str:
-    """What a rater's address bar shows for a vignette: a digest of its id, neutral and stable
-    (a case number would shift if a vignette were added)."""
-    return hashlib.sha256(vid.encode()).hexdigest()[:10]
+def case_token(vid: str, key: bytes) -> str:
+    """What a rater's address bar shows for a vignette: a digest of its id keyed with the
+    study's secret (fma_bands.study.case_keys), neutral and stable (a case number would shift
+    if a vignette were added), and never computable from the id alone."""
+    if len(key) < 16:
+        raise ValueError("a case token needs the study's secret key")
+    return hmac.new(key, vid.encode(), hashlib.sha256).hexdigest()[:16]
 
 
-def address(vid: str, name: str | None = None) -> dict[str, str]:
+def address(vid: str, name: str | None = None, *, key: bytes) -> dict[str, str]:
     """Query parameters naming a band (or a vignette) without naming its id."""
-    return {"case": case_token(vid), **({"sub_action": name} if name else {})}
+    return {"case": case_token(vid, key), **({"sub_action": name} if name else {})}
 
 
-def from_address(library: Library, params: Mapping[str, str]) -> str | None:
-    """The vignette an address names, by its case token or (older links, the coordinator's
-    links) by its id; None if it names none of the study's."""
+def from_address(library: Library, params: Mapping[str, str], *, key: bytes) -> str | None:
+    """The vignette an address names, by its case token or (the coordinator's links) by its id;
+    None if it names none of the study's."""
     token = params.get("case")
     if token:
-        return next((vid for vid in library.vignettes if case_token(vid) == token), None)
+        return next((vid for vid in library.vignettes if case_token(vid, key) == token), None)
     vid = params.get("vignette") or params.get("id")
     return vid if vid in library.vignettes else None
 
 
-def vignette_address(vid: str, viewer: UserPublic) -> dict[str, str]:
+def vignette_address(vid: str, viewer: UserPublic, *, key: bytes) -> dict[str, str]:
     """Query parameters of the vignette page: the id for the coordinator, a token for raters."""
-    return {"id": vid} if viewer.is_coordinator else address(vid)
+    return {"id": vid} if viewer.is_coordinator else address(vid, key=key)
 
 
-def shelf(library: Library, viewer: UserPublic, domain: str | None = None) -> list[Vignette]:
+def shelf(
+    library: Library, viewer: UserPublic, domain: str | None = None, *, key: bytes
+) -> list[Vignette]:
     """The vignettes in the order a viewer reads them: by case number for raters (id order
     groups strata together), by id for the coordinator; optionally one domain only."""
-    numbers = case_numbers(library)
     chosen = [v for v in library if domain is None or v.domain == domain]
     if viewer.is_coordinator:
         return chosen
+    numbers = case_numbers(library, key)
     return sorted(chosen, key=lambda v: numbers[v.id])
 
 

@@ -29,10 +29,15 @@ class Policy:
         return {"quorum": self.quorum, "scope": self.scope}
 
 
+# More attesting adjudicators than any panel holds: a larger quorum is a typing mistake.
+MAX_QUORUM = 1000
+
+
 def check_policy(quorum: Any, scope: Any, *, file: str | None = None) -> Policy:
-    if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
+    if isinstance(quorum, bool) or not isinstance(quorum, int) or not 1 <= quorum <= MAX_QUORUM:
+        given = "a larger one" if isinstance(quorum, int) and quorum > MAX_QUORUM else repr(quorum)
         raise FmaBandsError(
-            f"quorum must be a whole number of at least 1, not {quorum!r}",
+            f"quorum must be a whole number from 1 to {MAX_QUORUM:,}, not {given}",
             file=file,
             field="quorum",
         )

@@ -4,11 +4,15 @@ against the harness's own runs (its `trajectories.json` files), counted as the h
 A within-range flip needs two runs of one vignette whose actions both lie in the band and fall
 on opposite sides of its threshold, so those pairs are what a band decides. Only complete
 trajectories count. Coordinators see these numbers; raters never do (they would bias the band).
+
+The pairs are counted from how many runs took each action, never listed: k runs in a band make
+C(k, 2) pairs, and k_low and k_high runs on either side of its threshold make k_low x k_high
+pairs across it, so the count takes time linear in the runs whatever their number.
 """
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import combinations
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,6 +45,43 @@ class Run:
     condition_id: str
     source: str
     actions: Mapping[str, Any]
+
+
+@dataclass
+class ActionCounts:
+    """The complete runs of one vignette with an action for one sub-action: how many there are,
+    and how many took each level, score or day count (the only actions a band can admit)."""
+
+    runs: int = 0
+    levels: Counter[int] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """Runs tallied once for every band: `runs` complete runs, and their actions by vignette
+    and sub-action."""
+
+    runs: int
+    actions: Mapping[tuple[str, str], ActionCounts]
+
+    def of(self, vignette_id: str, name: str) -> ActionCounts:
+        return self.actions.get((vignette_id, name)) or ActionCounts()
+
+
+def count_runs(runs: Iterable[Run]) -> RunCounts:
+    """How many runs took each action, per vignette and sub-action, in one pass over the runs."""
+    actions: dict[tuple[str, str], ActionCounts] = {}
+    total = 0
+    for run in runs:
+        total += 1
+        for name, action in run.actions.items():
+            if action is None:
+                continue
+            counts = actions.setdefault((run.vignette_id, name), ActionCounts())
+            counts.runs += 1
+            if isinstance(action, int) and not isinstance(action, bool):
+                counts.levels[action] += 1
+    return RunCounts(total, actions)
 
 
 @dataclass(frozen=True)
@@ -121,14 +162,10 @@ def impact(
     which: Which,
     band: AnyBand,
     threshold: Threshold | None,
-    runs: Sequence[Run],
+    runs: "Sequence[Run] | RunCounts",
 ) -> Impact:
     """One band against the runs of its vignette."""
-    actions = [
-        r.actions[name]
-        for r in runs
-        if r.vignette_id == vignette_id and r.actions.get(name) is not None
-    ]
+    counts = _counted(runs).of(vignette_id, name)
     kind = sub_action(name).kind
     if kind in CANNOT_SCORE:
         return Impact(
@@ -136,22 +173,31 @@ def impact(
             name,
             which,
             to_harness(band),
-            len(actions),
+            counts.runs,
             None,
             None,
             None,
             CANNOT_SCORE[kind],
         )
-    inside: list[int] = [a for a in actions if in_band(a, band)]
-    pairs = list(combinations(inside, 2))
-    across = (
-        None
-        if threshold is None
-        else sum(threshold.holds(a) != threshold.holds(b) for a, b in pairs)
-    )
+    inside = Counter({a: k for a, k in counts.levels.items() if in_band(a, band)})
+    pairs, across = pair_counts(inside, threshold)
     return Impact(
-        vignette_id, name, which, to_harness(band), len(actions), len(inside), len(pairs), across
+        vignette_id, name, which, to_harness(band), counts.runs, inside.total(), pairs, across
     )
+
+
+def pair_counts(inside: Counter[int], threshold: Threshold | None) -> tuple[int, int | None]:
+    """The pairs of runs whose actions are both in the band (C(k, 2) of its k runs), and of
+    those the pairs on opposite sides of the threshold (k_holds x k_fails; None without one)."""
+    k = inside.total()
+    if threshold is None:
+        return k * (k - 1) // 2, None
+    holds = sum(n for action, n in inside.items() if threshold.holds(action))
+    return k * (k - 1) // 2, holds * (k - holds)
+
+
+def _counted(runs: "Sequence[Run] | RunCounts") -> RunCounts:
+    return runs if isinstance(runs, RunCounts) else count_runs(runs)
 
 
 def widened(agreed: Consensus) -> AnyBand | None:
@@ -163,12 +209,13 @@ def widened(agreed: Consensus) -> AnyBand | None:
 
 def study_impact(
     library: Library,
-    runs: Sequence[Run],
+    runs: "Sequence[Run] | RunCounts",
     consensus: Mapping[tuple[str, str], Consensus] | None = None,
 ) -> list[Impact]:
     """Every proposed band as proposed, as the raters' consensus and as the widened consensus;
     the bands deciding most pairs across their threshold (then most pairs in band) first, each
-    band's rows together."""
+    band's rows together. The runs are tallied once for all the bands."""
+    runs = _counted(runs)
     by_band: list[list[Impact]] = []
     for vignette in library:
         for proposal in vignette.proposals:
@@ -189,7 +236,11 @@ def study_impact(
 
 
 def reviewed_impact(
-    session: "Session", library: Library, runs: Sequence[Run], *, viewer: "UserPublic"
+    session: "Session",
+    library: Library,
+    runs: "Sequence[Run] | RunCounts",
+    *,
+    viewer: "UserPublic",
 ) -> list[Impact]:
     """`study_impact` with the consensus of the raters' current submitted reviews: for the
     coordinator only, since a rater shown these counts would be biased by them."""

@@ -15,10 +15,9 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from fma_bands.core.labels import case_label, case_numbers
-from fma_bands.core.vignettes import load_library
 from tests.agreement.demo import CRASH
-from tests.browser.conftest import DEMO_ACCOUNTS
+from tests.browser.case_numbers import case_of, in_queue, queue_of
+from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
     assert_no_exception,
     choose,
@@ -34,17 +33,17 @@ from tests.browser.helpers import (
     sign_in,
     wait_for_app,
 )
-from tests.conftest import DEMO_VIGNETTES
 
 ACCEPT = "ACCEPT: the band stands as written"
 FOLLOWUP = "draft_documentation_01 · Follow-up interval (days)"
 TRIAGE = "draft_triage_01 · ESI acuity level"
 ANALGESIA = "draft_medication_01 · Analgesia tier"
-# A rater's queue names the same bands by neutral case labels (fma_bands.core.labels.case_numbers).
-IN_QUEUE = {
-    FOLLOWUP: "Case 9 of 16 · Follow-up interval (days)",
-    TRIAGE: "Case 6 of 16 · ESI acuity level",
-    ANALGESIA: "Case 1 of 16 · Analgesia tier",
+# The bands those labels name: a rater's queue names them by neutral case labels, keyed with the
+# study's secret (tests/browser/case_numbers.py).
+BANDS = {
+    FOLLOWUP: ("draft_documentation_01", "followup_days"),
+    TRIAGE: ("draft_triage_01", "esi_acuity"),
+    ANALGESIA: ("draft_medication_01", "analgesia_tier"),
 }
 # rater-02, on paper: widens the follow-up interval to a month (rater-01 accepts 1 to 14 days),
 # accepts the triage band (as rater-01 does) and the analgesia band (rater-01 leaves it).
@@ -84,10 +83,15 @@ def sign_in_as(page: Page, url: str, name: str, landing: str) -> None:
     expect(page.get_by_test_id("stSidebar")).to_contain_text(f"Signed in as {name} ({role})")
 
 
-def accept_band(page: Page, link: str, title: str, *, disputed: bool) -> None:
-    """ACCEPT one band from the queue, answering the six questions as an accepting rater would."""
+def accept_band(page: Page, server: AppServer, link: str, title: str, *, disputed: bool) -> None:
+    """ACCEPT one of rater-01's bands from the queue, answering the six questions as an
+    accepting rater would."""
     open_from_sidebar(page, "My queue")
-    follow_link(page, IN_QUEUE[link])
+    band = BANDS[link]
+    if queue_of(server, "rater-01").index(band) >= 20:  # twenty bands to a page
+        page.get_by_test_id("stMain").get_by_role("button", name="Page 2", exact=True).click()
+        wait_for_app(page)
+    follow_link(page, in_queue(server, *band))
     expect(page.get_by_role("heading", name=title, level=1)).to_be_visible()
     for number, choice in ((1, "yes"), (2, "yes"), (3, "no"), (4, "no"), (6, "yes")):
         choose(page, f"Answer to question {number}", choice)
@@ -202,8 +206,8 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
 
     # rater-01 reviews in the browser: accepts both bands, so disagrees on the follow-up one.
     sign_in_as(page, server.url, "rater-01", "My queue")
-    accept_band(page, FOLLOWUP, "Follow-up interval (days)", disputed=True)
-    accept_band(page, TRIAGE, "ESI acuity level", disputed=False)
+    accept_band(page, server, FOLLOWUP, "Follow-up interval (days)", disputed=True)
+    accept_band(page, server, TRIAGE, "ESI acuity level", disputed=False)
     open_from_sidebar(page, "My queue")
     expect(page.get_by_text("2 of 4 bands submitted", exact=True)).to_be_visible()
 
@@ -259,8 +263,9 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
 
     expect(page.get_by_role("heading", name="Bands, most disputed first")).to_be_visible()
     # A rater reads the cases by their neutral labels, and the others' bands without names.
-    followup, triage = band_box(page, IN_QUEUE[FOLLOWUP]), band_box(page, IN_QUEUE[TRIAGE])
-    analgesia = band_box(page, IN_QUEUE[ANALGESIA])
+    followup = band_box(page, in_queue(server, *BANDS[FOLLOWUP]))
+    triage = band_box(page, in_queue(server, *BANDS[TRIAGE]))
+    analgesia = band_box(page, in_queue(server, *BANDS[ANALGESIA]))
     expect(page.get_by_role("link", name=FOLLOWUP)).to_have_count(0)
     expect(followup).to_contain_text("2 raters with a band, 0 declined · intersection rule applied")
     expect(followup.get_by_text("Consensus: 1 to 14 days", exact=True)).to_be_visible()
@@ -299,8 +304,7 @@ def choose_metric(page: Page, label: str) -> None:
 # An analgesia band of {1} beside a boolean band of {true}, on the demo study ----------------
 
 CAUTION = "demo_med_inter_01 · Controlled-substance caution"
-# What rater-01's queue calls that band: a neutral case number, never the id.
-IN_QUEUE[CAUTION] = "Case 2 of 12 · Controlled-substance caution"
+BANDS[CAUTION] = ("demo_med_inter_01", "controlled_substance_caution")
 
 
 @pytest.fixture(scope="module")
@@ -322,7 +326,7 @@ def test_an_analgesia_band_of_one_beside_a_boolean_band_draws_every_band(
         path.write_text(text, encoding="utf-8")
         run_cli(demo.env, "handback", "import", str(path), "--rater", rater)
     sign_in_as(page, demo.url, "rater-01", "My queue")
-    accept_band(page, CAUTION, "Controlled-substance caution", disputed=False)
+    accept_band(page, demo, CAUTION, "Controlled-substance caution", disputed=False)
 
     # The coordinator closes the phase in the browser.
     context = browser.new_context()
@@ -340,21 +344,21 @@ def test_an_analgesia_band_of_one_beside_a_boolean_band_draws_every_band(
     assert rows[POOLED]["reading"] == report["metrics"]["pooled"]["band"]["reading"]
     alpha_chart(page)
     boxes = page.get_by_test_id("stLayoutWrapper").filter(has=page.get_by_role("link"))
-    numbers = case_numbers(load_library([DEMO_VIGNETTES]))
     for band in report["bands"]:
         label = {"analgesia_tier": "Analgesia tier"}.get(
             band["sub_action"], "Controlled-substance caution"
         )
         # rater-01 reads each case by its neutral label, never by its id.
-        box = band_box(page, f"{case_label(numbers, band['vignette_id'])} · {label}")
+        box = band_box(page, f"{case_of(demo, band['vignette_id'])} · {label}")
         expect(box.get_by_test_id("stVegaLiteChart")).to_have_count(1)
         expect(box.get_by_test_id("stVegaLiteChart").get_by_role("img")).to_be_visible()
         if band["consensus_text"]:
             consensus = f"Consensus: {band['consensus_text']}"
             expect(box.get_by_text(consensus, exact=True)).to_be_visible()
-    analgesia = band_box(page, f"{case_label(numbers, 'demo_med_border_01')} · Analgesia tier")
+    analgesia = band_box(page, in_queue(demo, "demo_med_border_01", "analgesia_tier"))
     expect(analgesia.get_by_text("Consensus: 1 - NSAID", exact=True)).to_be_visible()
-    caution = band_box(page, IN_QUEUE[CAUTION])
+    # What rater-01 reads for that band: a neutral case number, never the id.
+    caution = band_box(page, in_queue(demo, *BANDS[CAUTION]))
     expect(caution.get_by_text("Consensus: yes", exact=True)).to_be_visible()
     assert boxes.count() >= 4
     shoot(page, "agreement-demo-closed")

@@ -118,17 +118,23 @@ def record_identity(page: Page) -> None:
     wait_for_app(page)
     for label, value in IDENTITY.items():
         page.get_by_label(label, exact=True).fill(value)
+    passphrase = page.get_by_label(
+        "Your passphrase (it unlocks the study's root key, which signs the commitment)",
+        exact=True,
+    )
+    passphrase.fill(DEMO_ACCOUNTS["coordinator"])
     press(page, "Record identity")
     assert_no_exception(page)
     expect(
         page.get_by_text(
-            "Identity of rater-01 recorded. Its commitment is published in rater-01's public "
-            "record when they next sign."
+            "Identity of rater-01 recorded. Its commitment is signed into the study's roster "
+            "with the root key; an editor checks a revealed record against it."
         )
     ).to_be_visible()
-    # The form empties itself: the private values are not left on screen.
+    # The form empties itself: the private values and the passphrase are not left on screen.
     for label in IDENTITY:
         expect(page.get_by_label(label, exact=True)).to_have_value("")
+    expect(passphrase).to_have_value("")
 
 
 def tick_declarations(page: Page) -> None:

@@ -14,7 +14,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from fma_bands.core.protocol import DECLARATIONS
-from tests.browser.conftest import DEMO_ACCOUNTS
+from tests.browser.case_numbers import in_queue
+from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
     assert_no_exception,
     choose,
@@ -32,7 +33,7 @@ from tests.browser.helpers import (
 RATER = "adjudicator-07"
 ROOT_PASSPHRASE = "Your passphrase (it unlocks the study's root key, which signs the enrolment)"
 CHOSEN = "a passphrase only adjudicator-07 knows"
-TRIAGE = "Case 6 of 16 · ESI acuity level"  # draft_triage_01, as a rater's queue names it
+TRIAGE = ("draft_triage_01", "esi_acuity")
 IDENTITY = """\
 full_name: Dr Example Activator
 primary_qualification: MBBS
@@ -90,8 +91,8 @@ def activate_in_the_browser(page: Page, url: str, code: str) -> None:
     expect(page.get_by_test_id("stSidebar")).to_contain_text(f"Signed in as {RATER} (rater)")
 
 
-def accept_triage(page: Page) -> None:
-    follow_link(page, TRIAGE)
+def accept_triage(page: Page, server: AppServer) -> None:
+    follow_link(page, in_queue(server, *TRIAGE))  # as a rater's queue names it
     expect(page.get_by_role("heading", name="ESI acuity level", level=1)).to_be_visible()
     for number, choice in ((1, "yes"), (2, "yes"), (3, "no"), (4, "no"), (6, "yes")):
         choose(page, f"Answer to question {number}", choice)
@@ -147,7 +148,7 @@ def test_a_rater_enrolled_with_a_code_activates_reviews_signs_and_is_adjudicated
         expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
 
         activate_in_the_browser(page, server.url, code)
-        accept_triage(page)
+        accept_triage(page, server)
         sign_attestation(page)
 
         # Once the coordinator closes round 1, the registry grants the band on the rater's key.

@@ -9,15 +9,15 @@ strike-through, and the text reads as it was written (a `> 100 bpm` keeps its `>
 
 import shutil
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 from playwright.sync_api import FilePayload, Page, expect
 
 from fma_bands.core.actions import sub_action
-from fma_bands.core.labels import address, case_numbers
 from fma_bands.core.vignettes import load_library
+from tests.browser.case_numbers import band_url, case_of
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
     assert_no_exception,
@@ -108,9 +108,9 @@ def every_page(page: Page, outside: list[str], visited: dict[str, str]) -> None:
         visited[title] = shown(page)
 
 
-def open_band(page: Page, url: str, name: str) -> None:
+def open_band(page: Page, server, name: str) -> None:
     """Open one band of the hostile case by its link, as a rater following it signs in again."""
-    page.goto(f"{url}/review?{urlencode(address(TARGET, name))}")
+    page.goto(band_url(server, TARGET, name))
     wait_for_app(page)
     sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
     expect(page.get_by_role("heading", name=sub_action(name).label, level=1)).to_be_visible()
@@ -125,7 +125,6 @@ def hostile_server(demo_server, tmp_path):
 def test_text_from_files_and_people_is_never_markup(page: Page, hostile_server, tmp_path):
     library = load_library([Path(hostile_server.env["FMA_BANDS_VIGNETTES"])])
     assert not library.problems, library.problems
-    case = case_numbers(library)[TARGET]
     outside = watch(page, urlsplit(hostile_server.url).netloc)
 
     open_app(page, hostile_server.url)
@@ -133,7 +132,7 @@ def test_text_from_files_and_people_is_never_markup(page: Page, hostile_server, 
     # The hostile case, as the rater reads it: the vignette page and each of its bands.
     open_from_sidebar(page, "Vignette")
     page.get_by_role("combobox", name="Vignette").click()
-    page.get_by_role("option", name=f"Case {case} of {len(library)}", exact=True).click()
+    page.get_by_role("option", name=case_of(hostile_server, TARGET), exact=True).click()
     expect(page.get_by_test_id("stMain")).to_contain_text(LINES[1])
     check(page, "vignette", outside)
     text = shown(page)
@@ -143,7 +142,7 @@ def test_text_from_files_and_people_is_never_markup(page: Page, hostile_server, 
 
     for proposal in library.vignettes[TARGET].proposals:
         label = sub_action(proposal.sub_action).label
-        open_band(page, hostile_server.url, proposal.sub_action)
+        open_band(page, hostile_server, proposal.sub_action)
         expect(page.get_by_test_id("stMain")).to_contain_text(LINES[1])
         check(page, f"review: {label}", outside)
         if proposal.sub_action == "orders":  # the editor names each test by its label

@@ -14,7 +14,9 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import DEMO_ACCOUNTS
+from fma_bands.core.actions import sub_action
+from tests.browser.case_numbers import band_url, case_of, in_queue, queue_of
+from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
     assert_no_exception,
     choose,
@@ -37,6 +39,10 @@ ANALGESIA_QUERY = "vignette=draft_medication_01&sub_action=analgesia_tier"
 # Everything rater-01 writes carries this marker, so any leak to rater-02 is easy to find.
 MARK = "BLINDTEST"
 GOOD = {1: "yes", 2: "yes", 3: "no", 4: "no", 6: "yes"}
+# The demo bands of a rater's day: an orders band and a yes/no band of one case, a list of tiers
+# and a yes/no band of another.
+ORDERS = ("demo_order_inter_01", "orders")
+ANALGESIA = ("demo_med_inter_01", "analgesia_tier")
 
 
 # Steps ----------------------------------------------------------------------------------------
@@ -47,6 +53,12 @@ def sign_in_to_queue(page: Page, url: str, name: str) -> None:
     sign_in(page, name, DEMO_ACCOUNTS[name])
     expect(page.get_by_role("heading", name="My queue", level=1)).to_be_visible()
     expect(page.get_by_test_id("stSidebar")).to_contain_text(f"Signed in as {name} (rater)")
+
+
+def open_band(page: Page, server: AppServer, band: tuple[str, str], rater: str) -> None:
+    """Open a band by its link, as a rater following it signs in again (a new session)."""
+    open_app(page, band_url(server, *band))
+    sign_in(page, rater, DEMO_ACCOUNTS[rater])
 
 
 def settle(page: Page) -> None:
@@ -163,8 +175,9 @@ def test_a_link_to_a_band_survives_signing_in(page: Page, server):
 
     sign_in(page, "rater-02", DEMO_ACCOUNTS["rater-02"])
     expect(page.get_by_role("heading", name="Analgesia tier", level=1)).to_be_visible()
-    expect(page).to_have_url(re.compile(r"/review\?case=[0-9a-f]{10}&sub_action=analgesia_tier$"))
-    expect(page.get_by_text(re.compile(r"^Case 1 of 16 · Prescribing · "))).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/review\?case=[0-9a-f]{16}&sub_action=analgesia_tier$"))
+    case = case_of(server, "draft_medication_01")
+    expect(page.get_by_text(re.compile(rf"^{case} · Prescribing · "))).to_be_visible()
     expect(page.get_by_text("draft_medication_01")).to_have_count(0)
 
 
@@ -173,13 +186,19 @@ def test_a_link_to_a_band_survives_signing_in(page: Page, server):
 
 def test_a_raters_day_on_the_demo_study(page: Page, browser: Browser, demo_server):
     server = demo_server(fresh=True)
+    queue = queue_of(server, "rater-01")  # in the order of the study's case numbers
+    at = {band: number for number, band in enumerate(queue, start=1)}
     sign_in_to_queue(page, server.url, "rater-01")
     expect(page.get_by_text("0 of 27 bands submitted", exact=True)).to_be_visible()
-    page.get_by_role("button", name=re.compile(r"^Start reviewing: Case 1 of 12")).click()
+    start = f"Start reviewing: {in_queue(server, *queue[0])}"
+    assert in_queue(server, *queue[0]).startswith("Case 1 of 12 · ")
+    page.get_by_role("button", name=re.compile("^" + re.escape(start))).click()
     settle(page)
+    on_band(page, sub_action(queue[0][1]).label, 1, 27)
 
     # Band 1, orders: one test added to the defensible ones, by its readable name.
-    on_band(page, "Tests ordered", 1, 27)
+    open_band(page, server, ORDERS, "rater-01")
+    on_band(page, "Tests ordered", at[ORDERS], 27)
     answer_all(page)
     choose(page, "Verdict", AMEND)
     expect(
@@ -198,14 +217,15 @@ def test_a_raters_day_on_the_demo_study(page: Page, browser: Browser, demo_serve
     give_reason(page, f"{MARK} CT is defensible when the diagnosis is in doubt.")
     submitted_and_next(page)
 
-    # Band 2, a yes/no band: accepted as written.
-    on_band(page, "Admit to hospital", 2, 27)
+    # Band 2, the same case's yes/no band, next in the queue: accepted as written.
+    on_band(page, "Admit to hospital", at[ORDERS] + 1, 27)
     answer_all(page)
     choose(page, "Verdict", ACCEPT)
     submitted_and_next(page)
 
     # Band 3, a list of tiers with a disputed span: to a range and back keeps the values.
-    on_band(page, "Analgesia tier", 3, 27)
+    open_band(page, server, ANALGESIA, "rater-01")
+    on_band(page, "Analgesia tier", at[ANALGESIA], 27)
     expect(page.get_by_text(re.compile(r"^PDMP query: "))).to_be_visible()  # results, readable
     answer_all(page)
     choose(page, "Answer to question 5", "the disputed span's reading")
@@ -234,15 +254,16 @@ def test_a_raters_day_on_the_demo_study(page: Page, browser: Browser, demo_serve
     give_reason(page, f"{MARK} NSAID first, opioids as the pain demands.")
     submitted_and_next(page)
 
-    # Band 4: typed, then the page is reloaded before anything is submitted.
-    on_band(page, "Controlled-substance caution", 4, 27)
+    # Band 4, the same case's yes/no band: typed, then the page is reloaded before anything is
+    # submitted.
+    on_band(page, "Controlled-substance caution", at[ANALGESIA] + 1, 27)
     answer(page, 1, "no", f"{MARK} the PDMP result is not quoted")
     give_reason(page, f"{MARK} half-written reason")
     band_address = page.url
     page.reload()
     settle(page)
     sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])  # a reload is a new session
-    on_band(page, "Controlled-substance caution", 4, 27)
+    on_band(page, "Controlled-substance caution", at[ANALGESIA] + 1, 27)
     expect(page).to_have_url(band_address)
     expect(page.get_by_label("Reason", exact=True)).to_have_value(f"{MARK} half-written reason")
     expect(page.get_by_label("Note for question 1", exact=True)).to_have_value(
@@ -353,17 +374,18 @@ def test_messages_stand_beside_their_fields_and_go_once_fixed(page: Page, server
 
 
 def test_previous_and_next_walk_the_queue_and_move_the_address(page: Page, server):
+    one, two = queue_of(server, "rater-02")[:2]
     sign_in_to_queue(page, server.url, "rater-02")
-    follow_link(page, "Case 1 of 16 · Analgesia tier")
-    on_band(page, "Analgesia tier", 1, 4)
+    follow_link(page, in_queue(server, *one))
+    on_band(page, sub_action(one[1]).label, 1, 4)
     first = page.url
     main = page.get_by_test_id("stMain")
     expect(main.get_by_role("button", name=PREVIOUS, exact=True)).to_have_count(0)
     press(page, NEXT)
-    on_band(page, "ESI acuity level", 2, 4)
+    on_band(page, sub_action(two[1]).label, 2, 4)
     expect(page).not_to_have_url(first)
     press(page, PREVIOUS)
-    on_band(page, "Analgesia tier", 1, 4)
+    on_band(page, sub_action(one[1]).label, 1, 4)
     expect(page).to_have_url(first)
 
 

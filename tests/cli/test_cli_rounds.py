@@ -77,7 +77,7 @@ def test_round_two_opens_takes_its_hand_backs_and_closes_for_good(fma, tmp_path)
     before = json.loads(fma("agreement", "--json", "--bootstrap", "0"))
     assert (before["round"], before["purpose"]) == (1, "reliability")
     assert "not a band" in fma("round", "open", "2", "--band", "esi_acuity", code=1)
-    assert "only round that can follow" in fma("round", "open", "3", code=1)
+    assert "is not in the range 1<=x<=2" in fma("round", "open", "3", code=2)
     opened = fma("round", "open", "2")
     assert opened.splitlines() == [
         "round 2 open: 1 band(s) re-reviewed after the anonymised panel of round 1 "

@@ -439,7 +439,7 @@ def test_a_coordinator_command_needs_the_coordinator_and_their_passphrase(enroll
     for name in ("coordinator", "nobody"):
         error = enrolled.fails("--as", name, "--passphrase-file", wrong, "phase", "closed")
         assert error == "fma-bands: error: Authentication failed: check your name and passphrase."
-    typed = enrolled.sql("SELECT payload FROM audit_event WHERE kind = 'sign_in_failed'")
+    typed = enrolled.sql("SELECT payload FROM audit_event WHERE kind = 'passphrase_failed'")
     assert len(typed) == 2 and "nobody" not in str(typed)
     # The environment names them just as well, and the audit log says who did it.
     result = subprocess.run(
@@ -451,6 +451,8 @@ def test_a_coordinator_command_needs_the_coordinator_and_their_passphrase(enroll
             enrolled.url,
             "--vignettes",
             str(SHARED_VIGNETTES),
+            "--attestations",  # the study's own folder, never the repository's
+            str(enrolled.attestations),
             "phase",
             "closed",
         ],

@@ -39,6 +39,7 @@ from fma_bands.core.vignettes import load_library, parse_vignette
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
 from fma_bands.study import audit, drafts, marks
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.reviews import ReviewForm, current_review, save
 from fma_bands.study.rounds import close_round
 from fma_bands.study.state import set_mode
@@ -100,8 +101,10 @@ def test_a_label_for_a_test_the_vignette_does_not_have_is_refused():
 
 
 def test_case_numbers_say_nothing_of_the_id_and_tokens_find_the_case(demo):
-    _, coordinator, rater, _ = demo
-    numbers = case_numbers(DEMO)
+    engine, coordinator, rater, _ = demo
+    with session_scope(engine) as s:
+        key = case_key(s)
+    numbers = case_numbers(DEMO, key)
     assert sorted(numbers.values()) == list(range(1, 13))
     # Not the id order, which groups the demo's strata (border, clear, inter) together.
     assert sorted(numbers, key=numbers.get) != sorted(numbers)
@@ -109,11 +112,12 @@ def test_case_numbers_say_nothing_of_the_id_and_tokens_find_the_case(demo):
     assert vignette_title(numbers, vignette, rater) == case_label(numbers, vignette.id)
     assert "demo_doc_border_01" in vignette_title(numbers, vignette, coordinator)
     assert stratum(vignette, rater) is None and stratum(vignette, coordinator) == "borderline"
-    assert from_address(DEMO, address(vignette.id, "admit")) == vignette.id
-    assert from_address(DEMO, {"vignette": vignette.id}) == vignette.id
-    assert from_address(DEMO, {"case": "0123456789"}) is None
-    assert "border" not in case_token(vignette.id)
-    assert [v.id for v in shelf(DEMO, rater)] == sorted(numbers, key=numbers.get)
+    assert from_address(DEMO, address(vignette.id, "admit", key=key), key=key) == vignette.id
+    assert from_address(DEMO, {"vignette": vignette.id}, key=key) == vignette.id
+    assert from_address(DEMO, {"case": "0123456789"}, key=key) is None
+    assert "border" not in case_token(vignette.id, key)
+    assert [v.id for v in shelf(DEMO, rater, key=key)] == sorted(numbers, key=numbers.get)
+    assert [v.id for v in shelf(DEMO, coordinator, key=key)] == sorted(numbers)
 
 
 def test_the_threshold_sentence_is_clinical():
@@ -334,13 +338,14 @@ def test_the_queue_reads_in_a_few_queries_whatever_its_length(demo):
         for band in (FOLLOWUP, ANALGESIA, ORDERS, ADMIT):
             save(s, DEMO, a, *band, ReviewForm(verdict="DECLINE", reason="no"), expected_version=0,
                  submit=True)  # fmt: skip
+        case_key(s)  # made once per study, on the first page that shows a case
     statements.clear()
     with session_scope(engine) as s:
         rows = rater_queue(s, DEMO, a)
     assert sum(r.done for r in rows) == 4
-    # The rater's reviews, drafts, marks and the coordinator's assignment changes, and the
-    # current round with its bands.
-    assert len([q for q in statements if q.lstrip().upper().startswith("SELECT")]) <= 5
+    # The rater's reviews, drafts, marks and the coordinator's assignment changes, the current
+    # round with its bands, and the study's key for case numbers.
+    assert len([q for q in statements if q.lstrip().upper().startswith("SELECT")]) <= 6
 
 
 # The review screen -------------------------------------------------------------------------
@@ -459,12 +464,13 @@ def test_the_reviews_csv_carries_confidence_and_keeps_formulas_inert(demo):
         with pytest.raises(AccessDenied):
             reviews_csv(s, DEMO, viewer=a)
         text = reviews_csv(s, DEMO, viewer=coordinator)
+        key = case_key(s)
     [row] = list(csv.DictReader(io.StringIO(text)))
     assert (row["vignette_id"], row["rater"], row["verdict"]) == (*ADMIT[:1], "adjudicator-01",
                                                                   "DECLINE")  # fmt: skip
     assert row["confidence"] == "low"
     assert row["reason"] == '\'=HYPERLINK("http://x")'
-    assert row["case"] == str(case_numbers(DEMO)[ADMIT[0]])
+    assert row["case"] == str(case_numbers(DEMO, key)[ADMIT[0]])
 
 
 # The audit log -------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from app_pages.review_screen import ReviewState
 from fma_bands.core.labels import case_numbers, case_token
 from fma_bands.store.models import Review
 from fma_bands.study import drafts, marks
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.state import set_mode
 from tests import page_helpers
 from tests.page_helpers import (
@@ -55,11 +56,17 @@ def plain_texts(at: AppTest) -> list[str]:
     return [t.value for t in at.text]
 
 
-def band_on_screen(at: AppTest) -> tuple[str, str]:
+def numbers_of(study: page_helpers.Study) -> dict[str, int]:
+    """The case numbers the app shows, keyed with the study's secret as its pages read it."""
+    with study.store() as s:
+        return case_numbers(study.library, case_key(s))
+
+
+def band_on_screen(at: AppTest, study: page_helpers.Study) -> tuple[str, str]:
     """The band the screen is on, from what it says: its case and its sub-action."""
     from fma_bands.core.actions import SUB_ACTIONS
 
-    numbers = case_numbers(page_helpers.shared_library_of(at))
+    numbers = numbers_of(study)
     case = int(at.caption[0].value.removeprefix("Case ").split(" ", 1)[0])
     [vid] = [v for v, n in numbers.items() if n == case]
     [name] = [n for n, a in SUB_ACTIONS.items() if a.label == title(at)]
@@ -81,7 +88,7 @@ def test_queue_counts_submitted_bands_and_offers_a_page_at_a_time(study):
     [status] = [s for s in at.selectbox if s.label == "Show"]
     status.set_value("submitted").run()
     [only] = [link.label for link in at.get("page_link")]
-    numbers = case_numbers(study.library)
+    numbers = numbers_of(study)
     assert only == f"Case {numbers[MED[0]]} of {len(numbers)} · Analgesia tier"
     # Another rater's submission is not this rater's progress.
     assert progress_text(open_app(study.other)) == "0 of 4 bands submitted"
@@ -93,7 +100,7 @@ def test_queue_resumes_at_a_band_in_progress(study):
     assert resume_button(at).label.startswith("Resume: Case ")
     resume_button(at).click().run()
     assert title(at) == "ESI acuity level"
-    assert band_on_screen(at) == ORDER
+    assert band_on_screen(at, study) == ORDER
     assert at.radio(key=key(ORDER, "verdict")).value == "DECLINE"
 
 
@@ -129,10 +136,12 @@ def test_triage_shows_no_results(study):
 
 def test_the_screen_names_the_case_never_the_id(study):
     at = open_review(study.rater, DOC)
-    numbers = case_numbers(study.library)
+    numbers = numbers_of(study)
     assert at.caption[0].value.startswith(f"Case {numbers[DOC[0]]} of {len(numbers)} · ")
     assert "draft_documentation_01" not in shown(at)
-    assert at.query_params["case"] in (case_token(DOC[0]), [case_token(DOC[0])])
+    with study.store() as s:
+        token = case_token(DOC[0], case_key(s))
+    assert at.query_params["case"] in (token, [token])
     assert "vignette" not in at.query_params
 
 
@@ -140,7 +149,7 @@ def test_a_link_naming_no_band_says_so_and_opens_where_the_rater_left_off(study)
     at = open_app(study.rater, "app_pages/review.py", vignette="no_such_case", sub_action="admit")
     [warning] = at.warning
     assert warning.value.startswith("The link you followed names no band in your queue")
-    assert band_on_screen(at) in BANDS
+    assert band_on_screen(at, study) in BANDS
 
 
 # Problems beside their fields; every form keeps its input ------------------------------------
@@ -408,7 +417,7 @@ def test_submit_and_next_opens_the_next_band_and_stores_the_review(study):
     at.segmented_control(key=key(MED, "confidence")).set_value("high").run()
     click(at, SUBMIT)
     assert [s.value for s in at.success] == ["Review submitted (revision 1)."]
-    assert band_on_screen(at) != MED
+    assert band_on_screen(at, study) != MED
     [review] = study.reviews(study.rater, MED)
     assert (review.status, review.verdict, review.band) == ("submitted", "AMEND", [1, 3])
     assert review.confidence == "high"
@@ -446,7 +455,7 @@ def test_revising_a_submitted_review_writes_a_new_revision(study):
 def test_skip_for_now_moves_on_and_the_queue_comes_back_to_it_last(study):
     at = open_review(study.rater, TRIAGE)
     click(at, SKIP)
-    assert band_on_screen(at) != TRIAGE
+    assert band_on_screen(at, study) != TRIAGE
     assert any(s.value.startswith("Skipped for now") for s in at.success)
     with study.store() as s:
         assert TRIAGE in marks.open_marks(s, study.rater)["skip"]
@@ -454,7 +463,7 @@ def test_skip_for_now_moves_on_and_the_queue_comes_back_to_it_last(study):
     assert any(c.value == "skipped" for c in at.caption)
     # Resume passes the skipped band while others are left.
     resume_button(at).click().run()
-    assert band_on_screen(at) != TRIAGE
+    assert band_on_screen(at, study) != TRIAGE
 
 
 def test_a_second_tab_cannot_overwrite_the_first(study):
