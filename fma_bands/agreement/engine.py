@@ -4,7 +4,7 @@ vignettes, so that the bootstrap and the stratified pooled alpha are a few matri
 """
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, cast
 
@@ -23,6 +23,17 @@ PACKAGE_MEMORY_BUDGET = 64 * 2**20
 Unit = tuple[str, Mapping[str, Any]]
 
 
+class _Declined:
+    """A DECLINE counted as maximal disagreement: at the largest distance of its level from
+    every value, another DECLINE included (docs/statistics.md, Declines)."""
+
+    def __repr__(self) -> str:
+        return "DECLINED"
+
+
+DECLINED = _Declined()
+
+
 @dataclass(frozen=True, eq=False)
 class Stratum:
     """One sub-action's pairable values for one metric: its units with two or more values.
@@ -30,6 +41,8 @@ class Stratum:
     `unit_counts[u, c]` is how many raters gave unit u the value `labels[c]`; unit u lies in
     vignette `vignettes[unit_vignette[u]]`. `distance` is labels x labels, or None at the
     ordinal level, whose distances depend on how often each value occurs (so on the resample).
+    `unit_declines[u]` is how many raters' DECLINE unit u counts as maximal disagreement (zero
+    unless the stratum was built with DECLINED values).
     """
 
     level: str
@@ -39,6 +52,9 @@ class Stratum:
     unit_counts: np.ndarray
     distance: np.ndarray | None
     raters: frozenset[str]
+    unit_declines: np.ndarray | None = None
+    # The last resamples' disagreements, so that a pool reuses its sub-actions' (same draws).
+    memo: list = field(default_factory=list, repr=False)
 
     @property
     def n_units(self) -> int:
@@ -47,6 +63,31 @@ class Stratum:
     @property
     def n_pairable(self) -> int:
         return int(self.unit_counts.sum())
+
+    @cached_property
+    def declines(self) -> np.ndarray:
+        """Per unit, the DECLINEs it counts (zeros for a stratum without them)."""
+        if self.unit_declines is None:
+            return np.zeros(self.n_units)
+        return self.unit_declines
+
+    @cached_property
+    def sizes(self) -> np.ndarray:
+        """Per unit, m_u: its values and the DECLINEs it counts."""
+        return self.unit_counts.sum(axis=1) + self.declines
+
+    def resampled(
+        self, weights: np.ndarray, columns: Sequence[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """disagreement(self, weights[:, columns]), reused while the same weights come again:
+        each sub-action's alpha and the pool it is part of draw the same resamples."""
+        chosen = np.asarray(columns, dtype=np.intp)
+        for held, at, found in self.memo:
+            if held is weights and np.array_equal(at, chosen):
+                return found
+        found = disagreement(self, weights[:, chosen])
+        self.memo[:] = [*self.memo[-1:], (weights, chosen, found)]
+        return found
 
     @property
     def varies(self) -> bool:
@@ -67,8 +108,7 @@ class Stratum:
     @cached_property
     def coincidences(self) -> np.ndarray:
         """vignettes x values^2: each vignette's sum over its units of c c' / (m_u - 1)."""
-        m = self.unit_counts.sum(axis=1)
-        share = self.unit_counts / (m - 1.0)[:, None]
+        share = self.unit_counts / (self.sizes - 1.0)[:, None]
         pairs = np.zeros((len(self.vignettes), len(self.labels), len(self.labels)))
         np.add.at(pairs, self.unit_vignette, share[:, :, None] * self.unit_counts[:, None, :])
         return pairs.reshape(len(self.vignettes), len(self.labels) ** 2)
@@ -77,9 +117,35 @@ class Stratum:
     def observed(self) -> np.ndarray:
         """Per vignette, at a fixed distance: the sum over its units of c'Dc / (m_u - 1)."""
         assert self.distance is not None
-        m = self.unit_counts.sum(axis=1)
-        within = ((self.unit_counts @ self.distance) * self.unit_counts).sum(axis=1) / (m - 1.0)
-        return np.bincount(self.unit_vignette, within, minlength=len(self.vignettes))
+        within = ((self.unit_counts @ self.distance) * self.unit_counts).sum(axis=1)
+        return np.bincount(
+            self.unit_vignette, within / (self.sizes - 1.0), minlength=len(self.vignettes)
+        )
+
+    @cached_property
+    def declined_pairs(self) -> np.ndarray:
+        """Per vignette: the sum over its units of the pairs holding a DECLINE, 2 k (m_u - k) +
+        k (k - 1) for k DECLINEs, over (m_u - 1); each such pair is at the maximal distance."""
+        k = self.declines
+        pairs = (2.0 * k * (self.sizes - k) + k * (k - 1.0)) / (self.sizes - 1.0)
+        return np.bincount(self.unit_vignette, pairs, minlength=len(self.vignettes))
+
+    @cached_property
+    def vignette_declines(self) -> np.ndarray:
+        """Per vignette: the DECLINEs its units count."""
+        return np.bincount(self.unit_vignette, self.declines, minlength=len(self.vignettes))
+
+    @property
+    def maximal(self) -> float:
+        """The largest distance at a fixed-distance level: 1 for nominal, Jaccard and orders;
+        for interval, the squared range of the values given (1 with fewer than two)."""
+        if self.level == "interval":
+            return (
+                float(self.distance.max())
+                if self.distance is not None and len(self.labels) > 1
+                else 1.0
+            )
+        return 1.0
 
     @cached_property
     def gram(self) -> np.ndarray:
@@ -88,27 +154,38 @@ class Stratum:
         return self.counts @ self.distance @ self.counts.T
 
 
-def stratum(level: str, units: Iterable[Unit]) -> Stratum:
+def stratum(level: str, units: Iterable[Unit], like: Stratum | None = None) -> Stratum:
     """The pairable part of `units` at `level`: units with fewer than two values are dropped
-    (a lone value pairs with nothing). Labels are sorted, so nothing depends on input order."""
+    (a lone value pairs with nothing). Labels are sorted, so nothing depends on input order.
+    A stratum `like` this one with the same labels lends its distances (computed once)."""
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
     kept = [(vignette, values) for vignette, values in units if len(values) >= 2]
-    labels = tuple(sorted({label for _, values in kept for label in values.values()}))
+    found = {v for _, values in kept for v in values.values()}
+    labels = tuple(sorted(found - {DECLINED}))
     vignettes = tuple(sorted({vignette for vignette, _ in kept}))
-    column = {label: i for i, label in enumerate(labels)}
+    column: dict[Any, int] = {label: i for i, label in enumerate(labels)}
+    column[DECLINED] = len(labels)  # a last column, split off below
     row = {vignette: i for i, vignette in enumerate(vignettes)}
-    cells = [(u, column[label]) for u, (_, values) in enumerate(kept) for label in values.values()]
-    counts = np.zeros((len(kept), len(labels)))
+    cells = [(u, column[v]) for u, (_, values) in enumerate(kept) for v in values.values()]
+    counts = np.zeros((len(kept), len(labels) + 1))
     np.add.at(counts, tuple(np.array(cells, dtype=np.intp).reshape(-1, 2).T), 1.0)
+    counts, declines = np.ascontiguousarray(counts[:, :-1]), counts[:, -1].copy()
+    if level == "ordinal":
+        distance = None
+    elif like is not None and like.level == level and like.labels == labels:
+        distance = like.distance
+    else:
+        distance = DISTANCES[level](labels)
     return Stratum(
         level=level,
         labels=labels,
         vignettes=vignettes,
         unit_vignette=np.array([row[vignette] for vignette, _ in kept], dtype=np.intp),
         unit_counts=counts,
-        distance=None if level == "ordinal" else DISTANCES[level](labels),
+        distance=distance,
         raters=frozenset(rater for _, values in kept for rater in values),
+        unit_declines=declines if declines.any() else None,
     )
 
 
@@ -172,15 +249,20 @@ def disagreement(s: Stratum, weights: np.ndarray) -> tuple[np.ndarray, np.ndarra
     `weights[b, v]` is how often resample b draws vignette `s.vignettes[v]` (ones: the data as
     they are). n D_o is the sum over units of c'Dc / (m_u - 1), c the unit's value counts and m_u
     their sum; n D_e is t'Dt / (n - 1), t the counts over all units and n their sum. Distances
-    of a value to itself are 0, so the diagonals of both coincidence matrices drop out.
+    of a value to itself are 0, so the diagonals of both coincidence matrices drop out. A DECLINE
+    counted as maximal disagreement is at the level's largest distance from every value, another
+    DECLINE included, so its pairs add that distance to both sums.
     """
     weights = np.atleast_2d(np.asarray(weights, dtype=float))
     totals = weights @ s.counts
-    n = totals.sum(axis=1)
+    declined = weights @ s.vignette_declines
+    values = totals.sum(axis=1)
+    n = values + declined
     if s.distance is None:  # ordinal: the distances follow each resample's value counts
         d = ordinal_distances(totals)
         observed = ((weights @ s.coincidences).reshape(d.shape) * d).sum(axis=(1, 2))
         expected = (totals[:, :, None] * d * totals[:, None, :]).sum(axis=(1, 2))
+        maximal = d.max(axis=(1, 2)) if d.size else np.zeros(len(n))
     else:
         observed = weights @ s.observed
         if len(s.labels) > len(s.vignettes):
@@ -189,6 +271,10 @@ def disagreement(s: Stratum, weights: np.ndarray) -> tuple[np.ndarray, np.ndarra
             expected = ((weights @ s.gram) * weights).sum(axis=1)
         else:
             expected = ((totals @ s.distance) * totals).sum(axis=1)
+        maximal = np.full(len(n), s.maximal)
+    if s.unit_declines is not None:
+        observed = observed + maximal * (weights @ s.declined_pairs)
+        expected = expected + maximal * (2.0 * declined * values + declined * (declined - 1.0))
     # With fewer than two values t'Dt is 0 already; the guard only keeps 0 / 0 out.
     return observed, expected / np.maximum(n - 1.0, 1.0)
 
@@ -205,7 +291,7 @@ def alphas(strata: Sequence[Stratum], weights: np.ndarray, vignettes: Sequence[s
     observed = np.zeros(weights.shape[0])
     expected = np.zeros(weights.shape[0])
     for s in strata:
-        o, e = disagreement(s, weights[:, [column[v] for v in s.vignettes]])
+        o, e = s.resampled(weights, [column[v] for v in s.vignettes])
         observed += o
         expected += e
     out = np.full(weights.shape[0], np.nan)
@@ -226,6 +312,8 @@ def package_alpha(s: Stratum) -> float | None:
     implementation), or through the engine when the package's arrays would not fit in memory."""
     if s.level not in STANDARD_LEVELS:
         raise ValueError(f"the krippendorff package has no {s.level!r} level")
+    if s.unit_declines is not None:
+        return point_alpha([s])  # DECLINE as maximal disagreement is no standard level
     if s.n_units == 0 or len(s.labels) < 2:
         return None  # nothing pairable, or no variation: the package would raise
     if 8 * 3 * s.n_units * len(s.labels) ** 2 > PACKAGE_MEMORY_BUDGET:

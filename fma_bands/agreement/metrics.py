@@ -1,10 +1,12 @@
 """Agreement among raters (docs/design.md, Agreement): the band, membership, lower, upper and
 verdict alphas per sub-action and pooled (stratified by sub-action), with bootstrap intervals and
-readings; each band's consensus by the one intersection rule (bands.consensus); the report as JSON.
-Pure functions on plain data: nothing here touches the database or Streamlit.
+readings; blind-mode and review-mode ratings apart, never pooled; beside each alpha the share of
+review-mode bands that leave the proposal unchanged and the alpha with DECLINE counted as maximal
+disagreement; each band's consensus by the one intersection rule (bands.consensus); the report as
+JSON. Pure functions on plain data: nothing here touches the database or Streamlit.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -18,6 +20,7 @@ from fma_bands.agreement.bootstrap import (
     resample_weights,
 )
 from fma_bands.agreement.engine import (
+    DECLINED,
     STANDARD_LEVELS,
     Stratum,
     Unit,
@@ -31,12 +34,19 @@ from fma_bands.core.bands import AnyBand
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.protocol import DECLINE, VERDICTS
 
+ACCEPT = "ACCEPT"
+
 METRICS = ("band", "membership", "lower", "upper", "verdict")
 POOLED = "pooled"
 POOLED_LABEL = "pooled (stratified by sub-action)"
 POOLABLE = ("band", "membership", "verdict")
 REVIEW_MODE = "review"
-MIN_BANDS = 10  # below this, no reading at all
+MODES = (REVIEW_MODE, "blind")
+MIN_BANDS = 10  # below this many bands, or vignettes, no reading at all
+MIN_VIGNETTES = 10
+# Above this share of review-mode bands left as proposed, agreement may be anchoring.
+ANCHORING = 0.80
+READINGS = ("reliable", "tentative", "unreliable")
 
 NO_VARIATION = "no variation"
 TOO_FEW_RATERS = "no band has two raters"
@@ -54,7 +64,8 @@ REVIEW_MODE_ONLY = "not defined: verdicts are compared in review mode only"
 @dataclass(frozen=True)
 class Rating:
     """One rater's submitted review of one band, as the statistics take it. `band` is the typed
-    band the review vouches for (None for DECLINE); `mode` is "review" or "blind"."""
+    band the review vouches for (None for DECLINE); `mode` is "review" or "blind"; `proposal`
+    is the band the rater was shown in review mode."""
 
     vignette_id: str
     sub_action: str
@@ -62,11 +73,21 @@ class Rating:
     verdict: str
     band: AnyBand | None
     mode: str = REVIEW_MODE
+    proposal: AnyBand | None = None
 
     @cached_property
     def values(self) -> frozenset:
         """What the rater admits; empty for DECLINE (missing data)."""
         return frozenset() if self.band is None or self.verdict == DECLINE else self.band.values()
+
+    @property
+    def unchanged(self) -> bool:
+        """An ACCEPT, or an AMEND whose band is the proposal's (same values, same required)."""
+        if self.verdict == ACCEPT:
+            return True
+        if self.verdict == DECLINE or self.band is None or self.proposal is None:
+            return False
+        return band_label(self.band) == band_label(self.proposal)
 
 
 @dataclass(frozen=True)
@@ -91,23 +112,56 @@ class Alpha:
     undefined_resamples: float | None = None
     method: str | None = None
     warnings: tuple[str, ...] = ()
+    mode: str = REVIEW_MODE
+    # Vignettes holding a band the reading counts (in a pool, of sub-actions whose values vary).
+    n_vignettes_reading: int = 0
+    # Review mode: of the bands rated (not DECLINE), the share ACCEPTed, and the share left as
+    # proposed (ACCEPT, or AMEND to the proposal's own band). None in blind mode.
+    share_accept: float | None = None
+    share_unchanged: float | None = None
+    # The same alpha with each DECLINE counted as maximal disagreement, and its interval.
+    alpha_declines_as_disagreement: float | None = None
+    ci_low_declines_as_disagreement: float | None = None
+    ci_high_declines_as_disagreement: float | None = None
+    reading_declines_as_disagreement: str | None = None  # its reading, at this alpha's sizes
+    # A pooled alpha's weakest sub-action among those with enough bands and vignettes to read.
+    weakest: str | None = None
+    weakest_alpha: float | None = None
+    weakest_reading: str | None = None
 
     @property
     def reading(self) -> str:
-        """Krippendorff's guide read from the interval, never from the point alone."""
-        if self.alpha is None:
-            return f"undefined: {self.reason}"
-        if self.n_bands < MIN_BANDS:
-            return f"too few bands ({self.n_bands})"
-        if self.ci_low is None or self.ci_high is None:
-            return "no reading: no interval"
-        if self.ci_low >= 0.800:
-            return "reliable"
-        if self.ci_low >= 0.667:
-            return "tentative"
-        if self.ci_high < 0.667:
-            return "unreliable"
-        return "inconclusive: the interval spans a threshold"
+        """Krippendorff's guide read from the interval, never from the point alone; a pool is
+        never better than inconclusive while one of its sub-actions reads unreliable."""
+        plain = self.plain_reading
+        if self.weakest_reading == "unreliable" and plain in ("reliable", "tentative"):
+            return f"inconclusive: {sub_action(self.weakest or '').label} reads unreliable"
+        return plain
+
+    @property
+    def plain_reading(self) -> str:
+        """The reading of this alpha's own interval, whatever its sub-actions read."""
+        return read(self, self.alpha, self.ci_low, self.ci_high)
+
+
+def read(sizes: Alpha, alpha: float | None, low: float | None, high: float | None) -> str:
+    """Krippendorff's guide on an interval: rely on >= 0.800, tentative from 0.667; no reading
+    under MIN_BANDS bands or MIN_VIGNETTES vignettes."""
+    if alpha is None:
+        return f"undefined: {sizes.reason}"
+    if sizes.n_bands < MIN_BANDS:
+        return f"too few bands ({sizes.n_bands})"
+    if sizes.n_vignettes_reading < MIN_VIGNETTES:
+        return f"too few vignettes ({sizes.n_vignettes_reading})"
+    if low is None or high is None:
+        return "no reading: no interval"
+    if low >= 0.800:
+        return "reliable"
+    if low >= 0.667:
+        return "tentative"
+    if high < 0.667:
+        return "unreliable"
+    return "inconclusive: the interval spans a threshold"
 
 
 @dataclass(frozen=True)
@@ -116,6 +170,7 @@ class Report:
     bands: tuple[BandAgreement, ...]
     bootstrap: int = DEFAULT_B
     seed: int = DEFAULT_SEED
+    modes: tuple[str, ...] = (REVIEW_MODE,)  # several: each scope's key is "mode:scope"
 
 
 def level(metric: str, name: str) -> str | None:
@@ -153,6 +208,8 @@ def group_ratings(ratings: Iterable[Rating]) -> Groups:
 
 def _problem(r: Rating, previous: Rating | None) -> str | None:
     sub_action(r.sub_action)  # an unknown sub-action raises, naming the valid ones
+    if r.mode not in MODES:
+        return f"mode {r.mode!r} is not one of {', '.join(MODES)}"
     if r.verdict not in VERDICTS:
         return f"verdict {r.verdict!r} is not one of {', '.join(VERDICTS)}"
     if r.verdict != DECLINE and r.band is None:
@@ -174,10 +231,18 @@ def _units(metric: str, group: list[Rating]) -> list[Unit]:
     if metric == "band":
         return [(vignette, {r.rater: band_label(r.band) for r in rated if r.band is not None})]
     if metric == "membership":
-        admitted = sorted(frozenset().union(*(r.values for r in rated)))
-        return [(vignette, {r.rater: int(v in r.values) for r in rated}) for v in admitted]
+        # Every value of the sub-action's fixed domain is a unit, whoever admits it: the units
+        # do not grow with the panel, so neither does the metric's expected value.
+        domain = sub_action(group[0].sub_action).domain()
+        return [(vignette, {r.rater: int(v in r.values) for r in rated}) for v in domain]
     pick = min if metric == "lower" else max
     return [(vignette, {r.rater: pick(r.values) for r in rated})]
+
+
+def _with_declines(units: list[Unit], group: list[Rating]) -> list[Unit]:
+    """The band's units with each DECLINE in them as DECLINED (maximal disagreement)."""
+    declined = {r.rater: DECLINED for r in group if r.verdict == DECLINE}
+    return [(v, {**values, **declined}) for v, values in units] if declined else units
 
 
 @dataclass(frozen=True)
@@ -185,9 +250,13 @@ class _Part:
     """One sub-action's share of a metric: its stratum and the sizes printed beside alpha."""
 
     stratum: Stratum
+    declined: Stratum | None  # with DECLINE as maximal disagreement; None without a DECLINE
     n_bands: int
     n_declined: int
     n_counted: int  # ratings the metric reads (for verdicts: review mode only)
+    n_reviewed: int  # review-mode ratings with a band
+    n_accepted: int
+    n_unchanged: int
 
 
 def _parts(metric: str, groups: Groups) -> dict[str, _Part]:
@@ -205,15 +274,32 @@ def _parts(metric: str, groups: Groups) -> dict[str, _Part]:
 def _part(metric: str, at_level: str, groups: list[list[Rating]]) -> _Part:
     units = [(group, _units(metric, group)) for group in groups]
     counted = [r for g in groups for r in g if metric != "verdict" or r.mode == REVIEW_MODE]
+    n_declined = sum(r.verdict == DECLINE for r in counted)
+    plain = stratum(at_level, [u for _, us in units for u in us])
+    declined = None
+    if n_declined and metric != "verdict":  # verdicts count DECLINE as a category already
+        declined = stratum(at_level, [u for g, us in units for u in _with_declines(us, g)], plain)
+    reviewed = [r for r in counted if r.mode == REVIEW_MODE and r.values]
     return _Part(
-        stratum=stratum(at_level, [u for _, us in units for u in us]),
+        stratum=plain,
+        declined=declined,
         n_bands=sum(any(len(values) >= 2 for _, values in us) for _, us in units),
-        n_declined=sum(r.verdict == DECLINE for r in counted),
+        n_declined=n_declined,
         n_counted=len(counted),
+        n_reviewed=len(reviewed),
+        n_accepted=sum(r.verdict == ACCEPT for r in reviewed),
+        n_unchanged=sum(r.unchanged for r in reviewed),
     )
 
 
 # --- alphas --------------------------------------------------------------------------------------
+
+
+Draw = Callable[[int], np.ndarray | None]  # resample weights for n vignettes, or None
+
+
+def _no_draws(n: int) -> None:
+    return None
 
 
 def _alpha(
@@ -223,25 +309,33 @@ def _alpha(
     *,
     B: int,
     seed: int,
-    weights: np.ndarray | None = None,
+    mode: str = REVIEW_MODE,
+    draw: Draw = _no_draws,
 ) -> Alpha:
-    """Alpha of the parts (one sub-action, or the stratified pool), its sizes and interval."""
+    """Alpha of the parts (one sub-action, or the stratified pool), its sizes and interval,
+    the share left as proposed, and the alpha with DECLINE as maximal disagreement."""
     strata = [p.stratum for p in parts]
     levels = {s.level for s in strata}
+    # In a pool, the bands of a sub-action whose values never vary add nothing to alpha, so
+    # they do not count towards the bands and vignettes the reading rests on.
+    read_on = [p for p in parts if len(parts) == 1 or p.stratum.varies]
+    reviewed = sum(p.n_reviewed for p in parts)
     sized = Alpha(
         metric,
         scope,
         levels.pop() if len(levels) == 1 else ("per sub-action" if levels else None),
         None,
         None,
-        # In a pool, the bands of a sub-action whose values never vary add nothing to alpha,
-        # so they do not count towards the bands the reading rests on.
-        n_bands=sum(p.n_bands for p in parts if len(parts) == 1 or p.stratum.varies),
+        n_bands=sum(p.n_bands for p in read_on),
         n_units=sum(s.n_units for s in strata),
         n_raters=len(frozenset().union(*(s.raters for s in strata))),
         n_pairable=sum(s.n_pairable for s in strata),
         n_declined=sum(p.n_declined for p in parts),
         n_vignettes=len({v for s in strata for v in s.vignettes}),
+        mode=mode,
+        n_vignettes_reading=len({v for p in read_on for v in p.stratum.vignettes}),
+        share_accept=sum(p.n_accepted for p in parts) / reviewed if reviewed else None,
+        share_unchanged=sum(p.n_unchanged for p in parts) / reviewed if reviewed else None,
     )
     if metric == "verdict" and not any(p.n_counted for p in parts):
         return replace(sized, reason=REVIEW_MODE_ONLY)
@@ -251,8 +345,8 @@ def _alpha(
     value = package_alpha(strata[0]) if single else point_alpha(strata)
     if value is None:
         return replace(sized, reason=NO_VARIATION)
-    interval = bootstrap(strata, B=B, seed=seed, weights=weights)
-    return replace(
+    interval = bootstrap(strata, B=B, seed=seed, weights=draw(sized.n_vignettes))
+    found = replace(
         sized,
         alpha=value,
         ci_low=interval.ci_low,
@@ -261,24 +355,112 @@ def _alpha(
         p_below_0667=interval.p_below_0667,
         undefined_resamples=interval.undefined_resamples,
         method=interval.method,
-        warnings=interval.warnings,
+        alpha_declines_as_disagreement=None if metric == "verdict" else value,
+        ci_low_declines_as_disagreement=None if metric == "verdict" else interval.ci_low,
+        ci_high_declines_as_disagreement=None if metric == "verdict" else interval.ci_high,
     )
+    if any(p.declined is not None for p in parts):
+        found = _declines_alpha(found, parts, B=B, seed=seed, draw=draw)
+    if found.alpha_declines_as_disagreement is not None:
+        declined = read(
+            found,
+            found.alpha_declines_as_disagreement,
+            found.ci_low_declines_as_disagreement,
+            found.ci_high_declines_as_disagreement,
+        )
+        found = replace(found, reading_declines_as_disagreement=declined)
+    return replace(found, warnings=(*interval.warnings, *_cautions(found)))
+
+
+def _declines_alpha(a: Alpha, parts: Sequence[_Part], *, B: int, seed: int, draw: Draw) -> Alpha:
+    """`a` with the alpha and interval of its parts where every DECLINE is a value at the
+    level's largest distance from every other, another DECLINE included."""
+    strata = [p.declined or p.stratum for p in parts]
+    value = point_alpha(strata)
+    n = len({v for s in strata for v in s.vignettes})
+    interval = bootstrap(strata, B=B, seed=seed, weights=draw(n)) if value is not None else None
+    return replace(
+        a,
+        alpha_declines_as_disagreement=value,
+        ci_low_declines_as_disagreement=interval.ci_low if interval else None,
+        ci_high_declines_as_disagreement=interval.ci_high if interval else None,
+    )
+
+
+def _cautions(a: Alpha) -> list[str]:
+    """What a reader must weigh beside the alpha: anchoring on the proposal, and declines."""
+    out = []
+    if a.share_unchanged is not None and a.share_unchanged > ANCHORING:
+        out.append(
+            f"{a.share_unchanged:.0%} of review-mode bands leave the proposal unchanged "
+            f"({a.share_accept or 0:.0%} ACCEPT): above {ANCHORING:.0%}, agreement may be "
+            "anchoring on the proposal rather than independent judgement"
+        )
+    declined = a.reading_declines_as_disagreement
+    if declined is not None and declined != a.plain_reading:
+        out.append(
+            f"with its {a.n_declined} DECLINE(s) counted as maximal disagreement, alpha is "
+            f"{a.alpha_declines_as_disagreement:.3f} and reads {declined!r}, not "
+            f"{a.plain_reading!r}: the declines may fall on the hardest bands"
+        )
+    return out
+
+
+def _weakest(pooled: Alpha, each: Sequence[Alpha]) -> Alpha:
+    """The pool with its weakest sub-action named: one reading unreliable first, else the
+    lowest alpha, among those with enough bands and vignettes to read."""
+    readable = [
+        a
+        for a in each
+        if a.alpha is not None and a.plain_reading.split(":")[0] in (*READINGS, "inconclusive")
+    ]
+    if len(each) < 2 or not readable:
+        return pooled
+    weakest = min(readable, key=lambda a: (a.plain_reading != "unreliable", a.alpha))
+    return replace(
+        pooled,
+        weakest=weakest.scope,
+        weakest_alpha=weakest.alpha,
+        weakest_reading=weakest.plain_reading,
+    )
+
+
+def _metric_alphas(
+    metric: str, groups: Groups, *, B: int, seed: int, mode: str, draw: Draw
+) -> dict[str, Alpha]:
+    """The metric per sub-action it applies to and, where it pools, pooled (stratified)."""
+    parts = _parts(metric, groups)
+    out = {
+        name: _alpha(metric, name, [part], B=B, seed=seed, mode=mode, draw=draw)
+        for name, part in parts.items()
+    }
+    if metric in POOLABLE and parts:
+        pooled = _alpha(metric, POOLED, list(parts.values()), B=B, seed=seed, mode=mode, draw=draw)
+        out[POOLED] = _weakest(pooled, list(out.values()))
+    return out
 
 
 def metric_alpha(
     metric: str, ratings: Iterable[Rating], *, bootstrap: int = DEFAULT_B, seed: int = DEFAULT_SEED
 ) -> Alpha:
     """One metric over the given ratings: of their sub-action, or pooled (stratified by
-    sub-action) when they hold several; lower and upper are never pooled."""
+    sub-action) when they hold several; lower and upper are never pooled, and neither are
+    blind-mode and review-mode ratings (refused: compute each mode apart)."""
     groups = group_ratings(ratings)
+    modes = sorted({r.mode for group in groups.values() for r in group})
+    if len(modes) > 1:
+        raise FmaBandsError(
+            "blind-mode and review-mode ratings are never pooled: compute each mode's alpha apart"
+        )
+    mode = modes[0] if modes else REVIEW_MODE
     names = sorted({name for _, name in groups})
     scope = names[0] if len(names) == 1 else POOLED
     if len(names) > 1 and metric not in POOLABLE:
-        return Alpha(metric, scope, None, None, NEVER_POOLED)
-    parts = _parts(metric, groups)
-    if groups and not parts:
-        return Alpha(metric, scope, None, None, NOT_APPLICABLE[metric])
-    return _alpha(metric, scope, list(parts.values()), B=bootstrap, seed=seed)
+        return Alpha(metric, scope, None, None, NEVER_POOLED, mode=mode)
+    if groups and not _parts(metric, groups):
+        return Alpha(metric, scope, None, None, NOT_APPLICABLE[metric], mode=mode)
+    found = _metric_alphas(metric, groups, B=bootstrap, seed=seed, mode=mode, draw=_no_draws)
+    return found.get(scope) or _alpha(metric, scope, [], B=bootstrap, seed=seed, mode=mode)
 
 
 def metric_strata(metric: str, ratings: Iterable[Rating]) -> list[Stratum]:
@@ -310,34 +492,43 @@ def agreement_report(
     ratings: Iterable[Rating], *, bootstrap: int = DEFAULT_B, seed: int = DEFAULT_SEED
 ) -> Report:
     """Every metric per sub-action and pooled (where it applies), and each band's consensus.
+    Blind-mode and review-mode ratings are reported apart, never pooled: with both, each
+    scope's key is "mode:scope" (report_key).
 
     Every interval with the same number of vignettes uses the same draws: they depend only on
     (vignettes, B, seed), so this equals drawing them afresh for each alpha.
     """
     groups = group_ratings(ratings)
-    names = sorted({name for _, name in groups})
+    modes = tuple(m for m in MODES if any(r.mode == m for g in groups.values() for r in g))
     drawn: dict[int, np.ndarray] = {}
 
-    def weights(parts: list[_Part]) -> np.ndarray | None:
-        n = len({v for p in parts for v in p.stratum.vignettes})
+    def draw(n: int) -> np.ndarray | None:
         if bootstrap <= 0 or n < 2:
             return None
         if n not in drawn:
             drawn[n] = resample_weights(n, bootstrap, seed)
         return drawn[n]
 
-    metrics: dict[str, dict[str, Alpha]] = {scope: {} for scope in [*names, POOLED]}
-    for metric in METRICS:
-        parts = _parts(metric, groups)
-        scopes = [(name, [part]) for name, part in parts.items()]
-        if metric in POOLABLE and parts:
-            scopes.append((POOLED, list(parts.values())))
-        for scope, chosen in scopes:
-            metrics[scope][metric] = _alpha(
-                metric, scope, chosen, B=bootstrap, seed=seed, weights=weights(chosen)
-            )
+    metrics: dict[str, dict[str, Alpha]] = {}
+    for mode in modes or (REVIEW_MODE,):
+        in_mode = {key: [r for r in g if r.mode == mode] for key, g in groups.items()}
+        in_mode = {key: g for key, g in in_mode.items() if g}
+        names = sorted({name for _, name in in_mode})
+        keys = {scope: report_key(mode, scope, modes) for scope in [*names, POOLED]}
+        metrics.update({key: {} for key in keys.values()})
+        for metric in METRICS:
+            found = _metric_alphas(metric, in_mode, B=bootstrap, seed=seed, mode=mode, draw=draw)
+            for scope, a in found.items():
+                metrics[keys[scope]][metric] = a
     bands = tuple(_band_agreement(group) for group in groups.values())
-    return Report(metrics=metrics, bands=bands, bootstrap=bootstrap, seed=seed)
+    return Report(
+        metrics=metrics, bands=bands, bootstrap=bootstrap, seed=seed, modes=modes or (REVIEW_MODE,)
+    )
+
+
+def report_key(mode: str, scope: str, modes: Sequence[str]) -> str:
+    """A scope's key in the report: the scope, or "mode:scope" when the report holds both."""
+    return scope if len(modes) <= 1 else f"{mode}:{scope}"
 
 
 # --- JSON ----------------------------------------------------------------------------------------
@@ -345,7 +536,10 @@ def agreement_report(
 ALPHA_FIELDS = (
     "alpha", "reason", "reading", "level", "ci_low", "ci_high", "p_below_0800", "p_below_0667",
     "undefined_resamples", "n_bands", "n_units", "n_raters", "n_pairable", "n_declined",
-    "n_vignettes", "method", "warnings",
+    "n_vignettes", "method", "warnings", "mode", "n_vignettes_reading", "share_accept",
+    "share_unchanged", "alpha_declines_as_disagreement", "ci_low_declines_as_disagreement",
+    "ci_high_declines_as_disagreement", "reading_declines_as_disagreement", "weakest",
+    "weakest_alpha", "weakest_reading",
 )  # fmt: skip
 
 
@@ -355,10 +549,10 @@ def alpha_json(a: Alpha) -> dict[str, Any]:
     return data
 
 
-def absent(metric: str, scope: str) -> Alpha:
+def absent(metric: str, scope: str, mode: str = REVIEW_MODE) -> Alpha:
     """What stands for a metric that does not apply to a scope: None, with the reason."""
     reason = NEVER_POOLED if scope == POOLED and metric not in POOLABLE else NOT_APPLICABLE[metric]
-    return Alpha(metric, scope, None, None, reason)
+    return Alpha(metric, scope, None, None, reason, mode=mode)
 
 
 def _band_agreement(group: Sequence[Rating]) -> BandAgreement:
@@ -372,16 +566,21 @@ def band_agreements(ratings: Iterable[Rating]) -> list[BandAgreement]:
     return [_band_agreement(group) for group in group_ratings(ratings).values()]
 
 
+def _absent(metric: str, key: str, by_metric: Mapping[str, Alpha]) -> Alpha:
+    mode = next((a.mode for a in by_metric.values()), REVIEW_MODE)
+    return absent(metric, key.rpartition(":")[2], mode)
+
+
 def report_to_json(report: Report) -> dict[str, Any]:
     """The report as JSON-ready plain data: every scope lists every metric (one that does not
     apply has alpha None and says why)."""
     return {
         "metrics": {
-            scope: {
-                metric: alpha_json(by_metric.get(metric) or absent(metric, scope))
+            key: {
+                metric: alpha_json(by_metric.get(metric) or _absent(metric, key, by_metric))
                 for metric in METRICS
             }
-            for scope, by_metric in report.metrics.items()
+            for key, by_metric in report.metrics.items()
         },
         "bands": [band_json(b) for b in report.bands],
     }

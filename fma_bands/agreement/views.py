@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 
 from fma_bands.agreement.bootstrap import FEW_VIGNETTES
 from fma_bands.agreement.metrics import (
+    ANCHORING,
     METRICS,
     MIN_BANDS,
+    MIN_VIGNETTES,
     POOLED,
     POOLED_LABEL,
     Alpha,
@@ -39,8 +41,9 @@ RULES = {
     "band": "Jaccard distance between two raters' bands as sets of values (an interval is its "
     "integers, a boolean band false and/or true); for orders, the mean of the Jaccard distances "
     "of required and of defensible. Unit: a band rated by two or more raters who did not DECLINE.",
-    "membership": "Nominal alpha over units (band, value), for every value at least one of the "
-    "band's raters admits: in or out of each rater's band. Ordinal and boolean sub-actions.",
+    "membership": "Nominal alpha over units (band, value), for every value of the sub-action's "
+    "fixed domain (ESI 1 to 5, analgesia 0 to 3, no and yes): in or out of each rater's band. "
+    "Ordinal and boolean sub-actions; score and count sub-actions are served by lower and upper.",
     "lower": "Alpha over the lowest value each rater admits, however the band was written: "
     "ordinal level for ESI and analgesia, interval level for urgency and follow-up. Never pooled.",
     "upper": "Alpha over the highest value each rater admits, however the band was written: "
@@ -55,9 +58,18 @@ POOLING_RULE = (
 )
 
 READING_RULE = (
-    f"Reading, from the 95% interval: under {MIN_BANDS} bands, too few bands; lower bound >= "
-    "0.800, reliable; >= 0.667, tentative; upper bound < 0.667, unreliable; otherwise "
-    "inconclusive (Krippendorff: rely on >= 0.800, tentative conclusions from 0.667)."
+    f"Reading, from the 95% interval: under {MIN_BANDS} bands or {MIN_VIGNETTES} vignettes, too "
+    "few; lower bound >= 0.800, reliable; >= 0.667, tentative; upper bound < 0.667, unreliable; "
+    "otherwise inconclusive (Krippendorff: rely on >= 0.800, tentative conclusions from 0.667). "
+    "A pooled alpha reads no better than inconclusive while one of its sub-actions with enough "
+    "bands reads unreliable, and names its weakest sub-action."
+)
+GUARDS_RULE = (
+    "Beside each alpha: in review mode, the share of bands left as proposed (ACCEPT, or AMEND to "
+    f"the proposal's own band), with a caution above {ANCHORING:.0%}, since raters who keep the "
+    "proposal agree with it rather than with each other; and the alpha with each DECLINE counted "
+    "as maximal disagreement instead of missing, with a caution when the two read differently. "
+    "Blind-mode and review-mode ratings are reported apart, never pooled."
 )
 INTERVAL_RULE = (
     "Interval: vignette-cluster bootstrap, vignettes resampled with replacement (each with all "
@@ -72,6 +84,26 @@ def scope_label(scope: str) -> str:
 
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _unchanged(a: Alpha) -> str:
+    if a.share_unchanged is None:
+        return "-"
+    return f"{a.share_unchanged:.0%} ({a.share_accept or 0:.0%} ACCEPT)"
+
+
+def _declines(a: Alpha) -> str:
+    if a.alpha_declines_as_disagreement is None:
+        return "-"
+    low, high = a.ci_low_declines_as_disagreement, a.ci_high_declines_as_disagreement
+    interval = "" if low is None else f", {_number(low)} to {_number(high)}"
+    return f"{a.alpha_declines_as_disagreement:.3f}{interval}: {a.reading_declines_as_disagreement}"
+
+
+def _weakest(a: Alpha) -> str:
+    if a.weakest is None:
+        return "-"
+    return f"{sub_action(a.weakest).label} ({_number(a.weakest_alpha)})"
 
 
 # Each column of the table: its heading and how it is written from an Alpha. Every JSON field
@@ -90,6 +122,10 @@ COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
     ("declined", lambda a: str(a.n_declined)),
     ("units", lambda a: str(a.n_units)),
     ("vignettes", lambda a: str(a.n_vignettes)),
+    ("vignettes read", lambda a: str(a.n_vignettes_reading)),
+    ("mode", lambda a: a.mode),
+    ("left as proposed", _unchanged),
+    ("weakest sub-action", _weakest),
     ("metric", lambda a: a.metric),
     ("level", lambda a: a.level or "-"),
     (
@@ -98,20 +134,25 @@ COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
     ),
     ("P(alpha < 0.800)", lambda a: _number(a.p_below_0800)),
     ("P(alpha < 0.667)", lambda a: _number(a.p_below_0667)),
+    ("declines as disagreement", _declines),
     ("interval method", lambda a: a.method or "none"),
     ("cautions", lambda a: "; ".join(a.warnings) or "-"),
 )
 HEADINGS = tuple(heading for heading, _ in COLUMNS)
 
 
-def alpha_row(a: Alpha) -> dict[str, str]:
-    return {heading: write(a) for heading, write in COLUMNS}
+def alpha_row(a: Alpha, modes: int = 1) -> dict[str, str]:
+    """One alpha's row; with both modes in the report, its sub-action says which mode."""
+    row = {heading: write(a) for heading, write in COLUMNS}
+    if modes > 1:
+        row["sub-action"] = f"{row['sub-action']}, {a.mode} mode"
+    return row
 
 
 def alpha_rows(report: Report, metric: str | None = None) -> list[dict[str, str]]:
     """One row per alpha the report has (of `metric`, or of all), sub-actions then pooled."""
     return [
-        alpha_row(a)
+        alpha_row(a, len(report.modes))
         for m in METRICS
         if metric in (None, m)
         for by_metric in report.metrics.values()
@@ -128,14 +169,14 @@ def notes(metric: str, rows: Sequence[Mapping[str, str]] = ()) -> list[str]:
     if not rows:
         cautions = [f"No sub-action in this study takes the {metric} metric."]
     pooling = [POOLING_RULE] if metric in ("band", "membership", "verdict") else []
-    return [*cautions, RULES[metric], *pooling, INTERVAL_RULE, READING_RULE]
+    return [*cautions, RULES[metric], *pooling, INTERVAL_RULE, READING_RULE, GUARDS_RULE]
 
 
 def chart_points(report: Report, metric: str) -> list[dict]:
     """The defined alphas of `metric` with their intervals, for the chart under the table."""
     return [
         {
-            "scope": scope_label(a.scope),
+            "scope": scope_label(a.scope) + (f", {a.mode} mode" if len(report.modes) > 1 else ""),
             "alpha": a.alpha,
             "lo": a.ci_low,
             "hi": a.ci_high,
@@ -179,6 +220,7 @@ class Screen:
     # by their neutral labels (an id can say its stratum, and round 2 is still to come).
     reader: str | None = None
     cases: Mapping[str, int] = field(default_factory=dict)  # vignette id -> case number
+    case_key: bytes = b""  # the study's key for case tokens (a rater's links)
 
     def bands(self, start: int = 0, stop: int | None = None) -> list[BandView]:
         """The boxes of bands start to stop, most disputed first: the page shows one page of
@@ -190,6 +232,7 @@ class Screen:
                 self.names.get(b.vignette_id, {}),
                 reader=self.reader,
                 cases=self.cases,
+                case_key=self.case_key,
             )
             for b in self.agreements[start:stop]
         ]
@@ -216,6 +259,7 @@ def band_view(
     *,
     reader: str | None = None,
     cases: Mapping[str, int] | None = None,
+    case_key: bytes = b"",
 ) -> BandView:
     """The band's box; for a rater (`reader`), their own band as theirs and the others' unnamed."""
     c = b.consensus
@@ -227,7 +271,9 @@ def band_view(
     if reader is None:
         case, query = b.vignette_id, {"id": b.vignette_id}
     else:
-        case, query = case_label(cases or {}, b.vignette_id), address(b.vignette_id)
+        # Without the study's key for case tokens, no link at all rather than one naming the id.
+        query = address(b.vignette_id, key=case_key) if case_key else {}
+        case = case_label(cases or {}, b.vignette_id)
     agreed, disputed = consensus_text(c), disputed_text(b.sub_action, c)
     if isinstance(c.band, MultilabelBand):  # orders by the names clinicians read, not keys
         agreed = describe_band(c.band, names)
@@ -264,6 +310,7 @@ def screen(
     *,
     reader: str | None = None,
     cases: Mapping[str, int] | None = None,
+    case_key: bytes = b"",
 ) -> Screen:
     tables = {m: alpha_rows(report, m) for m in METRICS}
     return Screen(
@@ -278,4 +325,5 @@ def screen(
         names=dict(names or {}),
         reader=reader,
         cases=dict(cases or {}),
+        case_key=case_key,
     )

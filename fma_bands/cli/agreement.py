@@ -18,21 +18,30 @@ SHORT = {
     "P(alpha < 0.800)": "P(<0.800)",
     "P(alpha < 0.667)": "P(<0.667)",
 }
-BELOW = ("interval method", "cautions")
+BELOW = ("weakest sub-action", "declines as disagreement", "interval method", "cautions")
 GAP = "  "  # between columns; no cell holds two spaces running
+# More resamples than this change no reported digit and would run for hours; a seed is 32 bits.
+MAX_BOOTSTRAP = 100_000
+MAX_SEED = 2**32 - 1
 
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option(
     "--bootstrap",
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, MAX_BOOTSTRAP),
     default=1000,
     show_default=True,
     metavar="B",
-    help="Bootstrap resamples (0: no interval).",
+    help=f"Bootstrap resamples, 0 to {MAX_BOOTSTRAP:,} (0: no interval).",
 )
-@click.option("--seed", type=int, default=20261129, show_default=True, help="Bootstrap seed.")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, MAX_SEED),
+    default=20261129,
+    show_default=True,
+    help=f"Bootstrap seed, 0 to {MAX_SEED:,}.",
+)
 @click.option(
     "--round",
     "number",

@@ -221,6 +221,8 @@ def _decide_band(
     if not entries and not failures:
         decision.reasons.append(Reason("no_attestation", REASONS["no_attestation"]))
     decision.n_raters = len(counted)
+    # Several raters who share no value are "empty" whether or not the quorum is met.
+    decision.intersection_rule = consensus([band for _, band in counted]).rule
     if any(r.code in EVERYWHERE for r in failures):
         return decision
     if len(counted) < policy.quorum:

@@ -24,12 +24,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from fma_bands.agreement import Alpha, BandAgreement, Rating, Report, agreement_report
-from fma_bands.core.bands import BandReader, Consensus, to_file
+from fma_bands.core.bands import AnyBand, BandReader, Consensus, to_file
 from fma_bands.core.canonical import canonical_text_float_free, sha256_of_canonical
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import KeptReport
 
-FORMAT = 1  # of the kept body; a new format is a new key
+FORMAT = 2  # of the kept body; a new format is a new key
 KEEP = 8  # reports kept: each round's, for a few states of the reviews
 # The code a report depends on: a change to any of these files changes every key.
 _SOURCES = ("agreement", "core/bands.py", "core/actions.py", "study/kept_reports.py")
@@ -64,7 +64,8 @@ def kept_report(
 def report_key(ratings: list[Rating], *, bootstrap: int, seed: int) -> str:
     """The SHA-256 of what a report is computed from; the ratings in a fixed order."""
     rows = sorted(
-        [r.vignette_id, r.sub_action, r.rater, r.verdict, r.mode, _band(r)] for r in ratings
+        [r.vignette_id, r.sub_action, r.rater, r.verdict, r.mode, _band(r.band), _band(r.proposal)]
+        for r in ratings
     )
     inputs = {
         "format": FORMAT,
@@ -79,8 +80,8 @@ def report_key(ratings: list[Rating], *, bootstrap: int, seed: int) -> str:
     return sha256_of_canonical(text.encode()).removeprefix("sha256:")
 
 
-def _band(r: Rating) -> Any:
-    return None if r.band is None else [r.band.form, to_file(r.band)]
+def _band(band: AnyBand | None) -> Any:
+    return None if band is None else [band.form, to_file(band)]
 
 
 @lru_cache(maxsize=1)
@@ -119,6 +120,7 @@ def report_json(report: Report) -> dict[str, Any]:
     return {
         "bootstrap": report.bootstrap,
         "seed": report.seed,
+        "modes": list(report.modes),
         "metrics": {
             scope: {metric: _alpha_json(a) for metric, a in by_metric.items()}
             for scope, by_metric in report.metrics.items()
@@ -137,6 +139,7 @@ def report_from_json(data: dict[str, Any], library: Library) -> Report:
         bands=tuple(_agreement(b, library, read) for b in data["bands"]),
         bootstrap=data["bootstrap"],
         seed=data["seed"],
+        modes=tuple(data["modes"]),
     )
 
 

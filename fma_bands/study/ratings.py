@@ -16,6 +16,7 @@ from fma_bands.core.labels import case_numbers, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import Review
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.kept_reports import kept_report
 from fma_bands.study.reviews import ReviewData
 from fma_bands.study.submissions import SubmittedBand, attested_band, submitted_bands
@@ -34,6 +35,7 @@ def rating(
     review: ReviewData | SubmittedBand, library: Library, read: BandReader | None = None
 ) -> Rating:
     """What one review vouches for: the proposal if ACCEPT, the rater's own band if AMEND."""
+    proposed = library.vignettes[review.vignette_id].proposal(review.sub_action)
     return Rating(
         vignette_id=review.vignette_id,
         sub_action=review.sub_action,
@@ -41,6 +43,7 @@ def rating(
         verdict=review.verdict or "",
         band=attested_band(review, library, read),
         mode=review.mode,
+        proposal=None if proposed is None or review.mode != "review" else proposed.acceptable,
     )
 
 
@@ -101,7 +104,9 @@ def study_screen(
     names = {vid: tool_names(v) for vid, v in library.vignettes.items()}
     # Raters see the figures once the round closes, but never who wrote which band.
     reader = None if viewer.is_coordinator else viewer.pseudonym
-    return screen(report, orderables, names, reader=reader, cases=case_numbers(library))
+    key = case_key(session)
+    cases = case_numbers(library, key)
+    return screen(report, orderables, names, reader=reader, cases=cases, case_key=key)
 
 
 def reviews_fingerprint(session: Session) -> tuple:

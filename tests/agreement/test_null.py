@@ -59,12 +59,13 @@ def test_null_data_give_alpha_near_zero_and_no_reliable_reading(report, scope, m
 
 
 @pytest.mark.parametrize("scope", ["esi_acuity", "admit", POOLED])
-def test_null_membership_is_below_zero_never_above(report, scope):
-    # Membership keeps only values some rater admits: the units where every rater leaves a value
-    # out (agreement) are the ones it drops, so under chance it reads below 0 (docs/statistics.md).
+def test_null_membership_is_near_zero(report, scope):
+    # Membership's units are every value of the fixed domain, whoever admits it: under chance it
+    # reads near 0, not below it as when only admitted values were units (docs/statistics.md).
     a = report.metrics[scope]["membership"]
-    assert -0.5 < a.alpha < 0.0, a.alpha
+    assert abs(a.alpha) < 0.1, a.alpha
     assert a.reading == "unreliable"
+    assert a.n_units == N_VIGNETTES * {"esi_acuity": 5, "admit": 2, POOLED: 7}[scope]
 
 
 def test_follow_up_ends_that_never_agree_are_not_reliable_together(report):

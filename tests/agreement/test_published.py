@@ -120,15 +120,15 @@ def test_hayes_and_krippendorff_2007_through_lower_analgesia():
 
 
 def test_membership_of_one_value_bands():
-    # Each unit's candidates are the values some rater chose; one-value bands make every unit
-    # two-valued (in, out) among the values its raters chose.
+    # Every value of ESI's fixed domain (1 to 5) is a unit of each band, in or out of each
+    # rater's band, whether or not any rater chose it.
     a = membership_alpha(table("esi_acuity", K2011), bootstrap=0)
     columns = []
     for j in range(12):
         given = {i: row[j] for i, row in enumerate(K2011) if row[j] is not None}
         if len(given) < 2:
             continue
-        for value in sorted(set(given.values())):
+        for value in range(1, 6):
             columns.append([float(given[i] == value) if i in given else np.nan for i in range(4)])
     rows = np.array(columns).T
     want = krippendorff.alpha(reliability_data=rows, level_of_measurement="nominal")

@@ -7,14 +7,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fma_bands.agreement import Alpha, agreement_report, metric_alpha, report_to_json
+from fma_bands.agreement import POOLED, Alpha, agreement_report, metric_alpha, report_to_json
 from fma_bands.agreement.metrics import NO_VARIATION, TOO_FEW_RATERS
 from tests.agreement.build import rate, studies
 
 
-def alpha(value, low, high, n_bands=40):
+def alpha(value, low, high, n_bands=40, n_vignettes=40):
     return Alpha(
-        "band", "esi_acuity", "jaccard", value, None, n_bands=n_bands, ci_low=low, ci_high=high
+        "band",
+        "esi_acuity",
+        "jaccard",
+        value,
+        None,
+        n_bands=n_bands,
+        n_vignettes_reading=n_vignettes,
+        ci_low=low,
+        ci_high=high,
     )
 
 
@@ -38,6 +46,31 @@ def test_readings_follow_the_interval(value, low, high, want):
 def test_under_ten_bands_there_is_no_reading():
     assert alpha(0.99, 0.95, 1.0, n_bands=9).reading == "too few bands (9)"
     assert alpha(0.99, 0.95, 1.0, n_bands=10).reading == "reliable"
+
+
+def test_under_ten_vignettes_there_is_no_reading_however_many_bands():
+    # The audit's case: 12 bands on 2 vignettes read "reliable" on an interval of [1, 1].
+    assert alpha(1.0, 1.0, 1.0, n_bands=12, n_vignettes=2).reading == "too few vignettes (2)"
+    assert alpha(1.0, 1.0, 1.0, n_bands=12, n_vignettes=9).reading == "too few vignettes (9)"
+    assert alpha(1.0, 1.0, 1.0, n_bands=12, n_vignettes=10).reading == "reliable"
+    subs = ["esi_acuity", "analgesia_tier", "admit", "referral", "escalate_icu", "orders"]
+    ratings = [
+        rate(f"v{v}", sub, r, raw, "AMEND")
+        for v, (esi, tier) in enumerate([(2, 1), (4, 3)])
+        for sub, raw in zip(
+            subs,
+            [[esi], [tier], [v == 0], [v == 1], [v == 0],
+             {"required": ["ecg"] if v else [], "defensible": ["ecg", "cbc"]}],
+            strict=True,
+        )
+        for r in "abc"
+    ]  # fmt: skip
+    report = agreement_report(ratings, bootstrap=200, seed=1)
+    pooled = report.metrics[POOLED]["band"]
+    assert (pooled.alpha, pooled.n_bands, pooled.n_vignettes_reading) == (1.0, 12, 2)
+    assert pooled.reading == "too few vignettes (2)"
+    data = report_to_json(report)["metrics"][POOLED]["band"]
+    assert (data["n_bands"], data["n_vignettes_reading"]) == (12, 2)
 
 
 def test_one_band_with_two_disagreeing_raters_is_too_few_not_unreliable():

@@ -9,7 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fma_bands.agreement import METRICS, POOLED, agreement_report, report_to_json
-from fma_bands.agreement.metrics import ALPHA_FIELDS, NEVER_POOLED, NOT_APPLICABLE
+from fma_bands.agreement.metrics import (
+    ALPHA_FIELDS,
+    NEVER_POOLED,
+    NOT_APPLICABLE,
+    REVIEW_MODE_ONLY,
+    TOO_FEW_RATERS,
+)
 from fma_bands.core.actions import sub_action
 from fma_bands.core.bands import consensus, parse_band
 from fma_bands.core.errors import FmaBandsError
@@ -97,7 +103,7 @@ def test_json_lists_every_metric_in_every_scope_with_sizes_and_reading():
         rate("v1", "esi_acuity", "c"),
         rate("v1", "orders", "a", {"required": ["ecg"], "defensible": ["ecg", "cbc"]}),
         rate("v2", "esi_acuity", "a", [4]),
-        rate("v2", "esi_acuity", "b", [4], mode="blind"),
+        rate("v2", "esi_acuity", "b", [4]),
     ]
     data = json.loads(json.dumps(report_to_json(agreement_report(ratings, bootstrap=50))))
     assert set(data) == {"metrics", "bands"}
@@ -115,10 +121,21 @@ def test_json_lists_every_metric_in_every_scope_with_sizes_and_reading():
         "n_pairable": 4,
     }
     assert esi["band"]["n_declined"] == 1
-    # Membership: v1 admits 2 and 3, v2 admits 4: three units.
-    assert (esi["membership"]["n_bands"], esi["membership"]["n_units"]) == (2, 3)
-    # Verdicts in review mode only: v2's second review is blind, so v1 alone pairs.
-    assert (esi["verdict"]["n_bands"], esi["verdict"]["n_pairable"]) == (1, 3)
+    # Membership: each of ESI's five values is a unit of each of the two bands.
+    assert (esi["membership"]["n_bands"], esi["membership"]["n_units"]) == (2, 10)
+    assert esi["verdict"]["n_pairable"] == 5
+    # v2's second review is blind: the modes are reported apart, each scope under its mode.
+    mixed = [*ratings[:-1], rate("v2", "esi_acuity", "b", [4], mode="blind")]
+    split = report_to_json(agreement_report(mixed, bootstrap=50))["metrics"]
+    assert set(split) == {
+        f"{mode}:{scope}" for mode in ("review", "blind") for scope in ("esi_acuity", POOLED)
+    } | {"review:orders"}
+    review, blind = split["review:esi_acuity"], split["blind:esi_acuity"]
+    assert (review["band"]["mode"], blind["band"]["mode"]) == ("review", "blind")
+    # Verdicts in review mode only: v1 alone pairs; the blind review has no verdict to compare.
+    assert (review["verdict"]["n_bands"], review["verdict"]["n_pairable"]) == (1, 3)
+    assert blind["verdict"]["reason"] == REVIEW_MODE_ONLY
+    assert blind["band"]["reason"] == TOO_FEW_RATERS  # one blind review: nothing pairs
     assert esi["lower"]["level"] == "ordinal"
     assert data["metrics"]["orders"]["membership"]["reason"] == NOT_APPLICABLE["membership"]
     assert data["metrics"]["orders"]["lower"]["reason"] == NOT_APPLICABLE["lower"]
@@ -144,9 +161,36 @@ def test_orders_consensus_is_the_union_of_required_inside_the_intersection_of_de
     one, two = data
     assert one["consensus"] == {"required": ["cbc", "ecg"], "defensible": ["cbc", "ecg"]}
     assert one["consensus_text"] == "required: cbc, ecg; defensible: cbc, ecg"
-    assert (one["disputed_span"], one["disputed_text"]) == (["cxr"], "cxr")
+    # cxr is defensible to a only; ecg and cbc are each required by one rater only.
+    assert (one["disputed_span"], one["disputed_text"]) == (["cbc", "cxr", "ecg"], "cbc, cxr, ecg")
     # a requires cxr, which b does not find defensible: no consensus.
     assert (two["intersection_rule"], two["consensus"]) == ("empty", None)
+
+
+def test_a_required_order_not_every_rater_requires_is_disputed():
+    # The audit's case: the same defensible orders, one rater requiring ecg. The consensus
+    # requires it (the union), but the raters disagree on it: it is in the disputed span.
+    ratings = [
+        rate("v1", "orders", "a", {"required": ["ecg"], "defensible": ["ecg", "cbc"]}),
+        rate("v1", "orders", "b", {"required": [], "defensible": ["ecg", "cbc"]}),
+    ]
+    [band] = report_to_json(agreement_report(ratings, bootstrap=0))["bands"]
+    assert band["intersection_rule"] == "applied"
+    assert band["consensus"] == {"required": ["ecg"], "defensible": ["cbc", "ecg"]}
+    assert (band["disputed_span"], band["disputed_text"]) == (["ecg"], "ecg")
+    assert band["disagreement"] == 0.5
+
+
+def test_several_raters_with_no_shared_value_are_empty_and_one_rater_is_absent():
+    ratings = [
+        rate("v1", "esi_acuity", "a", [1]),
+        rate("v1", "esi_acuity", "b", [3]),
+        rate("v2", "esi_acuity", "a", [2]),
+        rate("v2", "esi_acuity", "b"),  # declined: a alone has a band
+    ]
+    one, two = report_to_json(agreement_report(ratings, bootstrap=0))["bands"]
+    assert (one["n_raters"], one["intersection_rule"], one["consensus"]) == (2, "empty", None)
+    assert (two["n_raters"], two["intersection_rule"]) == (1, "absent")
 
 
 def test_disputed_spans_read_as_ranges():

@@ -97,6 +97,10 @@ def test_a_changed_rating_or_code_is_another_key(demo, monkeypatch):
     changed = [*ratings[:-1], dataclasses.replace(ratings[-1], verdict="DECLINE")]
     assert report_key(changed, bootstrap=100, seed=5) != key
     assert report_key(ratings[:-1], bootstrap=100, seed=5) != key
+    # The proposal a rating was judged against says whether it was left unchanged.
+    i = next(i for i, r in enumerate(ratings) if r.proposal is not None)
+    unproposed = [*ratings[:i], dataclasses.replace(ratings[i], proposal=None), *ratings[i + 1 :]]
+    assert report_key(unproposed, bootstrap=100, seed=5) != key
     monkeypatch.setattr(kept_reports, "code_digest", lambda: "another version of the code")
     assert report_key(ratings, bootstrap=100, seed=5) != key
 

@@ -9,7 +9,7 @@ import pytest
 from fma_bands.agreement import METRICS, POOLED, agreement_report, report_to_json
 from fma_bands.agreement.metrics import ALPHA_FIELDS, REVIEW_MODE_ONLY
 from fma_bands.agreement.views import HEADINGS, alpha_row
-from fma_bands.cli.agreement import SHORT
+from fma_bands.cli.agreement import BELOW, SHORT
 from fma_bands.core.bands import IntervalBand
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.store.db import session_scope
@@ -105,8 +105,9 @@ def test_blind_reviews_take_no_part_in_the_verdict_metric(study):
     with session_scope(engine) as s:
         report = study_report(s, library, viewer=coordinator, bootstrap=0)
     # adjudicator-01's triage review is now blind: only draft_ordering_01 pairs two verdicts.
-    assert report.metrics["esi_acuity"]["verdict"].n_bands == 1
-    assert report.metrics["esi_acuity"]["band"].n_bands == 1  # adjudicator-02 declined triage
+    # Blind and review ratings are reported apart; adjudicator-02 declined triage.
+    assert report.metrics["review:esi_acuity"]["verdict"].n_bands == 1
+    assert report.metrics["review:esi_acuity"]["band"].n_bands == 1
     alone = [r for r in study_ratings_of(engine, library, coordinator) if r.mode == "blind"]
     assert agreement_report(alone, bootstrap=0).metrics[POOLED]["verdict"].reason == (
         REVIEW_MODE_ONLY
@@ -135,7 +136,7 @@ def table_rows(text: str) -> list[dict[str, str]]:
         cells = re.split(r" {2,}", line)
         assert len(cells) == len(headings), line
         rows.append({full.get(h, h): c for h, c in zip(headings, cells, strict=True)})
-        rows[-1].update({"interval method": "none", "cautions": "-"})
+        rows[-1].update({name: "-" for name in BELOW} | {"interval method": "none"})
     return rows
 
 

@@ -1,0 +1,282 @@
+"""What keeps a reading honest (issue 21): a pool is never better than inconclusive over a
+sub-action at chance; rubber-stamping the proposals is cautioned; declines that select the hard
+bands are cautioned, by the alpha with each DECLINE counted as maximal disagreement (checked
+against a plain pairwise computation); blind-mode and review-mode ratings are never pooled."""
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+
+from fma_bands.agreement import POOLED, Rating, agreement_report, metric_alpha, report_to_json
+from fma_bands.agreement.views import alpha_rows
+from fma_bands.core.actions import sub_action
+from fma_bands.core.bands import parse_band
+from fma_bands.core.errors import FmaBandsError
+from tests.agreement.build import rate, studies
+from tests.agreement.test_against_nltk import design_distance, label
+
+SLOW = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+AGREED = ["esi_acuity", "analgesia_tier", "admit", "referral", "escalate_icu", "urgency_score"]
+
+
+# --- a pool over a sub-action at chance ----------------------------------------------------------
+
+
+def chance_beside_agreement(n: int = 40, seed: int = 4) -> list[Rating]:
+    """Three raters agree on six sub-actions and choose follow-up days at random."""
+    rng = random.Random(seed)
+    out = []
+    for v in range(n):
+        truth = {
+            "esi_acuity": [1 + v % 5],
+            "analgesia_tier": [v % 4],
+            "admit": [v % 2 == 0],
+            "referral": [v % 3 == 0],
+            "escalate_icu": [v % 4 == 0],
+            "urgency_score": {"min": v % 7, "max": v % 7 + 2},
+        }
+        for r in "abc":
+            for sub, raw in truth.items():
+                out.append(rate(f"v{v:03d}", sub, r, raw))
+            lo = rng.randint(1, 20)
+            out.append(rate(f"v{v:03d}", "followup_days", r, {"min": lo, "max": lo + 6}))
+    return out
+
+
+def test_a_pool_is_never_reliable_over_a_sub_action_that_reads_unreliable():
+    # The audit's case: pooled 0.850 "reliable" while follow-up days read -0.007.
+    report = agreement_report(chance_beside_agreement(), bootstrap=300, seed=1)
+    followup, pooled = report.metrics["followup_days"]["band"], report.metrics[POOLED]["band"]
+    assert followup.reading == "unreliable"
+    assert pooled.plain_reading in ("reliable", "tentative"), pooled  # its own interval
+    assert pooled.reading == f"inconclusive: {sub_action('followup_days').label} reads unreliable"
+    assert (pooled.weakest, pooled.weakest_alpha) == ("followup_days", followup.alpha)
+    data = report_to_json(report)["metrics"][POOLED]["band"]
+    assert (data["reading"], data["weakest"], data["weakest_reading"]) == (
+        pooled.reading,
+        "followup_days",
+        "unreliable",
+    )
+    [row] = [r for r in alpha_rows(report, "band") if r["sub-action"].startswith("pooled")]
+    assert (
+        row["weakest sub-action"] == f"{sub_action('followup_days').label} ({followup.alpha:.3f})"
+    )
+
+
+def test_a_pool_names_its_weakest_sub_action_without_capping_when_none_is_unreliable():
+    ratings = [r for r in chance_beside_agreement() if r.sub_action != "followup_days"]
+    pooled = agreement_report(ratings, bootstrap=200, seed=1).metrics[POOLED]["band"]
+    assert pooled.reading == pooled.plain_reading == "reliable"
+    assert pooled.weakest in AGREED and pooled.weakest_reading == "reliable"
+
+
+# --- rubber-stamping -----------------------------------------------------------------------------
+
+
+def stamped(n: int = 20, amend_to_proposal: bool = False) -> list[Rating]:
+    """Three raters keep every proposal: ACCEPT, or AMEND to the proposal's own band."""
+    out = []
+    for v in range(n):
+        proposal = parse_band("esi_acuity", [1 + v % 5])
+        for r in "abc":
+            verdict = "AMEND" if amend_to_proposal and r == "c" else "ACCEPT"
+            band = parse_band("esi_acuity", {"min": 1 + v % 5, "max": 1 + v % 5})
+            out.append(Rating(f"v{v:03d}", "esi_acuity", r, verdict, band, proposal=proposal))
+    return out
+
+
+@pytest.mark.parametrize("amend_to_proposal", [False, True])
+def test_rubber_stamping_is_cautioned_beside_a_perfect_alpha(amend_to_proposal):
+    a = metric_alpha("band", stamped(amend_to_proposal=amend_to_proposal), bootstrap=200)
+    assert (a.alpha, a.reading) == (1.0, "reliable")
+    assert a.share_unchanged == 1.0
+    assert a.share_accept == pytest.approx(2 / 3 if amend_to_proposal else 1.0)
+    [caution] = [w for w in a.warnings if "proposal unchanged" in w]
+    assert caution.startswith("100% of review-mode bands leave the proposal unchanged")
+
+
+def test_independent_amendments_are_not_cautioned():
+    ratings = [
+        Rating(r.vignette_id, r.sub_action, r.rater, "AMEND", r.band, proposal=None)
+        for r in stamped()
+    ]
+    a = metric_alpha("band", ratings, bootstrap=200)
+    assert (a.share_accept, a.share_unchanged) == (0.0, 0.0)
+    assert not [w for w in a.warnings if "proposal unchanged" in w]
+
+
+def test_blind_mode_has_no_share_left_as_proposed():
+    blind = [
+        rate(f"v{v}", "esi_acuity", r, [1 + v % 5], mode="blind") for v in range(12) for r in "ab"
+    ]
+    a = metric_alpha("band", blind, bootstrap=100)
+    assert (a.mode, a.share_unchanged, a.share_accept) == ("blind", None, None)
+
+
+# --- declines ------------------------------------------------------------------------------------
+
+
+def hard_bands_declined(declined: bool) -> list[Rating]:
+    """Easy bands on which three raters agree, and hard ones on which they do not; with
+    `declined`, raters b and c DECLINE exactly the hard ones."""
+    out = []
+    for v in range(30):
+        vid, hard = f"v{v:03d}", v % 3 == 0
+        for i, r in enumerate("abc"):
+            if hard and declined and r != "a":
+                out.append(rate(vid, "esi_acuity", r))
+                continue
+            level = 1 + (v + (i if hard else 0)) % 5
+            out.append(rate(vid, "esi_acuity", r, [level]))
+    return out
+
+
+def test_declines_on_exactly_the_hard_bands_are_cautioned():
+    before = metric_alpha("band", hard_bands_declined(False), bootstrap=300)
+    after = metric_alpha("band", hard_bands_declined(True), bootstrap=300)
+    assert before.reading != "reliable"
+    # As missing data the declines leave only the easy bands: perfect agreement.
+    assert (after.alpha, after.reading, after.n_declined) == (1.0, "reliable", 20)
+    assert after.alpha_declines_as_disagreement < 0.667
+    assert after.reading_declines_as_disagreement != "reliable"
+    [caution] = [w for w in after.warnings if "maximal disagreement" in w]
+    assert "20 DECLINE(s)" in caution and "'reliable'" in caution
+    row = alpha_rows(agreement_report(hard_bands_declined(True), bootstrap=300), "band")[0]
+    assert row["declines as disagreement"].startswith(
+        f"{after.alpha_declines_as_disagreement:.3f}, "
+    )
+
+
+def test_without_declines_the_two_alphas_are_one():
+    a = metric_alpha("band", hard_bands_declined(False), bootstrap=200)
+    assert (a.alpha_declines_as_disagreement, a.ci_low_declines_as_disagreement) == (
+        a.alpha,
+        a.ci_low,
+    )
+    assert not [w for w in a.warnings if "maximal disagreement" in w]
+    verdict = metric_alpha("verdict", hard_bands_declined(True), bootstrap=0)
+    assert verdict.alpha_declines_as_disagreement is None  # DECLINE is a verdict category
+
+
+DECLINED = object()
+
+
+def ordinal_distance(values):
+    """Krippendorff's ordinal distance over the pairable values `values` (DECLINE left out)."""
+    counts = {c: values.count(c) for c in set(values)}
+    order = sorted(counts)
+
+    def d(c, k):
+        lo, hi = sorted((c, k))
+        between = sum(counts[g] for g in order if lo <= g <= hi)
+        return (between - (counts[lo] + counts[hi]) / 2) ** 2
+
+    return d
+
+
+def pairwise_alpha(units, metric_distance, bounded):
+    """1 - D_o / D_e written out pair by pair (Krippendorff 2011), each DECLINE at the largest
+    distance (1 on a `bounded` scale, else the largest between the values given) from every
+    value and every other DECLINE."""
+    units = [u for u in units if len(u) >= 2]
+    every = [x for u in units for x in u]
+    given_values = [x for x in every if x is not DECLINED]
+    d = metric_distance(given_values)
+    largest = max((d(a, b) for a in given_values for b in given_values), default=0.0)
+    if bounded or largest == 0:
+        largest = 1.0
+
+    def distance(a, b):
+        return largest if a is DECLINED or b is DECLINED else d(a, b)
+
+    observed = sum(
+        sum(distance(a, b) for i, a in enumerate(u) for j, b in enumerate(u) if i != j)
+        / (len(u) - 1)
+        for u in units
+    )
+    n = len(every)
+    expected = sum(
+        distance(a, b) for i, a in enumerate(every) for j, b in enumerate(every) if i != j
+    )
+    return None if expected == 0 else 1 - observed / (expected / (n - 1))
+
+
+def declined_units(metric, ratings):
+    bands = {}
+    for r in ratings:
+        bands.setdefault(r.vignette_id, []).append(r)
+    units = []
+    domain = {"esi_acuity": range(1, 6), "admit": (False, True)}
+    for group in bands.values():
+        rated = [r for r in group if r.verdict != "DECLINE"]
+        declines = [DECLINED] * (len(group) - len(rated))
+        if metric == "band":
+            units.append([label(r) for r in rated] + declines)
+        elif metric == "membership":
+            for value in domain[group[0].sub_action]:
+                units.append([value in r.band.values() for r in rated] + declines)
+        else:
+            pick = min if metric == "lower" else max
+            units.append([pick(r.band.values()) for r in rated] + declines)
+    return units
+
+
+def distances(metric, sub):
+    if metric == "band":
+        return lambda values: design_distance
+    if metric == "membership":
+        return lambda values: lambda a, b: float(a != b)
+    if sub == "esi_acuity":
+        return ordinal_distance
+    return lambda values: lambda a, b: float(a - b) ** 2
+
+
+@SLOW
+@given(
+    studies(["esi_acuity"], max_vignettes=6)
+    | studies(["followup_days"], max_vignettes=6)
+    | studies(["orders"], max_vignettes=6)
+    | studies(["admit"], max_vignettes=6)
+)
+def test_declines_as_maximal_disagreement_equal_a_pairwise_computation(ratings):
+    assume(ratings)
+    sub = ratings[0].sub_action
+    metrics = {"orders": ["band"], "admit": ["band", "membership"]}.get(
+        sub,
+        ["band", "membership", "lower", "upper"]
+        if sub == "esi_acuity"
+        else ["band", "lower", "upper"],
+    )
+    for metric in metrics:
+        a = metric_alpha(metric, ratings, bootstrap=0)
+        bounded = metric in ("band", "membership")  # Jaccard and nominal: at most 1
+        want = pairwise_alpha(declined_units(metric, ratings), distances(metric, sub), bounded)
+        got = a.alpha_declines_as_disagreement
+        if a.alpha is None:
+            continue  # computed only beside a defined alpha
+        assume(want is not None)
+        assert got == pytest.approx(want, abs=1e-9), (metric, a.n_declined)
+
+
+# --- modes ---------------------------------------------------------------------------------------
+
+
+def test_blind_and_review_ratings_are_never_pooled():
+    review = [rate(f"v{v}", "esi_acuity", r, [1 + v % 5]) for v in range(12) for r in "ab"]
+    blind = [
+        rate(f"v{v}", "esi_acuity", r, [1 + (v + i) % 5], mode="blind")
+        for v in range(12)
+        for i, r in enumerate("cd")
+    ]
+    with pytest.raises(FmaBandsError, match="never pooled"):
+        metric_alpha("band", review + blind)
+    report = agreement_report(review + blind, bootstrap=100)
+    assert report.modes == ("review", "blind")
+    apart = report.metrics["review:esi_acuity"]["band"], report.metrics["blind:esi_acuity"]["band"]
+    assert [(a.mode, a.n_raters) for a in apart] == [("review", 2), ("blind", 2)]
+    assert apart[0].alpha == metric_alpha("band", review, bootstrap=0).alpha == 1.0
+    assert apart[1].alpha == metric_alpha("band", blind, bootstrap=0).alpha
+    assert "esi_acuity" not in report.metrics and POOLED not in report.metrics
+    labels = {r["sub-action"] for r in alpha_rows(report, "band")}
+    assert "ESI acuity level, blind mode" in labels and "ESI acuity level, review mode" in labels
