@@ -25,9 +25,11 @@ st.dataframe(
     [
         {
             "record": r.sequence,
-            "change": {"enrolment": "enrol or reset", "policy": "registry policy"}.get(
-                r.kind, r.kind
-            ),
+            "change": {
+                "enrolment": "enrol or reset",
+                "identity": "rater's identity commitment",
+                "policy": "registry policy",
+            }.get(r.kind, r.kind),
             "concerns": r.about or "the whole study",
             "signed by": r.signer,
             "file": r.file_name,

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import streamlit as st
 
+from app_pages.case_links import case_key
 from app_pages.common import escaped, library, require_user, session, settings
 from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import case_label, case_numbers
 from fma_bands.core.people import UserPublic
-from fma_bands.core.protocol import DECLARATIONS, STATEMENT_TEXT
+from fma_bands.core.protocol import DECLARATIONS, statement_text
 from fma_bands.core.vignettes import Library
 from fma_bands.study.identity import is_recorded
 from fma_bands.study.signing import attest, manifestation, on_file
@@ -79,7 +80,7 @@ def sign_attestation(
 
 user = require_user("rater")
 lib, folder = library(), settings().attestations
-numbers = case_numbers(lib)
+numbers = case_numbers(lib, case_key())
 if "signed" in st.session_state:  # signed: the form starts afresh (after an error it keeps all)
     st.session_state.update({f"declare:{k}": False for k in DECLARATIONS})
     st.session_state["attest:passphrase"] = ""
@@ -119,7 +120,7 @@ if not identity_recorded:
     )
 
 st.subheader("Statement")
-st.write(STATEMENT_TEXT)
+st.write(statement_text([r["round"] for r in signing.reviews]))
 reviews_covered(signing, numbers)
 
 with st.form("attest"):

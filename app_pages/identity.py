@@ -11,10 +11,13 @@ from fma_bands.study.identity import is_recorded, reveal_identity, set_identity
 from fma_bands.study.users import list_users
 
 DONE = "identity:done"
+FAILED = "identity:failed"
+PASSPHRASE = "identity:passphrase"
 
 
-def record(user: UserPublic, who: str, values: dict[str, str]) -> None:
-    """Record the identity; once recorded, the page says so on the next run and empties the form."""
+def record(user: UserPublic, who: str, values: dict[str, str], passphrase: str) -> None:
+    """Record the identity and sign its commitment into the roster. The page says how it went on
+    the next run, with the passphrase field emptied either way."""
     try:
         with session() as s:
             set_identity(
@@ -23,16 +26,18 @@ def record(user: UserPublic, who: str, values: dict[str, str]) -> None:
                 pseudonym=who,
                 record=values,
                 key_path=settings().identity_key,
+                passphrase=passphrase,
+                folder=settings().attestations,
                 source="form",
             )
     except FmaBandsError as exc:
-        st.error(escaped(exc.message))
+        st.session_state[FAILED] = exc.message
     else:
         st.session_state[DONE] = (
-            f"Identity of {who} recorded. Its commitment is published in {who}'s public record "
-            "when they next sign."
+            f"Identity of {who} recorded. Its commitment is signed into the study's roster "
+            "with the root key; an editor checks a revealed record against it."
         )
-        st.rerun()
+    st.rerun()
 
 
 user = require_user("coordinator")
@@ -44,27 +49,37 @@ st.title("Rater identities")
 st.caption(
     "Full name, qualifications, registration and institution stay private: never in "
     "attestations, exports or logs. A salted SHA-256 commitment to it is what is published: "
-    "each attestation the rater signs carries it, so an editor shown the private record can "
-    "check it matches."
+    "the study's root key signs it into the roster, so an editor shown the private record can "
+    "check it matches. A rater can sign once their identity is recorded."
 )
 if not raters:
     st.info("No rater is enrolled yet.")
     st.stop()
 st.dataframe([{"rater": p, "identity recorded": ok} for p, ok in recorded.items()], hide_index=True)
 
+if FAILED in st.session_state or DONE in st.session_state:
+    # After an attempt, and before the field is drawn: the passphrase does not stay on screen.
+    st.session_state[PASSPHRASE] = ""
 if done := st.session_state.pop(DONE, None):
     # Recorded: the private values leave the screen (they stay on it after an error).
     st.session_state.update({f"identity:{f}": "" for f in IDENTITY_FIELDS})
     st.success(done)
+if failed := st.session_state.pop(FAILED, None):
+    st.error(escaped(failed))
 who = st.selectbox("Rater", list(recorded))
 with st.form("identity"):
     values = {
         f: st.text_input(f.replace("_", " ").capitalize(), key=f"identity:{f}")
         for f in IDENTITY_FIELDS
     }
+    passphrase = st.text_input(
+        "Your passphrase (it unlocks the study's root key, which signs the commitment)",
+        type="password",
+        key=PASSPHRASE,
+    )
     save = st.form_submit_button("Record identity")
 if save:
-    record(user, who, values)
+    record(user, who, values, passphrase)
 
 if recorded.get(who) and st.button(f"Reveal {who}'s identity (audited)"):
     with session() as s:

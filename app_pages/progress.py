@@ -7,6 +7,7 @@ confirmation, reruns that part only, never the whole table of every rater's work
 
 import streamlit as st
 
+from app_pages.case_links import case_key
 from app_pages.common import escaped, library, plain, require_user, session, settings
 from app_pages.progress_screen import progress_table, rater_summaries, reviews_csv
 from fma_bands.core.actions import sub_action
@@ -123,7 +124,7 @@ for r in (r for r in summaries if r.weak_signal):
         "nearly everything is a weak signal worth a conversation, never a penalty."
     )
 quorum_progress(lib, user)
-flags(case_numbers(lib), user)
+flags(case_numbers(lib, case_key()), user)
 
 
 def _reviews() -> str:

@@ -24,6 +24,7 @@ from fma_bands.core.spreadsheet import csv_text
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import BandMark, Review, ScreenDraft, User
 from fma_bands.study.assignment import load as load_assignments
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.state import authorize
 from fma_bands.study.submissions import submitted_reviews
 
@@ -191,7 +192,7 @@ REVIEW_COLUMNS = (
 def reviews_csv(session: Session, library: Library, *, viewer: UserPublic) -> str:
     """Each rater's latest submitted review of each band, stale ones included and marked."""
     authorize(session, viewer, "export_reviews")
-    numbers = case_numbers(library)
+    numbers = case_numbers(library, case_key(session))
     rows = []
     for review in submitted_reviews(session, library, viewer=viewer, include_stale=True):
         row: dict[str, Any] = {

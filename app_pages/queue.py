@@ -4,6 +4,7 @@ status and sub-action."""
 import streamlit as st
 
 from app_pages import queue_screen
+from app_pages.case_links import case_key
 from app_pages.common import library, require_user, session
 from app_pages.review_screen import ReviewState
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
@@ -15,7 +16,8 @@ lib = library()
 with session() as s:
     rows = queue_screen.rater_queue(s, lib, user)
     settings = study(s)
-numbers = case_numbers(lib)
+token_key = case_key()
+numbers = case_numbers(lib, token_key)
 
 st.title("My queue")
 if flash := ReviewState.of(st.session_state).take_flash():
@@ -38,7 +40,7 @@ if resume is not None and settings.phase == "open":
     label = "Resume" if done or any(r.status != "to do" for r in rows) else "Start reviewing"
     band = f"Case {resume.case} of {len(numbers)} · {sub_action(resume.sub_action).label}"
     if st.button(f"{label}: {band}", type="primary", icon=":material/play_arrow:"):
-        st.switch_page("app_pages/review.py", query_params=address(*resume.band))
+        st.switch_page("app_pages/review.py", query_params=address(*resume.band, key=token_key))
 
 st.subheader("Bands")
 show, which = st.columns(2)
@@ -57,7 +59,7 @@ for row in queue_screen.page(chosen, number):
     left.page_link(
         "app_pages/review.py",
         label=f"Case {row.case} of {len(numbers)} · {sub_action(row.sub_action).label}",
-        query_params=address(*row.band),
+        query_params=address(*row.band, key=token_key),
     )
     right.caption(row.status + (" · flagged for the coordinator" if row.flagged else ""))
 if not chosen:

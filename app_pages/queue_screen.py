@@ -22,6 +22,7 @@ from fma_bands.core.vignettes import Library
 from fma_bands.store.models import Review
 from fma_bands.study import drafts, marks
 from fma_bands.study.assignment import assigned_bands
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.state import current_round_bands
 
 Status = Literal["to do", "in progress", "skipped", "submitted", "changed since submitted"]
@@ -62,7 +63,7 @@ def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[Q
     latest = _latest(session, rater, number)
     kept = drafts.in_progress(session, rater)
     marked = marks.open_marks(session, rater)
-    numbers = case_numbers(library)
+    numbers = case_numbers(library, case_key(session))
     order = {name: i for i, name in enumerate(SUB_ACTIONS)}
     rows = []
     for vignette in library:

@@ -17,8 +17,9 @@ from fma_bands.evidence.harness import harness_note
 from fma_bands.evidence.log import folder_digests
 from fma_bands.evidence.provenance import Decision
 from fma_bands.evidence.registry import Registry, decide
+from fma_bands.study import audit
 from fma_bands.study.enrolment import root_signer
-from fma_bands.study.impact import Run, read_runs, reviewed_impact
+from fma_bands.study.impact import RunCounts, count_runs, read_runs, reviewed_impact
 from fma_bands.study.ledger import published_head
 from fma_bands.study.state import study
 
@@ -60,8 +61,9 @@ def _decision(d: Decision) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
-def _runs(files: tuple[str, ...], state: tuple) -> list[Run]:
-    return read_runs(files)
+def _runs(files: tuple[str, ...], state: tuple) -> RunCounts:
+    # Kept as counts per action, not as runs: small to keep, and every band counts from them.
+    return count_runs(read_runs(files))
 
 
 def _count(value: int | None) -> str:
@@ -90,7 +92,7 @@ def impact(lib: Library, user: UserPublic) -> None:
         st.text(str(exc))
         return
     st.caption(
-        f"{len(runs)} complete runs in {len(files)} file(s) of {escaped(folder)}: "
+        f"{runs.runs} complete runs in {len(files)} file(s) of {escaped(folder)}: "
         f"{escaped(', '.join(Path(p).name for p in files))}. In band: runs whose action the band "
         "admits; pairs: pairs of those runs of one vignette; across the threshold: of those "
         "pairs, the ones on opposite sides of it (what a within-range flip needs). For the "
@@ -175,6 +177,10 @@ st.caption(
     "With your passphrase, the study's root key also signs that head, so an editor can check "
     "it against the folder (fma-bands verify --export bands.yaml)."
 )
+if refused := st.session_state.pop("export:refused", None):
+    # A wrong passphrase is tried once, not again on every rerun: the field is emptied.
+    st.session_state["export:passphrase"] = ""
+    st.error(escaped(refused))
 head_passphrase = st.text_input(
     "Your passphrase, to sign the head (optional)", type="password", key="export:passphrase"
 )
@@ -183,15 +189,26 @@ if head_passphrase:
     try:
         with session() as s:
             root = root_signer(s, user, head_passphrase)
-        head_signer = (root.keyid, root.private_key)
-        st.caption("The head will be signed with the study's root key.")
     except FmaBandsError as exc:
-        st.error(escaped(exc.message))
+        st.session_state["export:refused"] = exc.message
+        st.rerun()
+    head_signer = (root.keyid, root.private_key)
+    st.caption("The head will be signed with the study's root key.")
+
+
+def audit_head() -> tuple[int, str] | None:
+    """The audit log's head as the export is made: the export carries it (audit verify --export)."""
+    with session() as s:
+        return audit.head(s)
+
+
 st.download_button(
     "Download bands.yaml",
     # Written when the button is pressed, not on every rerun.
     data=lambda: dump_bands(
-        export_document(lib, folder, registry=registry, head_signer=head_signer)
+        export_document(
+            lib, folder, registry=registry, head_signer=head_signer, audit_head=audit_head()
+        )
     ),
     file_name="bands.yaml",
     mime="application/yaml",
@@ -199,7 +216,14 @@ st.download_button(
 )
 if st.button(f"Write bands.yaml to the export folder, {escaped(export_dir)}"):
     try:
-        written = write_export(lib, folder, export_dir, registry=registry, head_signer=head_signer)
+        written = write_export(
+            lib,
+            folder,
+            export_dir,
+            registry=registry,
+            head_signer=head_signer,
+            audit_head=audit_head(),
+        )
         st.success(f"Wrote {escaped(written)}")
     except FmaBandsError as exc:
         st.error(escaped(exc))

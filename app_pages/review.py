@@ -8,6 +8,7 @@ top of the page and handed to every part that reads or changes it."""
 
 import streamlit as st
 
+from app_pages.case_links import case_key
 from app_pages.common import (
     chart,
     library,
@@ -58,7 +59,7 @@ def heading(screen: Screen, review: ReviewState) -> None:
         # A button that switches page moves the address too, so a reload or a shared link
         # opens the band on screen (a link to the page already open would not).
         if other and column.button(label, help=f"{sub_action(other.sub_action).label}"):
-            st.switch_page("app_pages/review.py", query_params=address(*other.band))
+            st.switch_page("app_pages/review.py", query_params=address(*other.band, key=case_key()))
 
 
 def what_the_agent_knows(screen: Screen) -> None:
@@ -151,15 +152,17 @@ review = ReviewState.of(st.session_state)
 follow(review)
 lib = library()
 params = st.query_params.to_dict()
+token_key = case_key()
+wanted = from_address(lib, params, key=token_key)
 with session() as s:
-    screen = open_screen(s, lib, user, from_address(lib, params), params.get("sub_action"))
+    screen = open_screen(s, lib, user, wanted, params.get("sub_action"))
 if screen is None:
     st.info("No band is waiting for review.")
     st.stop()
 # The address names the case by a neutral token, never by the id (which may give away its
 # stratum), so a reload or a shared link opens this band.
-if params != address(*screen.band):
-    st.query_params.from_dict(address(*screen.band))
+if params != address(*screen.band, key=token_key):
+    st.query_params.from_dict(address(*screen.band, key=token_key))
 heading(screen, review)
 
 stack_below(1100, "review_columns")

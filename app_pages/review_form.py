@@ -14,6 +14,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from app_pages import band_form, review_screen
+from app_pages.case_links import case_key
 from app_pages.common import (
     chart,
     current_user,
@@ -63,7 +64,7 @@ def follow(review: ReviewState) -> None:
     if goto == "queue":
         st.switch_page("app_pages/queue.py")
     if goto is not None:
-        st.switch_page("app_pages/review.py", query_params=address(*goto))
+        st.switch_page("app_pages/review.py", query_params=address(*goto, key=case_key()))
 
 
 @st.fragment

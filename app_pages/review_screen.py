@@ -8,6 +8,9 @@ Entries are the screen's fields by name: `verdict`, `reason`, `confidence`, `q1:
 `q1:note` ... `q6:note`, and the band editor's fields under `band:` (app_pages.band_form).
 """
 
+import hashlib
+import hmac
+import secrets
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +23,12 @@ from app_pages.queue_screen import QueueRow, Status, next_after, rater_queue, re
 from fma_bands.core.actions import Step, SubAction, sub_action
 from fma_bands.core.bands import AnyBand, parse_band
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.labels import case_label, case_numbers, case_token, tool_names
+from fma_bands.core.labels import case_label, case_numbers, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import QUESTION_KEYS
 from fma_bands.core.vignettes import Library, Proposal, Vignette
 from fma_bands.study import drafts, marks, round_panel
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.reviews import ReviewData, ReviewForm, check_form, current_review, save
 from fma_bands.study.signing import resign
 from fma_bands.study.state import sees_proposals, study
@@ -107,8 +111,13 @@ class Screen:
         return stored | self.kept.entries if self.kept is not None else stored
 
 
+# The browser sees widget keys (as class names), so they name a band by a digest keyed with a
+# secret of this server process: stable while its sessions last, never computable from the id.
+_SCREEN_SECRET = secrets.token_bytes(32)
+
+
 def screen_key(vid: str, name: str) -> str:
-    return f"{case_token(vid)}:{name}"
+    return f"{hmac.new(_SCREEN_SECRET, vid.encode(), hashlib.sha256).hexdigest()[:16]}:{name}"
 
 
 def widget_key(prefix: str, name: str) -> str:
@@ -144,7 +153,7 @@ def open_screen(
     return Screen(
         vignette=vignette,
         proposal=proposal,
-        case=case_label(case_numbers(library), vid),
+        case=case_label(case_numbers(library, case_key(session)), vid),
         position=at + 1,
         total=len(rows),
         previous=rows[at - 1] if at > 0 else None,

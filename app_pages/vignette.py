@@ -2,18 +2,20 @@
 
 import streamlit as st
 
+from app_pages.case_links import case_key
 from app_pages.common import escaped, library, plain, proposals_visible, require_user, show_proposal
 from fma_bands.core import labels
 from fma_bands.core.actions import sub_action
 
 user = require_user()
 lib = library()
-numbers = labels.case_numbers(lib)
-ids = [v.id for v in labels.shelf(lib, user)]
+token_key = case_key()
+numbers = labels.case_numbers(lib, token_key)
+ids = [v.id for v in labels.shelf(lib, user, key=token_key)]
 if not ids:
     st.info("No vignettes are loaded.")
     st.stop()
-wanted = labels.from_address(lib, st.query_params.to_dict())
+wanted = labels.from_address(lib, st.query_params.to_dict(), key=token_key)
 vid = st.selectbox(
     "Vignette",
     ids,
@@ -21,7 +23,7 @@ vid = st.selectbox(
     format_func=lambda v: labels.vignette_title(numbers, lib.vignettes[v], user),
     key="vignette_id",
 )
-st.query_params.from_dict(labels.vignette_address(vid, user))
+st.query_params.from_dict(labels.vignette_address(vid, user, key=token_key))
 vignette = lib.vignettes[vid]
 
 st.title(escaped(labels.vignette_title(numbers, vignette, user)))

@@ -395,7 +395,13 @@ def build_study(
         )
         for rater in raters:
             set_identity(
-                s, actor=coordinator, pseudonym=rater.pseudonym, record=IDENTITY, key_path=key
+                s,
+                actor=coordinator,
+                pseudonym=rater.pseudonym,
+                record=IDENTITY,
+                key_path=key,
+                passphrase=PASSPHRASE,
+                folder=None,
             )
     start = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
     rows = _reviews(library, raters, seed, start)

@@ -66,9 +66,17 @@ def _log_bug(ctx: click.Context, exc: Exception) -> str:
         f"--- {datetime.datetime.now(datetime.UTC).isoformat()} fma-bands "
         f"{' '.join(sys.argv[1:])}\n" + "".join(traceback.format_exception(exc))
     )
+    with contextlib.suppress(Exception):  # the log never holds a database password
+        from fma_bands.store.db import hide_passwords
+
+        entry = hide_passwords(entry)
     for path in (Path(wanted), Path(tempfile.gettempdir()) / "fma-bands.log"):
         with contextlib.suppress(OSError):
-            with path.open("a", encoding="utf-8") as handle:
+            # Readable by its owner only, and never through a link planted where it goes.
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+            fd = os.open(path, flags, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as handle:
+                os.fchmod(fd, 0o600)
                 handle.write(entry)
             return str(path.resolve())
     return "(no log could be written)"
@@ -140,7 +148,7 @@ def store() -> Iterator["Session"]:
     """A session on the study database, brought to the current schema first (as the app does)."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from fma_bands.store.db import make_engine, session_scope, upgrade
+    from fma_bands.store.db import make_engine, session_scope, shown_url, upgrade
     from fma_bands.study.ledger import publish
 
     url = settings().database_url
@@ -156,7 +164,7 @@ def store() -> Iterator["Session"]:
             yield session
     except SQLAlchemyError as exc:
         cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        raise FmaBandsError(f"cannot use the database {url}: {cause}") from None
+        raise FmaBandsError(f"cannot use the database {shown_url(url)}: {cause}") from None
     finally:
         engine.dispose()
 
@@ -167,19 +175,36 @@ def library(folders: tuple[str, ...] = ()) -> "Library":
     return load_library(list(folders) or [settings().vignettes])
 
 
+def has_database() -> bool:
+    """False for a SQLite file that does not exist (an editor's checkout holds only files):
+    commands that merely read the store then do without it rather than create it."""
+    url = settings().database_url
+    # os.path.exists: a path no file can have (too long, a NUL) holds no study either.
+    return not url.startswith("sqlite:///") or os.path.exists(url.removeprefix("sqlite:///"))
+
+
 def pinned(given: str | None) -> tuple[str | None, tuple[int, str] | None]:
     """What the attestations folder must be: the log of this study (--study, else the
     database's), holding at least what the database has published (its head), so a folder
     swapped or cut short is refused. An editor with the folder alone gives --study from the
     paper, and --since with `verify`."""
-    url = settings().database_url
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+    if not has_database():
         return given, None
     from fma_bands.study.ledger import published_head
     from fma_bands.study.state import study
 
     with store() as session:
         return given or study(session).study_id, published_head(session)
+
+
+def stored_audit_head() -> tuple[int, str] | None:
+    """The audit log's (seq, hash) now, when there is a database: an export carries it."""
+    if not has_database():
+        return None
+    from fma_bands.study.audit import head
+
+    with store() as session:
+        return head(session)
 
 
 def complete_library() -> "Library":
@@ -207,7 +232,7 @@ def synced(session: "Session") -> tuple["Library", "SyncReport"]:
 def coordinator(session: "Session") -> "UserPublic":
     """The person taking a coordinator action, named by --as and authenticated by their passphrase
     (a file, $FMA_BANDS_PASSPHRASE_FILE, or a prompt at a terminal), so the audit log says who
-    did what. Failed attempts are throttled and audited like failed sign-ins."""
+    did what. Each attempt is throttled and audited like a sign-in (fma_bands.study.throttle)."""
     from fma_bands.study.users import SIGN_IN_FAILED, has_coordinator, sign_in
 
     if not has_coordinator(session):
@@ -230,10 +255,10 @@ def coordinator(session: "Session") -> "UserPublic":
         raise AccessDenied(
             f"give {name}'s passphrase with --passphrase-file P (or FMA_BANDS_PASSPHRASE_FILE)"
         )
-    user = sign_in(session, name, passphrase)
+    # A failure is counted and audited (committed) by the check itself; an account that must
+    # still wait is refused with how long (AccessDenied, exit 1).
+    user = sign_in(session, name, passphrase, where="cli --as")
     if user is None:
-        # Keep the failed attempt (throttle and audit) although the command stops here.
-        session.commit()
         raise AccessDenied(SIGN_IN_FAILED.replace("Sign-in", "Authentication"))
     # What this person may do is the domain's to say (fma_bands.study.state.authorize). The
     # passphrase is kept for this command only: it also unseals the study's root key.

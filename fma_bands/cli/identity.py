@@ -3,7 +3,15 @@
 import click
 import yaml
 
-from fma_bands.cli.base import cli, coordinator, done, read_yaml, settings, store
+from fma_bands.cli.base import (
+    acting_passphrase,
+    cli,
+    coordinator,
+    done,
+    read_yaml,
+    settings,
+    store,
+)
 from fma_bands.core.protocol import IDENTITY_FIELDS
 
 
@@ -22,22 +30,25 @@ def identity() -> None:
     help=f"YAML with exactly the keys {', '.join(IDENTITY_FIELDS)}.",
 )
 def set_(name: str, source: str) -> None:
-    """Record rater NAME's private identity from a YAML file (sealed at rest)."""
+    """Record rater NAME's private identity from a YAML file (sealed at rest), and sign its
+    commitment into the study's roster with your root key."""
     from fma_bands.study.identity import set_identity
 
     data = read_yaml(source, "identity file")
     with store() as session:
+        actor = coordinator(session)
         commitment = set_identity(
             session,
-            actor=coordinator(session),
+            actor=actor,
             pseudonym=name,
             record=data,
             key_path=settings().identity_key,
+            passphrase=acting_passphrase(),
+            folder=settings().attestations,
             source=source,
         )
     click.echo(
-        f"identity of {name} recorded; commitment {commitment}, published in their public record "
-        "when they next sign"
+        f"identity of {name} recorded; commitment {commitment}, signed into the study's roster"
     )
 
 

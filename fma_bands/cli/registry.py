@@ -5,9 +5,18 @@ from typing import Any
 
 import click
 
-from fma_bands.cli.base import cli, complete_library, done, pinned, print_json, settings
+from fma_bands.cli.base import (
+    cli,
+    complete_library,
+    done,
+    pinned,
+    print_json,
+    settings,
+    stored_audit_head,
+)
+from fma_bands.cli.paths import check_output
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.evidence.policy import SCOPES
+from fma_bands.evidence.policy import MAX_QUORUM, SCOPES
 
 
 def sensitivity(command: Any) -> Any:
@@ -22,7 +31,9 @@ def sensitivity(command: Any) -> Any:
         "--scope", type=click.Choice(SCOPES), help="Override the signed policy's scope rule."
     )(command)
     return click.option(
-        "--quorum", type=click.IntRange(min=1), help="Override the signed policy's quorum."
+        "--quorum",
+        type=click.IntRange(1, MAX_QUORUM),
+        help=f"Override the signed policy's quorum (1 to {MAX_QUORUM:,}).",
     )(command)
 
 
@@ -118,8 +129,9 @@ def export(
     from fma_bands.evidence.export import check_harness, export_document, write_bands
     from fma_bands.evidence.provenance import ADJUDICATED
 
-    _check_out(Path(out), settings().attestations)
+    check_output(out, "export")
     study_id, since = pinned(study)
+    audit_head = stored_audit_head()
     document = export_document(
         complete_library(),
         settings().attestations,
@@ -130,6 +142,7 @@ def export(
         since=since,
         provisional=provisional,
         head_signer=_head_signer() if sign_head else None,
+        audit_head=audit_head,
     )
     path = write_bands(out, document)
     if document.get("provisional"):
@@ -153,33 +166,6 @@ def export(
         f"the harness at {check.where} builds all {check.bands} bands and "
         f"{check.adjudicators} adjudicator(s)"
     )
-
-
-def _check_out(out: Path, folder: Path) -> None:
-    """bands.yaml goes to a new file or over a regular one, never into the attestations folder
-    (only the study's log writes there) and never onto a device, FIFO or link."""
-    import os
-    import stat
-
-    target = out.parent.resolve() / out.name
-    if target.parent == folder.resolve() or folder.resolve() in target.parents:
-        raise FmaBandsError(
-            f"{out} is inside the attestations folder {folder}: only the study's signed log "
-            "writes there; write the export elsewhere",
-            file=str(out),
-        )
-    try:
-        found = os.lstat(out)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise FmaBandsError(f"cannot write there: {exc.strerror}", file=str(out)) from None
-    if not stat.S_ISREG(found.st_mode):
-        raise FmaBandsError(
-            "not a regular file (a link, a device, a FIFO or a folder): bands.yaml is written "
-            "only to a new file or over a regular one",
-            file=str(out),
-        )
 
 
 def _head_signer() -> Any:

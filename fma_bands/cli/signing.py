@@ -171,11 +171,10 @@ def verify(since: str | None, study: str | None, export_file: str | None, as_jso
 
 def _exported_head(path: str) -> tuple[str, int, str] | None:
     """The (study, sequence, digest) a bands.yaml states it was decided from."""
-    from fma_bands.core.files import read_yaml
+    from fma_bands.evidence.export import read_export_header
 
-    data = read_yaml(path, limit=256 * 1024 * 1024, what="bands.yaml")
+    header = read_export_header(path)
     try:
-        header = data["attestations"]
         head = header["head"]
         return header["study"], head["sequence"], head["digest"]
     except (KeyError, TypeError):
@@ -184,12 +183,12 @@ def _exported_head(path: str) -> tuple[str, int, str] | None:
 
 def _check_export_head(evidence, path: str) -> None:
     """The export's head must be signed by a root key of the study the folder is the log of."""
-    from fma_bands.core.files import read_yaml
+    from fma_bands.evidence.export import read_export_header
     from fma_bands.evidence.head import check_head
     from fma_bands.evidence.log import Problem
 
-    header = read_yaml(path, limit=256 * 1024 * 1024, what="bands.yaml")["attestations"]
-    signed = header.get("head_signature") if isinstance(header, dict) else None
+    header = read_export_header(path)
+    signed = header.get("head_signature")
     name = Path(path).name
     if signed is None:
         evidence.problems.append(
@@ -197,15 +196,16 @@ def _check_export_head(evidence, path: str) -> None:
         )
         return
     try:
-        study, sequence, digest, _ = check_head(signed, evidence.root_public)
+        head = check_head(signed, evidence.root_public)
     except FmaBandsError as exc:
         evidence.problems.append(Problem(name, "bad_signature", f"its signed head: {exc.message}"))
         return
     stated = header.get("head") or {}
-    if (study, sequence, digest) != (
+    if (head.study, head.sequence, head.digest, head.audit_head) != (
         header.get("study"),
         stated.get("sequence"),
         stated.get("digest"),
+        header.get("audit_head"),
     ):
         evidence.problems.append(
             Problem(name, "bad_signature", "the signed head is not the head the export states")

@@ -5,6 +5,8 @@ signature, and the fields of a private identity.
 Plain constants, cheap to import: the command line builds its help from them.
 """
 
+from collections.abc import Collection
+
 VERDICTS = ("ACCEPT", "AMEND", "DECLINE")
 DECLINE = "DECLINE"
 CHOICES = ("yes", "no", "unsure")
@@ -61,6 +63,29 @@ STATEMENT_TEXT = (
     "available to the agent at each step. Each verdict, band and answer recorded here is my "
     "own clinical judgement, made without seeing any other rater's work."
 )
+# A round-2 review is made after the rater saw the anonymised round-1 reviews of that band:
+# what the rater signs must say so (docs/design.md, Blinding and rounds).
+_OWN = (
+    "I adjudicated the acceptable-action bands listed in this statement, given only the facts "
+    "available to the agent at each step. Each verdict, band and answer recorded here is my "
+    "own clinical judgement"
+)
+_ROUND = {
+    1: "made without seeing any other rater's work",
+    2: "made after I saw the anonymised round-1 reviews of the same band (no rater named)",
+}
+
+
+def statement_text(rounds: Collection[int]) -> str:
+    """What a rater signs for reviews of these rounds: true of each of them."""
+    found = sorted(set(rounds))
+    if found == [1] or not found:
+        return STATEMENT_TEXT
+    if found == [2]:
+        return f"{_OWN}, {_ROUND[2]}."
+    return f"{_OWN}: those of round 1 {_ROUND[1]}; those of round 2 {_ROUND[2]}."
+
+
 # A rater's private identity: never published; only its salted commitment is.
 IDENTITY_FIELDS = (
     "full_name",

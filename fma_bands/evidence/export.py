@@ -105,10 +105,14 @@ def export_document(
     since: tuple[int, str] | None = None,
     provisional: bool = False,
     head_signer: tuple[str, Ed25519PrivateKey] | None = None,
+    audit_head: tuple[int, str] | None = None,
 ) -> dict[str, Any]:
     """bands.yaml as data: every band as the registry decided it (pass `registry` when it is
     already decided), and the adjudicators with `attestation_on_file` only where a valid
     attestation is on file. `relative_to` is the folder bands.yaml will be written to.
+    `audit_head` is the audit log's (seq, hash) now: the export carries it (signed with the
+    head, when signed), so `fma-bands audit verify --export` can later tell a rewrite of the
+    log that this export has seen.
 
     A folder that does not verify is refused (FmaBandsError, code folder_invalid) unless the
     export is `provisional`: then every band is written as its file has it, never adjudicated,
@@ -137,9 +141,13 @@ def export_document(
         for name, record in sorted(registry.adjudicators.items())
     ]
     header = attestations_header(registry, folder, relative_to)
+    if audit_head is not None:
+        header["audit_head"] = {"seq": audit_head[0], "hash": audit_head[1]}
     if head_signer is not None and registry.valid and registry.study and registry.head[1]:
         # The root vouches for the head the bands were decided from (evidence/head.py).
-        header["head_signature"] = sign_head(registry.study, registry.head, *head_signer)
+        header["head_signature"] = sign_head(
+            registry.study, registry.head, *head_signer, audit_head=audit_head
+        )
     return bands_document(
         library,
         grants=registry.grants(),
@@ -310,6 +318,7 @@ def write_export(
     registry: Registry | None = None,
     study: str | None = None,
     head_signer: tuple[str, Ed25519PrivateKey] | None = None,
+    audit_head: tuple[int, str] | None = None,
 ) -> Path:
     """bands.yaml in the one export folder of the settings (the app never writes elsewhere)."""
     document = export_document(
@@ -319,6 +328,7 @@ def write_export(
         registry=registry,
         study=study,
         head_signer=head_signer,
+        audit_head=audit_head,
     )
     return write_bands(Path(export_dir) / EXPORT_FILE, document)
 
@@ -332,6 +342,15 @@ def _read(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise FmaBandsError(f"{path}: format: not a {FORMAT} file")
     return data
+
+
+def read_export_header(path: str | Path) -> dict[str, Any]:
+    """The `attestations` header of a bands.yaml: the folder, study and head it was decided
+    from, and the audit head it carries."""
+    header = _read(path).get("attestations")
+    if not isinstance(header, dict):
+        raise FmaBandsError("states no attestations header", file=str(path))
+    return header
 
 
 def load_bands(path: str | Path, *, extensions: bool = False) -> dict[str, list[dict[str, Any]]]:

@@ -5,7 +5,7 @@ bands were decided from a log the study's root vouched for and that the folder s
 """
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -16,18 +16,35 @@ from fma_bands.evidence.dsse import parse_envelope, sign_envelope, verify_parsed
 HEAD_TYPE = "application/vnd.fma-bands.head+json"
 
 
+class SignedHead(NamedTuple):
+    """What a signed head states, and which root key signed it."""
+
+    study: str
+    sequence: int
+    digest: str
+    keyid: str
+    audit_head: dict[str, Any] | None  # {seq, hash} of the audit log when the head was signed
+
+
 def sign_head(
-    study: str, head: tuple[int, str], keyid: str, private_key: Ed25519PrivateKey
+    study: str,
+    head: tuple[int, str],
+    keyid: str,
+    private_key: Ed25519PrivateKey,
+    audit_head: tuple[int, str] | None = None,
 ) -> dict[str, Any]:
-    """A DSSE envelope whose payload is {study, sequence, digest}."""
+    """A DSSE envelope whose payload is {study, sequence, digest} and, when given, the audit
+    log's head at that moment ({seq, hash}), which `fma-bands audit verify --export` checks."""
     sequence, digest = head
-    payload = canonical_json({"study": study, "sequence": sequence, "digest": digest})
-    return sign_envelope(payload, HEAD_TYPE, private_key, keyid)
+    payload: dict[str, Any] = {"study": study, "sequence": sequence, "digest": digest}
+    if audit_head is not None:
+        payload["audit_head"] = {"seq": audit_head[0], "hash": audit_head[1]}
+    return sign_envelope(canonical_json(payload), HEAD_TYPE, private_key, keyid)
 
 
-def check_head(envelope: Any, root_keys: dict[str, str]) -> tuple[str, int, str, str]:
-    """(study, sequence, digest, keyid) of a signed head that a root key signed; FmaBandsError
-    saying why otherwise. `root_keys` maps keyid -> public key."""
+def check_head(envelope: Any, root_keys: dict[str, str]) -> SignedHead:
+    """What a signed head that a root key signed states; FmaBandsError saying why otherwise.
+    `root_keys` maps keyid -> public key."""
     parsed = parse_envelope(envelope)
     if parsed[1] != HEAD_TYPE:
         raise FmaBandsError(f"the signed head's payloadType is {parsed[1]}, not {HEAD_TYPE}")
@@ -35,8 +52,21 @@ def check_head(envelope: Any, root_keys: dict[str, str]) -> tuple[str, int, str,
     try:
         head = json.loads(parsed[0])
         study, sequence, digest = head["study"], head["sequence"], head["digest"]
-    except (KeyError, TypeError, ValueError):
+        audit_head = head.get("audit_head")
+    except (KeyError, TypeError, ValueError, AttributeError):
         raise FmaBandsError("the signed head is not {study, sequence, digest}") from None
     if not (isinstance(study, str) and isinstance(sequence, int) and isinstance(digest, str)):
         raise FmaBandsError("the signed head is not {study, sequence, digest}")
-    return study, sequence, digest, verified.keyids[0]
+    if audit_head is not None and parse_audit_head(audit_head) is None:
+        raise FmaBandsError("the signed head's audit_head is not {seq, hash}")
+    return SignedHead(study, sequence, digest, verified.keyids[0], audit_head)
+
+
+def parse_audit_head(value: Any) -> tuple[int, str] | None:
+    """(seq, hash) of an audit head as an export or a record states it, or None if it is not one."""
+    if not isinstance(value, dict):
+        return None
+    seq, digest = value.get("seq"), value.get("hash")
+    if isinstance(seq, bool) or not isinstance(seq, int) or not isinstance(digest, str):
+        return None
+    return seq, digest

@@ -37,11 +37,12 @@ if TYPE_CHECKING:
     # band models are slow to import.
     from fma_bands.core.vignettes import Proposal
 
-ROOT_SIGNED = ("enrolment", "policy", "approval")
+ROOT_SIGNED = ("enrolment", "identity", "policy", "approval")
 # Records that take effect only once the root's threshold of keys has signed them.
-NEEDS_THRESHOLD = ("enrolment", "policy")
+NEEDS_THRESHOLD = ("enrolment", "identity", "policy")
 ROLES = ("rater", "steward")
 PSEUDONYM = re.compile(r"[a-z0-9][a-z0-9_-]{2,39}")
+COMMITMENT = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def subject_name(vignette_id: str, sub_action: str) -> str:
@@ -228,6 +229,7 @@ class _Walk:
         self.owners: dict[str, str] = {}  # keyid -> pseudonym, every key ever bound
         self.waiting: dict[str, dict[str, Any]] = {}  # digest -> record awaiting signatures
         self.signed_by: dict[str, str] = {}  # adjudication digest -> pseudonym
+        self.identities: dict[str, str] = {}  # pseudonym -> root-signed identity commitment
 
     # Checking one candidate: (code, message) when it cannot take the place, else its effect.
 
@@ -291,6 +293,8 @@ class _Walk:
                 self.evidence.policy, self.evidence.policy_file = policy, env.path.name
 
             return lambda: self._propose(digest, signer, sequence, env, policy_effect)
+        if env.kind == "identity":
+            return self._identity(env, signer, sequence)
         enrolment = _enrolment(predicate["enrolment"])
         if isinstance(enrolment, tuple):
             return enrolment
@@ -312,6 +316,25 @@ class _Walk:
             )
 
         return enrol
+
+    def _identity(
+        self, env: CheckedEnvelope, signer: str, sequence: int
+    ) -> tuple[str, str] | Effect:
+        """A rater's identity commitment, as the root signs it into the roster."""
+        identity = env.predicate["identity"]
+        name, commitment = identity["pseudonym"], identity["identity_commitment"]
+        if not isinstance(commitment, str) or not COMMITMENT.fullmatch(commitment):
+            return ("malformed", "the identity commitment is not a sha256 digest")
+        enrolment = self.enrolments.get(self.latest_enrolment.get(name, ""))
+        if enrolment is None or enrolment["role"] != "rater":
+            return ("unrostered_key", f"no root-signed enrolment of a rater {name} precedes it")
+
+        def takes_effect(_at: int) -> None:
+            self.identities[name] = commitment
+            if (adjudicator := self.evidence.adjudicators.get(name)) is not None:
+                adjudicator.record["identity_commitment"] = commitment
+
+        return lambda: self._propose(env.digest, signer, sequence, env, takes_effect)
 
     def _propose(
         self,
@@ -356,6 +379,8 @@ class _Walk:
                     self.evidence.root_public.pop(key.keyid, None)
                     self.evidence.threshold = min(self.evidence.threshold, len(self.roots))
         adjudicator.record = _public_fields(enrolment)
+        if name in self.identities:
+            adjudicator.record["identity_commitment"] = self.identities[name]
         if enrolment["activation"] is not None:
             self._bind(digest, sequence)
 
@@ -437,9 +462,6 @@ class _Walk:
 
         def signed() -> None:
             self.signed_by[env.digest] = name
-            commitment = env.predicate.get("identity_commitment")
-            if isinstance(commitment, str):
-                adjudicator.record["identity_commitment"] = commitment
 
         return signed
 

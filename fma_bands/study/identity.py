@@ -17,12 +17,13 @@ from sqlmodel import Session, select
 
 from fma_bands.core.canonical import canonical_json
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.files import write_atomically
+from fma_bands.core.files import control_character, read_bounded, write_atomically
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import IDENTITY_FIELDS
 from fma_bands.evidence.keys import new_seal_key, seal, unseal
 from fma_bands.store.models import User
-from fma_bands.study import audit
+from fma_bands.study import audit, ledger
+from fma_bands.study.enrolment import root_signer
 from fma_bands.study.state import authorize
 
 
@@ -43,19 +44,30 @@ def check_identity_commitment(private_record: dict, salt_hex: str, commitment: s
 
 
 def check_identity(data: Any, source: str) -> dict[str, str]:
+    """The record's fields as text, each given, none unknown; a value that is not text (a
+    mapping, a list, a number that would lose its leading zeros) or that holds a control
+    character is refused under its field."""
     if not isinstance(data, dict):
         raise FmaBandsError(f"expected a mapping of {', '.join(IDENTITY_FIELDS)}", file=source)
     missing = [k for k in IDENTITY_FIELDS if not str(data.get(k) or "").strip()]
     unknown = sorted(map(str, set(data) - set(IDENTITY_FIELDS)))
+    wrong = {}
+    for key in set(IDENTITY_FIELDS) - set(missing):
+        if not isinstance(data[key], str):
+            wrong[key] = f"must be text (in quotes if need be), not {type(data[key]).__name__}"
+        elif (found := control_character(data[key])) is not None:
+            wrong[key] = f"holds {found}: remove it"
     problems = {k: "required" for k in missing} | {k: "not an identity field" for k in unknown}
+    problems |= wrong
     if problems:
         parts = []
         if missing:
             parts.append(f"missing {', '.join(missing)}")
         if unknown:
             parts.append(f"unknown key(s) {', '.join(unknown)}")
+        parts += [f"{key}: {wrong[key]}" for key in IDENTITY_FIELDS if key in wrong]
         raise FmaBandsError("; ".join(parts), file=source, fields=problems)
-    return {k: str(data[k]).strip() for k in IDENTITY_FIELDS}
+    return {k: data[k].strip() for k in IDENTITY_FIELDS}
 
 
 def _rater(session: Session, pseudonym: str) -> User:
@@ -83,12 +95,17 @@ def set_identity(
     pseudonym: str,
     record: Any,
     key_path: Path,
+    passphrase: str,
+    folder: Path | None,
     source: str = "identity",
 ) -> str:
-    """Seal the private identity and store its salted commitment; returns the commitment."""
+    """Seal the private identity, store its salted commitment and sign it into the roster with
+    the actor's root key (unsealed with `passphrase`): the commitment an editor checks is the
+    one the study's root published, never one a rater states of themselves. Returns it."""
     authorize(session, actor, "record_identity", about=pseudonym)
     checked = check_identity(record, source)
     user = _rater(session, pseudonym)
+    root = root_signer(session, actor, passphrase)
     commitment, salt = identity_commitment(checked)
     plain = canonical_json({"record": checked, "salt": salt})
     sealed = seal(plain, _identity_key(key_path, create=True), pseudonym.encode())
@@ -99,6 +116,17 @@ def set_identity(
         kind="identity_recorded",
         actor=actor.pseudonym,
         payload={"pseudonym": pseudonym, "identity_commitment": commitment},
+    )
+    ledger.append(
+        session,
+        "identity",
+        signer=root,
+        subject=[
+            {"name": f"identity/{pseudonym}", "digest": {"sha256": commitment[len("sha256:") :]}}
+        ],
+        body={"identity": {"pseudonym": pseudonym, "identity_commitment": commitment}},
+        about=pseudonym,
+        folder=folder,
     )
     return commitment
 
@@ -164,9 +192,10 @@ def _identity_key(path: Path, *, create: bool) -> bytes:
         write_atomically(path, base64.b64encode(key).decode() + "\n", overwrite=False)
         path.chmod(0o600)
         return key
+    text = read_bounded(path, limit=4 * 1024, what="identity key")
     try:
-        key = base64.b64decode(path.read_text().strip(), validate=True)
-    except (OSError, ValueError):
+        key = base64.b64decode(text.strip(), validate=True)
+    except ValueError:
         key = b""
     if len(key) != 32:
         raise FmaBandsError("not an fma-bands identity key", file=str(path))

@@ -14,16 +14,16 @@ from sqlmodel import Session, col, select
 
 from fma_bands.core.errors import FmaBandsError, WrongPassphrase
 from fma_bands.core.people import UserPublic
-from fma_bands.core.protocol import DECLARATIONS, MEANINGS, STATEMENT_TEXT
+from fma_bands.core.protocol import DECLARATIONS, MEANINGS, statement_text
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.envelope import STAMP, envelope_from_bytes, stamp
-from fma_bands.evidence.log import latest_signed_reviews, subject_name
+from fma_bands.evidence.log import Adjudicator, latest_signed_reviews, subject_name
 from fma_bands.store.models import LogRecord, Review, SigningKey, User, utcnow
 from fma_bands.study import audit, ledger
 from fma_bands.study.ledger import Receipt, Signer
 from fma_bands.study.rater_keys import public_record
 from fma_bands.study.signing_plan import Band, SigningPlan, plan
-from fma_bands.study.state import authorize, study
+from fma_bands.study.state import authorize, lock_study, study
 from fma_bands.study.users import unlock_signing_key
 
 NOT_SIGNED = "that passphrase is not right; nothing was signed"
@@ -126,7 +126,7 @@ def attest(
     signing = plan(session, library, rater, confirm_imported=confirm_imported, only=only)
     _require_fresh(signing, confirm_imported)
     key, private_key = _unlock(session, rater, passphrase)
-    _require_rostered(session, user.pseudonym, key.keyid)
+    _require_identity_in_roster(_require_rostered(session, user.pseudonym, key.keyid), user)
     when = now or utcnow()
     signer = Signer(user.pseudonym, key.keyid, private_key)
     rows = _sign_reviews(session, user, signer, key, signing, meaning, folder, when)
@@ -146,15 +146,26 @@ def attest(
     return ledger.receipt(rows, signer)
 
 
-def _require_rostered(session: Session, pseudonym: str, keyid: str) -> None:
+def _require_rostered(session: Session, pseudonym: str, keyid: str) -> Adjudicator:
     """Refuse to sign with a key the root-signed roster does not give the rater (yet): such a
     record would not verify in its place and would make the folder invalid."""
     adjudicator = ledger.store_evidence(session).adjudicators.get(pseudonym)
     use = adjudicator.key(keyid) if adjudicator is not None else None
-    if use is None or use.until is not None:
+    if adjudicator is None or use is None or use.until is not None:
         raise FmaBandsError(
             "your enrolment has not taken effect in the study's log yet (with a steward, it "
             "waits for their approval): nothing was signed; ask the coordinator"
+        )
+    return adjudicator
+
+
+def _require_identity_in_roster(adjudicator: Adjudicator, user: User) -> None:
+    """Refuse while the root-signed roster does not carry the identity commitment the statement
+    names (with a steward, the record of it waits for their approval)."""
+    if adjudicator.record.get("identity_commitment") != user.identity_commitment:
+        raise FmaBandsError(
+            "the record of your identity has not taken effect in the study's log yet (with a "
+            "steward, it waits for their approval): nothing was signed; ask the coordinator"
         )
 
 
@@ -211,8 +222,9 @@ def _sign_reviews(
     when: datetime,
 ) -> list[LogRecord]:
     """The reviews `signing` covers as adjudication records of the log, BANDS_PER_RECORD at a
-    time, each naming the rater, their declarations and the study's mode and round."""
-    current = study(session)
+    time, each naming the rater, their declarations and the study's mode and round (read under
+    the lock the records are appended under, so a mode change cannot slip in between)."""
+    current = lock_study(session)
     parts = [
         signing.reviews[i : i + BANDS_PER_RECORD]
         for i in range(0, len(signing.reviews), BANDS_PER_RECORD)
@@ -235,7 +247,7 @@ def _sign_reviews(
                 "meaning": meaning,
             },
             "declarations": {
-                "statement": STATEMENT_TEXT,
+                "statement": statement_text([r["round"] for r in reviews]),
                 "made": {d: DECLARATIONS[d] for d in DECLARATIONS},
             },
             "study_mode": current.mode,

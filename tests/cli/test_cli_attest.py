@@ -22,8 +22,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner, Result
 
+from fma_bands.cli import cli as fma_bands_cli
 from fma_bands.core.protocol import DECLARATIONS
+from fma_bands.store.models import utcnow
+from fma_bands.study import throttle
+from fma_bands.study.throttle import FREE_FAILURES, wait_after
 from tests.conftest import HANDBACK
 
 PASS_01 = "passphrase of adjudicator one"
@@ -187,6 +192,9 @@ def study(tmp_path_factory, shared_vignettes):
     assert "quorum 1, scope warn" in ok(
         cli.coordinator("policy", "set", "--quorum", "1", "--scope", "warn")
     )
+    # The study just before she signs, for the tests of passphrases refused (`unsigned`).
+    copy_database(cli.db, root / "unsigned.db")
+    shutil.copytree(cli.attestations, root / "unsigned-attestations")
     attest = ("attest", "--rater", "adjudicator-01", "--passphrase-file", "rater.pass")
     unconfirmed = cli(*attest, *declares(*DECLARATIONS))
     assert unconfirmed.returncode == 1
@@ -222,6 +230,115 @@ def copied(study, tmp_path):
     shutil.copytree(cli.attestations, folder)
     mine = replace(cli, db=copy_database(cli.db, tmp_path / "copy.db"), attestations=folder)
     return mine, folder / envelope.name
+
+
+class Desk:
+    """fma-bands run in-process on a copy of the study just before adjudicator-01 signs, with
+    the clock the passphrase throttle reads in the test's hands (no test sleeps)."""
+
+    def __init__(self, cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.db = copy_database(f"sqlite:///{cli.root / 'unsigned.db'}", tmp_path / "desk.db")
+        self.folder = tmp_path / "attestations"
+        shutil.copytree(cli.root / "unsigned-attestations", self.folder)
+        self.cli = cli
+        self.now = utcnow()
+        monkeypatch.setattr(throttle, "utcnow", lambda: self.now)
+        for name in ("FMA_BANDS_AS", "FMA_BANDS_PASSPHRASE_FILE"):
+            monkeypatch.delenv(name, raising=False)
+        self.wrong = tmp_path / "wrong.pass"
+        self.wrong.write_text("a wrong guess at the passphrase\n")
+
+    def file(self, name: str) -> str:
+        return str(self.cli.root / name)
+
+    def __call__(self, *args: str) -> Result:
+        options = ["--db", self.db, "--vignettes", str(self.cli.vignettes)]
+        options += [
+            "--attestations",
+            str(self.folder),
+            "--identity-key",
+            str(self.cli.identity_key),
+        ]
+        result = CliRunner().invoke(fma_bands_cli, [*options, *args], catch_exceptions=False)
+        assert "Traceback" not in result.output
+        return result
+
+    def refused(self, *args: str) -> str:
+        """The one line a refused command says (exit 1, never a bug's 70)."""
+        result = self(*args)
+        assert result.exit_code == 1, result.output
+        [line] = result.stderr.splitlines()
+        return line.removeprefix("fma-bands: error: ")
+
+    def failures(self) -> list[dict]:
+        """The passphrase_failed events' payloads, oldest first."""
+        rows = sqlite3.connect(self.db.removeprefix("sqlite:///")).execute(
+            "SELECT payload FROM audit_event WHERE kind = 'passphrase_failed' ORDER BY seq"
+        )
+        return [json.loads(payload) for (payload,) in rows]
+
+
+@pytest.fixture
+def unsigned(study, tmp_path, monkeypatch) -> Desk:
+    cli, _ = study
+    return Desk(cli, tmp_path, monkeypatch)
+
+
+LOCKED = "Too many failed attempts: wait 1 second before trying again"
+
+
+def test_attest_with_wrong_passphrases_locks_the_rater_out_until_the_wait_passes(unsigned):
+    attest = ("attest", "--rater", "adjudicator-01", *declares(*DECLARATIONS))
+    attest += ("--confirm-imported", "--passphrase-file")
+    for _ in range(FREE_FAILURES):
+        assert unsigned.refused(*attest, str(unsigned.wrong)) == (
+            "that passphrase is not right; nothing was signed"
+        )
+    # Her own passphrase, too soon: refused unchecked, saying how long to wait.
+    assert unsigned.refused(*attest, unsigned.file("rater.pass")) == LOCKED
+    assert [(p["pseudonym"], p["where"], p["throttled"]) for p in unsigned.failures()] == [
+        ("adjudicator-01", "signing", False)
+    ] * FREE_FAILURES + [("adjudicator-01", "signing", True)]
+    assert "wrong guess" not in json.dumps(unsigned.failures())
+    unsigned.now += wait_after(FREE_FAILURES)
+    signed = unsigned(*attest, unsigned.file("rater.pass"))
+    assert signed.exit_code == 0, signed.output
+    assert "signed record " in signed.output
+
+
+def test_user_passphrase_with_wrong_passphrases_is_locked_out(unsigned):
+    new = unsigned.file("coordinator.pass")  # any passphrase of 12 characters or more will do
+    change = ("user", "passphrase", "adjudicator-01", "--new-passphrase-file", new)
+    for _ in range(FREE_FAILURES):
+        assert unsigned.refused(*change, "--passphrase-file", str(unsigned.wrong)) == (
+            "old: the current passphrase is not right"
+        )
+    assert unsigned.refused(*change, "--passphrase-file", unsigned.file("rater.pass")) == LOCKED
+    assert {p["where"] for p in unsigned.failures()} == {"passphrase change"}
+    unsigned.now += wait_after(FREE_FAILURES)
+    changed = unsigned(*change, "--passphrase-file", unsigned.file("rater.pass"))
+    assert changed.exit_code == 0, changed.output
+
+
+def test_the_coordinator_named_by_as_is_locked_out_after_wrong_passphrases(unsigned):
+    def show(passphrase_file: str) -> Result:
+        return unsigned(
+            "--as", "coordinator", "--passphrase-file", passphrase_file, "round", "show"
+        )
+
+    for _ in range(FREE_FAILURES):
+        result = show(str(unsigned.wrong))
+        assert result.exit_code == 1
+        assert result.stderr == (
+            "fma-bands: error: Authentication failed: check your name and passphrase.\n"
+        )
+    locked = show(unsigned.file("coordinator.pass"))
+    assert (locked.exit_code, locked.stderr) == (1, f"fma-bands: error: {LOCKED}\n")
+    assert [(p["pseudonym"], p["where"]) for p in unsigned.failures()] == [
+        ("coordinator", "cli --as")
+    ] * (FREE_FAILURES + 1)
+    unsigned.now += wait_after(FREE_FAILURES)
+    assert show(unsigned.file("coordinator.pass")).exit_code == 0
 
 
 def registry_json(cli: Cli, *args: str) -> tuple[dict, dict]:
@@ -360,6 +477,45 @@ def test_policy_then_registry_and_export_with_an_override(copied, tmp_path):
         "quorum": 2,
         "scope": "require",
     }
+
+
+def test_an_export_anchors_the_audit_log_against_a_later_cut(copied, tmp_path):
+    """The audit events after the newest signed record are anchored by an export alone: cut
+    back by a database administrator, `audit verify` reads intact and `--export` does not."""
+    cli, _ = copied
+    out = tmp_path / "bands.yaml"
+    ok(cli.coordinator("export", "--out", str(out), "--sign-head"))
+    header = yaml.safe_load(out.read_text())["attestations"]
+    seq = header["audit_head"]["seq"]
+    assert "chain intact" in ok(cli("audit", "verify", "--export", str(out)))
+    assert verified(cli, "--export", str(out))["valid"]  # the signed head covers the audit head
+
+    with sqlite3.connect(cli.db.removeprefix("sqlite:///")) as db:
+        db.execute("DELETE FROM audit_event WHERE seq >= ?", (seq,))
+    assert "chain intact" in ok(cli("audit", "verify"))
+    cut = cli("audit", "verify", "--export", str(out))
+    assert cut.returncode == 1 and "Traceback" not in cut.stderr
+    assert "truncated" in cut.stdout and out.name in cut.stdout
+
+    # A hand edit of the audit head an export carries breaks its signed head.
+    header["audit_head"]["seq"] = seq - 1
+    document = yaml.safe_load(out.read_text())
+    document["attestations"] = header
+    out.write_text(yaml.safe_dump(document))
+    found = verified(cli, "--export", str(out))
+    assert not found["valid"] and [p["code"] for p in found["problems"]] == ["bad_signature"]
+
+
+def test_audit_verify_refuses_an_export_without_an_audit_head(copied, tmp_path):
+    cli, _ = copied
+    out = tmp_path / "bands.yaml"
+    ok(cli("export", "--out", str(out)))
+    document = yaml.safe_load(out.read_text())
+    del document["attestations"]["audit_head"]
+    out.write_text(yaml.safe_dump(document))
+    refused = cli("audit", "verify", "--export", str(out))
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "carries no audit head" in refused.stderr and str(out) in refused.stderr
 
 
 def test_verify_names_an_edited_adjudicators_file_and_a_deleted_record(copied):

@@ -303,7 +303,13 @@ def build_three_raters(root: Path) -> str:
         for name, _ in RATERS:
             record = {k: f"{v} {name}" for k, v in IDENTITY.items()} | {"email": f"{name}@ex.org"}
             set_identity(
-                s, actor=coordinator, pseudonym=name, record=record, key_path=root / "id.key"
+                s,
+                actor=coordinator,
+                pseudonym=name,
+                record=record,
+                key_path=root / "id.key",
+                passphrase=COORDINATOR_PASS,
+                folder=None,
             )
         for vignette in library:
             for proposal in vignette.proposals:

@@ -90,7 +90,15 @@ class Study:
 def identities(s, coordinator, key_path):
     for name in ("adjudicator-01", "adjudicator-02"):
         record = {k: f"{v} {name}" for k, v in IDENTITY.items()} | {"email": f"{name}@ex.org"}
-        set_identity(s, actor=coordinator, pseudonym=name, record=record, key_path=key_path)
+        set_identity(
+            s,
+            actor=coordinator,
+            pseudonym=name,
+            record=record,
+            key_path=key_path,
+            passphrase=COORDINATOR_PASS,
+            folder=None,
+        )
 
 
 def sign(engine, library, rater, passphrase, folder, *, now=None, confirm=False):
@@ -1119,3 +1127,18 @@ def test_on_each_store_the_published_chain_grants_and_a_forgery_is_refused(
     nothing_granted(study, folder)
     forged.unlink()
     assert granted(study, folder) == before
+
+
+def test_9c_two_raters_short_of_quorum_without_a_common_value_are_empty_not_absent(opened):
+    # "absent" is the word for one rater; two who share no value are "empty", quorum met or not.
+    study, engine, folder = opened
+    save_review(engine, study.library, study.b, DOC, amend({"min": 31, "max": 60}))
+    sign(engine, study.library, study.b, PASS_02, folder)
+    close(engine, study, folder)
+    decision = by_band(decide(study.library, folder, quorum=3))[DOC]
+    assert not_granted(decision) and "quorum_not_met" in codes(decision)
+    assert (decision.n_raters, decision.intersection_rule) == (2, "empty")
+    document = export_document(study.library, folder, quorum=3)
+    vignette, name = DOC.split("/")
+    [entry] = [e for e in document["bands"][vignette] if e["sub_action"] == name]
+    assert entry["x_agreement"] == {"n_raters": 2, "intersection_rule": "empty"}

@@ -316,6 +316,8 @@ def build(engine, root: Path) -> Built:
                 pseudonym=rater.pseudonym,
                 record=dict(IDENTITY, email=f"{rater.pseudonym}@example.org"),
                 key_path=root / "identity.key",
+                passphrase=COORDINATOR_PASS,
+                folder=None,
             )
         set_policy(
             s, folder, actor=coordinator, passphrase=COORDINATOR_PASS, quorum=2, scope="require"
@@ -490,7 +492,7 @@ def test_the_untouched_study_verifies_grants_and_kept_signatures_sealed_while_op
     # While round 1 was open, the signed attestations stayed in the store: the folder held the
     # root, the roster and the policy only; each rater's receipt said when it would be there.
     kinds = {name.split("-")[1] for name in study.sealed_listing}
-    assert kinds == {"root", "enrolment", "activation", "policy"}, study.sealed_listing
+    assert kinds == {"root", "enrolment", "activation", "identity", "policy"}, study.sealed_listing
     assert all(r["in_folder"] == "when round 1 closes" for r in study.sealed_receipts)
     # Closed, they are published, and the study grants bands signed by both raters.
     assert any(r.kind == "adjudication" for r in records(study.folder))
@@ -508,19 +510,25 @@ def test_the_untouched_study_verifies_grants_and_kept_signatures_sealed_while_op
 # =============================================================================================
 
 
-@pytest.mark.parametrize("kind", ["enrolment", "activation", "adjudication"])
+@pytest.mark.parametrize("kind", ["enrolment", "identity", "activation", "adjudication"])
 def test_a_fresh_key_writing_for_an_enrolled_rater_is_an_unrostered_key(built, kind):
     study = built
     top = head_record(study.folder)
     attacker = Key()
-    template = first_of(study.folder, kind, None if kind == "enrolment" else "adjudicator-01")
+    root_signed = kind in ("enrolment", "identity")
+    template = first_of(study.folder, kind, None if root_signed else "adjudicator-01")
     statement = forged(
         template,
         sequence=top.sequence + 1,
         previous=top.digest,
         signer=attacker,
-        pseudonym="coordinator" if kind == "enrolment" else "adjudicator-01",
+        pseudonym="coordinator" if root_signed else "adjudicator-01",
     )
+    if kind == "identity":  # adjudicator-01 said to be someone the attacker chose
+        statement["predicate"]["identity"] = {
+            "pseudonym": "adjudicator-01",
+            "identity_commitment": "sha256:" + hashlib.sha256(b"someone else").hexdigest(),
+        }
     if kind == "enrolment":  # the attacker's enrolment of adjudicator-01, with their proof
         statement["predicate"]["enrolment"]["pseudonym"] = "adjudicator-01"
         statement["predicate"]["enrolment"]["activation_check"] = (

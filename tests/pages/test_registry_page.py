@@ -185,6 +185,9 @@ def test_the_coordinators_passphrase_signs_the_exported_head(study, page, tmp_pa
     write.click().run()
     header = yaml.safe_load((tmp_path / "exports" / "bands.yaml").read_text())["attestations"]
     evidence = read_evidence(root / "attestations")
-    study_id, sequence, digest, keyid = check_head(header["head_signature"], evidence.root_public)
+    study_id, sequence, digest, keyid, audit_head = check_head(
+        header["head_signature"], evidence.root_public
+    )
+    assert audit_head == header["audit_head"] and audit_head["seq"] > 0
     assert (study_id, sequence, digest) == (evidence.study, *evidence.head)
     assert evidence.root_keys[keyid] == "coordinator"

@@ -84,6 +84,8 @@ def signed_study(tmp_path, monkeypatch, shared_library):
             pseudonym="rater-01",
             record=IDENTITY,
             key_path=tmp_path / "identity.key",
+            passphrase="coordinator pass",
+            folder=None,
         )
         set_policy(
             s, folder, actor=coordinator, passphrase="coordinator pass", quorum=1, scope="warn"

@@ -10,7 +10,7 @@ from sqlmodel import col, select
 
 from fma_bands.evidence.log import read_evidence
 from fma_bands.evidence.policy import Policy
-from fma_bands.store.models import LogRecord
+from fma_bands.store.models import LogRecord, User
 from fma_bands.study.enrolment import activate, enrol
 from fma_bands.study.governance import awaiting, policy_in_force
 from fma_bands.study.identity import set_identity
@@ -97,6 +97,51 @@ def test_the_coordinator_signs_the_policy_with_the_root_passphrase(study, folder
     assert "quorum: 2" in (folder / "policy.yaml").read_text(encoding="utf-8")
 
 
+# A rater's identity: its commitment is root-signed into the roster ---------------------------
+
+IDENTITY_PASSPHRASE = (
+    "Your passphrase (it unlocks the study's root key, which signs the commitment)"
+)
+
+
+def record_identity(at, passphrase: str):
+    at.selectbox[0].set_value("rater-01")
+    for field, value in IDENTITY.items():
+        at.text_input(key=f"identity:{field}").input(value)
+    by_label(at.text_input, IDENTITY_PASSPHRASE).input(passphrase)
+    return click(at, "Record identity")
+
+
+def test_a_rater_identity_is_signed_into_the_roster_with_the_root_passphrase(
+    study, folder, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("FMA_BANDS_IDENTITY_KEY", str(tmp_path / "identity.key"))
+    at = go(open_app(study.coordinator), "app_pages/identity.py")
+    before = log_kinds(study)
+    record_identity(at, "not the passphrase")
+    assert [e.value for e in at.error] == ["that passphrase is not right; nothing was signed"]
+    assert at.text_input(key="identity:passphrase").value == ""  # not left on screen
+    assert at.text_input(key="identity:full_name").value == IDENTITY["full_name"]  # kept
+    assert log_kinds(study) == before
+    with study.store() as s:
+        assert not s.exec(
+            select(User.identity_commitment).where(User.pseudonym == "rater-01")
+        ).first()
+
+    record_identity(at, PASSPHRASES["coordinator"])
+    assert not at.error
+    assert [s.value for s in at.success if s.value.startswith("Identity of rater-01")]
+    assert at.text_input(key="identity:passphrase").value == ""
+    assert at.text_input(key="identity:full_name").value == ""
+    assert log_kinds(study) == [*before, "identity"]
+    with study.store() as s:
+        commitment = s.exec(
+            select(User.identity_commitment).where(User.pseudonym == "rater-01")
+        ).first()
+    published = read_evidence(folder).records()["rater-01"]
+    assert commitment and published["identity_commitment"] == commitment
+
+
 # Signing: the receipt, and the seal ------------------------------------------------------
 
 
@@ -114,6 +159,8 @@ def reviewed(study, tmp_path, monkeypatch):
             pseudonym="rater-01",
             record=IDENTITY,
             key_path=tmp_path / "identity.key",
+            passphrase=PASSPHRASES["coordinator"],
+            folder=None,
         )
     return study
 

@@ -136,7 +136,7 @@ def test_ten_raters_signing_at_once_make_one_valid_chain(study, tmp_path):
             record = {field: f"a synthetic {field.replace('_', ' ')}" for field in IDENTITY_FIELDS}
             set_identity(
                 s, actor=coordinator, pseudonym=rater, record=record,
-                key_path=tmp_path / "identity.key",
+                key_path=tmp_path / "identity.key", passphrase=COORDINATOR_PASS, folder=None,
             )  # fmt: skip
         before = s.exec(select(LogRecord)).all()
     folder = tmp_path / "attestations"

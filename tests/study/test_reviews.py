@@ -506,7 +506,13 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
         ),
         "see_progress": lambda s, who: rater_progress(s, library, viewer=who),
         "record_identity": lambda s, who: set_identity(
-            s, actor=who, pseudonym="adjudicator-02", record={}, key_path=tmp_path / "k"
+            s,
+            actor=who,
+            pseudonym="adjudicator-02",
+            record={},
+            key_path=tmp_path / "k",
+            passphrase="",
+            folder=None,
         ),
         "reveal_identity": lambda s, who: reveal_identity(
             s, actor=who, pseudonym="adjudicator-02", key_path=tmp_path / "k"

@@ -124,6 +124,8 @@ def identify(engine, coordinator, folder):
                 pseudonym=name,
                 record=IDENTITY | {"email": f"{name}@example.org"},
                 key_path=folder.parent / "identity.key",
+                passphrase=ROOT_PASS,
+                folder=folder,
             )
 
 
@@ -387,6 +389,10 @@ def test_a_round_two_consensus_is_signed_granted_and_exported_as_round_two(secon
         assert (checked.path.name, checked.digest) == (file, digest)
         rounds = {(r["sub_action"], r["round"]) for r in checked.predicate["reviews"]}
         assert rounds == {("esi_acuity", 2), ("urgency_score", 1)}
+        # What the rater signs is true of both: round 2 was made after seeing the panel.
+        statement = checked.predicate["declarations"]["statement"]
+        assert "those of round 1 made without seeing any other rater's work" in statement
+        assert "those of round 2 made after I saw the anonymised round-1 reviews" in statement
     decisions = {(d.vignette_id, d.sub_action): d for d in decide(library, folder).decisions}
     assert (decisions[ESI].adjudicated, decisions[ESI].round) == (True, 2)
     assert (decisions[URGENCY].adjudicated, decisions[URGENCY].round) == (True, 1)

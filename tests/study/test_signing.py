@@ -10,6 +10,7 @@ module (a SQLite template); the database-facing steps run on SQLite and PostgreS
 
 import base64
 import copy
+import itertools
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -32,14 +33,14 @@ from fma_bands.evidence.log import proposal_digest, read_evidence
 from fma_bands.evidence.provenance import ADJUDICATED, Decision
 from fma_bands.evidence.registry import Registry, decide
 from fma_bands.store.db import make_engine, session_scope, upgrade
-from fma_bands.store.models import AuditEvent, LogRecord, User
+from fma_bands.store.models import AuditEvent, LogRecord, User, utcnow
 from fma_bands.study import audit
 from fma_bands.study.enrolment import activate, create_first_coordinator
 from fma_bands.study.enrolment import enrol as enrol_person
 from fma_bands.study.governance import set_policy
 from fma_bands.study.handback import import_handback
 from fma_bands.study.identity import check_revealed, reveal_identity, set_identity
-from fma_bands.study.ledger import Receipt
+from fma_bands.study.ledger import Receipt, publish
 from fma_bands.study.library import sync_vignettes
 from fma_bands.study.reviews import ReviewForm, current_review, save
 from fma_bands.study.rounds import close_round
@@ -228,6 +229,8 @@ def build_study(engine, library, root: Path, *, second_rater: bool = False) -> S
             pseudonym="adjudicator-01",
             record=dict(IDENTITY),
             key_path=study.key_path,
+            passphrase=COORDINATOR["passphrase"],
+            folder=None,
         )
         if b is not None:
             set_identity(
@@ -236,6 +239,8 @@ def build_study(engine, library, root: Path, *, second_rater: bool = False) -> S
                 pseudonym="adjudicator-02",
                 record=dict(IDENTITY_02),
                 key_path=study.key_path,
+                passphrase=COORDINATOR["passphrase"],
+                folder=None,
             )
     study.receipt = sign(engine, library, a, PASS_01, study.folder)
     files = [study.folder / name for _, _, name in study.receipt.records]
@@ -315,9 +320,10 @@ def test_end_to_end_signed_bands_reach_the_export(engine, shared_library, tmp_pa
         ("enrolment", "coordinator"),  # signed with the root key
         ("activation", "adjudicator-01"),  # her new key, naming that enrolment
         ("policy", "coordinator"),
+        ("identity", "coordinator"),  # her identity's commitment, signed into the roster
         ("adjudication", "adjudicator-01"),
     ]
-    assert evidence.chain[4].path == study.envelope
+    assert evidence.chain[5].path == study.envelope
     assert evidence.strays == []
     adjudicator = evidence.records()["adjudicator-01"]
     assert [k["keyid"] for k in adjudicator["keys"]] == [study.a.keyid]
@@ -399,8 +405,6 @@ def test_signing_is_refused_until_everything_is_in_place(engine, shared_library,
     library, folder = shared_library, tmp_path / "attestations"
     coordinator, a, _ = enrol(engine, library, folder)
     before = {p.name for p in folder.iterdir()}
-    with session_scope(engine) as s:
-        records_before = len(s.exec(select(LogRecord)).all())
 
     with pytest.raises(FmaBandsError, match="identity is not recorded"):
         sign(engine, library, a, PASS_01, folder)
@@ -412,7 +416,10 @@ def test_signing_is_refused_until_everything_is_in_place(engine, shared_library,
             pseudonym="adjudicator-01",
             record=IDENTITY,
             key_path=tmp_path / "k",
+            passphrase=COORDINATOR["passphrase"],
+            folder=None,
         )
+        records_before = len(s.exec(select(LogRecord)).all())
     for left_out in DECLARATIONS:
         partial = [d for d in DECLARATIONS if d != left_out]
         with pytest.raises(FmaBandsError, match=f"missing: {left_out}"):
@@ -501,13 +508,13 @@ def test_the_envelope_holds_an_in_toto_statement_of_every_reviewed_band(signed):
         (study.a.keyid, study.a.public_key)
     ]
     assert predicate["identity_commitment"] == study.commitment == published["identity_commitment"]
-    # Its place in the study's log: after the policy record, and signed by her key.
+    # Its place in the study's log: after the root-signed identity record, signed by her key.
     with session_scope(study.engine) as s:
         study_id = study_settings(s).study_id
     assert predicate["log"] == {
         "study": study_id,
-        "sequence": 4,
-        "previous": evidence.chain[3].digest,
+        "sequence": 5,
+        "previous": evidence.chain[4].digest,
     }
     assert predicate["signer"] == {"pseudonym": "adjudicator-01", "keyid": study.a.keyid}
     assert predicate["part"] == {"index": 1, "of": 1}
@@ -584,7 +591,13 @@ def test_identity_is_checked_sealed_revealed_and_matches_its_commitment(
     incomplete = {k: v for k, v in IDENTITY.items() if k != "email"}
     with session_scope(engine) as s, pytest.raises(FmaBandsError, match="missing email"):
         set_identity(
-            s, actor=coordinator, pseudonym="adjudicator-01", record=incomplete, key_path=key_path
+            s,
+            actor=coordinator,
+            pseudonym="adjudicator-01",
+            record=incomplete,
+            key_path=key_path,
+            passphrase=COORDINATOR["passphrase"],
+            folder=None,
         )
     extra = {**IDENTITY, "nickname": "Immy"}
     with (
@@ -592,24 +605,37 @@ def test_identity_is_checked_sealed_revealed_and_matches_its_commitment(
         pytest.raises(FmaBandsError, match=r"unknown key.*nickname"),
     ):
         set_identity(
-            s, actor=coordinator, pseudonym="adjudicator-01", record=extra, key_path=key_path
+            s,
+            actor=coordinator,
+            pseudonym="adjudicator-01",
+            record=extra,
+            key_path=key_path,
+            passphrase=COORDINATOR["passphrase"],
+            folder=None,
         )
     with session_scope(engine) as s:
         assert s.get(User, a.id).identity_commitment is None
 
     with session_scope(engine) as s:
         commitment = set_identity(
-            s, actor=coordinator, pseudonym="adjudicator-01", record=IDENTITY, key_path=key_path
+            s,
+            actor=coordinator,
+            pseudonym="adjudicator-01",
+            record=IDENTITY,
+            key_path=key_path,
+            passphrase=COORDINATOR["passphrase"],
+            folder=None,
         )
     assert commitment.startswith("sha256:")
-    # Only the rater's key publishes it: until her attestation reaches the folder, none is.
-    assert "identity_commitment" not in read_evidence(folder).records()["adjudicator-01"]
-    import_adjudicator_01(engine, shared_library, coordinator)
-    sign(engine, shared_library, a, PASS_01, folder)
-    assert "identity_commitment" not in read_evidence(folder).records()["adjudicator-01"]
-    close(engine, coordinator, folder)
+    # The root-signed roster publishes it, not the rater's own statement.
+    with session_scope(engine) as s:
+        publish(s, folder)
     published = read_evidence(folder).records()
     assert published["adjudicator-01"]["identity_commitment"] == commitment
+    import_adjudicator_01(engine, shared_library, coordinator)
+    sign(engine, shared_library, a, PASS_01, folder)
+    close(engine, coordinator, folder)
+    assert read_evidence(folder).records()["adjudicator-01"]["identity_commitment"] == commitment
     assert leaked(files_text(folder)) == []
 
     with session_scope(engine) as s:
@@ -655,20 +681,46 @@ def test_revealing_with_the_wrong_identity_key_is_refused_and_creates_no_key(sig
         reveal_identity(s, actor=study.coordinator, pseudonym="adjudicator-01", key_path=other)
 
 
-def test_identity_is_recorded_only_by_the_coordinator_or_the_rater(signed_copy, tmp_path):
+def test_identity_is_recorded_only_by_the_coordinator_and_revealed_to_them_or_the_rater(
+    signed_copy, tmp_path
+):
     study, engine = signed_copy
     # Its own folder: the copy's new records must not reach the shared study's.
     b = enrol_and_activate(engine, study.coordinator, RATER_02, PASS_02, tmp_path / "attestations")
     with session_scope(engine) as s, pytest.raises(AccessDenied):
         set_identity(
-            s, actor=b, pseudonym="adjudicator-01", record=IDENTITY, key_path=study.key_path
+            s,
+            actor=b,
+            pseudonym="adjudicator-01",
+            record=IDENTITY,
+            key_path=study.key_path,
+            passphrase=COORDINATOR["passphrase"],
+            folder=None,
         )
     with session_scope(engine) as s, pytest.raises(AccessDenied):
         reveal_identity(s, actor=b, pseudonym="adjudicator-01", key_path=study.key_path)
+    # Not even their own: the commitment is what the study's root signs into the roster.
+    with session_scope(engine) as s, pytest.raises(AccessDenied):
+        set_identity(
+            s,
+            actor=b,
+            pseudonym="adjudicator-02",
+            record=IDENTITY_02,
+            key_path=study.key_path,
+            passphrase=PASS_02,
+            folder=None,
+        )
     with session_scope(engine) as s:
         set_identity(
-            s, actor=b, pseudonym="adjudicator-02", record=IDENTITY_02, key_path=study.key_path
+            s,
+            actor=study.coordinator,
+            pseudonym="adjudicator-02",
+            record=IDENTITY_02,
+            key_path=study.key_path,
+            passphrase=COORDINATOR["passphrase"],
+            folder=None,
         )
+        assert reveal_identity(s, actor=b, pseudonym="adjudicator-02", key_path=study.key_path)
 
 
 # What a signature covers ------------------------------------------------------------------------
@@ -677,7 +729,15 @@ def test_identity_is_recorded_only_by_the_coordinator_or_the_rater(signed_copy, 
 def identify(engine, coordinator, key_path, *names):
     with session_scope(engine) as s:
         for name, record in zip(names, (IDENTITY, IDENTITY_02), strict=False):
-            set_identity(s, actor=coordinator, pseudonym=name, record=record, key_path=key_path)
+            set_identity(
+                s,
+                actor=coordinator,
+                pseudonym=name,
+                record=record,
+                key_path=key_path,
+                passphrase=COORDINATOR["passphrase"],
+                folder=None,
+            )
 
 
 def test_a_handback_is_covered_only_once_the_rater_confirms_it(engine, shared_library, tmp_path):
@@ -779,10 +839,16 @@ def test_signing_again_after_a_change_covers_exactly_what_was_signed_plus_the_ch
     }
 
 
-def test_the_coordinator_cannot_sign_for_a_rater(engine, shared_library, tmp_path):
+def test_the_coordinator_cannot_sign_for_a_rater(engine, shared_library, tmp_path, monkeypatch):
     """With the coordinator's credentials, no function of the package signs as the rater: the
     rater's key is sealed under a passphrase only the rater chose."""
+    from fma_bands.study import throttle
     from fma_bands.study.users import change_passphrase, sign_in
+
+    # Each try an hour after the last: what is tested is the key, not the throttle's back-off.
+    hours = itertools.count()
+    start = utcnow()
+    monkeypatch.setattr(throttle, "utcnow", lambda: start + timedelta(hours=next(hours)))
 
     library, folder = shared_library, tmp_path / "attestations"
     coordinator, a, _ = enrol(engine, library, folder)
