@@ -58,7 +58,10 @@ _OPS = {
     ">": operator.gt,
     "==": operator.eq,
 }
-_THRESHOLD_RE = re.compile(r"^\s*(?:value\s*)?(<=|>=|==|<|>)\s*(-?\d+|true|false)\s*$", re.I)
+# ASCII digits only (a full-width "３" is no number here), and no more of them than any cut needs.
+_THRESHOLD_RE = re.compile(
+    r"^\s*(?:value\s*)?(<=|>=|==|<|>)\s*(-?[0-9]{1,18}|true|false)\s*$", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -92,8 +95,10 @@ def parse_threshold(text: str) -> Threshold:
     match = _THRESHOLD_RE.match(text)
     if not match:
         raise FmaBandsError(
-            f"cannot read threshold {text!r}: write 'value OP N' with OP one of "
-            "<=, >=, <, >, == and N an integer or true/false, e.g. 'value <= 14'"
+            f"cannot read threshold {text[:40]!r}{'...' if len(text) > 40 else ''}: write "
+            "'value OP N' with OP one of "
+            "<=, >=, <, >, == and N an integer of at most 18 digits or true/false, e.g. "
+            "'value <= 14'"
         )
     op, raw = match.groups()
     value: int | bool = raw.lower() == "true" if raw.lower() in ("true", "false") else int(raw)

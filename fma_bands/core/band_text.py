@@ -47,7 +47,7 @@ def _notation_value(item: str) -> Value:
     lowered = item.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
-    if re.fullmatch(r"-?\d+", item):
+    if re.fullmatch(r"-?[0-9]+", item):  # ASCII digits: a full-width "３" is text
         if len(item) > MAX_DIGITS:
             raise FmaBandsError(
                 f"the band holds a number of {len(item):,} digits: none is that long"

@@ -5,6 +5,7 @@ import codecs
 import contextlib
 import itertools
 import json
+import math
 import os
 import re
 import stat
@@ -134,7 +135,9 @@ def decode_text(data: bytes, *, what: str, file: str | None = None) -> str:
 MAX_DIGITS = 4300
 # Control characters other than tab, newline and carriage return: nobody types one, a screen
 # cannot show one, and PostgreSQL refuses NUL.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Control characters, and the bidirectional overrides and isolates that make text read in an
+# order other than the one it is stored in ("Trojan Source"): none belongs in a clinical text.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _INT_TAG = "tag:yaml.org,2002:int"
 
 
@@ -144,7 +147,10 @@ def control_character(text: str) -> str | None:
     if found is None:
         return None
     char = found.group()
-    return "a NUL byte (\\x00)" if char == "\x00" else f"the control character U+{ord(char):04X}"
+    if char == "\x00":
+        return "a NUL byte (\\x00)"
+    kind = "direction control" if char >= "\u202a" else "control character"
+    return f"the {kind} U+{ord(char):04X}"
 
 
 class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
@@ -273,8 +279,10 @@ def _check_scalars(root: yaml.Node | None, source: str) -> None:
             found = control_character(node.value)
             if found is not None:
                 problem = f"holds {found}: remove it (tab and newline are the only ones allowed)"
-            elif node.tag == _INT_TAG and len(node.value) > MAX_DIGITS:
-                problem = f"holds a number of {len(node.value):,} digits: none is that long"
+            elif node.tag == _INT_TAG and _decimal_digits(node.value) > MAX_DIGITS:
+                digits = _decimal_digits(node.value)
+                about = "about " if node.value.lstrip("+-")[:2] in ("0x", "0o") else ""
+                problem = f"holds a number of {about}{digits:,} digits: none is that long"
             else:
                 continue
             raise FmaBandsError(
@@ -283,6 +291,16 @@ def _check_scalars(root: yaml.Node | None, source: str) -> None:
                 line=node.start_mark.line + 1,
                 field=".".join(path) or None,
             )
+
+
+def _decimal_digits(text: str) -> int:
+    """About how many decimal digits an integer written so has (0x and 0o ones too): Python
+    refuses to show one of more than MAX_DIGITS."""
+    digits = text.lstrip("+-")
+    if digits[:2] in ("0x", "0o"):
+        per_digit = math.log10(16 if digits[1] == "x" else 8)
+        return math.ceil((len(digits) - 2) * per_digit)
+    return len(digits)
 
 
 def construct_yaml(node: yaml.Node | None, *, source: str) -> Any:

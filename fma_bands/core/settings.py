@@ -1,5 +1,6 @@
 """One settings object, read once: command-line options over FMA_BANDS_* variables over defaults."""
 
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +43,50 @@ def load_settings(**overrides: Any) -> Settings:
         raise FmaBandsError(
             f"setting {name} (FMA_BANDS_{name.upper()}): {first['msg']}", field=name
         ) from None
+    _check_paths(found)
     _keep_out_of_the_log(found)
     return found
+
+
+FOLDERS = ("vignettes", "attestations", "export_dir", "trajectories")
+FILES = ("identity_key", "log_file")
+
+
+def _refuse(name: str, path: Path, why: str) -> FmaBandsError:
+    return FmaBandsError(f"setting {name} (FMA_BANDS_{name.upper()}): {path} {why}", field=name)
+
+
+def _check_paths(found: Settings) -> None:
+    """Each path setting names something that can be what it is for, or nothing yet: a folder
+    setting no file, a file setting no folder, and no path the system cannot look up (a name
+    too long, a symlink loop). Refused here by the setting's name, before any command uses it."""
+    for name in (*FOLDERS, *FILES):
+        path: Path = getattr(found, name)
+        try:
+            kind = path.stat().st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise _refuse(name, path, f"cannot be looked up ({exc.strerror or exc})") from None
+        if name in FOLDERS and not stat.S_ISDIR(kind):
+            raise _refuse(name, path, "is not a folder")
+        if name in FILES and stat.S_ISDIR(kind):
+            raise _refuse(name, path, "is a folder: name a file")
 
 
 def _keep_out_of_the_log(found: Settings) -> None:
     """Only the study's signed log writes into the attestations folder: neither the exports nor
     the identity key may live there (an export would sit among the records, the key in what is
     shared with editors)."""
-    log = found.attestations.resolve()
+    try:
+        log = found.attestations.resolve()
+    except (OSError, RuntimeError):  # a symlink loop where nothing was there to stat
+        raise _refuse("attestations", found.attestations, "cannot be resolved") from None
     for name in ("export_dir", "identity_key"):
-        path = getattr(found, name).resolve()
+        try:
+            path = getattr(found, name).resolve()
+        except (OSError, RuntimeError):
+            raise _refuse(name, getattr(found, name), "cannot be resolved") from None
         if path == log or log in path.parents:
             raise FmaBandsError(
                 f"setting {name} (FMA_BANDS_{name.upper()}): {getattr(found, name)} is inside "

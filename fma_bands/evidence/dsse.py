@@ -90,6 +90,11 @@ def _canonical_b64(value: str, n_bytes: int) -> bool:
 Parsed = tuple[bytes, str, list[tuple[str, bytes]]]  # payload, payloadType, (keyid, sig)s
 
 
+# Signatures one envelope may carry: a record is signed by one key, a root record by the
+# study's root keys.
+MAX_SIGNATURES = 16
+
+
 def parse_envelope(envelope: Any) -> Parsed:
     check_fields(envelope, {"payload", "payloadType", "signatures"}, "envelope")
     payload = decode_b64_field(envelope["payload"], "payload")
@@ -98,12 +103,21 @@ def parse_envelope(envelope: Any) -> Parsed:
     signatures = envelope["signatures"]
     if not isinstance(signatures, list) or not signatures:
         raise malformed("signatures must be a non-empty list")
+    if len(signatures) > MAX_SIGNATURES:
+        # No record has more signers than a study has root keys: a flood is refused unread.
+        raise malformed(
+            f"{len(signatures)} signatures: no record carries more than {MAX_SIGNATURES}"
+        )
     parsed = []
+    seen: set[str] = set()
     for index, signature in enumerate(signatures):
         where = f"signatures[{index}]"
         check_fields(signature, {"keyid", "sig"}, where)
         if not isinstance(signature["keyid"], str):
             raise malformed(f"{where}.keyid must be a string")
+        if signature["keyid"] in seen:
+            raise malformed(f"{where}.keyid gives a key that signed already")
+        seen.add(signature["keyid"])
         parsed.append((signature["keyid"], decode_b64_field(signature["sig"], f"{where}.sig")))
     return payload, envelope["payloadType"], parsed
 

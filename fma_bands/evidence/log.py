@@ -683,8 +683,9 @@ def _walk(candidates: dict[int, list[CheckedEnvelope]], walk: _Walk, evidence: E
                     )
                 )
             continue
+        # Over the places files claim, never the numbers between: a claim can be any number.
         later = sorted(
-            e.path.name for s in range(sequence + 1, last + 1) for e in candidates.get(s, [])
+            e.path.name for s, group in candidates.items() if s > sequence for e in group
         )
         # Named: a file that claims a place beyond a gap is where to look.
         after = (

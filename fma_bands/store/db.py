@@ -279,6 +279,14 @@ def check_url(url: str) -> URL:
             f"{MAX_URL_CHARS:,} accepted: {shown[:80]}...",
             field="database_url",
         )
+    authority = url.split("://", 1)[-1].split("/", 1)[0]
+    if authority.count("@") > 1:
+        # Read as it stands, what follows the first @ would be taken for the host, and shown.
+        raise FmaBandsError(
+            f"the database URL {shown!r} has more than one @ before its host: write an @ in "
+            "the user name or password as %40",
+            field="database_url",
+        )
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError, TypeError):

@@ -163,10 +163,18 @@ def reveal_identity(
 
 def check_revealed(revealed: Any, adjudicators: dict[str, dict[str, Any]]) -> tuple[bool, str]:
     """Does a revealed record match the commitment published for that pseudonym?"""
+    if not isinstance(revealed, dict):
+        return False, "not a revealed identity record: expected a mapping"
+    missing = [k for k in ("pseudonym", "salt", "record") if k not in revealed]
+    if missing:
+        return False, f"not a revealed identity record: missing {', '.join(missing)}"
+    pseudonym, salt = revealed["pseudonym"], revealed["salt"]
+    for field, value in (("pseudonym", pseudonym), ("salt", salt)):
+        if not isinstance(value, str):
+            return False, f"not a revealed identity record: {field}: expected text"
     try:
-        pseudonym, salt = revealed["pseudonym"], revealed["salt"]
         record = check_identity(revealed["record"], "record")
-    except (KeyError, TypeError, FmaBandsError) as exc:
+    except FmaBandsError as exc:
         return False, f"not a revealed identity record: {exc}"
     published = adjudicators.get(pseudonym, {}).get("identity_commitment")
     if not published:

@@ -46,3 +46,21 @@ def notation(band) -> str:
 @given(value_bands())
 def test_notation_round_trip(band):
     assert parse_notation(band.sub_action, notation(band)) == band
+
+
+@pytest.mark.parametrize("digit", ["３", "٣"])
+def test_only_ascii_digits_are_numbers(digit):
+    """A full-width or Arabic-Indic digit is not read as 3: it is refused as no value."""
+    with pytest.raises(FmaBandsError):
+        parse_notation("analgesia_tier", f"{{{digit}}}")
+
+
+@pytest.mark.parametrize(
+    "text", ["value <= ３", "value <= " + "9" * 5000, "value <= 1234567890123456789"]
+)
+def test_a_threshold_is_an_ascii_integer_of_a_sensible_length(text):
+    from fma_bands.core.actions import parse_threshold
+
+    with pytest.raises(FmaBandsError, match="cannot read threshold") as refused:
+        parse_threshold(text)
+    assert len(str(refused.value)) < 300  # the message does not repeat a flood

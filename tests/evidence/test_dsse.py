@@ -208,6 +208,9 @@ def without(envelope: dict, field: str) -> dict:
             "signatures[0].keyid",
         ),
         (lambda env: [env], "envelope"),
+        # One valid signature given twice, or many times over: refused unread, never verified.
+        (lambda env: {**env, "signatures": env["signatures"] * 2}, "signatures[1].keyid"),
+        (lambda env: {**env, "signatures": env["signatures"] * 18000}, "18000 signatures"),
     ],
 )
 def test_malformed_envelopes_name_the_field(mangle, field):

@@ -58,8 +58,17 @@ def test_an_explicit_tag_is_refused_with_file_and_line(text):
         ('id: x\nlist:\n  - ok\n  - "bell\\a"\n', 4, "list.1", "U+0007"),
         ('id: x\nm: {"key\\x1b": 1}\n', 2, "m", "a key here holds the control character U+001B"),
         ('id: x\nc1: "\\x85"\n', 2, "c1", "U+0085"),
+        # Text that reads in another order than it is stored ("Trojan Source").
+        (
+            'id: x\nclinical_core: "give \u202e01 gm"\n',
+            2,
+            "clinical_core",
+            "direction control U+202E",
+        ),
         (f"id: x\nn:\n  deep: {BIG}\n", 3, "n.deep", "5,000 digits"),
-        (f"id: x\nn: -{BIG}\n", 2, "n", "5,001 digits"),
+        (f"id: x\nn: -{BIG}\n", 2, "n", "5,000 digits"),
+        # Short as text, longer than Python shows once read: 4,000 hex digits are 4,817.
+        (f"id: x\nn: 0x{'f' * 4000}\n", 2, "n", "about 4,817 digits"),
     ],
 )
 def test_a_control_character_or_huge_integer_is_refused_by_file_line_and_field(

@@ -125,13 +125,15 @@ def run(*args: str, env: dict[str, str] | None = None):
         ("postgresql://u:" + SECRET + "@localhost/d%00b", "control character"),
         ("sqlite:///" + "x" * 4000, "more than the 2,048 accepted"),
         ("postgresql://u:" + SECRET + "@localhost/" + "d" * 4000, "more than the 2,048"),
+        # An @ in the password, unencoded: the rest would be read as the host, and shown.
+        ("postgresql://u:" + SECRET[:4] + "@" + SECRET[4:] + "@localhost/db", "as %40"),
     ],
 )
 def test_a_bad_database_url_is_refused_by_name(tmp_path, monkeypatch, url, message):
     monkeypatch.chdir(tmp_path)
     for command in (("db", "current"), ("init",), ("user", "list")):
         line = refused(run("--db", url, "--vignettes", str(tmp_path), *command), message)
-        assert "database" in line and SECRET not in line
+        assert "database" in line and SECRET not in line and SECRET[4:] not in line
 
 
 def test_the_password_of_a_database_url_is_never_shown(tmp_path, monkeypatch):

@@ -967,14 +967,19 @@ def test_a_forged_next_record_cannot_lock_the_real_rater_out(built):
     assert_untouched(study)
 
 
-@pytest.mark.parametrize("place", ["next", "taken", "beyond"])
+@pytest.mark.parametrize("place", ["next", "taken", "beyond", "far"])
 def test_a_record_naming_a_previous_that_never_existed(built, place):
     study = built
     top = head_record(study.folder)
     real = first_of(study.folder, "adjudication", "adjudicator-02")
     attacker = Key()
     never = "sha256:" + hashlib.sha256(b"no such record").hexdigest()
-    sequence = {"next": top.sequence + 1, "taken": real.sequence, "beyond": top.sequence + 2}
+    sequence = {
+        "next": top.sequence + 1,
+        "taken": real.sequence,
+        "beyond": top.sequence + 2,
+        "far": 10**40,  # the walk counts the places files claim, never the numbers between
+    }
     statement = forged(
         real, sequence=sequence[place], previous=never, signer=attacker, pseudonym="adjudicator-02"
     )

@@ -663,6 +663,16 @@ def test_identity_is_checked_sealed_revealed_and_matches_its_commitment(
     changed = copy.deepcopy(revealed)
     changed["salt"] = "00" * 32
     assert check_revealed(changed, published)[0] is False
+    # A hostile record is refused by field, never a crash.
+    for field, value in (("pseudonym", {"a": 1}), ("pseudonym", [1]), ("salt", 7)):
+        ok, message = check_revealed({**revealed, field: value}, published)
+        assert not ok and message.endswith(f"{field}: expected text")
+    ok, message = check_revealed({"pseudonym": "adjudicator-01"}, published)
+    assert not ok and message.endswith("missing salt, record")
+    assert check_revealed(["a list"], published) == (
+        False,
+        "not a revealed identity record: expected a mapping",
+    )
 
     with session_scope(engine) as s:
         kinds = [e["kind"] for e in audit.events(s)]
