@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import click
 
 from fma_bands.cli.base import cli, coordinator, print_json, store, synced
+from fma_bands.cli.numbers import Whole
 
 if TYPE_CHECKING:
     from fma_bands.agreement import Report
@@ -29,7 +30,7 @@ MAX_SEED = 2**32 - 1
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option(
     "--bootstrap",
-    type=click.IntRange(0, MAX_BOOTSTRAP),
+    type=Whole(0, MAX_BOOTSTRAP),
     default=1000,
     show_default=True,
     metavar="B",
@@ -37,7 +38,7 @@ MAX_SEED = 2**32 - 1
 )
 @click.option(
     "--seed",
-    type=click.IntRange(0, MAX_SEED),
+    type=Whole(0, MAX_SEED),
     default=20261129,
     show_default=True,
     help=f"Bootstrap seed, 0 to {MAX_SEED:,}.",
@@ -45,7 +46,7 @@ MAX_SEED = 2**32 - 1
 @click.option(
     "--round",
     "number",
-    type=click.IntRange(1, 2),
+    type=Whole(1, 2),
     default=1,
     show_default=True,
     help="1: the independent round (the reliability figure); 2: consensus-building.",

@@ -4,6 +4,7 @@ study's log (attestations/policy.yaml is its readable copy)."""
 import click
 
 from fma_bands.cli.base import acting_passphrase, cli, coordinator, settings, store
+from fma_bands.cli.numbers import Whole
 from fma_bands.evidence.policy import SCOPES
 
 
@@ -13,7 +14,7 @@ def policy() -> None:
 
 
 @policy.command("set")
-@click.option("--quorum", type=int, required=True)
+@click.option("--quorum", type=Whole(), required=True)
 @click.option("--scope", type=click.Choice(SCOPES), required=True)
 def set_(quorum: int, scope: str) -> None:
     """Sign a new policy record (audited); with a steward, it takes effect once they approve."""

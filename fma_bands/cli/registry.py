@@ -14,6 +14,7 @@ from fma_bands.cli.base import (
     settings,
     stored_audit_head,
 )
+from fma_bands.cli.numbers import Whole
 from fma_bands.cli.paths import check_output
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.evidence.policy import MAX_QUORUM, SCOPES
@@ -32,7 +33,7 @@ def sensitivity(command: Any) -> Any:
     )(command)
     return click.option(
         "--quorum",
-        type=click.IntRange(1, MAX_QUORUM),
+        type=Whole(1, MAX_QUORUM),
         help=f"Override the signed policy's quorum (1 to {MAX_QUORUM:,}).",
     )(command)
 

@@ -3,6 +3,7 @@
 import click
 
 from fma_bands.cli.base import cli, coordinator, print_json, settings, store, synced
+from fma_bands.cli.numbers import Whole
 
 
 @cli.group("round")
@@ -52,7 +53,7 @@ def show(as_json: bool) -> None:
 
 
 @round_.command("open")
-@click.argument("number", type=click.IntRange(1, 2))
+@click.argument("number", type=Whole(1, 2))
 @click.option(
     "--band",
     "bands",

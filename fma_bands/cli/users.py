@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from fma_bands.cli.base import acting_passphrase, cli, coordinator, read_secret, settings, store
+from fma_bands.cli.numbers import Whole
 from fma_bands.cli.paths import check_output
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.files import write_atomically
@@ -35,7 +36,7 @@ def _hand_over(name: str, code: str, code_file: str | None, expires: object) -> 
 @click.option("--role", type=click.Choice(["rater", "coordinator"]), default="rater")
 @click.option("--specialty")
 @click.option("--jurisdiction")
-@click.option("--years", type=int, help="Years since registration.")
+@click.option("--years", type=Whole(), help="Years since registration.")
 @click.option(
     "--code-file",
     metavar="F",

@@ -185,6 +185,22 @@ def test_numeric_options_are_bounded_and_say_so(tmp_path, monkeypatch):
     assert "0 to 100,000" in shown and "0<=x<=100000" in shown
 
 
+def test_numbers_are_written_with_the_digits_0_to_9(tmp_path, monkeypatch):
+    """int() reads a full-width or Arabic-Indic digit as a number: a quorum typed so would be
+    signed as one nobody wrote."""
+    monkeypatch.chdir(tmp_path)
+    for args in (
+        ("policy", "set", "--quorum", "２", "--scope", "warn"),
+        ("registry", "--quorum", "٢"),
+        ("agreement", "--bootstrap", "１０"),
+        ("round", "open", "２"),
+        ("user", "add", "someone", "--years", "３"),
+    ):
+        result = run(*args)
+        assert result.exit_code == 2, result.output
+        assert "is not a whole number written with the digits 0 to 9" in result.output
+
+
 @pytest.mark.postgres
 def test_init_and_db_current_on_postgresql_hide_the_password(
     postgres_engine, tmp_path, monkeypatch
