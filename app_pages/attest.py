@@ -112,6 +112,7 @@ if just_signed := st.session_state.pop("signed", None):
         data=json.dumps(receipt, indent=2),
         file_name=f"receipt-{user.pseudonym}.json",
         mime="application/json",
+        on_click="ignore",  # a rerun would take the receipt off the screen as it is saved
     )
 if not identity_recorded:
     st.warning(

@@ -181,9 +181,16 @@ if refused := st.session_state.pop("export:refused", None):
     # A wrong passphrase is tried once, not again on every rerun: the field is emptied.
     st.session_state["export:passphrase"] = ""
     st.error(escaped(refused))
-head_passphrase = st.text_input(
-    "Your passphrase, to sign the head (optional)", type="password", key="export:passphrase"
-)
+# A form: the passphrase counts once submitted, so no export is made while the screen says one
+# thing and the field another (a download clicked before the field was left).
+with st.form("export:sign"):
+    head_passphrase = st.text_input(
+        "Your passphrase, to sign the head (an editor's `fma-bands verify --export` needs a "
+        "signed head)",
+        type="password",
+        key="export:passphrase",
+    )
+    st.form_submit_button("Sign the exported head")
 head_signer = None
 if head_passphrase:
     try:
@@ -193,7 +200,12 @@ if head_passphrase:
         st.session_state["export:refused"] = exc.message
         st.rerun()
     head_signer = (root.keyid, root.private_key)
-    st.caption("The head will be signed with the study's root key.")
+    st.success("The exports below sign their head with the study's root key.")
+else:
+    st.caption(
+        "The exports below are not signed: they state the head they were decided from, which "
+        "`fma-bands verify --since` checks, but `verify --export` refuses an unsigned head."
+    )
 
 
 def audit_head() -> tuple[int, str] | None:

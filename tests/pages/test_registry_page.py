@@ -177,10 +177,22 @@ def test_a_hand_edited_policy_copy_grants_nothing_and_offers_no_export(
 
 def test_the_coordinators_passphrase_signs_the_exported_head(study, page, tmp_path):
     root = study[0]
-    page.text_input(key="export:passphrase").set_value("not the passphrase").run()
-    assert [e.value for e in page.error] == ["that passphrase is not right; nothing was signed"]
+    def sign_with(passphrase: str) -> None:
+        page.text_input(key="export:passphrase").set_value(passphrase)
+        [submit] = [b for b in page.button if b.label == "Sign the exported head"]
+        submit.click().run()
+
+    # Typed but not submitted: nothing is signed, and the screen says so.
     page.text_input(key="export:passphrase").set_value(COORDINATOR_PASS).run()
+    assert any("are not signed" in c.value for c in page.caption)
+    sign_with("not the passphrase")
+    assert [e.value for e in page.error] == ["that passphrase is not right; nothing was signed"]
+    assert page.text_input(key="export:passphrase").value == ""  # tried once, not on each rerun
+    sign_with(COORDINATOR_PASS)
     assert not page.error
+    assert [s.value for s in page.success] == [
+        "The exports below sign their head with the study's root key."
+    ]
     [write] = [b for b in page.button if b.label.startswith("Write bands.yaml")]
     write.click().run()
     header = yaml.safe_load((tmp_path / "exports" / "bands.yaml").read_text())["attestations"]
