@@ -177,6 +177,7 @@ def test_a_hand_edited_policy_copy_grants_nothing_and_offers_no_export(
 
 def test_the_coordinators_passphrase_signs_the_exported_head(study, page, tmp_path):
     root = study[0]
+
     def sign_with(passphrase: str) -> None:
         page.text_input(key="export:passphrase").set_value(passphrase)
         [submit] = [b for b in page.button if b.label == "Sign the exported head"]
