@@ -58,7 +58,8 @@ def sign_attestation(
     folder: Path,
     confirm: bool,
 ) -> None:
-    """Sign, and show the manifestation on the next run; a failure shows here, form kept."""
+    """Sign, and show the manifestation on the next run; a failure shows on the next run too,
+    above the form, which keeps all but the passphrase."""
     try:
         with session() as s:
             receipt = attest(
@@ -73,9 +74,9 @@ def sign_attestation(
             )
             st.session_state.signed = manifestation(s, receipt)
             st.session_state.receipt = receipt.as_dict()
-        st.rerun()
     except FmaBandsError as exc:
-        st.error(escaped(exc.message))
+        st.session_state["attest:failed"] = exc.message
+    st.rerun()
 
 
 user = require_user("rater")
@@ -124,6 +125,9 @@ st.subheader("Statement")
 st.write(statement_text([r["round"] for r in signing.reviews]))
 reviews_covered(signing, numbers)
 
+if failed := st.session_state.pop("attest:failed", None):
+    st.session_state["attest:passphrase"] = ""  # before the field is drawn: not left on screen
+    st.error(escaped(failed))
 with st.form("attest"):
     st.markdown("**Declarations** (all are required)")
     ticks = {key: st.checkbox(text, key=f"declare:{key}") for key, text in DECLARATIONS.items()}

@@ -274,7 +274,12 @@ def _verdict(screen: Screen, review: ReviewState, band: BandState, errors: dict)
 
 def _own_band(screen: Screen, review: ReviewState, band: BandState, errors: dict) -> None:
     """The band the rater amends to, and its picture (the last valid one while it is not)."""
-    starts = " (it starts from the proposal)" if screen.shows_proposal else ""
+    if screen.current is not None and screen.current.band is not None:
+        starts = " (it starts from the band you last gave)"
+    elif screen.shows_proposal:
+        starts = " (it starts from the proposal)"
+    else:
+        starts = ""
     st.markdown(f"**Your band**{starts}")
     _band_editor(screen, review, band)
     show_errors(errors, "band")

@@ -96,6 +96,9 @@ def test_wrong_passphrases_on_sign_attestation_lock_the_rater_out(
 
     for _ in range(FREE_FAILURES):
         assert sign("a wrong guess") == ["that passphrase is not right; nothing was signed"]
+        # The refused passphrase leaves the screen; the declarations stay ticked.
+        assert at.text_input(key="attest:passphrase").value == ""
+        assert all(b.value for b in at.checkbox if b.key.startswith("declare:"))
     assert sign(PASSPHRASES["rater-01"]) == [LOCKED]
     with study.store() as s:
         assert not s.exec(select(LogRecord).where(LogRecord.kind == "adjudication")).first()

@@ -109,6 +109,7 @@ def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
     # The round-1 band starts the screen; the reason is this round's to give.
     assert at.text_area(key=key(TRIAGE, "reason")).value == ""
     assert at.radio(key=key(TRIAGE, "verdict")).value == "AMEND"
+    assert "**Your band** (it starts from the band you last gave)" in [m.value for m in at.markdown]
     answer_questions(at, TRIAGE)
     run(at)
     click(at, "Submit and next")
