@@ -67,6 +67,11 @@ if done := st.session_state.pop(DONE, None):
 if failed := st.session_state.pop(FAILED, None):
     st.error(escaped(failed))
 who = st.selectbox("Rater", list(recorded))
+if recorded.get(who):
+    st.caption(
+        f"{who}'s identity is recorded. Recording it again replaces it: a new commitment, "
+        "signed into the roster as a new record (the old one stays in the log)."
+    )
 with st.form("identity"):
     values = {
         f: st.text_input(f.replace("_", " ").capitalize(), key=f"identity:{f}")

@@ -140,6 +140,8 @@ def test_a_rater_identity_is_signed_into_the_roster_with_the_root_passphrase(
         ).first()
     published = read_evidence(folder).records()["rater-01"]
     assert commitment and published["identity_commitment"] == commitment
+    at.selectbox[0].set_value("rater-01").run()
+    assert any("Recording it again replaces it" in c.value for c in at.caption)
 
 
 # Signing: the receipt, and the seal ------------------------------------------------------
