@@ -13,6 +13,7 @@ from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.bands import band_from_values, consensus, parse_band, to_harness
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.vignettes import load_library
+from fma_bands.evidence import yaml_writer
 from fma_bands.evidence.export import (
     ADJUDICATOR_FIELDS,
     BAND_FIELDS,
@@ -412,9 +413,14 @@ def test_the_export_command_refuses_an_invalid_folder_unless_provisional(study_f
 
 
 def python_dump(document) -> str:
-    """What bands.yaml must be, byte for byte: plain yaml.dump with PyYAML's own emitter."""
+    """What bands.yaml must be, byte for byte: plain yaml.dump with PyYAML's own emitter (and
+    the resolver that quotes what YAML 1.2 reads as a number)."""
     return yaml.dump(
-        dict(document), Dumper=yaml.SafeDumper, sort_keys=False, allow_unicode=True, width=100
+        dict(document),
+        Dumper=yaml_writer.SafeDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
     )
 
 
@@ -441,7 +447,14 @@ def test_libyaml_writes_an_export_of_plain_text_and_python_the_rest(monkeypatch)
     dump_bands({"reasoning": "A tab\there"})
     dump_bands({"notes": ["ok", {"reason": "a space before a break \nhere"}]})
     dump_bands({"reason": "an emoji \U0001f600"})
-    assert used == [yaml.CSafeDumper, yaml.SafeDumper, yaml.SafeDumper, yaml.SafeDumper]
+    # Each quotes what YAML 1.2 reads as a number (yaml_writer.QuotingAsCore).
+    assert used == [
+        yaml_writer.C_SAFE_DUMPER,
+        yaml_writer.SafeDumper,
+        yaml_writer.SafeDumper,
+        yaml_writer.SafeDumper,
+    ]
+    assert all(issubclass(d, yaml_writer.QuotingAsCore) for d in used)
 
 
 @settings(max_examples=300, deadline=None)
