@@ -47,10 +47,17 @@ def sign_in(page: Page, name: str, passphrase: str) -> None:
     assert_no_exception(page)
 
 
+# Streamlit keeps the last run's elements on screen, marked stale, while a rerun redraws: for a
+# moment the same button can be there twice (a rerun a radio or a field started may begin just
+# after the page looked idle). The one a person clicks is the live one.
+LIVE = '[data-testid="stElementContainer"]:not([data-stale="true"])'
+
+
 def press(page: Page, name: str) -> None:
-    """Click the one button called `name` in the page's main area, once the last run's copy
-    has left the screen (Streamlit keeps a stale element while it redraws), and settle."""
-    button = page.get_by_test_id("stMain").get_by_role("button", name=name, exact=True)
+    """Click the one live button called `name` in the page's main area, and settle."""
+    button = (
+        page.get_by_test_id("stMain").locator(LIVE).get_by_role("button", name=name, exact=True)
+    )
     expect(button).to_have_count(1)
     button.click()
     wait_for_app(page)
