@@ -8,8 +8,8 @@ import json
 import math
 import os
 import re
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,8 +18,14 @@ import yaml
 from fma_bands.core.errors import FmaBandsError
 
 
-def write_atomically(path: str | Path, data: bytes | str, *, overwrite: bool = True) -> Path:
+def write_atomically(
+    path: str | Path, data: bytes | str, *, overwrite: bool = True, shared: bool = False
+) -> Path:
     """Write via a temporary file in the same folder, fsync, then rename over the target.
+
+    The file is its owner's only (0600), as a secret must be from its first byte; `shared`
+    gives it the mode the umask gives any new file (0644 under the usual 022), for what
+    colleagues read: an export, the study's signed records.
 
     Any failure (a folder where the file should be, no permission, a full disk, /proc) is an
     FmaBandsError naming the file; the target is then as it was before.
@@ -32,7 +38,10 @@ def write_atomically(path: str | Path, data: bytes | str, *, overwrite: bool = T
         if not overwrite and path.exists():
             raise FmaBandsError("already exists; refusing to overwrite it", file=str(path))
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        # O_EXCL: a new file of ours, never one (or a link) planted under that name.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        fd = os.open(tmp, flags, 0o666 if shared else 0o600)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(payload)

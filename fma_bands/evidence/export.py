@@ -307,7 +307,7 @@ def dump_bands(document: Mapping[str, Any], *, dumper: type | None = None) -> st
 
 def write_bands(path: str | Path, document: Mapping[str, Any]) -> Path:
     """Write bands.yaml atomically: readers see the old file or the new one, never half."""
-    return write_atomically(path, dump_bands(document))
+    return write_atomically(path, dump_bands(document), shared=True)
 
 
 def write_export(

@@ -234,7 +234,7 @@ def publish(session: Session, folder: Path) -> list[str]:
         assert row is not None
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            write_atomically(path, row.envelope, overwrite=False)
+            write_atomically(path, row.envelope, overwrite=False, shared=True)
         except FmaBandsError:
             if not path.exists():
                 raise
@@ -265,7 +265,7 @@ def _write_if_changed(path: Path, text: str) -> None:
             return
     except (OSError, UnicodeDecodeError):
         pass
-    write_atomically(path, text)
+    write_atomically(path, text, shared=True)
 
 
 def store_evidence(session: Session) -> Evidence:

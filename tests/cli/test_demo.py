@@ -1,0 +1,56 @@
+"""`fma-bands demo` from any folder: the demo vignettes that ship with fma-bands fill a missing
+vignette folder, and a folder with none in it is refused before any database is made (the
+installed wheel, run twice: tests/test_packaging.py)."""
+
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from fma_bands.cli import cli
+from tests.conftest import DEMO_VIGNETTES
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    """fma-bands in-process in an empty folder, with no FMA_BANDS_* setting of the developer's."""
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("FMA_BANDS_")]:
+        monkeypatch.delenv(name)
+
+    def invoke(*args: str):
+        return CliRunner().invoke(cli, list(args), prog_name="fma-bands", catch_exceptions=False)
+
+    return invoke
+
+
+def yaml_files(folder):
+    return {p.name: p.read_bytes() for p in folder.glob("*.yaml")}
+
+
+def test_the_demo_fills_a_missing_vignette_folder_with_the_demo_vignettes(run, tmp_path):
+    made = run("--vignettes", "study/vignettes", "demo")
+    assert made.exit_code == 0, made.output
+    assert yaml_files(tmp_path / "study" / "vignettes") == yaml_files(DEMO_VIGNETTES)
+    assert "The demo vignettes that ship with fma-bands are now in study/vignettes." in made.stdout
+    assert "Demo study ready in sqlite:///fma-bands.db: 12 vignettes." in made.stdout
+    assert "--vignettes study/vignettes serve`" in made.stdout
+
+
+def test_a_folder_without_vignettes_is_refused_and_no_database_is_made(run, tmp_path):
+    (tmp_path / "vignettes").mkdir()
+    refused = run("demo")
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("fma-bands: error: no vignettes loaded from vignettes")
+    assert not (tmp_path / "fma-bands.db").exists()
+    assert not (tmp_path / "attestations").exists()
+
+
+def test_an_attestations_folder_of_another_study_is_refused_before_anything_is_made(run, tmp_path):
+    (tmp_path / "attestations").mkdir()
+    (tmp_path / "attestations" / "000000-root-x.dsse.json").write_text("{}")
+    refused = run("demo", "--reuse")
+    assert refused.exit_code == 1
+    assert "already holds another study's signed records" in refused.stderr
+    assert not (tmp_path / "fma-bands.db").exists()
+    assert not (tmp_path / "vignettes").exists()
