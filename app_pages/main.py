@@ -90,12 +90,18 @@ def coordinator_pages() -> list[st.Page]:
 
 
 def run() -> None:
-    from app_pages.common import current_user, session, sign_out
+    from app_pages.common import current_user, escaped, session, settings, sign_out
+    from fma_bands.core.errors import FmaBandsError
     from fma_bands.study.users import has_users
 
     # An emoji icon is drawn in the browser; a Material one is fetched from fonts.gstatic.com,
     # and no page of the app may make a browser call outside it.
     st.set_page_config(page_title="fma-bands", page_icon="⚖️", layout="wide")
+    try:
+        settings()  # a setting the app cannot use is said once, by name, before any page
+    except FmaBandsError as exc:
+        st.error(f"The app's settings cannot be used: {escaped(exc)}")
+        st.stop()
     with session() as s:
         first_run = not has_users(s)
     user = current_user()

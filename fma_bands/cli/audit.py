@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from fma_bands.cli.base import cli, done, settings, store
+from fma_bands.cli.base import cli, done, print_json, settings, store
 from fma_bands.core.errors import FmaBandsError
 
 
@@ -22,7 +22,8 @@ def audit() -> None:
     help="A bands.yaml kept from earlier (repeatable): the log must still hold the audit head "
     "it carries.",
 )
-def verify(exports: tuple[str, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def verify(exports: tuple[str, ...], as_json: bool) -> None:
     """Check the hash chain, and that it still holds the head every signed record of the
     study's log (in the store and in the attestations folder) and every export given carries;
     exit 1 naming each edited, deleted, moved or truncated event."""
@@ -33,7 +34,19 @@ def verify(exports: tuple[str, ...]) -> None:
     with store() as session:
         anchors = audit_anchors(session, settings().attestations) + kept
         report = log.verify(session, anchors=sorted(anchors))
-    click.echo(str(report))
+    if as_json:
+        print_json(
+            {
+                "valid": report.ok,
+                "events": report.n_events,
+                "head": {"seq": report.head[0], "hash": report.head[1]} if report.head else None,
+                "problems": [
+                    {"seq": p.seq, "kind": p.kind, "message": p.message} for p in report.problems
+                ],
+            }
+        )
+    else:
+        click.echo(str(report))
     done(0 if report.ok else 1)
 
 

@@ -1,23 +1,24 @@
-"""The fma-bands group, its global options, and the one place where errors become messages.
+"""The fma-bands group, its global options, and the one place where errors become messages
+and exit statuses (docs/cli.md, "Exit statuses").
 
 Handlers import the domain modules they need inside their bodies: `fma-bands --help` must not
 pay for the database, numpy or an Argon2 hash.
 """
 
 import contextlib
-import datetime
 import json
+import logging
 import os
 import sys
-import tempfile
-import traceback
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.cli import logs
+from fma_bands.core.errors import AccessDenied, ConflictError, FmaBandsError, WrongPassphrase
 from fma_bands.core.files import read_bounded
 from fma_bands.core.files import read_yaml as read_yaml_file
 
@@ -29,60 +30,131 @@ if TYPE_CHECKING:
     from fma_bands.core.vignettes import Library
     from fma_bands.study.library import SyncReport
 
+OK_EXIT = 0
+FAILED_EXIT = 1  # a check failed, or what was asked cannot be done (the message says why)
+USAGE_EXIT = 2  # click's: the command line itself is wrong
+REFUSED_EXIT = 3  # a rule or a permission forbids it: nothing was done
 BUG_EXIT = 70  # EX_SOFTWARE: not the user's mistake, and scripts can tell it apart
 PIPE_CLOSED_EXIT = 141  # 128 + SIGPIPE, what a shell reports for a reader that left early
 
+# The errors that say "not allowed" rather than "not possible": a role, the blinding, a frozen
+# round, a passphrase that does not prove who is asking, a change someone made meanwhile.
+REFUSALS = (AccessDenied, WrongPassphrase, ConflictError)
 
-class FmaGroup(click.Group):
-    """A click group whose failures reach a person as one line: `fma-bands: error: ...`."""
+# How each exit status reads in the log's command.end event.
+OUTCOMES = {
+    OK_EXIT: "ok",
+    FAILED_EXIT: "failed",
+    USAGE_EXIT: "usage",
+    REFUSED_EXIT: "refused",
+    BUG_EXIT: "bug",
+    PIPE_CLOSED_EXIT: "pipe_closed",
+}
+
+
+class FmaCommand(click.Command):
+    """A command that logs its start (its outcome is logged where errors are handled)."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        root = ctx.find_root()
+        root.meta["command"] = ctx.command_path.removeprefix(root.command_path).strip()
+        found = settings()
+        logs.configure(found.log_file, found.log_level)
+        logs.note(logging.INFO, "command.start", actor=_actor(), command=root.meta["command"])
+        return super().invoke(ctx)
+
+
+class FmaGroup(click.Group):
+    """A click group whose failures reach a person as one line: `fma-bands: error: ...`, and
+    whose commands and groups are of these classes."""
+
+    command_class = FmaCommand
+    group_class = type  # a group made with @cli.group() is an FmaGroup too
+
+    def invoke(self, ctx: click.Context) -> Any:
+        if ctx.parent is not None:  # a group inside fma-bands: the root handles what escapes
+            return super().invoke(ctx)
+        started = time.monotonic()
+        code = OK_EXIT
+        message = None
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+        except click.exceptions.Exit as exc:
+            code = exc.exit_code
+            raise
+        except click.ClickException as exc:
+            code, message = exc.exit_code, exc.format_message()
+            raise
+        except click.Abort:
+            code, message = FAILED_EXIT, "aborted"
             raise
         except BrokenPipeError:
             # The reader went away (`fma-bands registry | head`): nothing is wrong, and what is
             # still buffered has nowhere to go, so it goes to /dev/null instead of a traceback.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            ctx.exit(PIPE_CLOSED_EXIT)
+            code = PIPE_CLOSED_EXIT
+            ctx.exit(code)
         except FmaBandsError as exc:
+            code, message = (REFUSED_EXIT if isinstance(exc, REFUSALS) else FAILED_EXIT), str(exc)
             click.echo(f"fma-bands: error: {exc}", err=True)
-            ctx.exit(1)
+            ctx.exit(code)
         except Exception as exc:  # the catch-all that keeps tracebacks off a terminal
+            code, message = BUG_EXIT, f"{type(exc).__name__}: {exc}"
             log = _log_bug(ctx, exc)
             click.echo(
                 f"fma-bands: error: this is a bug in fma-bands ({type(exc).__name__}), not "
                 f"something you did; the details are in {log}. Please report it with that file.",
                 err=True,
             )
-            ctx.exit(BUG_EXIT)
+            ctx.exit(code)
+        finally:
+            _log_end(ctx, code, message, time.monotonic() - started)
+            logs.release()
+
+
+def _actor() -> str | None:
+    """Who the command acts as: the name given with --as (proved by its passphrase when the
+    command needs it: a passphrase that does not prove it ends the command as refused)."""
+    options = click.get_current_context().find_root().obj or {}
+    return options.get("acting_as")
+
+
+def _log_end(ctx: click.Context, code: int, message: str | None, seconds: float) -> None:
+    """The command's outcome, once it started (a command line click refused never did)."""
+    if "command" not in ctx.meta or logs.configured() is None:
+        return
+    outcome = OUTCOMES.get(code, "failed")
+    level = {"refused": logging.WARNING, "bug": logging.ERROR}.get(outcome, logging.INFO)
+    logs.note(
+        level,
+        "command.end",
+        actor=_actor(),
+        command=ctx.meta["command"],
+        outcome=outcome,
+        exit=code,
+        message=message,
+        seconds=round(seconds, 3),
+    )
 
 
 def _log_bug(ctx: click.Context, exc: Exception) -> str:
-    options = ctx.find_root().obj or {}
-    wanted = options.get("log_file") or os.environ.get("FMA_BANDS_LOG_FILE") or "fma-bands.log"
-    entry = (
-        f"--- {datetime.datetime.now(datetime.UTC).isoformat()} fma-bands "
-        f"{' '.join(sys.argv[1:])}\n" + "".join(traceback.format_exception(exc))
+    """Log the bug with its traceback; where it went (the log file, else the fallback)."""
+    handler = logs.configured()
+    if handler is None:  # before the settings were read (or while they were): their defaults
+        wanted = os.environ.get("FMA_BANDS_LOG_FILE") or "fma-bands.log"
+        handler = logs.configure(Path(wanted), "ERROR")
+    logs.LOGGER.error(
+        "command.bug",
+        exc_info=exc,
+        extra={"fields": {"actor": _actor(), "command": ctx.meta.get("command")}},
     )
-    with contextlib.suppress(Exception):  # the log never holds a database password
-        from fma_bands.store.db import hide_passwords
-
-        entry = hide_passwords(entry)
-    for path in (Path(wanted), Path(tempfile.gettempdir()) / "fma-bands.log"):
-        with contextlib.suppress(OSError):
-            # Readable by its owner only, and never through a link planted where it goes.
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-            fd = os.open(path, flags, 0o600)
-            with os.fdopen(fd, "a", encoding="utf-8") as handle:
-                os.fchmod(fd, 0o600)
-                handle.write(entry)
-            return str(path.resolve())
-    return "(no log could be written)"
+    return str(handler.where) if handler.where else "(no log could be written)"
 
 
 @click.group(cls=FmaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(
+    package_name="fma-bands", prog_name="fma-bands", message="%(prog)s %(version)s"
+)
 @click.option(
     "--vignettes",
     metavar="DIR",
@@ -251,12 +323,13 @@ def coordinator(session: "Session") -> "UserPublic":
         passphrase = read_secret(options["acting_passphrase_file"])
     elif sys.stdin.isatty():
         passphrase = click.prompt(f"Passphrase of {name}", hide_input=True)
+        logs.keep_secret(passphrase)
     else:
         raise AccessDenied(
             f"give {name}'s passphrase with --passphrase-file P (or FMA_BANDS_PASSPHRASE_FILE)"
         )
     # A failure is counted and audited (committed) by the check itself; an account that must
-    # still wait is refused with how long (AccessDenied, exit 1).
+    # still wait is refused with how long (AccessDenied, exit 3).
     user = sign_in(session, name, passphrase, where="cli --as")
     if user is None:
         raise AccessDenied(SIGN_IN_FAILED.replace("Sign-in", "Authentication"))
@@ -292,6 +365,7 @@ def read_secret(path: str | Path) -> str:
     lines = read_text(path, "passphrase file", limit=64 * 1024).splitlines()
     if not lines or not lines[0].strip():
         raise FmaBandsError("the passphrase file is empty", file=str(path))
+    logs.keep_secret(lines[0])
     return lines[0]
 
 

@@ -2,7 +2,7 @@
 
 import click
 
-from fma_bands.cli.base import cli, settings
+from fma_bands.cli.base import cli, print_json, settings
 
 
 @cli.group()
@@ -30,7 +30,8 @@ def upgrade() -> None:
 
 
 @db.command()
-def current() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def current(as_json: bool) -> None:
     """Print the database's schema revision and the newest this fma-bands knows."""
     from fma_bands.store.db import current_revision, head_revision, make_engine, shown_url
 
@@ -40,6 +41,11 @@ def current() -> None:
     finally:
         engine.dispose()
     head = head_revision()
-    state = "up to date" if revision == head else "run `fma-bands db upgrade`"
     url = shown_url(settings().database_url)  # never its password
+    if as_json:
+        print_json(
+            {"database": url, "revision": revision, "head": head, "up_to_date": revision == head}
+        )
+        return
+    state = "up to date" if revision == head else "run `fma-bands db upgrade`"
     click.echo(f"database {url}: revision {revision or 'none'} (head {head}; {state})")

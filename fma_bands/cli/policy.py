@@ -3,7 +3,15 @@ study's log (attestations/policy.yaml is its readable copy)."""
 
 import click
 
-from fma_bands.cli.base import acting_passphrase, cli, coordinator, settings, store
+from fma_bands.cli.base import (
+    acting_passphrase,
+    cli,
+    coordinator,
+    done,
+    print_json,
+    settings,
+    store,
+)
 from fma_bands.cli.numbers import Whole
 from fma_bands.evidence.policy import SCOPES
 
@@ -36,13 +44,17 @@ def set_(quorum: int, scope: str) -> None:
 
 
 @policy.command()
-def show() -> None:
-    """Print the policy in force."""
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def show(as_json: bool) -> None:
+    """Print the policy in force (exit 1 when none is: nothing is granted then)."""
     from fma_bands.core.errors import FmaBandsError
     from fma_bands.study.governance import policy_in_force
 
     with store() as session:
         current = policy_in_force(session)
+    if as_json:
+        print_json({"policy": current.as_dict() if current else None})
+        done(0 if current else 1)
     if current is None:
         raise FmaBandsError("no policy is in force: nothing is granted until one is set")
     click.echo(f"policy: quorum {current.quorum}, scope {current.scope}")

@@ -1,9 +1,17 @@
 """`fma-bands init`, `demo`, `phase` and `mode`: setting up a study and running its phases."""
 
+import shutil
+from pathlib import Path
+
 import click
 
 from fma_bands.cli.base import cli, coordinator, done, settings, store, synced
 from fma_bands.core.errors import AccessDenied, FmaBandsError
+
+# The demo vignettes: in the wheel, a folder of the package (pyproject.toml, package-dir); in a
+# checkout, the repository's vignettes/ (an editable install maps no folder of data).
+PACKAGE = Path(__file__).resolve().parent.parent
+DEMO_VIGNETTE_FOLDERS = (PACKAGE / "demo_vignettes", PACKAGE.parent / "vignettes")
 
 # The accounts `fma-bands demo` makes: demo only, printed, never secret.
 DEMO_USERS = (
@@ -44,30 +52,64 @@ def init() -> None:
 
 
 @cli.command()
-def demo() -> None:
+@click.option(
+    "--reuse",
+    is_flag=True,
+    help="When the database already holds the demo study, say how to start the app and succeed "
+    "(so a script may run `fma-bands demo --reuse` every time).",
+)
+def demo(reuse: bool) -> None:
     """Set up a ready demo study (coordinator and two raters) and say how to sign in.
 
-    Refused on a database that already holds a study: the demo accounts' passphrases are
-    printed, so they never join a real one."""
+    A missing vignette folder is filled with the demo vignettes that ship with fma-bands, so the
+    demo works from any folder. Refused on a database that already holds a study: the demo
+    accounts' passphrases are printed, so they never join a real one."""
+    from fma_bands.cli.base import has_database, library
+    from fma_bands.cli.serve import start_command
     from fma_bands.store.db import shown_url
     from fma_bands.study.enrolment import create_user
     from fma_bands.study.governance import set_policy
-    from fma_bands.study.users import has_users, require_user
+    from fma_bands.study.library import sync_vignettes
+    from fma_bands.study.users import has_users, list_users, require_user
 
-    folder = settings().attestations
+    shown, folder = shown_url(settings().database_url), settings().attestations
+    start = f"start the app with `{start_command()}`"
+    if has_database():
+        with store() as session:
+            taken = has_users(session)
+            is_demo = taken and all(u.demo for u in list_users(session, role="coordinator"))
+        if is_demo and reuse:
+            click.echo(f"The demo study is already in {shown}: {start} and sign in with:")
+            _print_demo_accounts()
+            return
+        if taken:
+            what = "the demo study" if is_demo else "a study that is not the demo"
+            raise FmaBandsError(
+                f"{shown} already holds a study ({what}), and `fma-bands demo` only sets up a "
+                f"new one: {start}"
+                + (f" (`{start_command('demo --reuse')}` says so and succeeds)" if is_demo else "")
+                + ". To start the demo over, delete that database and the attestations folder "
+                f"{folder}, or give another --db and --attestations."
+            )
+    if any(folder.glob("*.dsse.json")):
+        raise FmaBandsError(
+            f"{folder} already holds another study's signed records: `fma-bands demo` "
+            "needs an attestations folder of its own (give another --attestations)."
+        )
+    if not settings().vignettes.exists():
+        _copy_demo_vignettes(settings().vignettes)
+    # Read before the database is made, so that a folder with no vignette leaves nothing behind.
+    found = library()
+    if not len(found):
+        raise FmaBandsError(
+            f"no vignettes loaded from {settings().vignettes}: give a folder of vignette files "
+            "with --vignettes DIR, or a folder that does not exist yet for the demo's own",
+            problems=found.problems,
+        )
+    for problem in found.problems:
+        click.echo(f"warning: {problem}", err=True)
     with store() as session:
-        if has_users(session):
-            raise FmaBandsError(
-                f"{shown_url(settings().database_url)} already holds a study: `fma-bands demo` "
-                "only sets up a new one. Give another --db (or delete that database file) to start "
-                "over."
-            )
-        if any(folder.glob("*.dsse.json")):
-            raise FmaBandsError(
-                f"{folder} already holds another study's signed records: `fma-bands demo` "
-                "needs an attestations folder of its own (give another --attestations)."
-            )
-        found, _ = synced(session)
+        sync_vignettes(session, found, actor="cli")
         root = DEMO_USERS[0]["passphrase"]
         for fields in DEMO_USERS:
             create_user(session, actor="demo", folder=folder, root_passphrase=root, **fields)
@@ -79,12 +121,9 @@ def demo() -> None:
             quorum=1,
             scope="warn",
         )
-    click.echo(f"Demo study ready in {shown_url(settings().database_url)}: {len(found)} vignettes.")
-    click.echo("Run `streamlit run app.py` and sign in with one of these (demo only, not secret):")
-    for fields in DEMO_USERS:
-        click.echo(
-            f"  {fields['pseudonym']:<12} passphrase {fields['passphrase']:<17} ({fields['role']})"
-        )
+    click.echo(f"Demo study ready in {shown}: {len(found)} vignettes.")
+    click.echo(f"Now {start} and sign in with one of these (demo only, not secret):")
+    _print_demo_accounts()
     click.echo(
         "These are demo accounts: their passphrases are printed here, so the raters' signed "
         "activation records say demo and the registry warns. A real rater is enrolled with a "
@@ -92,11 +131,40 @@ def demo() -> None:
     )
 
 
+def _print_demo_accounts() -> None:
+    for fields in DEMO_USERS:
+        click.echo(
+            f"  {fields['pseudonym']:<12} passphrase {fields['passphrase']:<17} ({fields['role']})"
+        )
+
+
+def _copy_demo_vignettes(target: Path) -> None:
+    """The demo vignettes that ship with fma-bands, copied into `target` (a new folder), so that
+    the study's files are all in the folder it runs from."""
+    source = next((p for p in DEMO_VIGNETTE_FOLDERS if any(p.glob("*.yaml"))), None)
+    if source is None:
+        raise FmaBandsError(
+            f"there is no vignette folder {target}, and this installation of fma-bands holds no "
+            "demo vignettes to put there: give --vignettes DIR"
+        )
+    try:
+        target.mkdir(parents=True)
+        for path in sorted(source.glob("*.yaml")):
+            shutil.copyfile(path, target / path.name)
+    except OSError as exc:
+        raise FmaBandsError(
+            f"cannot write the demo vignettes: {exc.strerror or exc}", file=str(target)
+        ) from None
+    click.echo(f"The demo vignettes that ship with fma-bands are now in {target}.")
+
+
 @cli.command()
 @click.argument("state", required=False, type=click.Choice(["open", "closed"]))
-def phase(state: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def phase(state: str | None, as_json: bool) -> None:
     """Show the phase of the current round, or close it, as `fma-bands round close` does (a
     closed round is never reopened: see `fma-bands round`)."""
+    from fma_bands.cli.base import print_json
     from fma_bands.study.rounds import close_round
     from fma_bands.study.state import study
 
@@ -113,6 +181,9 @@ def phase(state: str | None) -> None:
                     f"round {number} is closed and a closed round is never reopened: open round "
                     "2 for the bands still in dispute instead (fma-bands round open 2)"
                 )
+    if as_json:
+        print_json({"round": number, "phase": shown})
+        return
     click.echo(f"review phase {shown}" + (f" (round {number})" if number > 1 else ""))
 
 

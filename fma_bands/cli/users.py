@@ -5,7 +5,15 @@ from pathlib import Path
 
 import click
 
-from fma_bands.cli.base import acting_passphrase, cli, coordinator, read_secret, settings, store
+from fma_bands.cli.base import (
+    acting_passphrase,
+    cli,
+    coordinator,
+    print_json,
+    read_secret,
+    settings,
+    store,
+)
 from fma_bands.cli.numbers import Whole
 from fma_bands.cli.paths import check_output
 from fma_bands.core.errors import AccessDenied, FmaBandsError
@@ -181,12 +189,32 @@ def reset(name: str, code_file: str | None) -> None:
 
 
 @user.command("list")
-def list_() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_(as_json: bool) -> None:
     """List enrolled users and whether each has activated their account."""
     from fma_bands.study.users import list_users
 
     with store() as session:
         users = list_users(session)
+    if as_json:
+        print_json(
+            {
+                "users": [
+                    {
+                        "pseudonym": u.pseudonym,
+                        "role": u.role,
+                        "active": u.active,
+                        "demo": u.demo,
+                        "specialty": u.specialty,
+                        "jurisdiction": u.jurisdiction,
+                        "years_post_registration": u.years_post_registration,
+                        "keyid": u.keyid,
+                    }
+                    for u in users
+                ]
+            }
+        )
+        return
     for u in users:
         detail = (
             f"{u.specialty}, {u.jurisdiction}, {u.years_post_registration} y" if u.specialty else ""

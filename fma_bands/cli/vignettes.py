@@ -14,12 +14,27 @@ def vignettes() -> None:
 
 @vignettes.command()
 @click.argument("dirs", nargs=-1, metavar="[DIR]...")
-def check(dirs: tuple[str, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def check(dirs: tuple[str, ...], as_json: bool) -> None:
     """Validate vignette folders (default --vignettes); exit 1 listing every problem."""
     found = library(dirs)
+    bad = len({p.file for p in found.problems})
+    if as_json:
+        print_json(
+            {
+                "valid": found.ok,
+                "vignettes": len(found),
+                "files": found.files,
+                "files_with_problems": bad,
+                "problems": [
+                    {"file": p.file, "line": p.line, "field": p.field, "message": p.message}
+                    for p in found.problems
+                ],
+            }
+        )
+        done(0 if found.ok else 1)
     for problem in found.problems:
         click.echo(str(problem))
-    bad = len({p.file for p in found.problems})
     click.echo(
         f"{len(found)} vignettes valid, {bad} file(s) with problems "
         f"({len(found.problems)} problem(s)) in {found.files} file(s)"

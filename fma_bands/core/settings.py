@@ -1,21 +1,52 @@
-"""One settings object, read once: command-line options over FMA_BANDS_* variables over defaults."""
+"""One settings object, read once: command-line options over FMA_BANDS_* variables over defaults.
 
+An FMA_BANDS_* variable that nothing reads is refused by name: a misspelt one would otherwise be
+ignored, and the study would quietly use the default it was meant to change.
+"""
+
+import difflib
+import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fma_bands.core.errors import FmaBandsError
 
 DEFAULT_DATABASE_URL = "sqlite:///fma-bands.db"
+PREFIX = "FMA_BANDS_"
+
+# FMA_BANDS_* variables read by something other than Settings: the command line's --as and
+# --passphrase-file, and those the test suite and CI read (tests/, .ci/run).
+OTHER_VARIABLES = (
+    "FMA_BANDS_AS",
+    "FMA_BANDS_PASSPHRASE_FILE",
+    "FMA_BANDS_CHROMIUM",
+    "FMA_BANDS_DOCS_SLOW",
+    "FMA_BANDS_PG_BIN",
+    "FMA_BANDS_REQUIRE_BROWSER",
+    "FMA_BANDS_REQUIRE_POSTGRES",
+    "FMA_BANDS_REQUIRE_SHARED",
+    "FMA_BANDS_SCREENSHOTS",
+    "FMA_BANDS_SHARED",
+    "FMA_BANDS_TEST_POSTGRES_URL",
+)
+
+
+def _upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
+
+
+# A logging level by name, in any case (info, INFO).
+LogLevel = Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(_upper)]
 
 
 class Settings(BaseSettings):
     """Where the study lives. Each field is also the variable FMA_BANDS_<FIELD>."""
 
-    model_config = SettingsConfigDict(env_prefix="FMA_BANDS_", frozen=True, extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=PREFIX, frozen=True, extra="ignore")
 
     vignettes: Path = Path("vignettes")
     database_url: str = DEFAULT_DATABASE_URL
@@ -26,8 +57,12 @@ class Settings(BaseSettings):
     export_dir: Path = Path("exports")
     # The harness's trajectories.json files the registry page counts bands against (2.8).
     trajectories: Path = Path("trajectories")
-    # Where an unexpected error's details go, so a person sees one line and a bug report has all.
+    # The command line's log (docs/cli.md, "Logging"): each command's start and outcome, and an
+    # unexpected error's details, so a person sees one line and a bug report has all.
     log_file: Path = Path("fma-bands.log")
+    # Which events reach it: ERROR only bugs, WARNING refusals too, INFO every command. The
+    # default writes a file only for a bug, wherever a command runs.
+    log_level: LogLevel = "ERROR"
     # Minutes without a page run after which the app signs the person out (21 CFR 11.300(d)).
     idle_minutes: int = Field(default=30, ge=1, le=24 * 60)
 
@@ -35,6 +70,7 @@ class Settings(BaseSettings):
 def load_settings(**overrides: Any) -> Settings:
     """The settings, with the given options (None means "not given") over the environment."""
     given = {name: value for name, value in overrides.items() if value is not None}
+    _refuse_unknown_variables()
     try:
         found = Settings(**given)
     except ValidationError as exc:
@@ -46,6 +82,29 @@ def load_settings(**overrides: Any) -> Settings:
     _check_paths(found)
     _keep_out_of_the_log(found)
     return found
+
+
+def known_variables() -> list[str]:
+    """Every FMA_BANDS_* variable something reads."""
+    return sorted({PREFIX + name.upper() for name in Settings.model_fields} | set(OTHER_VARIABLES))
+
+
+def _refuse_unknown_variables() -> None:
+    known = known_variables()
+    # Matched as pydantic-settings matches them: whatever the case.
+    for name in sorted(os.environ):
+        if not name.upper().startswith(PREFIX) or name.upper() in known:
+            continue
+        # Compared without the prefix every name shares, which would make any two look alike.
+        suffixes = [k.removeprefix(PREFIX) for k in known]
+        close = difflib.get_close_matches(name.upper().removeprefix(PREFIX), suffixes, n=1)
+        hint = f"did you mean {PREFIX}{close[0]}? " if close else ""
+        settings = sorted({PREFIX + field.upper() for field in Settings.model_fields})
+        raise FmaBandsError(
+            f"this environment variable is no setting of fma-bands: {hint}unset it (the settings "
+            f"are {', '.join(settings)})",
+            field=name,
+        )
 
 
 FOLDERS = ("vignettes", "attestations", "export_dir", "trajectories")

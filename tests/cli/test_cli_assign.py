@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from fma_bands.cli.base import REFUSED_EXIT
 from fma_bands.core.vignettes import load_library
 from tests.conftest import DEMO_VIGNETTES
 
@@ -24,8 +25,8 @@ def raters_of(data: dict) -> dict[tuple[str, str], list[str]]:
     return {(b["vignette_id"], b["sub_action"]): b["raters"] for b in data["bands"]}
 
 
-def one_line(result, fragment: str) -> None:
-    assert result.exit_code == 1, result.output
+def one_line(result, fragment: str, code: int = 1) -> None:
+    assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("fma-bands: error: "), result.stderr
@@ -92,9 +93,10 @@ def test_only_the_coordinator_assigns(fma):
     one_line(
         fma("assign", "--rater", "geri-01", "--sub-action", "esi_acuity", who="geri-01"),
         "only the study coordinator can assign raters to bands",
+        code=REFUSED_EXIT,
     )
-    one_line(fma("assign", "--show", who="geri-01"), "only the study coordinator")
-    one_line(fma("assign", "--show", who=None), "this is a coordinator action")
+    one_line(fma("assign", "--show", who="geri-01"), "only the study coordinator", REFUSED_EXIT)
+    one_line(fma("assign", "--show", who=None), "this is a coordinator action", REFUSED_EXIT)
     assert shown(fma)["changes"] == []
 
 

@@ -25,6 +25,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from fma_bands.cli import cli as fma_bands_cli
+from fma_bands.cli.base import REFUSED_EXIT
 from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.store.models import utcnow
 from fma_bands.study import throttle
@@ -263,10 +264,11 @@ class Desk:
         assert "Traceback" not in result.output
         return result
 
-    def refused(self, *args: str) -> str:
-        """The one line a refused command says (exit 1, never a bug's 70)."""
+    def refused(self, *args: str, code: int = REFUSED_EXIT) -> str:
+        """The one line a refused command says (exit 3, or 1 for a form's field; never a bug's
+        70)."""
         result = self(*args)
-        assert result.exit_code == 1, result.output
+        assert result.exit_code == code, result.output
         [line] = result.stderr.splitlines()
         return line.removeprefix("fma-bands: error: ")
 
@@ -310,7 +312,8 @@ def test_user_passphrase_with_wrong_passphrases_is_locked_out(unsigned):
     new = unsigned.file("coordinator.pass")  # any passphrase of 12 characters or more will do
     change = ("user", "passphrase", "adjudicator-01", "--new-passphrase-file", new)
     for _ in range(FREE_FAILURES):
-        assert unsigned.refused(*change, "--passphrase-file", str(unsigned.wrong)) == (
+        # The page shows it beside the field, so it is the field's error (exit 1).
+        assert unsigned.refused(*change, "--passphrase-file", str(unsigned.wrong), code=1) == (
             "old: the current passphrase is not right"
         )
     assert unsigned.refused(*change, "--passphrase-file", unsigned.file("rater.pass")) == LOCKED
@@ -328,12 +331,12 @@ def test_the_coordinator_named_by_as_is_locked_out_after_wrong_passphrases(unsig
 
     for _ in range(FREE_FAILURES):
         result = show(str(unsigned.wrong))
-        assert result.exit_code == 1
+        assert result.exit_code == REFUSED_EXIT
         assert result.stderr == (
             "fma-bands: error: Authentication failed: check your name and passphrase.\n"
         )
     locked = show(unsigned.file("coordinator.pass"))
-    assert (locked.exit_code, locked.stderr) == (1, f"fma-bands: error: {LOCKED}\n")
+    assert (locked.exit_code, locked.stderr) == (REFUSED_EXIT, f"fma-bands: error: {LOCKED}\n")
     assert [(p["pseudonym"], p["where"]) for p in unsigned.failures()] == [
         ("coordinator", "cli --as")
     ] * (FREE_FAILURES + 1)
@@ -623,10 +626,14 @@ def test_no_command_signs_for_a_rater_with_the_coordinators_credentials(copied):
         ),
         ("--as", "adjudicator-01", "--passphrase-file", "coordinator.pass", "phase", "closed"),
     ]
+    codes = []
     for args in attempts:
         result = cli(*args)
-        assert result.returncode == 1, (args, result.stdout)
+        codes.append(result.returncode)
         assert result.stderr.startswith("fma-bands: error: "), result.stderr
+    # Nothing new to sign (1) comes before the passphrase is tried; the rest are refused (3),
+    # but a wrong current passphrase, which is the passphrase form's field error (1).
+    assert codes == [1, 1, REFUSED_EXIT, REFUSED_EXIT, 1, REFUSED_EXIT, REFUSED_EXIT], codes
     assert {p.name: p.read_bytes() for p in cli.attestations.iterdir()} == before
     assert "adjudicator-01" in ok(cli("user", "list"))
 
@@ -638,7 +645,7 @@ def test_revoke_names_the_file_and_the_registry_stops_counting_it(copied):
     head = verified(cli)["head"]
     revoke = ("revoke", envelope.name, "--rater", "adjudicator-01", "--reason", "signed too soon")
     refused = cli(*revoke, "--passphrase-file", "coordinator.pass")
-    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.returncode == REFUSED_EXIT and "Traceback" not in refused.stderr
     out = ok(cli(*revoke, "--passphrase-file", "rater.pass"))
     assert f"revoked {envelope.name}" in out
     [(sequence, name)] = re.findall(r"signed record (\d+): (\S+) ", out)

@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from fma_bands.cli import cli
-from fma_bands.cli.base import BUG_EXIT, PIPE_CLOSED_EXIT
+from fma_bands.cli.base import BUG_EXIT, PIPE_CLOSED_EXIT, REFUSED_EXIT
 from tests.conftest import DEMO_VIGNETTES
 
 # An editor's view: the folder alone, no database (and --study, read from the paper).
@@ -454,7 +454,10 @@ def test_a_steward_approves_a_pending_policy(run, tmp_path):
 
     # Only the steward's own passphrase signs the approval.
     (tmp_path / "wrong.pass").write_text(DEMO_PASS + "\n")
-    one_line_error(run("steward", "sign", "--steward", "pi-01", "--passphrase-file", "wrong.pass"))
+    one_line_error(
+        run("steward", "sign", "--steward", "pi-01", "--passphrase-file", "wrong.pass"),
+        code=REFUSED_EXIT,
+    )
     assert run("policy", "show").stdout.strip() == "policy: quorum 1, scope warn"
 
     signed = run("steward", "sign", "--steward", "pi-01", "--passphrase-file", "pi.pass")

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from fma_bands.cli.base import REFUSED_EXIT
 from fma_bands.core.bands import to_harness
 from tests.conftest import HANDBACK
 from tests.study.test_impact import TRAJECTORIES, harness_counts, metrics  # noqa: F401
@@ -32,8 +33,8 @@ def rows_of(fma, *args) -> list[dict]:
     return json.loads(result.stdout)
 
 
-def one_line(result, *fragments: str) -> str:
-    assert result.exit_code == 1, result.output
+def one_line(result, *fragments: str, code: int = 1) -> str:
+    assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("fma-bands: error: "), result.stderr
@@ -115,8 +116,13 @@ def test_raters_never_see_it(fma):
     one_line(
         fma("impact", "--trajectories", str(TRAJECTORIES[0]), "--json", who="geri-01"),
         "only the study coordinator can see which bands decide",
+        code=REFUSED_EXIT,
     )
-    one_line(fma("impact", "--trajectories", str(TRAJECTORIES[0]), who=None), "coordinator action")
+    one_line(
+        fma("impact", "--trajectories", str(TRAJECTORIES[0]), who=None),
+        "coordinator action",
+        code=REFUSED_EXIT,
+    )
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from sqlmodel import select
 
 from fma_bands.cli import cli
+from fma_bands.cli.base import REFUSED_EXIT
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import Review
 from fma_bands.study.rounds import close_round
@@ -69,7 +70,7 @@ def test_round_show_names_the_discordant_bands_and_phase_never_reopens(fma):
     assert data["discordant"] == [
         {"vignette_id": VID, "sub_action": "esi_acuity", "reasons": ["no_consensus"]}
     ]
-    assert "a closed round is never reopened" in fma("phase", "open", code=1)
+    assert "a closed round is never reopened" in fma("phase", "open", code=REFUSED_EXIT)
     assert fma("phase").strip() == "review phase closed"
 
 
@@ -112,6 +113,7 @@ def test_round_two_opens_takes_its_hand_backs_and_closes_for_good(fma, tmp_path)
     assert fma("round", "close").strip().startswith("round 2 closed")
     assert "closed already" in fma("round", "close", code=1)
     assert "held already" in fma("round", "open", "2", code=1)
-    assert "never reopened" in fma("phase", "open", code=1)
+    assert "never reopened" in fma("phase", "open", code=REFUSED_EXIT)
     assert "round 2 is closed already" in fma("phase", "closed", code=1)
-    assert "is closed" in fma("handback", "import", str(paper), "--rater", "rater-a1", code=1)
+    closed = fma("handback", "import", str(paper), "--rater", "rater-a1", code=REFUSED_EXIT)
+    assert "is closed" in closed

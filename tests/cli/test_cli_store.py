@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fma_bands.cli.base import REFUSED_EXIT
 from fma_bands.core.vignettes import load_library
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study.enrolment import create_first_coordinator, create_user
@@ -67,10 +68,11 @@ class Store:
         assert "Traceback" not in result.stderr
         return result.stdout
 
-    def fails(self, *args: str) -> str:
-        """The command exits 1 with a one-line error and no traceback; returns that line."""
+    def fails(self, *args: str, code: int = 1) -> str:
+        """The command exits with `code` (1: it cannot be done; REFUSED_EXIT: a rule or a
+        permission forbids it), a one-line error and no traceback; returns that line."""
         result = self.fma(*args)
-        assert result.returncode == 1, result.stdout + result.stderr
+        assert result.returncode == code, result.stdout + result.stderr
         assert "Traceback" not in result.stderr
         lines = result.stderr.strip().splitlines()
         assert lines[0].startswith("fma-bands: error: "), result.stderr
@@ -249,9 +251,10 @@ def test_the_first_coordinator_only_while_there_is_none(store):
         "coordinator",
         "--passphrase-file",
         store.coordinator_file,
+        code=REFUSED_EXIT,
     )
     assert "nobody sets another person's passphrase" in error
-    error = store.fails(*ADD_ADJUDICATOR)
+    error = store.fails(*ADD_ADJUDICATOR, code=REFUSED_EXIT)
     assert "--as NAME --passphrase-file P" in error
     with store.session() as s:
         assert [u.pseudonym for u in list_users(s)] == ["coordinator"]
@@ -288,6 +291,7 @@ def test_a_rater_is_enrolled_with_a_code_and_chooses_the_passphrase(store):
         str(code_file),
         "--passphrase-file",
         chosen,
+        code=REFUSED_EXIT,
     )
     assert "Activation failed" in error
     with store.session() as s:
@@ -365,7 +369,14 @@ def test_passphrase_and_reset_through_the_command(store):
         assert get_user(s, "adjudicator-01").keyid == keyid  # the same key, resealed
 
     assert "only the study coordinator" in store.fails(
-        "--as", "adjudicator-01", "--passphrase-file", new, "user", "reset", "adjudicator-01"
+        "--as",
+        "adjudicator-01",
+        "--passphrase-file",
+        new,
+        "user",
+        "reset",
+        "adjudicator-01",
+        code=REFUSED_EXIT,
     )
     out = store.ok(
         *store.as_coordinator, "user", "reset", "adjudicator-01", "--code-file", str(code_file)
@@ -433,11 +444,13 @@ def test_a_first_coordinator_passphrase_too_short(store):
 
 
 def test_a_coordinator_command_needs_the_coordinator_and_their_passphrase(enrolled):
-    error = enrolled.fails("phase", "closed")
+    error = enrolled.fails("phase", "closed", code=REFUSED_EXIT)
     assert "this is a coordinator action" in error
     wrong = enrolled.passphrase_file("not the coordinator's passphrase", "wrong.pass")
     for name in ("coordinator", "nobody"):
-        error = enrolled.fails("--as", name, "--passphrase-file", wrong, "phase", "closed")
+        error = enrolled.fails(
+            "--as", name, "--passphrase-file", wrong, "phase", "closed", code=REFUSED_EXIT
+        )
         assert error == "fma-bands: error: Authentication failed: check your name and passphrase."
     typed = enrolled.sql("SELECT payload FROM audit_event WHERE kind = 'passphrase_failed'")
     assert len(typed) == 2 and "nobody" not in str(typed)
@@ -540,7 +553,7 @@ def test_phase_and_mode(enrolled):
     with enrolled.session() as s:
         assert study(s).phase == "closed"
     # A closed round is never reopened: the only way on is round 2 (tests/test_cli_rounds.py).
-    error = enrolled.fails(*coordinator, "phase", "open")
+    error = enrolled.fails(*coordinator, "phase", "open", code=REFUSED_EXIT)
     assert "a closed round is never reopened" in error
     # Closing it again says so and fails, as `round close` does; nothing more is logged.
     error = enrolled.fails(*coordinator, "phase", "closed")

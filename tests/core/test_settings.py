@@ -1,11 +1,13 @@
-"""Settings: only the study's signed log writes into the attestations folder."""
+"""Settings: only the study's signed log writes into the attestations folder; a path setting
+is what it is for; an FMA_BANDS_* variable nothing reads is refused by name."""
 
+import re
 from pathlib import Path
 
 import pytest
 
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.settings import load_settings
+from fma_bands.core.settings import PREFIX, known_variables, load_settings
 
 
 @pytest.mark.parametrize("name", ["export_dir", "identity_key"])
@@ -54,3 +56,59 @@ def test_a_path_setting_that_cannot_be_what_it_is_for_is_refused_by_name(tmp_pat
     with pytest.raises(FmaBandsError, match=f"setting {name} .*{why}") as refused:
         load_settings(**{**others, name: make(tmp_path)})
     assert refused.value.field == name
+
+
+def test_a_misspelt_variable_is_refused_by_its_name(monkeypatch):
+    monkeypatch.setenv(PREFIX + "ATTESTATION", "elsewhere")
+    with pytest.raises(FmaBandsError, match="did you mean FMA_BANDS_ATTESTATIONS") as refused:
+        load_settings()
+    assert refused.value.field == PREFIX + "ATTESTATION"
+    assert str(refused.value).startswith(PREFIX + "ATTESTATION: ")
+
+
+def test_a_variable_like_no_setting_is_refused_without_a_guess(monkeypatch):
+    monkeypatch.setenv(PREFIX.lower() + "zzz", "1")  # matched whatever its case, as settings are
+    with pytest.raises(FmaBandsError, match="is no setting of fma-bands: unset it"):
+        load_settings()
+
+
+def test_every_variable_something_reads_is_allowed(monkeypatch, tmp_path):
+    for name in known_variables():
+        monkeypatch.setenv(name, "")
+    for name in ("LOG_FILE", "VIGNETTES", "ATTESTATIONS", "EXPORT_DIR", "TRAJECTORIES"):
+        monkeypatch.setenv(PREFIX + name, str(tmp_path / name.lower()))
+    monkeypatch.setenv(PREFIX + "IDENTITY_KEY", str(tmp_path / "identity.key"))
+    monkeypatch.setenv(PREFIX + "DATABASE_URL", "sqlite:///study.db")
+    monkeypatch.setenv(PREFIX + "IDLE_MINUTES", "5")
+    monkeypatch.setenv(PREFIX + "LOG_LEVEL", "info")
+    found = load_settings()
+    assert (found.idle_minutes, found.log_level) == (5, "INFO")
+
+
+def test_every_variable_named_in_the_repository_is_known():
+    """A variable added to the code, the tests, CI or the docs must be added to the settings or
+    to OTHER_VARIABLES, or every command would refuse to run where it is set."""
+    root = Path(__file__).resolve().parents[2]
+    pattern = re.compile(PREFIX + r"[A-Z0-9_]*[A-Z0-9]")
+    named: dict[str, str] = {}
+    folders = ("fma_bands", "app_pages", "tests", "docs", "benchmarks", ".ci")
+    files = [root / "app.py", root / "README.md"]
+    files += [p for f in folders for p in (root / f).rglob("*") if p.is_file()]
+    for path in files:
+        if path.suffix not in {".py", ".md", ".toml", ".yaml", ".sh", ""}:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for name in pattern.findall(text):
+            named.setdefault(name, str(path.relative_to(root)))
+    unknown = {n: where for n, where in named.items() if n not in known_variables()}
+    assert not unknown, f"FMA_BANDS_* variables nothing allows: {unknown}"
+
+
+def test_the_log_level_is_a_level_by_name_in_any_case():
+    assert load_settings(log_level="debug").log_level == "DEBUG"
+    assert load_settings().log_level == "ERROR"
+    with pytest.raises(FmaBandsError, match=r"setting log_level \(FMA_BANDS_LOG_LEVEL\)"):
+        load_settings(log_level="verbose")

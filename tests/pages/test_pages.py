@@ -483,3 +483,20 @@ def test_audit_log_lists_an_event_edited_into_nonsense_and_names_it(study, edit)
     assert "event 2 (user_enrolled) was edited" in at.code[0].value
     [listed] = [row for row in at.dataframe[0].value.to_dict("records") if row["seq"] == 2]
     assert UNREADABLE in (listed["when (UTC)"], listed["details"])
+
+
+def test_a_misspelt_setting_is_named_in_the_browser_without_a_traceback(monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    from app_pages.common import escaped
+    from tests.conftest import ROOT
+
+    monkeypatch.setenv("FMA_BANDS_DATABASE_URL", f"sqlite:///{tmp_path / 'fma-bands.db'}")
+    monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "attestations"))
+    misspelt = "FMA_BANDS_" + "VIGNETES"  # one T short (written apart: no setting is named so)
+    monkeypatch.setenv(misspelt, str(tmp_path))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=20).run()
+    assert not at.exception
+    [error] = at.error
+    assert escaped(f"{misspelt}:") in error.value and "settings cannot be used" in error.value

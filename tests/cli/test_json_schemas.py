@@ -1,0 +1,217 @@
+"""The JSON each reporting command prints with --json is exactly what docs/cli.md documents: the
+tables are parsed here, so the doc cannot drift from the code. Every key printed is documented
+with its type, every object has all its documented keys, and across the outputs tried each
+documented key is seen (the outputs include failed checks, so the arrays of problems have items).
+"""
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fma_bands.cli import cli
+from tests.conftest import DEMO_VIGNETTES, ROOT
+
+DOC = ROOT / "docs" / "cli.md"
+COMMANDS = (
+    "verify",
+    "audit verify",
+    "vignettes check",
+    "db current",
+    "user list",
+    "policy show",
+    "phase",
+    "round show",
+)
+TYPES = {"string", "integer", "number", "boolean", "object", "array", "null"}
+COORDINATOR = ("--as", "coordinator", "--passphrase-file", "c.pass")
+
+
+def documented() -> dict[str, dict[str, set[str]]]:
+    """{command: {key: its types}} from the sections `### \\`fma-bands CMD --json\\``."""
+    sections: dict[str, dict[str, set[str]]] = {}
+    current = None
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        heading = re.fullmatch(r"#+ `fma-bands (.+) --json`", line)
+        if heading:
+            current = sections.setdefault(heading.group(1), {})
+            continue
+        if line.startswith("#"):
+            current = None
+        row = re.match(r"\| `([^`]+)` \| ([^|]+) \|", line)
+        if current is not None and row:
+            types = {t.strip() for t in row.group(2).split(" or ")}
+            assert types <= TYPES, f"docs/cli.md: {row.group(1)}: unknown type {row.group(2)}"
+            current[row.group(1)] = types
+    return sections
+
+
+def type_of(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    for python, name in ((int, "integer"), (float, "number"), (str, "string")):
+        if isinstance(value, python):
+            return name
+    return "object" if isinstance(value, dict) else "array"
+
+
+def conforms(value: object, schema: dict[str, set[str]], path: str, seen: set[str]) -> None:
+    """The value at `path` has a documented type and, if an object, exactly its documented keys."""
+    seen.add(path)
+    wanted = schema.get(path, {"object"})  # an array's items are objects unless documented
+    assert type_of(value) in wanted, f"{path or 'the output'}: {value!r} is not {wanted}"
+    if isinstance(value, dict):
+        prefix = f"{path}." if path else ""
+        keys = {
+            k.removeprefix(prefix)
+            for k in schema
+            if k.startswith(prefix) and not re.search(r"\.|\[\]$", k.removeprefix(prefix))
+        }
+        assert set(value) == keys, (
+            f"{path or 'the output'}: keys {sorted(value)}, doc {sorted(keys)}"
+        )
+        for key, item in value.items():
+            conforms(item, schema, prefix + key, seen)
+    elif isinstance(value, list):
+        for item in value:
+            conforms(item, schema, f"{path}[]", seen)
+
+
+def check_outputs(command: str, outputs: list[str]) -> None:
+    schema = documented()[command]
+    seen: set[str] = set()
+    for output in outputs:
+        conforms(json.loads(output), schema, "", seen)
+    unseen = sorted(set(schema) - seen)
+    assert not unseen, f"{command}: documented keys no output tried has: {unseen}"
+
+
+def test_every_reporting_command_has_a_documented_schema():
+    sections = documented()
+    for command in COMMANDS:
+        assert sections.get(command), f"docs/cli.md documents no JSON of `{command}`"
+        words = command.split()
+        found = cli
+        for word in words:
+            found = found.commands[word]  # type: ignore[attr-defined]
+        assert "--json" in {o for p in found.params for o in getattr(p, "opts", [])}, command
+
+
+@pytest.fixture(scope="module")
+def demo_study(tmp_path_factory):
+    """A demo study (`fma-bands demo`: a root, two raters, a policy), made once."""
+    folder = tmp_path_factory.mktemp("demo")
+    shutil.copytree(DEMO_VIGNETTES, folder / "vignettes")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        made = CliRunner(env=_clean_env()).invoke(cli, ["demo"], catch_exceptions=False)
+        assert made.exit_code == 0, made.output
+    (folder / "c.pass").write_text("coordinator-demo\n")
+    return folder
+
+
+def _clean_env() -> dict[str, str | None]:
+    return {name: None for name in os.environ if name.startswith("FMA_BANDS_")}
+
+
+@pytest.fixture
+def fma(demo_study, tmp_path, monkeypatch):
+    """fma-bands in a copy of the demo study: `fma(*args, code=0)` returns standard output."""
+    study = tmp_path / "study"
+    shutil.copytree(demo_study, study)
+    monkeypatch.chdir(study)
+
+    def invoke(*args: str, code: int = 0) -> str:
+        result = CliRunner(env=_clean_env()).invoke(cli, list(args), catch_exceptions=False)
+        assert result.exit_code == code, result.output
+        return result.stdout
+
+    return invoke
+
+
+def test_verify(fma):
+    valid = fma("verify", "--json")
+    folder = Path("attestations")
+    policy = next(folder.glob("*-policy-*.dsse.json"))
+    shutil.copy(policy, folder / "copy.dsse.json")  # a stray: a copy of a record
+    copy = folder / "adjudicators.yaml"
+    copy.write_text(copy.read_text().replace("emergency medicine", "cardiology"))
+    broken = fma("verify", "--json", code=1)
+    assert json.loads(broken)["strays"] and json.loads(broken)["problems"]
+    check_outputs("verify", [valid, broken])
+
+
+def test_audit_verify(fma):
+    intact = fma("audit", "verify", "--json")
+    with sqlite3.connect("fma-bands.db") as db:
+        db.execute("UPDATE audit_event SET actor = 'someone else' WHERE seq = 2")
+    edited = fma("audit", "verify", "--json", code=1)
+    assert json.loads(edited)["problems"][0]["kind"] == "edited"
+    check_outputs("audit verify", [intact, edited])
+
+
+def test_vignettes_check(fma):
+    good = fma("vignettes", "check", "--json")
+    broken = Path("broken")
+    broken.mkdir()
+    (broken / "bad.yaml").write_text("id: bad\ndomain: [not, a, domain]\n")
+    bad = fma("vignettes", "check", "broken", "--json", code=1)
+    assert json.loads(bad)["valid"] is False
+    check_outputs("vignettes check", [good, bad])
+
+
+def test_db_current(fma):
+    current = fma("db", "current", "--json")
+    assert json.loads(current)["up_to_date"] is True
+    empty = fma("--db", "sqlite:///empty.db", "db", "current", "--json")
+    assert json.loads(empty)["revision"] is None and json.loads(empty)["up_to_date"] is False
+    check_outputs("db current", [current, empty])
+
+
+def test_user_list(fma):
+    listed = fma("user", "list", "--json")
+    assert [u["pseudonym"] for u in json.loads(listed)["users"]] == [
+        "coordinator",
+        "rater-01",
+        "rater-02",
+    ]
+    check_outputs("user list", [listed])
+
+
+def test_policy_show(fma):
+    shown = fma("policy", "show", "--json")
+    assert json.loads(shown) == {"policy": {"quorum": 1, "scope": "warn"}}
+    # A study whose first coordinator has set no policy yet: none is in force, exit 1.
+    first = ("--db", "sqlite:///new.db", "--attestations", "new-attestations")
+    fma(
+        *first, "user", "add", "coordinator", "--role", "coordinator", "--passphrase-file", "c.pass"
+    )
+    none = fma(*first, "policy", "show", "--json", code=1)
+    assert json.loads(none) == {"policy": None}
+    check_outputs("policy show", [shown, none])
+
+
+def test_phase(fma):
+    shown = fma("phase", "--json")
+    assert json.loads(shown) == {"round": 1, "phase": "open"}
+    closed = fma(*COORDINATOR, "phase", "closed", "--json")
+    assert json.loads(closed) == {"round": 1, "phase": "closed"}
+    check_outputs("phase", [shown, closed])
+
+
+def test_round_show(fma):
+    open_ = fma(*COORDINATOR, "round", "show", "--json")
+    fma(*COORDINATOR, "round", "close")
+    closed = fma(*COORDINATOR, "round", "show", "--json")
+    assert json.loads(closed)["discordant"]
+    fma(*COORDINATOR, "round", "open", "2")
+    second = fma(*COORDINATOR, "round", "show", "--json")
+    assert json.loads(second)["round"] == 2 and json.loads(second)["bands"]
+    check_outputs("round show", [open_, closed, second])
