@@ -1,19 +1,66 @@
-"""Agreement between raters: Krippendorff's alpha per sub-action and pooled, with intervals and
-readings, and every band's raters beside the consensus, one round at a time (round 1 is the
-reliability figure, round 2 consensus-building). Raters see it once the round closes."""
+"""Agreement between raters: Krippendorff's alpha per sub-action and pooled, one short row each
+(interval, reading, sizes in words), the cautions and every other field on demand, the rules in
+one place, and every band's raters beside the consensus, one round at a time (round 1 is the
+reliability figure, round 2 consensus-building). Raters see it once the round closes; the
+coordinator sees it while the round is open, marked provisional."""
 
 import streamlit as st
 
 from app_pages.common import chart, engine, escaped, library, require_user, session
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.chart import alpha_chart
+from fma_bands.agreement.coincidences import coincidence_tables, coincidences_zip
+from fma_bands.agreement.diagnostics import (
+    RATER_NOTE,
+    STRATUM_NOTE,
+    planning_note,
+    planning_rows,
+    rater_rows,
+    stratum_rows,
+)
 from fma_bands.agreement.picture import band_spec
-from fma_bands.agreement.views import HEADINGS, METRIC_LABELS, Screen
+from fma_bands.agreement.planning import DEFAULT_WIDTH
+from fma_bands.agreement.views import (
+    METRIC_LABELS,
+    SUMMARY,
+    Detail,
+    Screen,
+    absent_text,
+    rules,
+    table_csv,
+)
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.study.ratings import ROUND_LABELS, ROUND_NOTES, reviews_fingerprint, study_screen
+from fma_bands.study.methods_facts import study_methods_report
+from fma_bands.study.ratings import (
+    ROUND_LABELS,
+    ROUND_NOTES,
+    reviews_fingerprint,
+    study_findings,
+    study_ratings,
+    study_screen,
+)
 from fma_bands.study.state import study
 
-PAGE = 20
+# Bands to a page: each box with its picture is about 500 pixels tall, so ten make a page a
+# reader scrolls through rather than one of ten thousand pixels.
+PAGE = 10
+# The short table's columns in pixels: together 815, what the main column of a 1280-pixel window
+# holds beside the open sidebar, so that none is cut off at the right. Long cells wrap.
+WIDTHS = {
+    "sub-action": 145,
+    "alpha": 80,
+    "95% interval": 110,
+    "reading": 140,
+    "sizes": 160,
+    "left as proposed": 105,
+    "cautions": 75,
+}
+# Three lines of text to a row: streamlit wraps a cell's text only in rows taller than 4rem.
+ROW_HEIGHT = 66
+PROVISIONAL = (
+    "Round open: provisional figures. Reviews still to come change them, and raters see none "
+    "of them until the round closes."
+)
 
 
 def chosen_round(rounds_held: int) -> int:
@@ -51,6 +98,101 @@ def bands(screen: Screen) -> None:
                 st.text(line)
 
 
+def alpha_table(rows: list[dict[str, str]]) -> None:
+    st.dataframe(
+        rows,
+        height="content",  # every row in sight: no scrolling inside the table
+        hide_index=True,
+        column_order=SUMMARY,
+        column_config={h: st.column_config.TextColumn(h, width=WIDTHS[h]) for h in SUMMARY},
+        row_height=ROW_HEIGHT,
+    )
+
+
+def cautions_and_details(details: list[Detail]) -> None:
+    with st.expander("Details and cautions"):
+        for d in details:
+            st.markdown(f"**{escaped(d.scope)}**")
+            if d.cautions:
+                st.markdown("\n".join(f"- Caution: {escaped(c)}" for c in d.cautions))
+            if d.facts:
+                st.caption(escaped(" · ".join(d.facts)))
+
+
+def how_computed(metric: str) -> None:
+    with st.expander("How these are computed"):
+        for rule in rules(metric):
+            st.caption(escaped(rule))
+
+
+def downloads(screen: Screen, metric: str, number: int) -> None:
+    """What a reader takes away: the table with every field; for the coordinator, the methods
+    report and the coincidence matrices, each made only when its button is pressed."""
+    st.download_button(
+        "Download the table (CSV)",
+        data=table_csv(screen.tables[metric]),
+        file_name=f"agreement-round-{number}-{metric}.csv",
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+    if not user.is_coordinator:
+        return
+
+    # Made on the click, in a thread of its own: a refusal becomes the file's one line, since
+    # nothing drawn there reaches the page.
+    def methods_report() -> str:
+        try:
+            with session() as s:
+                return study_methods_report(s, lib, viewer=user, round=number)
+        except FmaBandsError as exc:
+            return f"The methods report could not be made: {exc}\n"
+
+    def matrices() -> bytes:
+        with session() as s:
+            ratings = study_ratings(s, lib, viewer=user, round=number)
+        return coincidences_zip(coincidence_tables(ratings))
+
+    st.download_button(
+        "Download the methods report (markdown)",
+        data=methods_report,
+        file_name=f"methods-round-{number}.md",
+        mime="text/markdown",
+        on_click="ignore",
+        icon=":material/description:",
+    )
+    st.download_button(
+        "Download the coincidence matrices (ZIP of CSV)",
+        data=matrices,
+        file_name=f"coincidences-round-{number}.zip",
+        mime="application/zip",
+        on_click="ignore",
+        icon=":material/grid_on:",
+    )
+
+
+def diagnostics(number: int) -> None:
+    """The coordinator's per-rater diagnostics, alpha by ambiguity stratum and the planning,
+    computed when asked (seconds on a large study), and never shown to a rater."""
+    if not st.toggle("Show each rater, the strata and the planning", key="diagnostics"):
+        return
+    try:
+        with st.spinner("Computing each rater's figures…"), session() as s:
+            found = study_findings(s, lib, viewer=user, round=number).diagnostics
+    except FmaBandsError as exc:
+        st.error(escaped(exc))
+        return
+    st.subheader("Each rater")
+    st.dataframe(rater_rows(found.raters), hide_index=True)
+    st.caption(escaped(RATER_NOTE))
+    st.subheader("Alpha by ambiguity stratum")
+    st.dataframe(stratum_rows(found.by_stratum), hide_index=True)
+    st.caption(escaped(STRATUM_NOTE))
+    st.subheader("Vignettes needed")
+    st.dataframe(planning_rows(found.planning), hide_index=True)
+    st.caption(escaped(planning_note(DEFAULT_WIDTH)))
+
+
 user = require_user()
 lib = library()
 st.title("Agreement")
@@ -60,6 +202,8 @@ if not user.is_coordinator and current.phase == "open":
     st.info("Agreement between raters is shown once the coordinator closes the review phase.")
     st.stop()
 number = chosen_round(current.round)
+if user.is_coordinator and current.phase == "open" and number == current.round:
+    st.warning(PROVISIONAL)
 metric = st.segmented_control(
     "Metric", METRICS, default="band", format_func=METRIC_LABELS.__getitem__
 )
@@ -85,11 +229,22 @@ if not screen.agreements:
     st.info("No submitted review yet: there is nothing to compare.")
     st.stop()
 
+
 in_round = f", round {number}" if current.round > 1 else ""
 st.subheader(f"Krippendorff's alpha: {metric}{in_round}")
-st.dataframe(screen.tables[metric], hide_index=True, column_order=HEADINGS)
-for note in screen.notes[metric]:
-    st.caption(note)
+if screen.summaries[metric]:
+    alpha_table(screen.summaries[metric])
+    st.caption(
+        "Sizes: the bands and vignettes the reading counts, the raters with a value to pair, "
+        "and the DECLINE ratings. Each row's cautions and other fields are under Details."
+    )
+    cautions_and_details(screen.details[metric])
+else:
+    st.info(absent_text(metric))
+how_computed(metric)
+downloads(screen, metric, number)
+if user.is_coordinator:
+    diagnostics(number)
 if chart_of_alphas := alpha_chart(screen.points[metric]):
     st.altair_chart(chart_of_alphas)
 bands(screen)

@@ -1,7 +1,10 @@
 """Agreement among raters (docs/design.md, Agreement): `metrics` holds the public alphas, the report
-and its JSON; `engine` the coincidence arithmetic; `bootstrap` the vignette-cluster intervals;
-`panel` each band's raters and consensus; `views` what the page and the command's table show;
-`picture` bands drawn over their sub-action's domain; `chart` the alphas as an Altair chart.
+and its JSON; `engine` the coincidence arithmetic; `bootstrap` the intervals and their measured
+coverage; `panel` each band's raters and consensus; `diagnostics` each rater and alpha by
+ambiguity stratum; `planning` the vignettes needed for an interval width; `coincidences` the
+coincidence matrices as CSV; `methods` the methods report; `views` what the page and the
+command's table show; `picture` bands drawn over their sub-action's domain; `chart` the alphas
+as an Altair chart.
 
 May import: fma_bands.core. Never the store, the study workflow, evidence or Streamlit."""
 

@@ -4,7 +4,7 @@ vignettes, so that the bootstrap and the stratified pooled alpha are a few matri
 """
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal, cast
 
@@ -53,6 +53,12 @@ class Stratum:
     distance: np.ndarray | None
     raters: frozenset[str]
     unit_declines: np.ndarray | None = None
+    # Who gave each value: cell i is rater `rater_names[cell_rater[i]]`'s value in unit
+    # `cell_unit[i]`, column `cell_column[i]` (len(labels) for a DECLINE); for without().
+    rater_names: tuple[str, ...] = ()
+    cell_unit: np.ndarray | None = None
+    cell_column: np.ndarray | None = None
+    cell_rater: np.ndarray | None = None
     # The last resamples' disagreements, so that a pool reuses its sub-actions' (same draws).
     memo: list = field(default_factory=list, repr=False)
 
@@ -89,6 +95,36 @@ class Stratum:
         self.memo[:] = [*self.memo[-1:], (weights, chosen, found)]
         return found
 
+    def without(self, rater: str) -> "Stratum":
+        """The same stratum with one rater's values taken out (units left with fewer than two
+        values dropped), over the same labels and distances: the leave-one-rater-out alpha."""
+        assert self.cell_unit is not None and self.cell_column is not None
+        assert self.cell_rater is not None
+        if rater not in self.rater_names:
+            return self
+        keep = self.cell_rater != self.rater_names.index(rater)
+        counts = np.zeros((self.n_units, len(self.labels) + 1))
+        np.add.at(counts, (self.cell_unit[keep], self.cell_column[keep]), 1.0)
+        pairable = counts.sum(axis=1) >= 2
+        renumber = np.cumsum(pairable) - 1
+        kept = keep & pairable[self.cell_unit]
+        used = sorted(set(self.unit_vignette[pairable].tolist()))
+        row = np.full(len(self.vignettes), -1, dtype=np.intp)
+        row[used] = np.arange(len(used))
+        declines = counts[pairable, -1]
+        return replace(
+            self,
+            vignettes=tuple(self.vignettes[v] for v in used),
+            unit_vignette=row[self.unit_vignette[pairable]],
+            unit_counts=np.ascontiguousarray(counts[pairable, :-1]),
+            raters=frozenset(self.rater_names[i] for i in set(self.cell_rater[kept].tolist())),
+            unit_declines=declines if declines.any() else None,
+            cell_unit=renumber[self.cell_unit[kept]],
+            cell_column=self.cell_column[kept],
+            cell_rater=self.cell_rater[kept],
+            memo=[],
+        )
+
     @property
     def varies(self) -> bool:
         """Two or more values among its pairable values: a stratum holding one value has no
@@ -117,10 +153,29 @@ class Stratum:
     def observed(self) -> np.ndarray:
         """Per vignette, at a fixed distance: the sum over its units of c'Dc / (m_u - 1)."""
         assert self.distance is not None
-        within = ((self.unit_counts @ self.distance) * self.unit_counts).sum(axis=1)
+        if self.cell_unit is None:
+            within = ((self.unit_counts @ self.distance) * self.unit_counts).sum(axis=1)
+        else:
+            within = self._within()
         return np.bincount(
             self.unit_vignette, within / (self.sizes - 1.0), minlength=len(self.vignettes)
         )
+
+    def _within(self) -> np.ndarray:
+        """Per unit, c'Dc as the sum of D over every ordered pair of its raters' values: a few
+        raters per unit, where c'Dc over every label costs labels^2 a unit (orders bands have
+        hundreds of labels)."""
+        assert self.distance is not None and self.cell_unit is not None
+        assert self.cell_column is not None and self.cell_rater is not None
+        if not self.labels:  # only DECLINEs: nothing to sum
+            return np.zeros(self.n_units)
+        held = self.cell_column < len(self.labels)  # a DECLINE is counted apart
+        given = np.full((self.n_units, len(self.rater_names)), -1, dtype=np.intp)
+        given[self.cell_unit[held], self.cell_rater[held]] = self.cell_column[held]
+        valid = given >= 0
+        at = np.where(valid, given, 0)
+        pairs = self.distance[at[:, :, None], at[:, None, :]]
+        return (pairs * (valid[:, :, None] & valid[:, None, :])).sum(axis=(1, 2))
 
     @cached_property
     def declined_pairs(self) -> np.ndarray:
@@ -167,9 +222,14 @@ def stratum(level: str, units: Iterable[Unit], like: Stratum | None = None) -> S
     column: dict[Any, int] = {label: i for i, label in enumerate(labels)}
     column[DECLINED] = len(labels)  # a last column, split off below
     row = {vignette: i for i, vignette in enumerate(vignettes)}
-    cells = [(u, column[v]) for u, (_, values) in enumerate(kept) for v in values.values()]
+    names = tuple(sorted({rater for _, values in kept for rater in values}))
+    who = {rater: i for i, rater in enumerate(names)}
+    cells = np.array(
+        [(u, column[v], who[r]) for u, (_, values) in enumerate(kept) for r, v in values.items()],
+        dtype=np.intp,
+    ).reshape(-1, 3)
     counts = np.zeros((len(kept), len(labels) + 1))
-    np.add.at(counts, tuple(np.array(cells, dtype=np.intp).reshape(-1, 2).T), 1.0)
+    np.add.at(counts, (cells[:, 0], cells[:, 1]), 1.0)
     counts, declines = np.ascontiguousarray(counts[:, :-1]), counts[:, -1].copy()
     if level == "ordinal":
         distance = None
@@ -184,8 +244,12 @@ def stratum(level: str, units: Iterable[Unit], like: Stratum | None = None) -> S
         unit_vignette=np.array([row[vignette] for vignette, _ in kept], dtype=np.intp),
         unit_counts=counts,
         distance=distance,
-        raters=frozenset(rater for _, values in kept for rater in values),
+        raters=frozenset(names),
         unit_declines=declines if declines.any() else None,
+        rater_names=names,
+        cell_unit=cells[:, 0],
+        cell_column=cells[:, 1],
+        cell_rater=cells[:, 2],
     )
 
 
@@ -265,9 +329,10 @@ def disagreement(s: Stratum, weights: np.ndarray) -> tuple[np.ndarray, np.ndarra
         maximal = d.max(axis=(1, 2)) if d.size else np.zeros(len(n))
     else:
         observed = weights @ s.observed
-        if len(s.labels) > len(s.vignettes):
-            # Many distinct values (orders bands, say): vignettes x vignettes per resample
-            # instead of values x values.
+        made = "gram" in s.__dict__  # C D C', once computed (a cached_property)
+        if len(s.labels) > len(s.vignettes) and (made or weights.shape[0] > len(s.vignettes)):
+            # Many distinct values (orders bands, say) and many resamples: vignettes x
+            # vignettes per resample instead of values x values, once C D C' is made.
             expected = ((weights @ s.gram) * weights).sum(axis=1)
         else:
             expected = ((totals @ s.distance) * totals).sum(axis=1)
@@ -324,3 +389,30 @@ def package_alpha(s: Stratum) -> float | None:
         level_of_measurement=cast(Literal["nominal", "ordinal", "interval"], s.level),
     )
     return float(value)
+
+
+def observed_expected(strata: Sequence[Stratum]) -> tuple[float, float] | None:
+    """D_o and D_e of the data as they are (over all strata: sum n_s D(s) / sum n_s), so that
+    alpha = 1 - D_o / D_e; None with nothing pairable."""
+    n = sum(float(s.sizes.sum()) for s in strata)
+    if n == 0:
+        return None
+    observed = expected = 0.0
+    for s in strata:
+        o, e = disagreement(s, np.ones((1, len(s.vignettes))))
+        observed += float(o[0])
+        expected += float(e[0])
+    return observed / n, expected / n
+
+
+def exact_agreement(strata: Sequence[Stratum]) -> float | None:
+    """Percent agreement: the share of pairable pairs (two raters' values in one unit, each
+    unit's pairs weighted 1 / (m_u - 1) as in the coincidence matrix) whose values are equal."""
+    n = sum(float(s.sizes.sum()) for s in strata)
+    if n == 0:
+        return None
+    same = sum(
+        float(((s.unit_counts * (s.unit_counts - 1.0)).sum(axis=1) / (s.sizes - 1.0)).sum())
+        for s in strata
+    )
+    return same / n

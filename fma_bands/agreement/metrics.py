@@ -7,7 +7,7 @@ JSON. Pure functions on plain data: nothing here touches the database or Streaml
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -17,13 +17,19 @@ from fma_bands.agreement.bootstrap import (
     DEFAULT_B,
     DEFAULT_SEED,
     bootstrap,
+    coverage_caution,
+    coverage_note,
+    leave_one_out_weights,
     resample_weights,
+    two_way,
 )
 from fma_bands.agreement.engine import (
     DECLINED,
     STANDARD_LEVELS,
     Stratum,
     Unit,
+    exact_agreement,
+    observed_expected,
     package_alpha,
     point_alpha,
     stratum,
@@ -37,6 +43,7 @@ from fma_bands.core.protocol import DECLINE, VERDICTS
 ACCEPT = "ACCEPT"
 
 METRICS = ("band", "membership", "lower", "upper", "verdict")
+PRIMARY = "band"  # the metric the study reports first; it alone has the two-way interval
 POOLED = "pooled"
 POOLED_LABEL = "pooled (stratified by sub-action)"
 POOLABLE = ("band", "membership", "verdict")
@@ -128,6 +135,19 @@ class Alpha:
     weakest: str | None = None
     weakest_alpha: float | None = None
     weakest_reading: str | None = None
+    # How often this interval covered the true alpha in the simulation nearest this size.
+    coverage_note: str | None = None
+    # The band alpha's interval about the population of raters too: the jackknife over vignettes
+    # and over raters; None for other metrics and with fewer than three raters.
+    ci_low_two_way: float | None = None
+    ci_high_two_way: float | None = None
+    # Observed and expected disagreement (alpha = 1 - D_o / D_e) and percent agreement: the
+    # share of pairable pairs whose two values are equal.
+    d_observed: float | None = None
+    d_expected: float | None = None
+    percent_agreement: float | None = None
+    # The band alpha: each rater's pseudonym -> this alpha with that rater's ratings left out.
+    alpha_without: Mapping[str, float | None] = field(default_factory=dict)
 
     @property
     def reading(self) -> str:
@@ -295,11 +315,12 @@ def _part(metric: str, at_level: str, groups: list[list[Rating]]) -> _Part:
 # --- alphas --------------------------------------------------------------------------------------
 
 
-Draw = Callable[[int], np.ndarray | None]  # resample weights for n vignettes, or None
+# For n vignettes: the bootstrap's resample weights and the jackknife's, or None to draw them.
+Draw = Callable[[int], tuple[np.ndarray | None, np.ndarray | None]]
 
 
-def _no_draws(n: int) -> None:
-    return None
+def _no_draws(n: int) -> tuple[None, None]:
+    return None, None
 
 
 def _alpha(
@@ -345,10 +366,32 @@ def _alpha(
     value = package_alpha(strata[0]) if single else point_alpha(strata)
     if value is None:
         return replace(sized, reason=NO_VARIATION)
-    interval = bootstrap(strata, B=B, seed=seed, weights=draw(sized.n_vignettes))
+    weights, left_out = draw(sized.n_vignettes)
+    interval = bootstrap(strata, B=B, seed=seed, point=value, weights=weights, left_out=left_out)
+    # Each rater left out in turn, for the primary metric: its two-way interval and the
+    # per-rater diagnostics.
+    without: dict[str, float | None] = {}
+    if metric == PRIMARY:
+        raters = sorted(frozenset().union(*(s.raters for s in strata)))
+        without = {r: point_alpha([s.without(r) for s in strata]) for r in raters}
+    two = None
+    if interval.ci_low is not None and without:
+        two = two_way(value, interval.se, list(without.values()))
+    disagreements = observed_expected(strata)
     found = replace(
         sized,
         alpha=value,
+        alpha_without=without,
+        ci_low_two_way=None if two is None else two[0],
+        ci_high_two_way=None if two is None else two[1],
+        d_observed=None if disagreements is None else disagreements[0],
+        d_expected=None if disagreements is None else disagreements[1],
+        percent_agreement=exact_agreement(strata),
+        coverage_note=(
+            coverage_note(sized.n_raters, sized.n_vignettes)
+            if interval.ci_low is not None
+            else None
+        ),
         ci_low=interval.ci_low,
         ci_high=interval.ci_high,
         p_below_0800=interval.p_below_0800,
@@ -369,7 +412,10 @@ def _alpha(
             found.ci_high_declines_as_disagreement,
         )
         found = replace(found, reading_declines_as_disagreement=declined)
-    return replace(found, warnings=(*interval.warnings, *_cautions(found)))
+    few = (
+        coverage_caution(sized.n_raters, sized.n_vignettes) if interval.ci_low is not None else None
+    )
+    return replace(found, warnings=(*interval.warnings, *filter(None, [few]), *_cautions(found)))
 
 
 def _declines_alpha(a: Alpha, parts: Sequence[_Part], *, B: int, seed: int, draw: Draw) -> Alpha:
@@ -378,7 +424,12 @@ def _declines_alpha(a: Alpha, parts: Sequence[_Part], *, B: int, seed: int, draw
     strata = [p.declined or p.stratum for p in parts]
     value = point_alpha(strata)
     n = len({v for s in strata for v in s.vignettes})
-    interval = bootstrap(strata, B=B, seed=seed, weights=draw(n)) if value is not None else None
+    weights, left_out = draw(n)
+    interval = None
+    if value is not None:
+        interval = bootstrap(
+            strata, B=B, seed=seed, point=value, weights=weights, left_out=left_out
+        )
     return replace(
         a,
         alpha_declines_as_disagreement=value,
@@ -500,13 +551,13 @@ def agreement_report(
     """
     groups = group_ratings(ratings)
     modes = tuple(m for m in MODES if any(r.mode == m for g in groups.values() for r in g))
-    drawn: dict[int, np.ndarray] = {}
+    drawn: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def draw(n: int) -> np.ndarray | None:
+    def draw(n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
         if bootstrap <= 0 or n < 2:
-            return None
+            return None, None
         if n not in drawn:
-            drawn[n] = resample_weights(n, bootstrap, seed)
+            drawn[n] = resample_weights(n, bootstrap, seed), leave_one_out_weights(n)
         return drawn[n]
 
     metrics: dict[str, dict[str, Alpha]] = {}
@@ -539,7 +590,8 @@ ALPHA_FIELDS = (
     "n_vignettes", "method", "warnings", "mode", "n_vignettes_reading", "share_accept",
     "share_unchanged", "alpha_declines_as_disagreement", "ci_low_declines_as_disagreement",
     "ci_high_declines_as_disagreement", "reading_declines_as_disagreement", "weakest",
-    "weakest_alpha", "weakest_reading",
+    "weakest_alpha", "weakest_reading", "coverage_note", "ci_low_two_way", "ci_high_two_way",
+    "d_observed", "d_expected", "percent_agreement",
 )  # fmt: skip
 
 

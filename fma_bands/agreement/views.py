@@ -1,17 +1,19 @@
 """What the Agreement page and `fma-bands agreement` show, as plain data: every alpha as one row
-of labelled text carrying the same fields as the JSON, and every band's raters, consensus and
-disputed span written as ranges.
+of labelled text carrying the same fields as the JSON; for the page, the same alpha as a short
+row with its sizes in words, its other fields and cautions in full beside it, and the rules;
+and every band's raters, consensus and disputed span written as ranges.
 """
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fma_bands.agreement.bootstrap import FEW_VIGNETTES
+from fma_bands.agreement.bootstrap import CHOSEN, GOOD_COVERAGE, METHODS
 from fma_bands.agreement.metrics import (
     ANCHORING,
     METRICS,
     MIN_BANDS,
     MIN_VIGNETTES,
+    POOLABLE,
     POOLED,
     POOLED_LABEL,
     Alpha,
@@ -28,6 +30,7 @@ from fma_bands.agreement.picture import Row
 from fma_bands.core.actions import sub_action
 from fma_bands.core.bands import AnyBand, MultilabelBand, band_from_values
 from fma_bands.core.labels import address, case_label, describe_band
+from fma_bands.core.spreadsheet import csv_text
 
 METRIC_LABELS = {
     "band": "band (Jaccard, primary)",
@@ -72,9 +75,12 @@ GUARDS_RULE = (
     "Blind-mode and review-mode ratings are reported apart, never pooled."
 )
 INTERVAL_RULE = (
-    "Interval: vignette-cluster bootstrap, vignettes resampled with replacement (each with all "
-    "its bands and ratings) and raters held fixed; 95% percentile interval over the resamples "
-    f"in which alpha is defined. Below {FEW_VIGNETTES} vignettes its coverage is poor."
+    f"Interval: 95% {METHODS[CHOSEN]}. Vignettes are the unit it leaves out or resamples (each "
+    "with all its bands and ratings), with the raters held fixed: it is about these raters, not "
+    "raters in general. The method was chosen by how often it covered the true alpha in "
+    f"simulation (docs/statistics.md); where it covered under {GOOD_COVERAGE:.0%} at about the "
+    "study's size, a caution says so. The shares of alpha below 0.800 and 0.667 are over a "
+    "vignette-cluster bootstrap."
 )
 
 
@@ -104,6 +110,18 @@ def _weakest(a: Alpha) -> str:
     if a.weakest is None:
         return "-"
     return f"{sub_action(a.weakest).label} ({_number(a.weakest_alpha)})"
+
+
+def _two_way(a: Alpha) -> str:
+    if a.ci_low_two_way is None:
+        return "-"
+    return f"{_number(a.ci_low_two_way)} to {_number(a.ci_high_two_way)}"
+
+
+def _disagreements(a: Alpha) -> str:
+    if a.d_observed is None or a.d_expected is None:
+        return "-"
+    return f"{a.d_observed:.4f} / {a.d_expected:.4f}"
 
 
 # Each column of the table: its heading and how it is written from an Alpha. Every JSON field
@@ -136,6 +154,13 @@ COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
     ("P(alpha < 0.667)", lambda a: _number(a.p_below_0667)),
     ("declines as disagreement", _declines),
     ("interval method", lambda a: a.method or "none"),
+    ("measured coverage", lambda a: a.coverage_note or "-"),
+    ("two-way interval (other raters too)", _two_way),
+    (
+        "percent agreement",
+        lambda a: "-" if a.percent_agreement is None else f"{a.percent_agreement:.1%}",
+    ),
+    ("D_o / D_e", _disagreements),
     ("cautions", lambda a: "; ".join(a.warnings) or "-"),
 )
 HEADINGS = tuple(heading for heading, _ in COLUMNS)
@@ -149,10 +174,10 @@ def alpha_row(a: Alpha, modes: int = 1) -> dict[str, str]:
     return row
 
 
-def alpha_rows(report: Report, metric: str | None = None) -> list[dict[str, str]]:
-    """One row per alpha the report has (of `metric`, or of all), sub-actions then pooled."""
+def alphas_of(report: Report, metric: str | None = None) -> list[Alpha]:
+    """The report's alphas (of `metric`, or of all), metric by metric, sub-actions then pooled."""
     return [
-        alpha_row(a, len(report.modes))
+        a
         for m in METRICS
         if metric in (None, m)
         for by_metric in report.metrics.values()
@@ -161,15 +186,121 @@ def alpha_rows(report: Report, metric: str | None = None) -> list[dict[str, str]
     ]
 
 
+def alpha_rows(report: Report, metric: str | None = None) -> list[dict[str, str]]:
+    """One row per alpha the report has (of `metric`, or of all), sub-actions then pooled."""
+    return [alpha_row(a, len(report.modes)) for a in alphas_of(report, metric)]
+
+
+def table_csv(rows: Sequence[Mapping[str, str]]) -> str:
+    """Rows of alpha_rows with every column, as CSV a spreadsheet opens safely."""
+    return csv_text(HEADINGS, rows)
+
+
+# --- the page's short table ---------------------------------------------------------------------
+
+# Few enough columns for a laptop's window: every other field of a row is in its details, and
+# the whole row in the CSV download.
+SUMMARY = (
+    "sub-action",
+    "alpha",
+    "95% interval",
+    "reading",
+    "sizes",
+    "left as proposed",
+    "cautions",
+)
+# The details of a row, in the order a reader weighs them; "vignettes" there are those the
+# interval resamples, as the sizes count the vignettes the reading counts.
+DETAILS = (
+    "measured coverage",
+    "two-way interval (other raters too)",
+    "declines as disagreement",
+    "percent agreement",
+    "D_o / D_e",
+    "weakest sub-action",
+    "P(alpha < 0.800)",
+    "P(alpha < 0.667)",
+    "undefined resamples",
+    "pairable values",
+    "units",
+    "vignettes",
+    "level",
+    "mode",
+    "interval method",
+)
+DETAIL_LABELS = {"vignettes": "vignettes resampled"}
+
+
+def counted(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def sizes(a: Alpha) -> str:
+    """What an alpha rests on, in words: the bands and vignettes its reading counts, the raters
+    with a pairable value, and the DECLINE ratings."""
+    return ", ".join(
+        (
+            counted(a.n_bands, "band"),
+            counted(a.n_vignettes_reading, "vignette"),
+            counted(a.n_raters, "rater"),
+            f"{a.n_declined} declined",
+        )
+    )
+
+
+def summary_row(a: Alpha, modes: int = 1) -> dict[str, str]:
+    """The page's short row of an alpha, in SUMMARY's order: the cells it shares with alpha_row
+    written as there, its sizes in words, and how many cautions its details hold."""
+    cells = {
+        **alpha_row(a, modes),
+        "sizes": sizes(a),
+        "cautions": counted(len(a.warnings), "caution") if a.warnings else "none",
+    }
+    return {h: cells[h] for h in SUMMARY}
+
+
+def summary_rows(report: Report, metric: str) -> list[dict[str, str]]:
+    return [summary_row(a, len(report.modes)) for a in alphas_of(report, metric)]
+
+
+@dataclass(frozen=True)
+class Detail:
+    """What the short row of an alpha leaves out: its cautions in full, and each other field
+    that has a value, as "label: value"."""
+
+    scope: str  # the row's sub-action cell
+    cautions: tuple[str, ...]
+    facts: tuple[str, ...]
+
+
+def detail(a: Alpha, modes: int = 1) -> Detail:
+    row = alpha_row(a, modes)
+    facts = tuple(
+        f"{DETAIL_LABELS.get(h, h)}: {row[h]}" for h in DETAILS if row[h] not in ("-", "none")
+    )
+    return Detail(scope=row["sub-action"], cautions=tuple(a.warnings), facts=facts)
+
+
+def details(report: Report, metric: str) -> list[Detail]:
+    return [detail(a, len(report.modes)) for a in alphas_of(report, metric)]
+
+
+def rules(metric: str) -> list[str]:
+    """How a metric's alphas are computed and read: the metric, its pooling where it pools, the
+    interval, the reading and the guards beside it."""
+    pooling = [POOLING_RULE] if metric in POOLABLE else []
+    return [RULES[metric], *pooling, INTERVAL_RULE, READING_RULE, GUARDS_RULE]
+
+
+def absent_text(metric: str) -> str:
+    return f"No sub-action in this study takes the {metric} metric."
+
+
 def notes(metric: str, rows: Sequence[Mapping[str, str]] = ()) -> list[str]:
-    """What is printed under a metric's table: each row's cautions (also in the row, whose last
-    columns may be scrolled out of sight), then the rules of the metric, pooling, interval and
-    reading."""
+    """Every row's cautions, then the rules of the metric, pooling, interval and reading: what
+    a text printed under the whole table has to say."""
     cautions = [f"{r['sub-action']}: {r['cautions']}." for r in rows if r["cautions"] != "-"]
-    if not rows:
-        cautions = [f"No sub-action in this study takes the {metric} metric."]
-    pooling = [POOLING_RULE] if metric in ("band", "membership", "verdict") else []
-    return [*cautions, RULES[metric], *pooling, INTERVAL_RULE, READING_RULE, GUARDS_RULE]
+    return [*(cautions if rows else [absent_text(metric)]), *rules(metric)]
 
 
 def chart_points(report: Report, metric: str) -> list[dict]:
@@ -210,8 +341,9 @@ class BandView:
 
 @dataclass(frozen=True)
 class Screen:
-    tables: Mapping[str, list[dict[str, str]]]  # metric -> rows
-    notes: Mapping[str, list[str]]  # metric -> the lines under its table
+    tables: Mapping[str, list[dict[str, str]]]  # metric -> alpha_rows, every field
+    summaries: Mapping[str, list[dict[str, str]]]  # metric -> the page's short rows
+    details: Mapping[str, list[Detail]]  # metric -> what each short row leaves out
     points: Mapping[str, list[dict]]  # metric -> chart points
     agreements: tuple[BandAgreement, ...]  # every band, most disputed first
     orderables: Mapping[str, tuple[str, ...]]  # vignette id -> its orderables
@@ -312,10 +444,10 @@ def screen(
     cases: Mapping[str, int] | None = None,
     case_key: bytes = b"",
 ) -> Screen:
-    tables = {m: alpha_rows(report, m) for m in METRICS}
     return Screen(
-        tables=tables,
-        notes={m: notes(m, tables[m]) for m in METRICS},
+        tables={m: alpha_rows(report, m) for m in METRICS},
+        summaries={m: summary_rows(report, m) for m in METRICS},
+        details={m: details(report, m) for m in METRICS},
         points={m: chart_points(report, m) for m in METRICS},
         # A rater's ties go by case number: id order would say each case's stratum.
         agreements=tuple(

@@ -1,15 +1,23 @@
 """`fma-bands agreement [--round N]`: Krippendorff's alpha of one round's submitted reviews,
-with consensus bands."""
+with consensus bands, each rater's diagnostics, alpha by ambiguity stratum, sample-size
+planning, and on request the coincidence matrices as CSV files."""
 
-from typing import TYPE_CHECKING
+import os
+import re
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from fma_bands.cli.base import cli, coordinator, print_json, store, synced
 from fma_bands.cli.numbers import Whole
+from fma_bands.cli.paths import check_output
+from fma_bands.core.errors import FmaBandsError
 
 if TYPE_CHECKING:
-    from fma_bands.agreement import Report
+    from fma_bands.agreement import Rating, Report
+    from fma_bands.agreement.diagnostics import Diagnostics
 
 # The table's columns, in order, under short headings; each row's interval method and cautions
 # follow it on indented lines of their own.
@@ -19,11 +27,39 @@ SHORT = {
     "P(alpha < 0.800)": "P(<0.800)",
     "P(alpha < 0.667)": "P(<0.667)",
 }
-BELOW = ("weakest sub-action", "declines as disagreement", "interval method", "cautions")
+BELOW = (
+    "weakest sub-action",
+    "declines as disagreement",
+    "two-way interval (other raters too)",
+    "interval method",
+    "measured coverage",
+    "cautions",
+)
 GAP = "  "  # between columns; no cell holds two spaces running
 # More resamples than this change no reported digit and would run for hours; a seed is 32 bits.
 MAX_BOOTSTRAP = 100_000
 MAX_SEED = 2**32 - 1
+# An interval of alpha is at most 2 wide in any study that reads at all (alpha from -1 to 1).
+MAX_WIDTH = 2.0
+_DECIMAL = re.compile(r"\s*(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*")
+MATRICES = "coincidence matrices"
+
+
+class Width(click.ParamType):
+    """A width of interval above 0 and at most MAX_WIDTH, written with the digits 0 to 9 and a
+    decimal point (no exponent, no nan, no full-width digits)."""
+
+    name = "width"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float):
+            return value
+        if not isinstance(value, str) or not _DECIMAL.fullmatch(value):
+            self.fail(f"{value!r} is not a number such as 0.1, written with the digits 0 to 9")
+        width = float(value)
+        if not 0 < width <= MAX_WIDTH:
+            self.fail(f"{value.strip()} is not in the range 0 < width <= {MAX_WIDTH:g}")
+        return width
 
 
 @cli.command()
@@ -57,14 +93,39 @@ MAX_SEED = 2**32 - 1
     help="Compute the report again instead of reading the copy kept when it was last computed "
     "from the same ratings (the figures are the same; this checks it).",
 )
-def agreement(as_json: bool, bootstrap: int, seed: int, number: int, fresh: bool) -> None:
-    """Krippendorff's alpha of one round's submitted reviews, with consensus bands."""
+@click.option(
+    "--width",
+    type=Width(),
+    default=0.1,
+    show_default=True,
+    help="Planning: the interval width to find the number of vignettes for (above 0, at most 2).",
+)
+@click.option(
+    "--coincidences",
+    "folder",
+    metavar="DIR",
+    help="Also write each coincidence matrix (one per mode, metric and sub-action) as a CSV file "
+    "into DIR, a new or empty folder.",
+)
+def agreement(
+    as_json: bool,
+    bootstrap: int,
+    seed: int,
+    number: int,
+    fresh: bool,
+    width: float,
+    folder: str | None,
+) -> None:
+    """Krippendorff's alpha of one round's submitted reviews, with consensus bands, each rater's
+    diagnostics, alpha by ambiguity stratum and sample-size planning."""
     from fma_bands.agreement import report_to_json
-    from fma_bands.study.ratings import PURPOSES, ROUND_NOTES, study_report
+    from fma_bands.agreement.diagnostics import diagnostics_json
+    from fma_bands.study.ratings import PURPOSES, ROUND_NOTES, study_findings
 
+    out = None if folder is None else matrices_folder(folder)
     with store() as session:
         found, _ = synced(session)
-        report = study_report(
+        findings = study_findings(
             session,
             found,
             viewer=coordinator(session),
@@ -72,12 +133,82 @@ def agreement(as_json: bool, bootstrap: int, seed: int, number: int, fresh: bool
             seed=seed,
             round=number,
             fresh=fresh,
+            width=width,
         )
+    written = [] if out is None else write_matrices(out, findings.ratings)
     if as_json:
-        print_json({"round": number, "purpose": PURPOSES[number], **report_to_json(report)})
+        data = {
+            "round": number,
+            "purpose": PURPOSES[number],
+            **report_to_json(findings.report),
+            **diagnostics_json(findings.diagnostics),
+        }
+        if out is not None:
+            data["coincidences"] = written
+        print_json(data)
         return
-    click.echo(format_report(report))
+    click.echo(format_report(findings.report))
+    click.echo(f"\n{format_diagnostics(findings.diagnostics)}")
+    for w in written:
+        click.echo(f"wrote {w['file']} ({w['n_values']} values, {w['n_pairable']:g} pairable)")
+    if out is not None and not written:
+        click.echo(f"no coincidence matrix written to {out}: no band has two raters")
     click.echo(f"\n{ROUND_NOTES[number]}")
+
+
+def matrices_folder(folder: str) -> Path:
+    """The folder the coincidence matrices go into: a new one, or an existing empty one (so no
+    matrix of an earlier run lies beside them), never inside the attestations folder."""
+    out = Path(folder)
+    try:
+        found = os.lstat(out)
+    except FileNotFoundError:
+        return check_output(out, MATRICES)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        raise FmaBandsError(
+            f"cannot write the {MATRICES} there: {getattr(exc, 'strerror', None) or exc}",
+            file=folder,
+        ) from None
+    if not stat.S_ISDIR(found.st_mode):
+        raise FmaBandsError(
+            f"not a folder (a file, a link or a device): the {MATRICES} are written into a new "
+            "folder or an empty one",
+            file=folder,
+        )
+    # The attestations rule, for a folder that exists: as for any file written into it.
+    check_output(out / "matrix.csv", MATRICES)
+    if any(out.iterdir()):
+        raise FmaBandsError(
+            f"the folder is not empty: the {MATRICES} are written into a new folder or an empty "
+            "one, so that none from an earlier run lies beside them",
+            file=folder,
+        )
+    return out
+
+
+def write_matrices(out: Path, ratings: "tuple[Rating, ...]") -> list[dict[str, Any]]:
+    """Each coincidence matrix as CSV in `out` (created if new); what was written. Every path is
+    checked before the first is written."""
+    from fma_bands.agreement.coincidences import coincidence_csv, coincidence_tables, file_name
+    from fma_bands.core.files import write_atomically
+
+    tables = coincidence_tables(ratings)
+    paths = [check_output(out / file_name(c), MATRICES) for c in tables]
+    written = []
+    for c, path in zip(tables, paths, strict=True):
+        # For colleagues, as an export is: readable as the umask allows.
+        write_atomically(path, coincidence_csv(c), shared=True)
+        written.append(
+            {
+                "mode": c.mode,
+                "metric": c.metric,
+                "sub_action": c.sub_action,
+                "file": str(path),
+                "n_values": len(c.labels),
+                "n_pairable": c.n_pairable,
+            }
+        )
+    return written
 
 
 def table(rows: list[list[str]]) -> list[str]:
@@ -112,3 +243,30 @@ def format_report(report: "Report") -> str:
         ):
             lines += [f"    {name}: {text}"] if text else []
     return "\n".join(lines)
+
+
+def format_diagnostics(d: "Diagnostics") -> str:
+    """Each rater's diagnostics, the pooled band alpha by ambiguity stratum, and the planning,
+    each a table with its note."""
+    from fma_bands.agreement.diagnostics import (
+        RATER_NOTE,
+        STRATUM_NOTE,
+        planning_note,
+        planning_rows,
+        rater_rows,
+        stratum_rows,
+    )
+
+    lines = []
+    for title, rows, note in (
+        ("Raters", rater_rows(d.raters), RATER_NOTE),
+        ("Pooled band alpha by ambiguity stratum", stratum_rows(d.by_stratum), STRATUM_NOTE),
+        ("Planning", planning_rows(d.planning), planning_note(d.width)),
+    ):
+        lines += ["", title]
+        if rows:
+            lines += table([list(rows[0]), *(list(r.values()) for r in rows)])
+        else:
+            lines.append("none")
+        lines.append(note)
+    return "\n".join(lines[1:])

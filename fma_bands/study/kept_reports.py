@@ -32,7 +32,13 @@ from fma_bands.store.models import KeptReport
 FORMAT = 2  # of the kept body; a new format is a new key
 KEEP = 8  # reports kept: each round's, for a few states of the reviews
 # The code a report depends on: a change to any of these files changes every key.
-_SOURCES = ("agreement", "core/bands.py", "core/actions.py", "study/kept_reports.py")
+_SOURCES = (
+    "agreement",
+    "core/bands.py",
+    "core/actions.py",
+    "study/kept_reports.py",
+    "study/kept_diagnostics.py",
+)
 
 
 def kept_report(

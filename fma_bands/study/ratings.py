@@ -5,10 +5,15 @@ Blinding is checked where the reviews are read (submissions.submitted_bands); th
 turns them into numbers.
 """
 
+from dataclasses import dataclass
+
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, Rating, Report
+from fma_bands.agreement import DEFAULT_B, DEFAULT_SEED, POOLED, Rating, Report
+from fma_bands.agreement.diagnostics import Diagnostics
+from fma_bands.agreement.metrics import report_key
+from fma_bands.agreement.planning import DEFAULT_WIDTH
 from fma_bands.agreement.views import Screen, screen
 from fma_bands.core.bands import BandReader
 from fma_bands.core.errors import AccessDenied, FmaBandsError
@@ -17,6 +22,7 @@ from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import Review
 from fma_bands.study.case_keys import case_key
+from fma_bands.study.kept_diagnostics import kept_diagnostics
 from fma_bands.study.kept_reports import kept_report
 from fma_bands.study.reviews import ReviewData
 from fma_bands.study.submissions import SubmittedBand, attested_band, submitted_bands
@@ -74,6 +80,57 @@ def study_report(
     `fresh` asks for it."""
     ratings = study_ratings(session, library, viewer=viewer, round=round)
     return kept_report(session, ratings, library, bootstrap=bootstrap, seed=seed, fresh=fresh)
+
+
+def study_ambiguity(library: Library) -> dict[str, str | None]:
+    """Each vignette's ambiguity stratum (clear, intermediate, borderline, or None)."""
+    return {vid: v.ambiguity for vid, v in library.vignettes.items()}
+
+
+@dataclass(frozen=True)
+class Findings:
+    """One round's ratings, their agreement report, and the coordinator's diagnostics."""
+
+    ratings: tuple[Rating, ...]
+    report: Report
+    diagnostics: Diagnostics
+
+
+def study_findings(
+    session: Session,
+    library: Library,
+    *,
+    viewer: UserPublic,
+    bootstrap: int = DEFAULT_B,
+    seed: int = DEFAULT_SEED,
+    round: int = 1,
+    fresh: bool = False,
+    width: float = DEFAULT_WIDTH,
+) -> Findings:
+    """study_report, with the per-rater diagnostics, the pooled band alpha by ambiguity stratum
+    and the planning (agreement.diagnostics), kept as the report is (kept_diagnostics.py). The
+    coordinator's only: the per-rater figures say how each pseudonym's bands compare, and the
+    strata are never shown to raters."""
+    if not viewer.is_coordinator:
+        raise AccessDenied("only a coordinator sees the per-rater diagnostics and the strata")
+    ratings = study_ratings(session, library, viewer=viewer, round=round)
+    report = kept_report(session, ratings, library, bootstrap=bootstrap, seed=seed, fresh=fresh)
+    pooled = {
+        mode: a
+        for mode in report.modes
+        if (a := report.metrics.get(report_key(mode, POOLED, report.modes), {}).get("band"))
+    }
+    found = kept_diagnostics(
+        session,
+        ratings,
+        study_ambiguity(library),
+        pooled=pooled,
+        width=width,
+        bootstrap=bootstrap,
+        seed=seed,
+        fresh=fresh,
+    )
+    return Findings(tuple(ratings), report, found)
 
 
 def study_screen(

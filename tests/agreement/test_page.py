@@ -1,13 +1,18 @@
 """The Agreement page under AppTest, on demo studies made with the command: an analgesia band of {1}
-beside a boolean band of {true} draws (no exception, every band picture drawn), and the page shows
-the command's rows."""
+beside a boolean band of {true} draws (no exception, every band picture drawn); the page's short
+rows say what the command's rows say, every other field and caution is in the details under them
+and the whole rows in the CSV download; the coordinator's figures of an open round are marked
+provisional."""
+
+import json
 
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from app_pages.common import escaped
 from fma_bands.agreement import METRICS
-from fma_bands.agreement.views import HEADINGS, METRIC_LABELS
+from fma_bands.agreement.views import DETAIL_LABELS, DETAILS, METRIC_LABELS, SUMMARY, scope_label
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.study.users import get_user
 from tests.agreement.demo import CRASH, THREE_RATERS, demo_study
@@ -87,45 +92,125 @@ def test_the_crash_sequence_draws_every_band_and_no_traceback(monkeypatch, tmp_p
 def page_rows(at: AppTest) -> list[dict[str, str]]:
     [frame] = at.dataframe
     df = frame.value
-    assert tuple(df.columns) == HEADINGS
+    assert tuple(df.columns) == SUMMARY
     return [{k: str(v) for k, v in row.items()} for row in df.to_dict("records")]
+
+
+def counted(n: str, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == "1" else "s")
+
+
+def cautions_by_row(demo) -> dict[tuple[str, str], list[str]]:
+    """(sub-action label, metric) -> the alpha's warnings, from the command's JSON."""
+    data = json.loads(demo.fma("agreement", "--json"))
+    return {
+        (scope_label(scope), metric): alpha["warnings"]
+        for scope, by_metric in data["metrics"].items()
+        for metric, alpha in by_metric.items()
+    }
+
+
+def details_shown(at: AppTest) -> str:
+    [expander] = [e for e in at.expander if e.label == "Details and cautions"]
+    return "\n".join(m.value for m in [*expander.markdown, *expander.caption])
 
 
 def test_the_page_shows_the_commands_rows_on_a_three_rater_study(monkeypatch, tmp_path):
     demo = demo_study(tmp_path, THREE_RATERS)
     serve(monkeypatch, demo)
     command = table_rows(demo.fma("agreement"))
+    warnings = cautions_by_row(demo)
     at = agreement_page(demo, "rater-02")
     assert [o for o in at.segmented_control[0].options] == [METRIC_LABELS[m] for m in METRICS]
-    seen = []
+    assert not at.warning  # a closed round's figures are not provisional
+    seen = 0
     for metric in METRICS:
         at.segmented_control[0].set_value(metric)
         checked(at.run())
         rows = page_rows(at)
-        assert rows == [r for r in command if r["metric"] == metric], metric
-        seen += rows
-    assert len(seen) == len(command)
-    captions = " ".join(c.value for c in at.caption)
-    assert "raters held fixed" in captions and "stratified by sub-action" in captions
-    # Most disputed first: the follow-up band of three raters far apart leads.
+        expected = [r for r in command if r["metric"] == metric]
+        assert [r["sub-action"] for r in rows] == [r["sub-action"] for r in expected], metric
+        shown = details_shown(at)
+        for row, full in zip(rows, expected, strict=True):
+            for heading in ("alpha", "95% interval", "reading", "left as proposed"):
+                assert row[heading] == full[heading], (metric, heading, row, full)
+            assert row["sizes"] == ", ".join(
+                (
+                    counted(full["bands"], "band"),
+                    counted(full["vignettes read"], "vignette"),
+                    counted(full["raters"], "rater"),
+                    f"{full['declined']} declined",
+                )
+            ), (metric, row, full)
+            cautions = warnings[(full["sub-action"], metric)]
+            assert row["cautions"] == (
+                "none" if not cautions else counted(str(len(cautions)), "caution")
+            ), (metric, row)
+            # The details carry each caution in full, and every field the short row leaves out.
+            for caution in cautions:
+                assert f"Caution: {escaped(caution)}" in shown, (metric, caution)
+            for heading in DETAILS:
+                if full[heading] not in ("-", "none"):
+                    fact = f"{DETAIL_LABELS.get(heading, heading)}: {full[heading]}"
+                    assert escaped(fact) in shown, (metric, fact)
+        seen += len(rows)
+        [download] = at.get("download_button")
+        assert download.proto.label == "Download the table (CSV)"
+    assert seen == len(command)
+    # The rules wait in one expander, with the metric's own rule.
+    [rules] = [e for e in at.expander if e.label == "How these are computed"]
+    captions = " ".join(c.value for c in rules.caption)
+    assert "raters held fixed" in captions and "stratified by sub" in captions
+    assert "ACCEPT, AMEND and DECLINE" in captions  # the verdict metric's rule
+    # Most disputed first, ten to a page: the follow-up band of three raters far apart is on the
+    # first.
     links = [p.proto.label for p in at.get("page_link")]
-    assert len(links) == 14
+    assert len(links) == 10
     shown = texts(at)
     assert "Consensus: 3 to 6 days" in shown
     assert "Disputed span: 1 to 2 and 7 to 30 days" in shown
-    assert len(charts(at)) == 1 + 14
+    assert len(charts(at)) == 1 + 10
+    at.get("pagination")[0].set_value(2)
+    checked(at.run())
+    rest = [p.proto.label for p in at.get("page_link")]
+    assert len(rest) == 4 and not set(rest) & set(links)
+    assert len(charts(at)) == 1 + 4
+    assert "14 bands, 10 to a page." in [c.value for c in at.caption]
 
 
-def test_a_rater_sees_no_figure_while_the_phase_is_open(monkeypatch, tmp_path):
+PROVISIONAL = "Round open: provisional figures."
+
+
+def test_while_the_round_is_open_a_rater_sees_nothing_and_the_coordinator_provisional_figures(
+    monkeypatch, tmp_path
+):
     demo = demo_study(tmp_path, CRASH, close=False)
     serve(monkeypatch, demo)
     at = agreement_page(demo, "rater-01")
     assert [i.value for i in at.info] == [
         "Agreement between raters is shown once the coordinator closes the review phase."
     ]
-    assert not at.dataframe and not charts(at) and not at.get("page_link")
+    assert not at.dataframe and not charts(at) and not at.get("page_link") and not at.warning
     coordinator = agreement_page(demo, "coordinator")
+    [warning] = coordinator.warning
+    assert warning.value.startswith(PROVISIONAL)
+    assert len(page_rows(coordinator)) == 3  # analgesia, controlled substance, pooled
     assert len(coordinator.get("page_link")) == 4
+    demo.fma("phase", "closed")
+    assert not agreement_page(demo, "coordinator").warning
+
+
+def test_round_one_stays_final_while_round_two_is_open(monkeypatch, tmp_path):
+    demo = demo_study(tmp_path, CRASH)
+    demo.fma("round", "open", "2", "--band", "demo_med_border_01:analgesia_tier")
+    serve(monkeypatch, demo)
+    at = agreement_page(demo, "coordinator")
+    [rounds] = [c for c in at.segmented_control if c.label == "Round"]
+    assert rounds.value == 1 and not at.warning  # round 1 is closed: its figures are final
+    rounds.set_value(2)
+    checked(at.run())
+    [warning] = at.warning
+    assert warning.value.startswith(PROVISIONAL)
 
 
 def test_a_vignette_changed_while_the_server_runs_changes_the_figures(monkeypatch, tmp_path):
@@ -147,3 +232,32 @@ def test_a_vignette_changed_while_the_server_runs_changes_the_figures(monkeypatc
     at = agreement_page(demo, "coordinator")
     # Its analgesia band was reviewed against the old reasoning, so it is stale now.
     assert len(at.get("page_link")) == 4 - 1
+
+
+def test_the_coordinator_alone_has_the_reports_downloads_and_each_raters_figures(
+    monkeypatch, tmp_path
+):
+    demo = demo_study(tmp_path, THREE_RATERS)
+    serve(monkeypatch, demo)
+    report = json.loads(demo.fma("agreement", "--json"))
+    rater = agreement_page(demo, "rater-02")
+    assert [d.proto.label for d in rater.get("download_button")] == ["Download the table (CSV)"]
+    assert not rater.toggle
+    at = agreement_page(demo, "coordinator")
+    assert [d.proto.label for d in at.get("download_button")] == [
+        "Download the table (CSV)",
+        "Download the methods report (markdown)",
+        "Download the coincidence matrices (ZIP of CSV)",
+    ]
+    assert not [s for s in at.subheader if s.value == "Each rater"]  # made only when asked
+    at.toggle(key="diagnostics").set_value(True)
+    checked(at.run())
+    headings = [s.value for s in at.subheader]
+    at_rater = headings.index("Each rater")
+    assert headings[at_rater : at_rater + 3] == [
+        "Each rater",
+        "Alpha by ambiguity stratum",
+        "Vignettes needed",
+    ]
+    shown = at.dataframe[1].value  # after the alpha table
+    assert sorted(shown["rater"]) == sorted(r["rater"] for r in report["raters"])

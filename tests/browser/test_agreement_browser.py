@@ -58,7 +58,7 @@ CLOSED_FOR_RATERS = (
 )
 POOLED = "pooled (stratified by sub-action)"
 # The dataframe's columns a reader needs first (wider tables scroll: later ones may be hidden).
-COLUMNS = ("sub-action", "alpha", "95% interval", "reading", "bands", "raters")
+COLUMNS = ("sub-action", "alpha", "95% interval", "reading", "sizes")
 LABELS = {
     "followup_days": "Follow-up interval (days)",
     "esi_acuity": "ESI acuity level",
@@ -166,8 +166,9 @@ def same(rows: dict[str, dict[str, str]], report: dict, metric: str) -> None:
     for scope, label in LABELS.items():
         expected = report["metrics"][scope][metric]
         row = rows[label]
-        assert int(row["bands"]) == expected["n_bands"], (scope, row, expected)
-        assert int(row["raters"]) == expected["n_raters"], (scope, row, expected)
+        sizes = [int(words.split()[0]) for words in row["sizes"].split(", ")]
+        counts = ("n_bands", "n_vignettes_reading", "n_raters", "n_declined")
+        assert sizes == [expected[n] for n in counts], (scope, row, expected)
         assert row["reading"] == expected["reading"], (scope, row, expected)
         if expected["alpha"] is None:
             assert row["alpha"] == "undefined", (scope, row, expected)
@@ -251,7 +252,7 @@ def test_agreement_is_shown_to_raters_once_the_phase_is_closed(
     expect(page.get_by_text(CLOSED_FOR_RATERS)).to_have_count(0)
     rows = assert_same_numbers(page, report, "band")
     assert float(rows[POOLED]["alpha"]) == round(pooled["alpha"], 3)
-    assert int(rows[POOLED]["bands"]) == pooled["n_bands"] == 1
+    assert rows[POOLED]["sizes"].startswith("1 band, ") and pooled["n_bands"] == 1
     chart = alpha_chart(page)
     point = chart.locator(f'[aria-label*="; scope: {POOLED}; bands: {pooled["n_bands"]}"]')
     expect(point).to_have_count(1)

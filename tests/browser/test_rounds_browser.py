@@ -53,7 +53,7 @@ IDENTITY = {
     "email": "round@example.org",
 }
 DECLARE = ("not-an-author", "no-financial-interest", "consent-editor-disclosure")
-ALPHA_COLUMNS = ("sub-action", "alpha", "95% interval", "bands", "raters")
+ALPHA_COLUMNS = ("sub-action", "alpha", "95% interval", "sizes")
 
 
 @pytest.fixture(scope="module")

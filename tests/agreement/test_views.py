@@ -1,0 +1,139 @@
+"""What the Agreement page writes of a report: a short row per alpha with its sizes in words, the
+fields it leaves out in its details (none lost), the rules of each metric, and the whole rows as
+CSV a spreadsheet opens safely."""
+
+import csv
+import io
+from dataclasses import replace
+
+from fma_bands.agreement import METRICS, POOLED, agreement_report
+from fma_bands.agreement.metrics import POOLABLE, Alpha
+from fma_bands.agreement.views import (
+    DETAIL_LABELS,
+    DETAILS,
+    HEADINGS,
+    INTERVAL_RULE,
+    POOLING_RULE,
+    RULES,
+    SUMMARY,
+    alpha_row,
+    alpha_rows,
+    alphas_of,
+    detail,
+    notes,
+    rules,
+    sizes,
+    summary_row,
+    summary_rows,
+    table_csv,
+)
+from fma_bands.core.spreadsheet import cell
+from tests.agreement.build import rate
+
+# The columns the short row writes in words as its sizes.
+IN_SIZES = ("bands", "vignettes read", "raters", "declined")
+
+
+def study(n_vignettes: int = 12):
+    """Three raters on ESI and admission bands, one DECLINE, some disagreement."""
+    ratings = []
+    for v in range(n_vignettes):
+        vid = f"v{v:02d}"
+        ratings += [
+            rate(vid, "esi_acuity", "r1", [2, 3]),
+            rate(vid, "esi_acuity", "r2", [2] if v % 3 else [3, 4]),
+            rate(vid, "esi_acuity", "r3", None if v == 0 else [2, 3], verdict=None),
+            rate(vid, "admit", "r1", [True]),
+            rate(vid, "admit", "r2", [True] if v % 4 else [False, True]),
+        ]
+    return agreement_report(ratings, bootstrap=200, seed=3)
+
+
+def test_sizes_are_written_in_words_with_their_numbers():
+    a = Alpha("band", "esi_acuity", "jaccard", 0.5, None, n_bands=1, n_raters=3, n_declined=1)
+    assert sizes(replace(a, n_vignettes_reading=12)) == "1 band, 12 vignettes, 3 raters, 1 declined"
+    many = replace(a, n_bands=13, n_vignettes_reading=1, n_raters=1, n_declined=0)
+    assert sizes(many) == "13 bands, 1 vignette, 1 rater, 0 declined"
+
+
+def test_a_short_row_says_what_the_full_row_says():
+    report = study()
+    assert [a.scope for a in alphas_of(report, "band")] == ["admit", "esi_acuity", POOLED]
+    for metric in METRICS:
+        shorts, fulls = summary_rows(report, metric), alpha_rows(report, metric)
+        assert len(shorts) == len(fulls) == len(alphas_of(report, metric))
+        for a, short, full in zip(alphas_of(report, metric), shorts, fulls, strict=True):
+            assert tuple(short) == SUMMARY
+            for heading in set(SUMMARY) & set(HEADINGS) - {"cautions"}:
+                assert short[heading] == full[heading], (metric, heading)
+            words = [int(part.split()[0]) for part in short["sizes"].split(", ")]
+            assert words == [int(full[h]) for h in IN_SIZES], (short, full)
+            assert short["cautions"] == (
+                f"{len(a.warnings)} caution{'s' if len(a.warnings) != 1 else ''}"
+                if a.warnings
+                else "none"
+            )
+
+
+def test_cautions_are_counted_in_the_row_and_written_out_in_the_details():
+    [pooled] = [a for a in alphas_of(study(), "band") if a.scope == POOLED]
+    two = replace(pooled, warnings=("first caution; with a semicolon", "second caution"))
+    assert summary_row(two)["cautions"] == "2 cautions"
+    assert summary_row(replace(pooled, warnings=("one",)))["cautions"] == "1 caution"
+    assert summary_row(replace(pooled, warnings=()))["cautions"] == "none"
+    assert detail(two).cautions == two.warnings
+    assert detail(two).scope == alpha_row(two)["sub-action"]
+
+
+def test_no_field_of_a_row_is_lost_between_the_short_row_and_its_details():
+    # A column added to the full row must be placed: in the short row, its sizes or its details.
+    placed = set(SUMMARY) | set(IN_SIZES) | set(DETAILS) | {"metric"}
+    assert set(HEADINGS) <= placed, set(HEADINGS) - placed
+    for a in alphas_of(study()):
+        full, facts = alpha_row(a), detail(a).facts
+        for heading in DETAILS:
+            fact = f"{DETAIL_LABELS.get(heading, heading)}: {full[heading]}"
+            assert (fact in facts) == (full[heading] not in ("-", "none")), (a.scope, fact)
+
+
+def test_both_modes_name_their_mode_in_the_short_row_and_the_details():
+    # A rater rates a band once: two raters in each mode.
+    ratings = [
+        rate(f"v{v}", "admit", f"{mode}-{r}", [v % 2 == 0 or r == 1], mode=mode)
+        for v in range(4)
+        for r in (1, 2)
+        for mode in ("review", "blind")
+    ]
+    report = agreement_report(ratings, bootstrap=0)
+    scopes = [row["sub-action"] for row in summary_rows(report, "band")]
+    assert "Admit to hospital, review mode" in scopes and "Admit to hospital, blind mode" in scopes
+    modes = len(report.modes)
+    assert [detail(a, modes).scope for a in alphas_of(report, "band")] == scopes
+
+
+def test_each_metric_has_its_rules_and_only_pooled_metrics_the_pooling_rule():
+    for metric in METRICS:
+        found = rules(metric)
+        assert found[0] == RULES[metric] and INTERVAL_RULE in found
+        assert (POOLING_RULE in found) == (metric in POOLABLE)
+    assert "raters held fixed" in INTERVAL_RULE
+
+
+def test_notes_put_each_rows_cautions_before_the_rules():
+    rows = alpha_rows(study(), "band")
+    cautioned = [r for r in rows if r["cautions"] != "-"]
+    assert cautioned, "the study should carry at least one caution"
+    found = notes("band", rows)
+    assert found[: len(cautioned)] == [f"{r['sub-action']}: {r['cautions']}." for r in cautioned]
+    assert found[len(cautioned) :] == rules("band")
+    assert notes("lower")[0] == "No sub-action in this study takes the lower metric."
+
+
+def test_the_csv_holds_every_field_of_every_row_safely():
+    rows = alpha_rows(study(), "band")
+    read = list(csv.DictReader(io.StringIO(table_csv(rows))))
+    assert [tuple(r) for r in read] == [HEADINGS] * len(rows)
+    assert read == [{h: cell(row[h]) for h in HEADINGS} for row in rows]
+    # A negative bound is text to a spreadsheet, never the start of a formula.
+    negative = [r for r in read if r["95% interval"].startswith("'-")]
+    assert all(r["95% interval"][1:] in {x["95% interval"] for x in rows} for r in negative)

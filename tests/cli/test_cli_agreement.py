@@ -1,0 +1,108 @@
+"""`fma-bands agreement`: the per-rater diagnostics, alpha by ambiguity stratum and planning in
+its table and `--json`, `--width`, and `--coincidences DIR` writing one CSV per matrix; in-process
+with CliRunner on the three-rater study of tests/cli/test_cli_rounds.py (one borderline
+vignette: ESI bands {2}, {3} and {1}, and an urgency band every rater accepts)."""
+
+import csv
+import json
+
+import pytest
+
+from tests.cli.test_cli_rounds import fma, library  # noqa: F401 (fixtures)
+from tests.study.test_rounds import RATERS
+
+
+def test_json_adds_each_rater_the_strata_and_planning(fma):  # noqa: F811
+    data = json.loads(fma("agreement", "--json", "--bootstrap", "0"))
+    assert [r["rater"] for r in data["raters"]] == sorted(RATERS)
+    pooled = data["metrics"]["pooled"]["band"]
+    for r in data["raters"]:
+        # Each rater: ESI bands unlike both others', the same urgency band as both.
+        assert (r["mode"], r["n_bands"], r["n_declined"], r["n_pairs"]) == ("review", 2, 0, 4)
+        assert (r["exact_agreement"], r["mean_distance"]) == (0.5, 0.5)
+        assert r["alpha_without_change"] == pytest.approx(r["alpha_without"] - pooled["alpha"])
+    (stratum,) = data["by_stratum"]
+    assert (stratum["stratum"], stratum["metric"], stratum["scope"]) == (
+        "borderline",
+        "band",
+        "pooled",
+    )
+    assert stratum["alpha"] == pooled["alpha"] and stratum["n_bands"] == pooled["n_bands"]
+    # No interval (B = 0), no planning: it is the interval at other sizes.
+    assert data["planning"]["plans"] == [] and data["planning"]["width"] == 0.1
+    assert "these raters" in data["planning"]["assumption"]
+
+
+def test_planning_says_why_one_vignette_is_too_few(fma):  # noqa: F811
+    data = json.loads(fma("agreement", "--json", "--bootstrap", "20", "--width", "0.25"))
+    plans = data["planning"]["plans"]
+    assert [p["scope"] for p in plans] == ["pooled", "esi_acuity", "urgency_score"]
+    assert all(p["width"] == 0.25 and p["vignettes_needed"] is None for p in plans)
+    assert plans[0]["reason"] == "too few vignettes to simulate from (1)"
+    assert [w["vignettes"] for w in plans[0]["widths"]][:3] == [10, 20, 30]
+
+
+def test_the_table_has_the_sections_and_ends_with_the_round(fma):  # noqa: F811
+    shown = fma("agreement", "--bootstrap", "0")
+    lines = shown.splitlines()
+    for title in ("Raters", "Pooled band alpha by ambiguity stratum", "Planning"):
+        assert title in lines
+    at = lines.index("Raters")
+    assert lines[at + 1].split()[:4] == ["rater", "mode", "bands", "declined"]
+    assert lines[at + 2].split()[:2] == [sorted(RATERS)[0], "review"]
+    assert "50.0%" in lines[at + 2]
+    assert lines[lines.index("Pooled band alpha by ambiguity stratum") + 2].startswith("borderline")
+    assert lines[-1].startswith("Round 1, the independent round")
+
+
+def test_coincidences_are_written_one_csv_a_matrix(fma, tmp_path):  # noqa: F811
+    out = tmp_path / "matrices"
+    shown = fma("agreement", "--bootstrap", "0", "--coincidences", str(out))
+    names = sorted(p.name for p in out.iterdir())
+    assert "review-band-esi_acuity.csv" in names and "review-verdict-urgency_score.csv" in names
+    for name in names:
+        assert f"wrote {out / name} (" in shown
+    with open(out / "review-lower-esi_acuity.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    # Three raters on one unit, values 1, 2 and 3: each ordered pair weighs 1 / (3 - 1).
+    assert rows[0] == [
+        "lower on esi_acuity (review mode)", "1 - resuscitation", "2 - emergent", "3 - urgent",
+        "n_c",
+    ]  # fmt: skip
+    assert [r[1:] for r in rows[1:]] == [["0", "0.5", "0.5", "1"], ["0.5", "0", "0.5", "1"],
+                                         ["0.5", "0.5", "0", "1"]]  # fmt: skip
+    again = tmp_path / "again"
+    data = json.loads(fma("agreement", "--json", "--bootstrap", "0", "--coincidences", str(again)))
+    assert sorted(w["file"] for w in data["coincidences"]) == sorted(str(again / n) for n in names)
+    first = next(w for w in data["coincidences"] if w["file"].endswith("band-urgency_score.csv"))
+    assert (first["n_values"], first["n_pairable"]) == (1, 3.0)
+    assert (again / "review-band-esi_acuity.csv").read_text() == (
+        out / "review-band-esi_acuity.csv"
+    ).read_text()
+
+
+def test_coincidences_refuse_a_place_they_may_not_go(fma, tmp_path):  # noqa: F811
+    (tmp_path / "a_file").write_text("kept\n")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "old.csv").write_text("kept\n")
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    for where, says in (
+        (tmp_path / "attestations" / "matrices", "inside the attestations folder"),
+        (tmp_path / "attestations", "inside the attestations folder"),
+        (tmp_path / "a_file", "not a folder"),
+        (tmp_path / "link", "not a folder"),
+        (full, "not empty"),
+    ):
+        refused = fma("agreement", "--bootstrap", "0", "--coincidences", str(where), code=1)
+        assert says in refused and "Traceback" not in refused
+    assert not (tmp_path / "attestations" / "matrices").exists()
+    assert not (tmp_path / "elsewhere").exists()
+    assert (tmp_path / "a_file").read_text() == "kept\n"
+    assert [p.name for p in full.iterdir()] == ["old.csv"]
+
+
+@pytest.mark.parametrize("width", ["nan", "0", "-0.1", "2.5", "1e-1", "０.１", "inf", "0.1.2", ""])
+def test_width_is_a_plain_number_above_0_and_at_most_2(fma, width):  # noqa: F811
+    refused = fma("agreement", "--width", width, code=2)
+    assert "--width" in refused
