@@ -291,14 +291,20 @@ def main() -> None:
     print(summary(table, args.replicates, args.redrawn_replicates, args.B))
     print(f"\n{time.perf_counter() - started:.0f} s in all; load at end {os.getloadavg()[0]:.2f}")
     if args.write:
+        kept, redrawn = [], args.redrawn_replicates
+        if args.fixed_only:  # the redrawn panels' rows of the last run stay, said so
+            before = json.loads(COVERAGE_FILE.read_text())
+            kept = [r for r in before["rows"] if r["panel"] != "fixed"]
+            redrawn = before["redrawn_replicates"]
         COVERAGE_FILE.write_text(
             json.dumps(
                 {
                     "run": datetime.now(UTC).strftime("%Y-%m-%d"),
                     "replicates": args.replicates,
-                    "redrawn_replicates": args.redrawn_replicates,
+                    "redrawn_replicates": redrawn,
+                    "redrawn_rows": "kept from the run before" if kept else "this run",
                     "B": args.B,
-                    "rows": table,
+                    "rows": table + kept,
                 },
                 indent=1,
             )

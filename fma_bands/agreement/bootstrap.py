@@ -21,13 +21,17 @@ DEFAULT_B = 1000
 DEFAULT_SEED = 20261129
 Z = NormalDist().inv_cdf(0.975)
 # The interval the report prints, chosen by benchmarks/bench_coverage.py (docs/statistics.md).
-CHOSEN = "jackknife"
+CHOSEN = "jackknife-log"
 METHODS = {
     "percentile": "percentile bootstrap interval",
     "basic": "basic bootstrap interval",
     "bca": "BCa bootstrap interval",
     "jackknife": "jackknife-normal interval (alpha +- 1.96 jackknife standard errors over "
     "vignettes)",
+    "jackknife-t": "jackknife-t interval (alpha +- t(n-1) jackknife standard errors over "
+    "vignettes)",
+    "jackknife-log": "jackknife interval on the log scale of D_o/D_e (1 - (1 - alpha) "
+    "exp(+-t(n-1) jackknife standard errors of log(1 - alpha)) over vignettes)",
 }
 COVERAGE_FILE = "coverage.json"
 # Below this measured coverage at the study's size, a caution says to read the bounds loosely.
@@ -110,9 +114,12 @@ def jackknife_t(s: Samples) -> Bounds:
 def jackknife_log(s: Samples) -> Bounds:
     """The jackknife-t interval of log(1 - alpha), the log of D_o / D_e, carried back to alpha:
     1 - (1 - alpha) exp(+-t se). A ratio is closer to normal on the log scale, and the bounds
-    stay below 1. None when alpha, or alpha without some vignette, is 1."""
-    if s.point >= 1.0 or np.isnan(s.left_out).any() or (s.left_out >= 1.0).any():
+    stay below 1. Where alpha, or alpha without some vignette, is 1, the log is undefined and
+    the interval is the jackknife-t on alpha's own scale."""
+    if np.isnan(s.left_out).any():
         return None
+    if s.point >= 1.0 or (s.left_out >= 1.0).any():
+        return jackknife_t(s)
     se = jackknife_se(Samples(math.log1p(-s.point), s.resampled, np.log1p(-s.left_out)))
     if se is None:
         return None
