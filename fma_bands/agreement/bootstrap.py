@@ -250,12 +250,20 @@ def bootstrap(
             f"alpha was undefined (no variation) in {undefined:.1%} of resamples; the shares "
             "below 0.800 and 0.667 are over the others"
         )
-    bounds = INTERVALS[CHOSEN](found)
+    bounds, spread = INTERVALS[CHOSEN](found), jackknife_se(found)
+    missing = None
     if bounds is None:
-        warnings.append(
-            "no interval: leaving out one vignette leaves no variation (one vignette carries "
-            "all the disagreement)"
+        missing = (
+            "leaving out one vignette leaves no variation (one vignette carries all the "
+            "disagreement)"
         )
+    elif spread == 0.0 and point < 1.0:
+        # Raters disagree, yet every sample without one vignette has the same alpha: the
+        # jackknife sees no spread, which is not certainty, so no interval rather than one of
+        # width 0. (Agreement perfect in every sample keeps its interval of 1 to 1.)
+        bounds, missing = None, "alpha is the same whichever vignette is left out"
+    if missing:
+        warnings.append(f"no interval: {missing}")
     return Interval(
         ci_low=None if bounds is None else bounds[0],
         ci_high=None if bounds is None else bounds[1],
@@ -263,9 +271,16 @@ def bootstrap(
         p_below_0667=float(np.mean(defined < 0.667)) if defined.size else None,
         undefined_resamples=undefined,
         n_vignettes=n,
-        method=method(n, B, seed),
+        method=method(n, B, seed) if missing is None else no_interval(n, B, seed, missing),
         warnings=tuple(warnings),
-        se=jackknife_se(found),
+        se=spread,
+    )
+
+
+def no_interval(n_vignettes: int, B: int, seed: int, why: str) -> str:
+    return (
+        f"{n_vignettes} vignettes, raters held fixed; no interval: {why}; vignette-cluster "
+        f"bootstrap B={B}, seed={seed}, for the shares below 0.800 and 0.667"
     )
 
 
@@ -322,7 +337,9 @@ def coverage_note(n_raters: int, n_vignettes: int) -> str | None:
     if found is None:
         return None
     _, run = measured()
-    smaller = " (smaller than any size simulated)" if n_vignettes < found.vignettes else ""
+    smaller = ""
+    if n_vignettes < found.vignettes or n_raters < found.raters:
+        smaller = f" (this study, {n_vignettes} vignettes and {n_raters} raters, is smaller)"
     return (
         f"in simulated studies of {found.vignettes} vignettes and {found.raters} raters"
         f"{smaller}, this 95% interval covered the true alpha {found.low:.0%} to "
@@ -336,7 +353,8 @@ def coverage_caution(n_raters: int, n_vignettes: int) -> str | None:
     if found is None or found.low >= GOOD_COVERAGE:
         return None
     return (
-        f"at about this size ({found.vignettes} vignettes, {found.raters} raters) the interval "
-        f"covered the true alpha only {found.low:.0%} to {found.high:.0%} of the time in "
-        "simulation: read its bounds loosely"
+        f"this alpha rests on {n_vignettes} vignettes and {n_raters} raters; at the nearest size "
+        f"simulated ({found.vignettes} vignettes, {found.raters} raters) the interval covered "
+        f"the true alpha only {found.low:.0%} to {found.high:.0%} of the time: read its bounds "
+        "loosely"
     )

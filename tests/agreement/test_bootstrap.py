@@ -290,3 +290,27 @@ def test_one_vignette_or_no_resamples_give_no_interval():
         "no interval (B=0)",
         "no reading: no interval",
     )
+
+
+def test_a_study_smaller_than_any_simulated_says_so():
+    from fma_bands.agreement.bootstrap import coverage_note
+
+    table, _ = measured()
+    smallest = min(c.vignettes for c in table)
+    note = coverage_note(2, smallest - 2)
+    assert note is not None
+    assert f"this study, {smallest - 2} vignettes and 2 raters, is smaller" in note
+    assert "is smaller" not in (coverage_note(10, 100) or "")
+
+
+def test_an_alpha_that_no_vignette_moves_has_no_interval_of_width_zero():
+    # Two vignettes, the same disagreement in each: leaving either out gives the same alpha.
+    ratings = []
+    for vignette in "ab":
+        ratings += [rate(vignette, "esi_acuity", "p", [1]), rate(vignette, "esi_acuity", "q", [2])]
+    ratings += [rate(vignette, "esi_acuity", "r", [1]) for vignette in "ab"]
+    a = metric_alpha("band", ratings, bootstrap=100)
+    assert a.alpha is not None
+    assert (a.ci_low, a.ci_high) == (None, None)
+    assert "no interval: alpha is the same whichever vignette is left out" in a.method
+    assert a.reading == "too few bands (2)"

@@ -140,7 +140,7 @@ def test_a_round_two_answer_never_reaches_the_other_rater(study):
     assert "a round-two reason nobody else may see" not in shown(queue)
     agreement = open_app(study.other, "app_pages/agreement.py")
     assert [i.value for i in agreement.info] == [
-        "Agreement between raters is shown once the coordinator closes the review phase."
+        "Round 2 is open: agreement between raters is shown once the coordinator closes it."
     ]
 
 
