@@ -35,11 +35,13 @@ def current(as_json: bool) -> None:
     """Print the database's schema revision and the newest this fma-bands knows."""
     from fma_bands.store.db import current_revision, head_revision, make_engine, shown_url
 
-    engine = make_engine(settings().database_url)
-    try:
-        revision = current_revision(engine)
-    finally:
-        engine.dispose()
+    revision = None
+    if not _missing_sqlite_file(settings().database_url):  # a check creates no database
+        engine = make_engine(settings().database_url)
+        try:
+            revision = current_revision(engine)
+        finally:
+            engine.dispose()
     head = head_revision()
     url = shown_url(settings().database_url)  # never its password
     if as_json:
@@ -49,3 +51,16 @@ def current(as_json: bool) -> None:
         return
     state = "up to date" if revision == head else "run `fma-bands db upgrade`"
     click.echo(f"database {url}: revision {revision or 'none'} (head {head}; {state})")
+
+
+def _missing_sqlite_file(url: str) -> bool:
+    """A SQLite URL naming a file that does not exist (connecting would create it empty)."""
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    name = parsed.database
+    if parsed.get_backend_name() != "sqlite" or name in (None, "", ":memory:"):
+        return False
+    return not Path(name).exists()

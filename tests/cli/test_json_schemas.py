@@ -172,6 +172,7 @@ def test_db_current(fma):
     assert json.loads(current)["up_to_date"] is True
     empty = fma("--db", "sqlite:///empty.db", "db", "current", "--json")
     assert json.loads(empty)["revision"] is None and json.loads(empty)["up_to_date"] is False
+    assert not Path("empty.db").exists()  # a check creates no database
     check_outputs("db current", [current, empty])
 
 
