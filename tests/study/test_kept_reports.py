@@ -166,7 +166,8 @@ def test_the_command_prints_the_same_report_kept_or_fresh(tmp_path):
     first = made.fma("agreement", "--json", "--bootstrap", "200")
     engine = make_engine(made.url)
     with session_scope(engine) as s:
-        assert len(s.exec(select(KeptReport)).all()) == 1
+        # The report, and the coordinator's diagnostics kept beside it (kept_diagnostics).
+        assert len(s.exec(select(KeptReport)).all()) == 2
     engine.dispose()
     assert made.fma("agreement", "--json", "--bootstrap", "200") == first
     assert made.fma("agreement", "--json", "--bootstrap", "200", "--fresh") == first
