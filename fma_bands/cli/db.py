@@ -57,10 +57,13 @@ def _missing_sqlite_file(url: str) -> bool:
     """A SQLite URL naming a file that does not exist (connecting would create it empty)."""
     from pathlib import Path
 
-    from sqlalchemy.engine import make_url
+    from fma_bands.store.db import check_url, normalise_url
 
-    parsed = make_url(url)
+    parsed = check_url(normalise_url(url))  # a URL that cannot be used is refused by name
     name = parsed.database
     if parsed.get_backend_name() != "sqlite" or name in (None, "", ":memory:"):
         return False
-    return not Path(name).exists()
+    try:
+        return not Path(name).exists()
+    except OSError:  # a name the system refuses: connecting says so by name
+        return False
