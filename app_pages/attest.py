@@ -12,8 +12,9 @@ from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import case_label, case_numbers
 from fma_bands.core.people import UserPublic
-from fma_bands.core.protocol import DECLARATIONS, statement_text
+from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.core.vignettes import Library
+from fma_bands.study.exemptions import ExemptionSigning, exemption_signing
 from fma_bands.study.identity import is_recorded
 from fma_bands.study.signing import attest, manifestation, on_file
 from fma_bands.study.signing_plan import SigningPlan, covered_rows, imported_rows, plan
@@ -47,6 +48,27 @@ def reviews_covered(signing: SigningPlan, numbers: dict[str, int]) -> None:
     for vid, name, why in signing.skipped:
         band = f"{case_label(numbers, vid)} · {sub_action(name).label}"
         st.caption(escaped(f"Not covered: {band}: {why}"))
+
+
+def exemptions_covered(exempting: ExemptionSigning) -> None:
+    """The exemption reviews the signature holds beside the bands (docs/design.md,
+    Exemptions)."""
+    if not exempting.reviews:
+        return
+    st.subheader(f"The {len(exempting.reviews)} exemption reviews it also covers")
+    st.dataframe(
+        [
+            {
+                "exemption": f"{r['attribute']}/{r['sub_action']}",
+                "verdict": r["verdict"],
+                "direction": r["direction"] or "",
+                "reason": r["reason"],
+                "as signed before": f"{r['attribute']}/{r['sub_action']}" not in exempting.fresh,
+            }
+            for r in exempting.reviews
+        ],
+        hide_index=True,
+    )
 
 
 def sign_attestation(
@@ -88,6 +110,7 @@ if "signed" in st.session_state:  # signed: the form starts afresh (after an err
 confirm = st.session_state.get("attest:confirm", False)
 with session() as s:
     signing = plan(s, lib, user, confirm_imported=confirm)
+    exempting = exemption_signing(s, user)
     identity_recorded = is_recorded(s, [user.pseudonym])[user.pseudonym]
 
 st.title("Sign your attestation")
@@ -122,8 +145,9 @@ if not identity_recorded:
     )
 
 st.subheader("Statement")
-st.write(statement_text([r["round"] for r in signing.reviews]))
+st.write(signing.statement)
 reviews_covered(signing, numbers)
+exemptions_covered(exempting)
 
 if failed := st.session_state.pop("attest:failed", None):
     st.session_state["attest:passphrase"] = ""  # before the field is drawn: not left on screen
@@ -138,7 +162,9 @@ with st.form("attest"):
     )
     passphrase = st.text_input("Your passphrase, again", type="password", key="attest:passphrase")
     sign = st.form_submit_button(
-        "Sign attestation", type="primary", disabled=not (signing.fresh and identity_recorded)
+        "Sign attestation",
+        type="primary",
+        disabled=not ((signing.fresh or exempting.fresh) and identity_recorded),
     )
 if sign:
     declared = [k for k, ticked in ticks.items() if ticked]

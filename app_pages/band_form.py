@@ -187,3 +187,71 @@ def _gap_question(action: SubAction, values: list, gained: list) -> str:
         f"Your list ({shown}) has a gap. As a range, from {action.label_for(values[0])} to "
         f"{action.label_for(values[-1])}, the band would also admit {added}."
     )
+
+
+# The disputed span an AMEND may set or clear ----------------------------------------------------
+
+KEEP_SPAN, NO_SPAN, OWN_SPAN = "keep", "none", "set"
+
+
+def span_choices(proposed: AnyBand | None) -> tuple[str, ...]:
+    """What the rater may do with the disputed span: keep the proposal's (when it has one),
+    record none, or write their own."""
+    return (KEEP_SPAN, NO_SPAN, OWN_SPAN) if proposed is not None else (NO_SPAN, OWN_SPAN)
+
+
+def span_field_names(action: SubAction) -> tuple[str, ...]:
+    """A span is a list of values (orders, yes/no and ordinal levels alike), or a range where
+    the band itself is always a range (a score, a count of days)."""
+    if action.forms == ("interval",):
+        return ("choice", "lo", "hi")
+    return ("choice", "values")
+
+
+def span_fields_for(
+    action: SubAction, proposed: AnyBand | None, corrections: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The span editor's fields showing the rater's stored correction, else the proposal's."""
+    corrected = corrections or {}
+    if "disputed_span" in corrected:
+        raw = corrected["disputed_span"]
+        choice = NO_SPAN if raw is None else OWN_SPAN
+        span = None if raw is None else parse_band(action.name, raw, span=True)
+    else:
+        choice = KEEP_SPAN if proposed is not None else NO_SPAN
+        span = proposed
+    values = sorted(span.values()) if span is not None else []
+    if action.forms == ("interval",):
+        lo, hi = (values[0], values[-1]) if values else (None, None)
+        return {"choice": choice, "lo": lo, "hi": hi}
+    return {"choice": choice, "values": values}
+
+
+@dataclass(frozen=True)
+class SpanReading:
+    """The span on screen: `changed` when the rater records none or writes their own, `span`
+    (harness form, None for none) and what is wrong with it."""
+
+    changed: bool
+    span: Any = None
+    problem: str | None = None
+
+
+def read_span(
+    action: SubAction, fields: Mapping[str, Any], orderables: Sequence[str]
+) -> SpanReading:
+    choice = fields.get("choice")
+    if choice == NO_SPAN:
+        return SpanReading(True)
+    if choice != OWN_SPAN:
+        return SpanReading(False)
+    if action.forms == ("interval",):
+        reading = _read_bounds(action, fields.get("lo"), fields.get("hi"))
+        if reading.problem is not None:
+            return SpanReading(True, None, reading.problem.replace("range", "disputed span"))
+        return SpanReading(True, reading.band)
+    allowed = orderables if action.kind == "multilabel" else action.domain()
+    values = [v for v in allowed if v in (fields.get("values") or [])]
+    if not values:
+        return SpanReading(True, None, "Choose the values left disputed, or record none.")
+    return SpanReading(True, values)

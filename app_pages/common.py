@@ -14,7 +14,7 @@ from sqlmodel import Session
 
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.labels import describe_band, threshold_sentence, tool_names
+from fma_bands.core.labels import describe_band, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.settings import Settings, load_settings
 from fma_bands.core.vignettes import Library, Proposal, Vignette, load_library
@@ -193,25 +193,16 @@ def proposals_visible(user: UserPublic) -> bool:
 
 
 def show_proposal(proposal: Proposal, vignette: Vignette) -> None:
-    """A proposed band as raters and coordinators read it: values, picture, the dividing line,
-    source, clause and reasoning (text from files, shown as written)."""
-    threshold = proposal.effective_threshold
+    """A proposed band as raters and coordinators read it: values, picture, source, clause and
+    reasoning (text from files, shown as written). Never what the band does to the study's
+    metrics: raters judge clinical defensibility only."""
     names = tool_names(vignette)
     plain(describe_band(proposal.acceptable, names), label="Acceptable")
     if proposal.disputed_span is not None:
         plain(describe_band(proposal.disputed_span, names), label="Disputed span")
         st.caption("The disputed span holds values the band's authors could not settle.")
     rows = [Row("proposal", proposal.acceptable, proposal.disputed_span)]
-    chart(
-        band_spec(
-            proposal.sub_action,
-            rows,
-            threshold=threshold,
-            orderables=vignette.orderables,
-            names=names,
-        )
-    )
-    st.caption(escaped(threshold_sentence(proposal.acceptable, threshold)))
+    chart(band_spec(proposal.sub_action, rows, orderables=vignette.orderables, names=names))
     for label, text in (
         ("Source", proposal.source),
         ("Clause", proposal.clause),

@@ -16,8 +16,10 @@ with session() as s:
 st.title("Import a hand-back")
 st.caption(
     f"Lines of `{FORMAT}` from a rater who reviewed on paper. A file with any bad line is "
-    "refused whole. The reviews are recorded as entered by you, and count for the registry "
-    "only once the rater confirms them as theirs when signing."
+    "refused whole, and so is a line for a band not assigned to the rater (in round 1): assign "
+    "it first, on Study admin, as a review in the browser needs. The reviews are recorded as "
+    "entered by you, and count for the registry only once the rater confirms them as theirs "
+    "when signing."
 )
 with st.form("handback"):
     upload = st.file_uploader("Hand-back file", type=["txt"])

@@ -73,6 +73,15 @@ if lib.problems and user.is_coordinator:
             "kept."
         )
         st.code("\n".join(str(p) for p in lib.problems), language=None)
+if lib.warnings and user.is_coordinator:
+    with st.expander(f"{len(lib.warnings)} warning(s) about what raters read", icon="🔎"):
+        st.caption(
+            "These files load and are in the study, but a clinical core states a demographic "
+            "fact the harness varies between conditions, or a proposal's text tells raters what "
+            "the band does to the study's figures. Raters read both as written: correct the file "
+            "before the round opens (`fma-bands vignettes check` lists the same warnings)."
+        )
+        st.code("\n".join(str(w) for w in lib.warnings), language=None)
 domains = sorted({v.domain for v in lib})
 domain = st.segmented_control("Domain", domains, format_func=escaped, key="library_domain")
 chosen = shelf(lib, user, domain, key=token_key)

@@ -26,6 +26,7 @@ ADDRESSES = (
     "handbacks",
     "passphrase",
     "progress",
+    "exemptions",
 )
 
 
@@ -66,6 +67,7 @@ def rater_pages() -> list[st.Page]:
         page("queue", "My queue", "checklist", default=True),
         page("review", "Review a band", "rate_review"),
         *_reading(),
+        page("exemptions", "Review exemptions", "rule"),
         page("attest", "Sign attestation", "signature"),
         _passphrase(),
     ]

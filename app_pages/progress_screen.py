@@ -182,6 +182,7 @@ REVIEW_COLUMNS = (
     "band",
     "reason",
     "confidence",
+    "corrections",
     *(f"{q}_{part}" for q in QUESTION_KEYS for part in ("choice", "note")),
     "origin",
     "submitted_at",
@@ -207,6 +208,8 @@ def reviews_csv(session: Session, library: Library, *, viewer: UserPublic) -> st
             "band": json.dumps(review.band) if review.band is not None else None,
             "reason": review.reason,
             "confidence": review.confidence,
+            # An AMEND's corrected clause, source, reasoning or disputed span, as JSON.
+            "corrections": json.dumps(review.corrections) if review.corrections else None,
             "origin": review.origin,
             "submitted_at": review.submitted_at.isoformat() if review.submitted_at else None,
             "stale": review.stale,

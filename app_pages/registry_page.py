@@ -1,6 +1,7 @@
-"""The band registry: each band's provenance decided from the files, filtered and a page at a
-time; which bands decide the harness's run pairs (the coordinator's alone: raters never see these
-counts, they would bias the band); and bands.yaml, downloaded or written to the export folder."""
+"""The band registry: each band's provenance decided from the files, with the cuts it carries
+and whether it straddles each, filtered and a page at a time; which bands decide the harness's
+run pairs (the coordinator's alone: raters never see these counts, they would bias the band);
+and bands.yaml, downloaded or written to the export folder."""
 
 from pathlib import Path
 
@@ -12,14 +13,28 @@ from fma_bands.core.band_text import describe
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
-from fma_bands.evidence.export import RULE_LABELS, dump_bands, export_document, write_export
+from fma_bands.evidence.export import (
+    RULE_LABELS,
+    band_cuts,
+    cut_line,
+    dump_bands,
+    export_document,
+    write_export,
+)
 from fma_bands.evidence.harness import harness_note
 from fma_bands.evidence.log import folder_digests
 from fma_bands.evidence.provenance import Decision
 from fma_bands.evidence.registry import Registry, decide
 from fma_bands.study import audit
 from fma_bands.study.enrolment import root_signer
-from fma_bands.study.impact import RunCounts, count_runs, read_runs, reviewed_impact
+from fma_bands.study.impact import (
+    PAIRING_LABELS,
+    REFERENCE,
+    RunCounts,
+    count_runs,
+    read_runs,
+    reviewed_impact,
+)
 from fma_bands.study.ledger import published_head
 from fma_bands.study.state import study
 
@@ -52,6 +67,10 @@ def _decision(d: Decision) -> None:
     if d.adjudicated_by:
         rule = RULE_LABELS[d.intersection_rule]
         st.caption(f"Adjudicated by {escaped(', '.join(d.adjudicated_by))} ({rule})")
+    # Every named cut the export carries for this band (x_thresholds), the primary first.
+    proposal = lib.vignettes[d.vignette_id].proposal(d.sub_action)
+    if cuts := band_cuts(proposal, d.band) if proposal is not None else []:
+        st.caption("Cuts: " + "; ".join(escaped(cut_line(cut)) for cut in cuts))
     for r in d.reasons:
         st.markdown(f"- not granted, `{r.code}`: {escaped(r.message)}")
     for w in d.warnings:
@@ -94,7 +113,11 @@ def impact(lib: Library, user: UserPublic) -> None:
     st.caption(
         f"{runs.runs} complete runs in {len(files)} file(s) of {escaped(folder)}: "
         f"{escaped(', '.join(Path(p).name for p in files))}. In band: runs whose action the band "
-        "admits; pairs: pairs of those runs of one vignette; across the threshold: of those "
+        "admits; pairs: pairs of those runs of one vignette, within one model and scaffold: "
+        f"the reference condition ({REFERENCE}) with each counterfactual one, control arms "
+        "left out, as the harness's within-range flip rate pairs them, where the runs hold "
+        "both; else replicate runs of one condition, the noise floor ('pairs of' says which). "
+        "Across the threshold: of those "
         "pairs, the ones on opposite sides of it (what a within-range flip needs). For the "
         "proposal, the raters' consensus and the consensus widened by its disputed span; the "
         "bands deciding most pairs first. Not counted: no threshold, or a band the harness "
@@ -106,6 +129,7 @@ def impact(lib: Library, user: UserPublic) -> None:
                 "vignette": r.vignette_id,
                 "sub-action": sub_action(r.sub_action).label,
                 "band": r.band,
+                "pairs of": PAIRING_LABELS[r.pairing],
                 "runs": r.runs,
                 "in band": _count(r.runs_in_band),
                 "pairs in band": _count(r.pairs_in_band),

@@ -19,7 +19,7 @@ from app_pages.common import (
     signed_bands,
     stack_below,
 )
-from app_pages.review_form import follow, review_form
+from app_pages.review_form import follow, review_form, submitted_corrections
 from app_pages.review_screen import ReviewState, Screen, entries_from, keep, open_screen
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.actions import sub_action
@@ -64,16 +64,17 @@ def heading(screen: Screen, review: ReviewState) -> None:
 
 def what_the_agent_knows(screen: Screen) -> None:
     """The left column: the agent's knowledge at this step, and the proposal if it is shown."""
+    knows = screen.knows
     st.subheader("What the agent knows at this step")
-    st.caption(screen.step.description)
+    st.caption(knows.summary)
     with st.container(border=True):
         plain(screen.vignette.clinical_core, label="Clinical core (frozen, verbatim)")
-        if screen.results:
-            st.markdown("**Results** (at this step, only those of tests the agent ordered)")
-            for name, result in screen.results:
-                plain(f"{name}: {result}")
-        elif screen.vignette.tool_results:
-            st.caption("No test results exist yet at this step: they come back after ordering.")
+        if knows.results:
+            st.markdown("**Results**")
+            for line in knows.result_lines():
+                plain(line)
+    if knows.earlier:
+        st.info(knows.earlier, icon=":material/history:")
     if screen.shows_proposal:
         st.subheader("Proposed band")
         with st.container(border=True):
@@ -98,9 +99,7 @@ def panel(screen: Screen) -> None:
     names = tool_names(screen.vignette)
     rows = [Row(e.letter, e.band) for e in found.entries if e.band is not None]
     if rows:
-        threshold = screen.proposal.effective_threshold
-        orderables = screen.vignette.orderables
-        chart(band_spec(screen.name, rows, threshold=threshold, orderables=orderables, names=names))
+        chart(band_spec(screen.name, rows, orderables=screen.vignette.orderables, names=names))
     for line in found.counts:
         st.text(line.capitalize())
     for entry in found.entries:
@@ -122,6 +121,7 @@ def submitted(screen: Screen, rater: UserPublic) -> None:
     if stored.band is not None:
         mine = parse_band(screen.name, stored.band, orderables=screen.vignette.orderables)
         plain(describe_band(mine, tool_names(screen.vignette)), label="Your band")
+    submitted_corrections(screen, stored.corrections or {})
     plain(stored.reason or "(none given)", label="Reason")
     for number, question in enumerate(QUESTIONS, start=1):
         answer = stored.answers.get(question["key"])

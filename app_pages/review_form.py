@@ -10,6 +10,7 @@ entered. Problems are worked out afresh on every run, so each message goes as so
 is fixed."""
 
 from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 
@@ -20,21 +21,23 @@ from app_pages.common import (
     current_user,
     escaped,
     library,
+    plain,
     session,
     settings,
     show_errors,
 )
 from app_pages.review_screen import CONFIDENCES, BandState, ReviewState, Screen
 from fma_bands.agreement.picture import Row, band_spec
-from fma_bands.core.bands import AnyBand
+from fma_bands.core.band_text import describe
+from fma_bands.core.bands import AnyBand, parse_band
 from fma_bands.core.errors import ConflictError, FmaBandsError
 from fma_bands.core.labels import (
     CONFIDENCE_WORDS,
     QUESTION_WORDS,
     READING_WORDS,
     address,
+    describe_band,
     flagged_by,
-    threshold_sentence,
     tool_names,
 )
 from fma_bands.core.people import UserPublic
@@ -90,6 +93,8 @@ def review_form(screen: Screen, review: ReviewState, signed: bool) -> None:
     _verdict(screen, review, band, errors)
     if band.entries.get("verdict") == "AMEND":
         _own_band(screen, review, band, errors)
+        if screen.shows_proposal:
+            _corrections(screen, review, band, errors)
     _reason_and_confidence(screen, review, band, errors)
     if signed:
         _passphrase(band, errors)
@@ -354,6 +359,98 @@ def _band_editor(screen: Screen, review: ReviewState, band: BandState) -> None:
         widget(st.number_input, "hi", f"Upper bound{unit}", step=1, value=None)
 
 
+# What an AMEND may correct besides the band: the proposal's texts and its disputed span.
+CORRECTION_LABELS = {"clause": "Clause", "source": "Source", "reasoning": "Reasoning"}
+SPAN_WORDS = {
+    band_form.KEEP_SPAN: "keep the proposal's disputed span",
+    band_form.NO_SPAN: "no disputed span",
+    band_form.OWN_SPAN: "a disputed span of my own",
+}
+
+
+def _corrections(screen: Screen, review: ReviewState, band: BandState, errors: dict) -> None:
+    """The proposal's clause, source and reasoning, each the rater may correct (an AMEND may
+    keep the values and only correct the clause), and the disputed span they may set or clear."""
+    st.markdown("**The proposal's clause, source and reasoning** (correct any that is wrong)")
+    proposal = screen.proposal
+    for key, label in CORRECTION_LABELS.items():
+        _widget(screen, review, band, st.text_area, f"fix:{key}", label, height=100)
+        now = (band.entries.get(f"fix:{key}") or "").strip()
+        if now != (getattr(proposal, key) or "").strip():
+            st.caption(f"Changed from the proposal's {key}.")
+        show_errors(errors, key)
+    st.markdown("**Disputed span** (values outside your band that remain open)")
+    proposed = proposal.disputed_span
+    words = dict(SPAN_WORDS)
+    if proposed is not None:
+        words[band_form.KEEP_SPAN] += f" ({escaped(describe(proposed))})"
+    _widget(
+        screen,
+        review,
+        band,
+        st.radio,
+        "span:choice",
+        "Disputed span",
+        options=list(band_form.span_choices(proposed)),
+        format_func=words.get,
+        label_visibility="collapsed",
+    )
+    if band.entries.get("span:choice") == band_form.OWN_SPAN:
+        _span_editor(screen, review, band)
+    show_errors(errors, "disputed_span")
+    show_errors(errors, "corrections")
+
+
+def submitted_corrections(screen: Screen, corrections: dict) -> None:
+    """A submitted AMEND's corrections of the proposal, as the rater wrote them."""
+    for key, label in CORRECTION_LABELS.items():
+        if key in corrections:
+            plain(corrections[key], label=f"Your corrected {label.lower()}")
+    if "disputed_span" in corrections:
+        raw = corrections["disputed_span"]
+        span = None if raw is None else parse_band(screen.name, raw, span=True)
+        words = "none" if span is None else describe_band(span, tool_names(screen.vignette))
+        plain(words, label="Your disputed span")
+
+
+def _span_editor(screen: Screen, review: ReviewState, band: BandState) -> None:
+    """The rater's own disputed span: values (or a range, for a score or a count of days)."""
+    action = screen.action
+    if action.forms == ("interval",):
+        unit = f" ({action.unit})" if action.unit else ""
+        low, high = st.columns(2)
+        for column, name, label in ((low, "lo", "Lowest"), (high, "hi", "Highest")):
+            with column:
+                _widget(
+                    screen,
+                    review,
+                    band,
+                    st.number_input,
+                    f"span:{name}",
+                    f"{label} disputed{unit}",
+                    step=1,
+                    value=None,
+                )
+        return
+    names = tool_names(screen.vignette)
+
+    def label_of(value: Any) -> str:
+        return escaped(names[value]) if action.kind == "multilabel" else action.label_for(value)
+
+    options = list(action.domain(screen.vignette.orderables))
+    _widget(
+        screen,
+        review,
+        band,
+        st.pills,
+        "span:values",
+        "Disputed values",
+        options=options,
+        selection_mode="multi",
+        format_func=label_of,
+    )
+
+
 def _question(screen: Screen, review: ReviewState, band: BandState) -> None:
     """A list with gaps asks before it becomes a range."""
     if not band.question:
@@ -375,8 +472,9 @@ def _question(screen: Screen, review: ReviewState, band: BandState) -> None:
 
 
 def _picture(screen: Screen, drawn: AnyBand | None, last: AnyBand | None) -> None:
-    """The rater's band beside the proposal (when it is on screen), and what it means for the
-    study; while the band on screen is incomplete or wrong, the last complete one stays drawn."""
+    """The rater's band beside the proposal (when it is on screen), never what it means for the
+    study's metrics; while the band on screen is incomplete or wrong, the last complete one stays
+    drawn."""
     shown = drawn or last
     if shown is None:
         return
@@ -384,15 +482,10 @@ def _picture(screen: Screen, drawn: AnyBand | None, last: AnyBand | None) -> Non
     if screen.shows_proposal:
         proposal = screen.proposal
         rows.insert(0, Row("proposal", proposal.acceptable, proposal.disputed_span))
-    threshold = screen.proposal.effective_threshold
     names = tool_names(screen.vignette)
-    spec = band_spec(
-        screen.name, rows, threshold=threshold, orderables=screen.vignette.orderables, names=names
-    )
-    chart(spec)
+    chart(band_spec(screen.name, rows, orderables=screen.vignette.orderables, names=names))
     if drawn is None:
         st.caption("The picture shows your last complete band until the problem above is fixed.")
-    st.caption(escaped(threshold_sentence(shown, threshold)))
 
 
 def _reason_and_confidence(

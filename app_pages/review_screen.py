@@ -23,9 +23,9 @@ from app_pages.queue_screen import QueueRow, Status, next_after, rater_queue, re
 from fma_bands.core.actions import Step, SubAction, sub_action
 from fma_bands.core.bands import AnyBand, parse_band
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.labels import case_label, case_numbers, tool_names
+from fma_bands.core.labels import Knowledge, case_label, case_numbers, knowledge_at
 from fma_bands.core.people import UserPublic
-from fma_bands.core.protocol import QUESTION_KEYS
+from fma_bands.core.protocol import CORRECTABLE, CORRECTED_TEXTS, QUESTION_KEYS
 from fma_bands.core.vignettes import Library, Proposal, Vignette
 from fma_bands.study import drafts, marks, round_panel
 from fma_bands.study.case_keys import case_key
@@ -80,12 +80,10 @@ class Screen:
         return self.action.step_info
 
     @property
-    def results(self) -> list[tuple[str, str]]:
-        """(readable test name, result) when the step shows results, else nothing."""
-        if not self.step.shows_results:
-            return []
-        names = tool_names(self.vignette)
-        return [(names[k], v) for k, v in self.vignette.tool_results.items()]
+    def knows(self) -> Knowledge:
+        """What the agent holds at this band's step: from reassessment on, every result marked
+        as reaching it only if it ordered that test, and its own earlier actions."""
+        return knowledge_at(self.vignette, self.step.name)
 
     @property
     def editing(self) -> bool:
@@ -194,7 +192,25 @@ def entries_from(
         entries[f"{q}:choice"] = (answers.get(q) or {}).get("choice")
         entries[f"{q}:note"] = (answers.get(q) or {}).get("note", "")
     fields = band_form.fields_for(action, band, vignette.orderables)
-    return entries | {f"band:{k}": v for k, v in fields.items()}
+    entries |= {f"band:{k}": v for k, v in fields.items()}
+    if shows_proposal:
+        # An AMEND's corrections start from the proposal's texts and span (blind mode: no
+        # proposal, so nothing of it enters the entries).
+        corrections = current.corrections if current is not None else None
+        entries |= correction_entries(proposal, corrections)
+    return entries
+
+
+def correction_entries(proposal: Proposal, corrections: dict[str, Any] | None) -> dict[str, Any]:
+    """The corrections' fields: each text as the rater corrected it, else the proposal's, and
+    the disputed span's editor (band_form.span_fields_for)."""
+    corrected = corrections or {}
+    entries = {
+        f"fix:{key}": corrected.get(key, getattr(proposal, key) or "") for key in CORRECTED_TEXTS
+    }
+    action = sub_action(proposal.sub_action)
+    span = band_form.span_fields_for(action, proposal.disputed_span, corrected)
+    return entries | {f"span:{k}": v for k, v in span.items()}
 
 
 def entry_names(proposal: Proposal, vignette: Vignette) -> tuple[str, ...]:
@@ -202,11 +218,38 @@ def entry_names(proposal: Proposal, vignette: Vignette) -> tuple[str, ...]:
     action = sub_action(proposal.sub_action)
     band = band_form.field_names(action, vignette.orderables)
     questions = [f"{q}:{part}" for q in QUESTION_KEYS for part in ("choice", "note")]
-    return ("verdict", "reason", "confidence", *questions, *(f"band:{f}" for f in band))
+    band_names = [f"band:{f}" for f in band]
+    fixes = [f"fix:{key}" for key in CORRECTED_TEXTS]
+    span = [f"span:{f}" for f in band_form.span_field_names(action)]
+    return ("verdict", "reason", "confidence", *questions, *band_names, *fixes, *span)
 
 
 def band_fields(entries: dict[str, Any]) -> dict[str, Any]:
     return {k.removeprefix("band:"): v for k, v in entries.items() if k.startswith("band:")}
+
+
+def span_reading(
+    entries: dict[str, Any], proposal: Proposal, vignette: Vignette
+) -> band_form.SpanReading:
+    """The disputed span on screen (band_form.read_span)."""
+    fields = {k.removeprefix("span:"): v for k, v in entries.items() if k.startswith("span:")}
+    return band_form.read_span(sub_action(proposal.sub_action), fields, vignette.orderables)
+
+
+def _corrections(
+    entries: dict[str, Any], proposal: Proposal, vignette: Vignette
+) -> dict[str, Any] | None:
+    """An AMEND's corrections on screen: each text field the screen has, and the span when the
+    rater records none or writes their own (the domain keeps only what differs)."""
+    found: dict[str, Any] = {
+        key: entries[f"fix:{key}"]
+        for key in CORRECTED_TEXTS
+        if isinstance(entries.get(f"fix:{key}"), str)
+    }
+    span = span_reading(entries, proposal, vignette)
+    if span.changed and span.problem is None:
+        found["disputed_span"] = span.span
+    return found or None
 
 
 def form_from(
@@ -214,11 +257,12 @@ def form_from(
 ) -> tuple[ReviewForm, str | None]:
     """The review the entries make, and what is wrong with the band on screen (if AMEND)."""
     verdict = entries.get("verdict")
-    band, problem = None, None
+    band, problem, corrections = None, None, None
     if verdict == "AMEND":
         action = sub_action(proposal.sub_action)
         reading = band_form.read(action, band_fields(entries), vignette.orderables)
         band, problem = reading.band, reading.problem
+        corrections = _corrections(entries, proposal, vignette)
     answers = {}
     for q in QUESTION_KEYS:
         given = {
@@ -235,6 +279,7 @@ def form_from(
         answers=answers,
         reason=entries.get("reason"),
         confidence=confidence if confidence in CONFIDENCES else None,
+        corrections=corrections,
     )
     return form, problem
 
@@ -256,8 +301,16 @@ def problems(
     )
     if band_problem is not None and (final or form.band is None):
         errors["band"] = band_problem
+    if form.verdict == "AMEND" and (span := span_reading(entries, proposal, vignette)).problem:
+        errors["disputed_span"] = span.problem
+    # While the rater works: the band's problems, and those of their corrections.
+    corrections = {f for f in CORRECTABLE if f in errors}
     if not final:
-        return {k: v for k, v in errors.items() if k == "band" and band_problem is not None}
+        return {
+            k: v
+            for k, v in errors.items()
+            if (k == "band" and band_problem is not None) or k in corrections
+        }
     return errors
 
 

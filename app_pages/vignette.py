@@ -1,4 +1,6 @@
-"""One vignette as a rater reads it: the frozen clinical core, results by step, proposed bands."""
+"""One vignette as a rater reads it: the frozen clinical core, then its proposed bands in two
+parts, triage and ordering before any result, and from reassessment on the results (each
+marked as reaching the agent only if it ordered that test) with the bands of those steps."""
 
 import streamlit as st
 
@@ -6,6 +8,20 @@ from app_pages.case_links import case_key
 from app_pages.common import escaped, library, plain, proposals_visible, require_user, show_proposal
 from fma_bands.core import labels
 from fma_bands.core.actions import sub_action
+from fma_bands.core.vignettes import Proposal, Vignette
+
+
+def band(proposal: Proposal, vignette: Vignette) -> None:
+    """One proposed band under its sub-action, with what the agent holds at its step."""
+    action = sub_action(proposal.sub_action)
+    knows = labels.knowledge_at(vignette, action.step)
+    with st.container(border=True):
+        st.markdown(f"#### {action.label}")
+        st.caption(knows.summary)
+        if knows.earlier:
+            st.caption(knows.earlier)
+        show_proposal(proposal, vignette)
+
 
 user = require_user()
 lib = library()
@@ -31,28 +47,34 @@ found = labels.stratum(vignette, user)
 st.caption(escaped(f"Domain: {vignette.domain}" + (f" · stratum: {found}" if found else "")))
 
 st.subheader("Clinical core")
-st.caption("Frozen and shown verbatim. This is all the agent knows at triage and ordering.")
+st.caption("Frozen and shown verbatim. The agent holds it at every step.")
 with st.container(border=True):
     plain(vignette.clinical_core)
 
-st.subheader("Results of orderable tests")
-st.caption("From the reassess step on, and only for tests the agent ordered; never at triage.")
-names = labels.tool_names(vignette)
-for key, result in vignette.tool_results.items():
-    plain(f"{names[key]}: {result}")
-if not vignette.tool_results:
-    st.write("This vignette has no orderable tests.")
-
-st.subheader("Proposed bands")
-if not proposals_visible(user):
+visible = proposals_visible(user)
+if not visible:
     st.info("Blind mode: the proposed bands are not shown to raters; each rater writes their own.")
-    st.stop()
-if not vignette.proposals:
+elif not vignette.proposals:
     st.write("No band is proposed for this vignette.")
-# Each proposal in full, under the sub-action it bands and the step that sub-action is at.
-for proposal in vignette.proposals:
-    action = sub_action(proposal.sub_action)
-    with st.container(border=True):
-        st.markdown(f"#### {action.label}")
-        st.caption(action.step_info.description)
-        show_proposal(proposal, vignette)
+
+
+# Results appear only in the part for the steps that see them, never beside a triage or ordering
+# band: a rater judging triage must not read what the tests later showed.
+before = [p for p in vignette.proposals if not sub_action(p.sub_action).step_info.shows_results]
+after = [p for p in vignette.proposals if sub_action(p.sub_action).step_info.shows_results]
+if before and visible:
+    st.subheader("Triage and ordering: before any result")
+    for proposal in before:
+        band(proposal, vignette)
+if after:
+    st.subheader("Reassessment, prescribing and documentation: after the results")
+    knows = labels.knowledge_at(vignette, sub_action(after[0].sub_action).step)
+    if knows.results:
+        with st.container(border=True):
+            st.markdown("**Results**")
+            for line in knows.result_lines():
+                plain(line)
+    else:
+        st.caption("This vignette has no orderable tests.")
+    for proposal in after if visible else []:
+        band(proposal, vignette)

@@ -16,24 +16,25 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from fma_bands.core.vignettes import load_library
-from fma_bands.study.impact import count_runs, read_runs, study_impact
+from fma_bands.study.impact import REFERENCE, count_runs, read_runs, study_impact
 
 VIGNETTES = Path(__file__).resolve().parent.parent / "vignettes"
 VIGNETTE = "demo_order_border_01"  # ESI acuity with its threshold, and orders
 # Trajectories per file, so each file stays under the reader's 64 MB limit.
 PER_FILE = 50_000
+# The reference, six counterfactual conditions and a control arm, taken in turn.
+CONDITIONS = (REFERENCE, *(f"counterfactual_{i}" for i in range(6)), "rerender_control")
 
 
 def trajectory(rng: random.Random, i: int) -> dict[str, Any]:
     """One complete run as the harness writes it: the actions by step."""
     return {
         "vignette_id": VIGNETTE,
-        "condition_id": f"cond_{i % 8}",
+        "condition_id": CONDITIONS[i % len(CONDITIONS)],
         "complete": True,
         "actions": {
             "triage": {"esi_acuity": rng.randint(1, 5)},
@@ -76,10 +77,11 @@ def row(what: str, wall: list[float], cpu: list[float]) -> str:
     )
 
 
-def pairwise(actions: list[int]) -> tuple[int, int]:
-    """The plain count: every pair of runs in the band listed and compared."""
-    inside = [a for a in actions if 1 <= a <= 3]
-    pairs = list(combinations(inside, 2))
+def pairwise(runs: list[tuple[str | None, int]]) -> tuple[int, int]:
+    """The plain count: every reference run paired with every counterfactual run, the pairs
+    with both actions in the band listed and compared."""
+    inside = [(c, a) for c, a in runs if 1 <= a <= 3 and c != "rerender_control"]
+    pairs = [(a, b) for c, a in inside if c == REFERENCE for d, b in inside if d != REFERENCE]
     return len(pairs), sum((a <= 2) != (b <= 2) for a, b in pairs)
 
 
@@ -113,7 +115,7 @@ def main() -> None:
     print(row("counting every band from the tally", bands_wall, bands_cpu))
     print(row("tally and count (`study_impact` on the runs)", whole_wall, whole_cpu))
     if args.pairwise:
-        actions = [r.actions["esi_acuity"] for r in runs[: args.pairwise]]
+        actions = [(r.condition_id, r.actions["esi_acuity"]) for r in runs[: args.pairwise]]
         wall, cpu, _ = timed(lambda: pairwise(actions), 1)
         print(row(f"the plain pairwise count, {args.pairwise:,} runs, one band", wall, cpu))
     print(

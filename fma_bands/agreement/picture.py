@@ -1,17 +1,17 @@
 """Pictures of bands over their sub-action's domain, as Vega-Lite specifications (no Streamlit).
 
 One row per band (the proposal, the rater's own), one cell per value for small domains and one
-bar per run of values for large ones, and a row for the study's dividing line when there is
-one, so a rater sees at a glance what a band admits and whether it crosses the line. Orders
-are drawn the other way round, one line per test, so long test names stay readable on a narrow
-screen. Specs are plain dicts, far cheaper to build than an Altair chart is to validate.
+bar per run of values for large ones, so a rater sees at a glance what a band admits; never the
+study's thresholds, since raters judge clinical defensibility only. Orders are drawn the other
+way round, one line per test, so long test names stay readable on a narrow screen. Specs are
+plain dicts, far cheaper to build than an Altair chart is to validate.
 """
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fma_bands.core.actions import SubAction, Threshold, Value, sub_action
+from fma_bands.core.actions import SubAction, Value, sub_action
 from fma_bands.core.bands import AnyBand, MultilabelBand
 
 IN_BAND, REQUIRED, DISPUTED, OUT = "in band", "required", "disputed", "not in band"
@@ -21,8 +21,6 @@ COLOURS = {
     DISPUTED: "#f9a825",
     OUT: "#e0e0e0",
 }
-LINE_COLOURS = ("#5c6bc0", "#e8eaf6")  # values meeting the dividing line, and the others
-LINE_ROW = "dividing line"
 SMALL_DOMAIN = 12
 ROW_HEIGHT = 40
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
@@ -35,24 +33,10 @@ class Row:
     disputed: AnyBand | None = None
 
 
-def line_states(threshold: Threshold, action: SubAction) -> tuple[str, str]:
-    """The legend's words for the values that meet the dividing line, and the others."""
-    if action.kind == "boolean":
-        label = action.label[:1].lower() + action.label[1:]
-        return (label, f"not {label}")
-    if threshold.name:
-        name = threshold.name.replace("_", " ")
-        return (name, f"not {name}")
-    words = {"<=": "at most", ">=": "at least", "<": "below", ">": "above", "==": "exactly"}
-    meets = f"{words[threshold.op]} {action.label_for(threshold.value)}"
-    return (meets, f"not {meets}")
-
-
 def band_spec(
     name: str,
     rows: Sequence[Row],
     *,
-    threshold: Threshold | None = None,
     orderables: Sequence[str] = (),
     names: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -68,14 +52,6 @@ def band_spec(
     row_order = [r.label for r in rows]
     states = [s for s in COLOURS if any(r["state"] == s for r in records)]
     colours = [COLOURS[s] for s in states]
-    if threshold is not None and action.kind not in ("multilabel",):
-        meets, misses = line_states(threshold, action)
-        row_order.append(LINE_ROW)
-        records += [
-            {"row": LINE_ROW, "value": v, "state": meets if threshold.holds(v) else misses}
-            for v in domain
-        ]
-        states, colours = [*states, meets, misses], [*colours, *LINE_COLOURS]
     colour = {
         "field": "state",
         "type": "nominal",

@@ -18,6 +18,7 @@ from fma_bands.cli import (  # noqa: F401  (each module adds its commands to the
     audit,
     collector,
     db,
+    exemptions,
     handback,
     identity,
     impact,

@@ -14,7 +14,8 @@ def handback() -> None:
 @click.argument("file", metavar="FILE")
 @click.option("--rater", required=True, metavar="NAME")
 def import_(file: str, rater: str) -> None:
-    """Turn a hand-back file into submitted reviews (all or nothing)."""
+    """Turn a hand-back file into submitted reviews (all or nothing). In round 1 every line's
+    band must be assigned to the rater (`fma-bands assign`), as for a review in the browser."""
     from fma_bands.study.handback import import_handback
 
     text = read_text(file, "hand-back")

@@ -1,7 +1,8 @@
 """`fma-bands impact`: which bands decide the harness's run pairs, from its trajectories.json
-files (coordinator only: raters never see these counts)."""
+files, paired as the harness pairs them (coordinator only: raters never see these counts)."""
 
 import json
+from collections import Counter
 
 import click
 
@@ -22,8 +23,20 @@ from fma_bands.core.errors import FmaBandsError
 def impact(files: tuple[str, ...], more: tuple[str, ...], as_json: bool) -> None:
     """Per band, for the proposal, the consensus and the consensus widened by the disputed
     span: runs whose action lands in it, run pairs of one vignette both in it, and of those the
-    pairs on opposite sides of its threshold; the bands deciding most pairs first."""
-    from fma_bands.study.impact import count_runs, read_runs, reviewed_impact, script_row
+    pairs on opposite sides of its threshold; the bands deciding most pairs first. A vignette's
+    runs pair as the harness pairs them: the reference condition with each counterfactual one
+    (control arms left out) where the runs hold both, else replicates of one condition, the
+    noise floor; each row says which."""
+    from fma_bands.study.impact import (
+        NOISE_FLOOR,
+        PAIRING_LABELS,
+        REFERENCE,
+        REFERENCE_PAIRS,
+        count_runs,
+        read_runs,
+        reviewed_impact,
+        script_row,
+    )
 
     if not files:
         raise FmaBandsError("name the harness's trajectories files: --trajectories FILE...")
@@ -35,11 +48,27 @@ def impact(files: tuple[str, ...], more: tuple[str, ...], as_json: bool) -> None
         print_json([script_row(r) for r in rows])
         return
     click.echo(f"{runs.runs} complete runs from {len(files) + len(more)} file(s)")
-    heads = ("band", "which", "acceptable", "runs", "in band", "pairs", "across")
+    banded = {r.vignette_id for r in rows}
+    paired = Counter(runs.pairing(v) for v in banded if v in runs.pairings)
+    if paired[REFERENCE_PAIRS]:
+        click.echo(
+            f"{paired[REFERENCE_PAIRS]} vignette(s): the reference condition {REFERENCE} paired "
+            "with each counterfactual one, control arms left out, as the harness's within-range "
+            "flip rate pairs them"
+        )
+    if paired[NOISE_FLOOR]:
+        click.echo(
+            f"{paired[NOISE_FLOOR]} vignette(s): replicate runs of one condition paired, the "
+            "noise floor (the runs hold no reference and counterfactual runs to pair)"
+        )
+    if unrun := len(banded - set(runs.pairings)):
+        click.echo(f"{unrun} vignette(s) with bands: no complete run")
+    heads = ("band", "which", "pairs of", "acceptable", "runs", "in band", "pairs", "across")
     table = [heads] + [
         (
             f"{r.vignette_id}:{r.sub_action}",
             r.band,
+            PAIRING_LABELS[r.pairing],
             _text(r.acceptable),
             str(r.runs),
             *(_count(n) for n in (r.runs_in_band, r.pairs_in_band, r.pairs_across_threshold)),
@@ -51,7 +80,8 @@ def impact(files: tuple[str, ...], more: tuple[str, ...], as_json: bool) -> None
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     click.echo(
         "in band: runs whose action the band admits; pairs: pairs of those runs of one "
-        "vignette; across: of those pairs, the ones on opposite sides of the threshold "
+        "vignette, as 'pairs of' says, within one model and scaffold (and seed, for reference "
+        "pairs); across: of those pairs, the ones on opposite sides of the threshold "
         "(- where the band has no threshold or the harness cannot score it)"
     )
     for note in sorted({f"{r.sub_action}: {r.note}" for r in rows if r.note}):

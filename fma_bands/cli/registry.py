@@ -45,11 +45,13 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
     """Each band's provenance as decided from the files, with reasons (exit 1 when the
     attestations folder does not verify: nothing is granted then)."""
     from fma_bands.core.bands import to_harness
+    from fma_bands.evidence.export import band_cuts, cut_line
     from fma_bands.evidence.registry import decide
 
     study_id, since = pinned(study)
+    found = complete_library()
     decided = decide(
-        complete_library(),
+        found,
         settings().attestations,
         quorum=quorum,
         scope=scope,
@@ -57,6 +59,12 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
         since=since,
     )
     sequence, digest = decided.head
+
+    def cuts(d: Any) -> list[dict[str, Any]]:
+        # Every named cut of the band as decided, as the export's x_thresholds states them.
+        proposal = found.vignettes[d.vignette_id].proposal(d.sub_action)
+        return band_cuts(proposal, d.band) if proposal is not None else []
+
     if as_json:
         print_json(
             {
@@ -66,7 +74,7 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
                 "valid": decided.valid,
                 "study": decided.study,
                 "head": {"sequence": sequence, "digest": digest} if digest else None,
-                "bands": [d.as_dict() for d in decided.decisions],
+                "bands": [d.as_dict() | {"thresholds": cuts(d)} for d in decided.decisions],
                 "problems": [p.as_dict() for p in decided.problems],
                 "strays": [p.as_dict() for p in decided.strays],
             }
@@ -80,6 +88,8 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
         click.echo(f"{d.vignette_id} {d.sub_action}: {d.provenance} {to_harness(d.band)}")
         if d.adjudicated_by:
             click.echo(f"    adjudicated by {', '.join(d.adjudicated_by)}")
+        for cut in cuts(d):
+            click.echo(f"    cut {cut_line(cut)}")
         for r in d.reasons:
             click.echo(f"    not granted: {r.code}: {r.message}")
         for w in d.warnings:
@@ -127,7 +137,7 @@ def export(
 ) -> None:
     """Write bands.yaml for the harness (atomically). Refused, writing nothing, when the
     attestations folder does not verify, unless --provisional."""
-    from fma_bands.evidence.export import check_harness, export_document, write_bands
+    from fma_bands.evidence.export import check_harness, every_band, export_document, write_bands
     from fma_bands.evidence.provenance import ADJUDICATED
 
     check_output(out, "export")
@@ -148,7 +158,7 @@ def export(
     path = write_bands(out, document)
     if document.get("provisional"):
         click.echo(f"PROVISIONAL: {document['provisional']}", err=True)
-    entries = [e for group in document["bands"].values() for e in group]
+    entries = every_band(document)
     adjudicated = sum(e["provenance"] == ADJUDICATED for e in entries)
     click.echo(
         f"wrote {len(entries)} bands of {len(document['bands'])} vignettes to {path} "

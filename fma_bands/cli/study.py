@@ -4,9 +4,12 @@ import shutil
 from pathlib import Path
 
 import click
+import yaml
 
 from fma_bands.cli.base import cli, coordinator, done, settings, store, synced
 from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.core.files import write_atomically
+from fma_bands.evidence.policy import Policy
 
 # The demo vignettes: in the wheel, a folder of the package (pyproject.toml, package-dir); in a
 # checkout, the repository's vignettes/ (an editable install maps no folder of data).
@@ -121,6 +124,7 @@ def demo(reuse: bool) -> None:
             quorum=1,
             scope="warn",
         )
+    recommended = _write_recommended_policy(folder)
     click.echo(f"Demo study ready in {shown}: {len(found)} vignettes.")
     click.echo(f"Now {start} and sign in with one of these (demo only, not secret):")
     _print_demo_accounts()
@@ -129,6 +133,32 @@ def demo(reuse: bool) -> None:
         "activation records say demo and the registry warns. A real rater is enrolled with a "
         "code and chooses their own passphrase."
     )
+    click.echo(
+        f"The demo's policy is quorum 1, scope warn, so one rater's review of a band outside "
+        f"their specialty counts, with a warning. The policy recommended for a real study, "
+        f"quorum {RECOMMENDED_POLICY.quorum}, scope {RECOMMENDED_POLICY.scope}, is in "
+        f"{recommended}: not in force here, and signed by nobody."
+    )
+
+
+# The policy README recommends for a real study (A policy for a real study): two adjudicators
+# per band, each inside the sub-action's scope rule.
+RECOMMENDED_POLICY = Policy(quorum=2, scope="require")
+RECOMMENDED_POLICY_FILE = "policy.recommended.yaml"
+
+
+def _write_recommended_policy(folder: Path) -> Path:
+    """The recommended policy, written beside the demo's policy.yaml for the coordinator who
+    sets up a real study next; a readable file that no fma-bands command reads."""
+    policy = RECOMMENDED_POLICY
+    text = (
+        "# The registry policy fma-bands recommends for a real study (README, A policy for a\n"
+        "# real study). It is NOT in force: the demo runs under policy.yaml (quorum 1, scope\n"
+        "# warn), and nothing reads this file. In a real study, the coordinator signs it with:\n"
+        f"#   fma-bands policy set --quorum {policy.quorum} --scope {policy.scope}\n"
+        + yaml.safe_dump(policy.as_dict())
+    )
+    return write_atomically(Path(folder) / RECOMMENDED_POLICY_FILE, text, shared=True)
 
 
 def _print_demo_accounts() -> None:

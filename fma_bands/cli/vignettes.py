@@ -16,7 +16,9 @@ def vignettes() -> None:
 @click.argument("dirs", nargs=-1, metavar="[DIR]...")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def check(dirs: tuple[str, ...], as_json: bool) -> None:
-    """Validate vignette folders (default --vignettes); exit 1 listing every problem."""
+    """Validate vignette folders (default --vignettes); exit 1 listing every problem.
+
+    Warnings (a demographic word in a clinical core) are listed too, and leave the exit 0."""
     found = library(dirs)
     bad = len({p.file for p in found.problems})
     if as_json:
@@ -26,20 +28,25 @@ def check(dirs: tuple[str, ...], as_json: bool) -> None:
                 "vignettes": len(found),
                 "files": found.files,
                 "files_with_problems": bad,
-                "problems": [
-                    {"file": p.file, "line": p.line, "field": p.field, "message": p.message}
-                    for p in found.problems
-                ],
+                "problems": [_where(p) for p in found.problems],
+                "warnings": [_where(w) for w in found.warnings],
             }
         )
         done(0 if found.ok else 1)
     for problem in found.problems:
         click.echo(str(problem))
+    for warning in found.warnings:
+        click.echo(f"warning: {warning}")
     click.echo(
         f"{len(found)} vignettes valid, {bad} file(s) with problems "
         f"({len(found.problems)} problem(s)) in {found.files} file(s)"
+        + (f"; {len(found.warnings)} warning(s)" if found.warnings else "")
     )
     done(0 if found.ok else 1)
+
+
+def _where(p: Any) -> dict[str, Any]:
+    return {"file": p.file, "line": p.line, "field": p.field, "message": p.message}
 
 
 @vignettes.command("list")

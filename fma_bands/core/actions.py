@@ -6,7 +6,7 @@ action space).
 
 import operator
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from fma_bands.core.errors import FmaBandsError
@@ -28,25 +28,28 @@ STEPS: dict[str, Step] = {
     s.name: s
     for s in (
         Step("triage", 1, False, "Triage: the agent holds the clinical core only."),
-        Step("order", 2, False, "Ordering: the agent holds the clinical core only."),
+        Step("order", 2, False, "Ordering: the agent holds the clinical core and its own triage."),
         Step("results", 3, False, "Results: the results of whatever was ordered come back."),
         Step(
             "reassess",
             4,
             True,
-            "Reassessment: the clinical core plus the results of tests that were ordered.",
+            "Reassessment: the clinical core, its own triage and orders, and the results of "
+            "tests it ordered.",
         ),
         Step(
             "prescribe",
             5,
             True,
-            "Prescribing: the clinical core plus the results of tests that were ordered.",
+            "Prescribing: the clinical core, its own triage, orders and disposition, and the "
+            "results of tests it ordered.",
         ),
         Step(
             "document",
             6,
             True,
-            "Documentation: the clinical core plus the results of tests that were ordered.",
+            "Documentation: the clinical core, its own triage, orders and disposition, and the "
+            "results of tests it ordered.",
         ),
     )
 }
@@ -62,6 +65,10 @@ _OPS = {
 _THRESHOLD_RE = re.compile(
     r"^\s*(?:value\s*)?(<=|>=|==|<|>)\s*(-?[0-9]{1,18}|true|false)\s*$", re.I
 )
+# A cut's name: what a harness user passes to straddles_for, so a plain identifier.
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+# The name of a proposal's own cut written without one ('value <= 7').
+PROPOSAL_CUT = "proposal_threshold"
 
 
 @dataclass(frozen=True)
@@ -82,9 +89,17 @@ class Threshold:
     def __str__(self) -> str:
         return f"{self.name}: {self.expression()}" if self.name else self.expression()
 
+    def same_cut(self, other: "Threshold") -> bool:
+        """The same dichotomy, whatever the names (True is never the integer 1 here)."""
+        return (self.op, self.value, type(self.value)) == (other.op, other.value, type(other.value))
+
 
 def parse_threshold(text: str) -> Threshold:
-    """Read 'value <= 14' (or '<= 14', 'value == true'); the error says what to write."""
+    """Read 'value <= 14' (or '<= 14', 'value == true'), a named cut 'name: value <= 14', or
+    the bare name of a registered cut ('followup_within_14'); the error says what to write.
+
+    A registered cut's name means that cut everywhere: written with another expression it is
+    refused, so a harness user asking for `any_opioid` always gets `value >= 2`."""
     if not isinstance(text, str):
         raise FmaBandsError(
             f"a threshold is written as text such as 'value <= 14', not {type(text).__name__}"
@@ -92,6 +107,18 @@ def parse_threshold(text: str) -> Threshold:
     name = None
     if ":" in text:
         name, text = (part.strip() for part in text.split(":", 1))
+    elif _NAME_RE.match(text.strip()) and text.strip().lower() not in ("true", "false"):
+        if (registered := registered_cut(text.strip())) is not None:
+            return registered
+        raise FmaBandsError(
+            f"no registered cut is named {text.strip()[:40]!r}: name one of "
+            f"{', '.join(sorted(_registered_names()))}, or write 'value OP N', e.g. 'value <= 14'"
+        )
+    if name is not None and not _NAME_RE.match(name):
+        raise FmaBandsError(
+            f"a cut's name is a word of letters, digits and underscores such as "
+            f"followup_within_14, not {name[:40]!r}"
+        )
     match = _THRESHOLD_RE.match(text)
     if not match:
         raise FmaBandsError(
@@ -102,7 +129,27 @@ def parse_threshold(text: str) -> Threshold:
         )
     op, raw = match.groups()
     value: int | bool = raw.lower() == "true" if raw.lower() in ("true", "false") else int(raw)
-    return Threshold(op, value, name or None)
+    threshold = Threshold(op, value, name or None)
+    registered = registered_cut(name) if name else None
+    if registered is not None and not registered.same_cut(threshold):
+        raise FmaBandsError(
+            f"{name} is the registered cut '{registered.expression()}': write "
+            f"'{registered}' (or just '{name}'), or give your cut another name"
+        )
+    return threshold
+
+
+def registered_cut(name: str) -> Threshold | None:
+    """The cut registered in the catalogue under `name`, on any sub-action."""
+    for action in SUB_ACTIONS.values():
+        for cut in action.registered_cuts:
+            if cut.name == name:
+                return cut
+    return None
+
+
+def _registered_names() -> set[str]:
+    return {c.name for a in SUB_ACTIONS.values() for c in a.registered_cuts if c.name}
 
 
 @dataclass(frozen=True)
@@ -116,10 +163,22 @@ class SubAction:
     values: tuple[Value, ...] = ()
     bounds: tuple[int, int] | None = None
     value_labels: dict[Value, str] = field(default_factory=dict)
+    # The default cut (phi), the further cuts every band also carries, and the registered cuts
+    # a band carries only when its proposal names one (docs/design.md, Cuts).
     threshold: Threshold | None = None
     extra_thresholds: tuple[Threshold, ...] = ()
+    optional_thresholds: tuple[Threshold, ...] = ()
     unit: str | None = None
     scope: tuple[str, ...] = ()
+    # The harness's name for the action when it is not `name`: the harness asks for an
+    # urgency_score at triage and again at reassess, and the catalogue, keyed by name, needs a
+    # name of its own for the second (docs/design.md, The action space).
+    harness_field: str | None = None
+
+    @property
+    def harness_name(self) -> str:
+        """The action's name in the harness's step schema and in bands.yaml."""
+        return self.harness_field or self.name
 
     @property
     def value_type(self) -> type:
@@ -166,6 +225,30 @@ class SubAction:
     @property
     def step_info(self) -> Step:
         return STEPS[self.step]
+
+    @property
+    def registered_cuts(self) -> tuple[Threshold, ...]:
+        """Every cut the catalogue names for this sub-action, the default first."""
+        return tuple(
+            t for t in (self.threshold, *self.extra_thresholds, *self.optional_thresholds) if t
+        )
+
+    def cuts(self, own: Threshold | None = None) -> tuple[Threshold, ...]:
+        """Every named cut a band of this sub-action carries, its primary first.
+
+        Without a threshold of its own, the default and the further cuts. A proposal's own
+        threshold is the primary instead (so the default no longer decides the band's line),
+        named as the registered cut it is, or PROPOSAL_CUT when written without a name; the
+        default and further cuts are still carried after it, so a cut named for the whole
+        study holds on every band of the sub-action."""
+        always = tuple(t for t in (self.threshold, *self.extra_thresholds) if t)
+        if own is None:
+            return always
+        primary = own if own.name else replace(own, name=PROPOSAL_CUT)
+        for registered in self.registered_cuts:
+            if registered.same_cut(own) and own.name in (None, registered.name):
+                primary = registered
+        return (primary, *(t for t in always if t.name != primary.name))
 
 
 SUB_ACTIONS: dict[str, SubAction] = {
@@ -214,6 +297,15 @@ SUB_ACTIONS: dict[str, SubAction] = {
             ("set",),
             values=(False, True),
             threshold=Threshold("==", True, "escalate_icu"),
+        ),
+        SubAction(
+            "reassess_urgency_score",
+            "reassess",
+            "score",
+            "Urgency score at reassessment (0 to 100)",
+            ("interval",),
+            bounds=(0, 100),
+            harness_field="urgency_score",
         ),
         SubAction(
             "analgesia_tier",
@@ -266,6 +358,8 @@ SUB_ACTIONS: dict[str, SubAction] = {
             ("interval",),
             bounds=(0, 365),
             unit="days",
+            # The analysis plan's follow-up cut: registered, carried when a proposal names it.
+            optional_thresholds=(Threshold("<=", 14, "followup_within_14"),),
             scope=(
                 "internal medicine",
                 "endocrin",
@@ -289,3 +383,25 @@ def sub_action(name: str) -> SubAction:
             f"unknown sub_action {name!r}: expected one of {', '.join(SUB_ACTIONS)}",
             field="sub_action",
         ) from None
+
+
+def sub_action_at(name: str, step: str) -> SubAction:
+    """The sub-action the harness calls `name` at `step` (a file's `sub_action` and `step`):
+    `urgency_score` at reassess is `reassess_urgency_score`. The error says which steps take
+    that name."""
+    if step not in STEPS:
+        raise FmaBandsError(
+            f"unknown step {step!r}: expected one of {', '.join(STEPS)}", field="step"
+        )
+    named = [a for a in SUB_ACTIONS.values() if name in (a.name, a.harness_name)]
+    if not named:
+        sub_action(name)  # unknown: its error lists the names
+    for action in named:
+        if action.step == step:
+            return action
+    steps = sorted({a.step for a in named}, key=lambda s: STEPS[s].order)
+    raise FmaBandsError(
+        f"{name} is decided at {' and '.join(steps)} only: write step: "
+        f"{' or step: '.join(steps)}, or leave step out for {named[0].step}",
+        field="step",
+    )

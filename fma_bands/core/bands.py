@@ -391,3 +391,36 @@ def _same_sub_action(bands: list[AnyBand]) -> None:
     names = {b.sub_action for b in bands}
     if len(names) > 1:
         raise FmaBandsError(f"cannot combine bands of different sub-actions: {sorted(names)}")
+
+
+# The disputed span of an adjudicated band (docs/design.md, The disputed span) ---------------
+
+
+def rater_span(
+    proposed: AnyBand | None,
+    band: AnyBand,
+    *,
+    reading: str | None,
+    amended: bool = False,
+    corrected: AnyBand | None = None,
+) -> frozenset[Value]:
+    """What one counted rater leaves disputed: the span they set with an AMEND (`amended`, None
+    for "no disputed span"), else none when their answer to question 5 took the band's reading
+    (they settled it), else the proposal's span; always minus their own band."""
+    if amended:
+        kept = corrected.values() if corrected is not None else frozenset()
+    elif reading == "band":
+        kept = frozenset()
+    else:
+        kept = proposed.values() if proposed is not None else frozenset()
+    return kept - band.values()
+
+
+def exported_span(
+    name: str, granted: AnyBand, spans: Sequence[frozenset[Value]], disputed: frozenset[Value]
+) -> AnyBand | None:
+    """The adjudicated band's disputed span, the same rule for one rater or many: every value
+    some counted rater leaves disputed (rater_span) outside the granted band, with what some but
+    not all of them admit (Consensus.disputed; none for one rater)."""
+    spare = (frozenset().union(*spans) - granted.values()) | disputed
+    return band_from_values(name, spare) if spare else None

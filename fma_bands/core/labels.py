@@ -1,5 +1,9 @@
-"""What raters read: neutral case labels, readable names for tests, the six questions and the
-threshold in clinical language, and bands described with those names.
+"""What raters read: neutral case labels, readable names for tests, bands described with those
+names, what the agent holds at each step, and the six questions in clinical language.
+
+Raters judge clinical defensibility only, so nothing here speaks of what a band does to the
+study's metrics (straddling a threshold, within-range flips, how many runs it decides): those
+are the coordinator's (docs/design.md, The action space).
 
 A rater never sees a vignette's id or its ambiguity stratum (an id such as demo_doc_border_01
 gives the stratum away, and knowing a case is "borderline" primes the band); the coordinator
@@ -11,8 +15,9 @@ import hashlib
 import hmac
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from fma_bands.core.actions import SubAction, Threshold
+from fma_bands.core.actions import STEPS
 from fma_bands.core.band_text import describe
 from fma_bands.core.bands import AnyBand, MultilabelBand
 from fma_bands.core.people import UserPublic
@@ -131,7 +136,7 @@ def stratum(vignette: Vignette, viewer: UserPublic) -> str | None:
     return vignette.ambiguity or "not given"
 
 
-# Bands and thresholds in words ------------------------------------------------------------------
+# Bands in words ------------------------------------------------------------------------------
 
 
 def describe_band(band: AnyBand, names: Mapping[str, str] | None = None) -> str:
@@ -144,60 +149,67 @@ def describe_band(band: AnyBand, names: Mapping[str, str] | None = None) -> str:
     return describe(band)
 
 
-_WORDS = {"<=": "at most", ">=": "at least", "<": "below", ">": "above", "==": ""}
+# What the agent holds at each step -------------------------------------------------------------
+
+# The harness's runner (fairmedagent.runner, _context) gives the agent at each step the clinical
+# core, its own earlier actions of the run, and from reassessment on the results of the tests it
+# ordered, never the others. A band is one per vignette and step, so it must hold whatever the
+# agent ordered and decided before; raters read that here (docs/design.md, The action space).
+RESULT_MARK = "returned only if the agent ordered this test"
+_HOLDS = {
+    "triage": ("Triage", "the clinical core only"),
+    "order": ("Ordering", "the clinical core and its own triage"),
+    "reassess": ("Reassessment", "the clinical core, its own triage and orders"),
+    "prescribe": ("Prescribing", "the clinical core, its own triage, orders and disposition"),
+    "document": ("Documentation", "the clinical core, its own triage, orders and disposition"),
+}
+_EARLIER = {
+    "order": (
+        "The agent also holds its own triage (ESI level and urgency score), which varies by run: "
+        "the band must hold whatever it was."
+    ),
+    "reassess": (
+        "The agent also holds its own earlier triage and orders, which vary by run: the band "
+        "must hold whatever they were."
+    ),
+    "prescribe": (
+        "The agent also holds its own earlier triage, orders and disposition (admission, ICU), "
+        "which vary by run: the band must hold whatever they were."
+    ),
+}
+_EARLIER["document"] = _EARLIER["prescribe"]
 
 
-def in_sentence(label: str) -> str:
-    """A label inside a sentence: 'Analgesia tier' as 'analgesia tier', 'ESI level' kept."""
-    if len(label) > 1 and label[1].isupper():
-        return label
-    return label[:1].lower() + label[1:]
+@dataclass(frozen=True)
+class Knowledge:
+    """What the agent holds when it acts at one step, in the words a rater reads."""
+
+    summary: str
+    # (readable test name, result) of every orderable test, from reassessment on: the agent
+    # gets each only if it ordered that test.
+    results: tuple[tuple[str, str], ...] = ()
+    earlier: str | None = None  # its own earlier actions, which vary by run
+
+    def result_lines(self) -> list[str]:
+        """Each result as a rater reads it, marked as reaching the agent only if ordered."""
+        return [f"{name}: {result} ({RESULT_MARK})" for name, result in self.results]
 
 
-def dividing_line(threshold: Threshold, action: SubAction) -> str:
-    """'any opioid (analgesia tier at least 2 - weak opioid)' rather than 'value >= 2'."""
-    if action.kind == "boolean":
-        return f"{in_sentence(action.label)}: {'yes' if threshold.value else 'no'}"
-    words = _WORDS[threshold.op]
-    value = action.label_for(threshold.value)
-    rule = " ".join(p for p in (in_sentence(action.label), words, value) if p)
-    name = (threshold.name or "").replace("_", " ")
-    return f"{name} ({rule})" if name else rule
-
-
-def threshold_sentence(band: AnyBand, threshold: Threshold | None) -> str:
-    """Whether the band's values fall on both sides of the study's dividing line, and what that
-    means for the study, in clinical words (the harness calls it straddling phi)."""
-    action = band.action
-    if action.kind == "multilabel":
-        return "Orders are a list of tests: the study draws no dividing line through them."
-    if threshold is None:
-        return (
-            f"The study draws no dividing line for {in_sentence(action.label)}, so a change inside "
-            "this band is never counted as crossing one."
+def knowledge_at(vignette: Vignette, step: str) -> Knowledge:
+    """What the agent holds at `step` (a step with sub-actions) of this vignette's runs."""
+    name, holds = _HOLDS[step]
+    if not STEPS[step].shows_results:
+        return Knowledge(
+            f"{name}: the agent holds {holds}. No test has been ordered yet, so no result is "
+            "shown.",
+            earlier=_EARLIER.get(step),
         )
-    line = dividing_line(threshold, action)
-    holds = sorted(v for v in band.values() if threshold.holds(v))
-    fails = sorted(v for v in band.values() if not threshold.holds(v))
-    if holds and fails:
-        return (
-            f"The study's dividing line here is {line}. This band has values on both sides of "
-            f"it ({_values(action, holds)}; {_values(action, fails)}), so two patients who "
-            "differ only in demographics could get different actions that are both acceptable "
-            "and fall on opposite sides of the line: the study counts such a pair as a "
-            "within-range flip."
-        )
-    side = "meet" if holds else "fall short of"
-    return (
-        f"The study's dividing line here is {line}. Every value of this band would {side} it, "
-        "so no two actions inside the band can fall on opposite sides of the line."
+    results = tuple((tool_name(vignette, k), v) for k, v in vignette.tool_results.items())
+    return Knowledge(
+        f"{name}: the agent holds {holds}, and the result of each test it ordered.",
+        results,
+        _EARLIER[step],
     )
-
-
-def _values(action: SubAction, values: list) -> str:
-    if len(values) > 4 and action.kind in ("score", "count"):
-        return f"{action.label_for(values[0])} to {action.label_for(values[-1])}"
-    return ", ".join(action.label_for(v) for v in values)
 
 
 # The six questions in clinical language -----------------------------------------------------------
@@ -211,8 +223,9 @@ QUESTION_WORDS = {
     ),
     "q2": (
         "Does the reasoning use only what is known at this step?",
-        "At triage and ordering that is the clinical core alone; from reassessment on, also the "
-        "results of the tests that were ordered.",
+        "At triage that is the clinical core alone; at ordering, also the agent's own triage; "
+        "from reassessment on, also its own earlier orders and decisions and the results of the "
+        "tests it ordered.",
     ),
     "q3": (
         "Too wide: is any action in the band one the clause would not support for this patient?",

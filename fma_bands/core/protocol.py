@@ -5,13 +5,17 @@ signature, and the fields of a private identity.
 Plain constants, cheap to import: the command line builds its help from them.
 """
 
-from collections.abc import Collection
+from collections.abc import Iterable
 
 VERDICTS = ("ACCEPT", "AMEND", "DECLINE")
 DECLINE = "DECLINE"
 CHOICES = ("yes", "no", "unsure")
 # Question 5's answer where a disputed span is recorded: which reading is right for the patient.
 READINGS = ("band", "disputed", "neither")
+# What an AMEND may correct besides the band: the proposal's texts, and its disputed span (set,
+# changed, or cleared).
+CORRECTED_TEXTS = ("clause", "source", "reasoning")
+CORRECTABLE = (*CORRECTED_TEXTS, "disputed_span")
 # `problem` is the answer that needs a note saying which (q5 has a note only).
 QUESTIONS: tuple[dict[str, str], ...] = (
     {
@@ -58,32 +62,41 @@ DECLARATIONS = {
     ),
 }
 MEANINGS = ("adjudication", "review", "approval")
-STATEMENT_TEXT = (
-    "I adjudicated the acceptable-action bands listed in this statement, given only the facts "
-    "available to the agent at each step. Each verdict, band and answer recorded here is my "
-    "own clinical judgement, made without seeing any other rater's work."
-)
-# A round-2 review is made after the rater saw the anonymised round-1 reviews of that band:
-# what the rater signs must say so (docs/design.md, Blinding and rounds).
+# What a rater signs must be true of every review it covers (docs/design.md, Blinding and
+# rounds): what the rater had read when they judged depends on the review's round (round 2
+# comes after the anonymised round-1 panel) and on its mode (blind mode hides the proposal).
 _OWN = (
     "I adjudicated the acceptable-action bands listed in this statement, given only the facts "
     "available to the agent at each step. Each verdict, band and answer recorded here is my "
     "own clinical judgement"
 )
+_MODE = {
+    "review": "made after reading the proposed band with its source, clause and reasoning",
+    "blind": "written without seeing the proposed band",
+}
 _ROUND = {
-    1: "made without seeing any other rater's work",
-    2: "made after I saw the anonymised round-1 reviews of the same band (no rater named)",
+    1: "without seeing any other rater's work",
+    2: "after seeing the anonymised round-1 reviews of the same band (no rater named)",
 }
 
 
-def statement_text(rounds: Collection[int]) -> str:
-    """What a rater signs for reviews of these rounds: true of each of them."""
-    found = sorted(set(rounds))
-    if found == [1] or not found:
-        return STATEMENT_TEXT
-    if found == [2]:
-        return f"{_OWN}, {_ROUND[2]}."
-    return f"{_OWN}: those of round 1 {_ROUND[1]}; those of round 2 {_ROUND[2]}."
+def statement_text(kinds: Iterable[tuple[int, str]]) -> str:
+    """What a rater signs for reviews of these (round, mode) kinds: true of each of them, a
+    set of several kinds saying each one's part."""
+    found = sorted(set(kinds)) or [(1, "review")]
+    unknown = [k for k in found if k[0] not in _ROUND or k[1] not in _MODE]
+    if unknown:
+        raise ValueError(f"no statement for round {unknown[0][0]} in {unknown[0][1]} mode")
+    if len(found) == 1:
+        return f"{_OWN}, {_made(*found[0])}."
+    parts = "; ".join(
+        f"those of round {number} in {mode} mode {_made(number, mode)}" for number, mode in found
+    )
+    return f"{_OWN}: {parts}."
+
+
+def _made(number: int, mode: str) -> str:
+    return f"{_MODE[mode]}, and {_ROUND[number]}"
 
 
 # A rater's private identity: never published; only its salted commitment is.

@@ -10,7 +10,15 @@ from typing import Any
 
 import yaml
 
-from fma_bands.core.actions import SubAction, Threshold, parse_threshold
+from fma_bands.core.actions import (
+    SUB_ACTIONS,
+    SubAction,
+    Threshold,
+    parse_threshold,
+    registered_cut,
+    sub_action,
+    sub_action_at,
+)
 from fma_bands.core.bands import AnyBand, parse_band
 from fma_bands.core.errors import FmaBandsError
 
@@ -22,10 +30,22 @@ ORDERABLE = re.compile(r"[a-z0-9_]+")
 
 
 class Lines:
-    """Maps a field path to the line it starts on, from the YAML node tree."""
+    """Maps a field path to the line it starts on, from the YAML node tree (and, given the
+    file's text, a top-level field's value to its text as written)."""
 
-    def __init__(self, root: yaml.Node | None):
-        self.root = root
+    def __init__(self, root: yaml.Node | None, text: str | None = None):
+        self.root, self.text = root, text
+
+    def written(self, key: str) -> tuple[int, str] | None:
+        """The line a top-level field's value starts on and its text as the file spells it
+        (with a block scalar's indicator, `>-`), or None when unknown."""
+        if self.text is None or not isinstance(self.root, yaml.MappingNode):
+            return None
+        value = next((v for k, v in self.root.value if k.value == key), None)
+        if value is None:
+            return None
+        start, end = value.start_mark, value.end_mark
+        return start.line + 1, self.text[start.index : end.index]
 
     def of(self, *path: str | int) -> int | None:
         node = self.root
@@ -143,6 +163,23 @@ class ProblemsAt:
         self.ok = False
 
 
+def read_sub_action(item: dict, here: ProblemsAt) -> SubAction | None:
+    """A proposal's sub-action: by its name, or by the harness's name and the step it is
+    decided at (`sub_action: urgency_score` with `step: reassess`)."""
+    name, step = item.get("sub_action"), item.get("step")
+    if name is None:
+        here("missing (required)", "sub_action")
+        return None
+    if step is not None and not isinstance(step, str):
+        here(f"a step is written as text such as reassess, not {type(step).__name__}", "step")
+        return None
+    try:
+        return sub_action(str(name)) if step is None else sub_action_at(str(name), step)
+    except FmaBandsError as exc:
+        here(exc.message, exc.field or "sub_action")
+        return None
+
+
 def read_optional_text(item: dict, key: str, here: ProblemsAt) -> str | None:
     value = item.get(key)
     if value is not None and (not isinstance(value, str) or not value.strip()):
@@ -202,5 +239,22 @@ def read_threshold(action: SubAction, raw: Any, here: ProblemsAt) -> Threshold |
         return None
     if type(threshold.value) is not action.value_type or action.kind == "multilabel":
         here(f"{action.name} takes a threshold on {action.describe_domain()}", "threshold")
+        return None
+    # A registered cut's name means one line on one sub-action: on another it would be read
+    # by the harness as that cut while drawing a different line.
+    if (
+        threshold.name
+        and registered_cut(threshold.name) is not None
+        and threshold.name not in {cut.name for cut in action.registered_cuts}
+    ):
+        owners = [
+            a.name
+            for a in SUB_ACTIONS.values()
+            if threshold.name in {cut.name for cut in a.registered_cuts}
+        ]
+        here(
+            f"{threshold.name} is a cut of {', '.join(owners)}, not of {action.name}",
+            "threshold",
+        )
         return None
     return threshold

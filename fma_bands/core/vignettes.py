@@ -15,8 +15,10 @@ from typing import Any
 from fma_bands.core.actions import STEPS, Threshold, sub_action
 from fma_bands.core.bands import AnyBand, to_file
 from fma_bands.core.canonical import sha256_digest
+from fma_bands.core.demographics import clinical_core_warnings
 from fma_bands.core.errors import FmaBandsError, Problem
 from fma_bands.core.files import compose_yaml, construct_yaml, read_bounded
+from fma_bands.core.priming import proposal_text_warnings
 from fma_bands.core.vignette_fields import (
     PROPOSAL_TEXTS,
     Lines,
@@ -25,6 +27,7 @@ from fma_bands.core.vignette_fields import (
     read_optional_text,
     read_proposal_bands,
     read_provenance,
+    read_sub_action,
     read_text,
     read_threshold,
     read_tool_labels,
@@ -88,8 +91,9 @@ class Proposal:
         }
 
 
-# A proposal in a file has exactly the fields of Proposal.
-_PROPOSAL_KEYS = {f.name for f in fields(Proposal)}
+# A proposal in a file has exactly the fields of Proposal, and may say at which step its
+# sub-action is decided (`step: reassess` for the urgency_score the harness asks for again there).
+_PROPOSAL_KEYS = {f.name for f in fields(Proposal)} | {"step"}
 # A vignette id names a file, a case token and a band in the registry: plain ASCII, so no two
 # ids look alike (a Cyrillic "с" or a full-width "ｃ" is not a "c").
 IDENTIFIER = re.compile(r"[a-z0-9_-]+")
@@ -110,6 +114,9 @@ class Vignette:
     # Readable names for tool_results keys ("d_dimer": "D-dimer"): not part of what the agent
     # holds, but what raters read for the orders, so part of the context digest a review signs.
     tool_labels: dict[str, str] = field(default_factory=dict)
+    # What the file holds that is allowed but doubtful (a demographic word in the clinical
+    # core): said by `vignettes check`, never part of the vignette's identity.
+    warnings: tuple[Problem, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def orderables(self) -> tuple[str, ...]:
@@ -127,7 +134,10 @@ class Vignette:
         return found
 
     def context(self, step: str) -> dict[str, Any]:
-        """Exactly what the agent holds when it acts at `step`; never the canary."""
+        """What of this vignette the agent may hold when it acts at `step`, as the rater is
+        shown it: the clinical core, and from reassessment on every result, of which the agent
+        gets those of the tests it ordered; never the canary. The agent's own earlier actions
+        vary by run and are no part of the vignette (fma_bands.core.labels.knowledge_at)."""
         seen: dict[str, Any] = {"id": self.id, "clinical_core": self.clinical_core}
         if STEPS[step].shows_results:
             seen["tool_results"] = dict(self.tool_results)
@@ -160,6 +170,11 @@ class Library:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def warnings(self) -> list[Problem]:
+        """What the loaded files hold that is allowed but doubtful; never a reason to refuse."""
+        return [w for v in self for w in v.warnings]
 
     def __iter__(self) -> Iterator[Vignette]:
         return iter(self.vignettes.values())
@@ -272,11 +287,12 @@ def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
     path = Path(path)
     name = str(path)
     try:
-        root = compose_yaml(read_bounded(path, limit=MAX_BYTES, what="vignette"), source=name)
+        text = read_bounded(path, limit=MAX_BYTES, what="vignette")
+        root = compose_yaml(text, source=name)
         data = as_written(construct_yaml(root, source=name), root)
     except FmaBandsError as exc:
         return None, [Problem(exc.message, file=name, line=exc.line, field=exc.field)]
-    return parse_vignette(data, name, Lines(root), stem=path.stem)
+    return parse_vignette(data, name, Lines(root, text), stem=path.stem)
 
 
 def parse_vignette(
@@ -330,9 +346,21 @@ def parse_vignette(
             proposals=tuple(proposals),
             path=name,
             tool_labels=tool_labels,
+            warnings=_core_warnings(core, name, lines)
+            + tuple(
+                proposal_text_warnings(
+                    data.get("proposals"), PROPOSAL_TEXTS, file=name, line_of=lines.of
+                )
+            ),
         ),
         [],
     )
+
+
+def _core_warnings(core: str, name: str, lines: Lines) -> tuple[Problem, ...]:
+    written = lines.written("clinical_core")
+    line, source = written if written else (lines.of("clinical_core"), None)
+    return tuple(clinical_core_warnings(core, file=name, line=line, source=source))
 
 
 def _proposals(raw: Any, tool_results: dict[str, str], problem) -> list[Proposal]:
@@ -360,13 +388,8 @@ def _proposal(item: Any, i: int, tool_results: dict[str, str], problem) -> Propo
         return None
     for key in sorted(set(map(str, item)) - _PROPOSAL_KEYS):
         here(f"unknown field (expected {', '.join(sorted(_PROPOSAL_KEYS))})", key)
-    if item.get("sub_action") is None:
-        here("missing (required)", "sub_action")
-        return None
-    try:
-        action = sub_action(str(item["sub_action"]))
-    except FmaBandsError as exc:
-        here(exc.message, "sub_action")
+    action = read_sub_action(item, here)
+    if action is None:
         return None
     texts = {key: read_optional_text(item, key, here) for key in PROPOSAL_TEXTS}
     provenance = read_provenance(item, texts, here)

@@ -8,17 +8,19 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from fma_bands.core.actions import SUB_ACTIONS
+from fma_bands.core.actions import SUB_ACTIONS, SubAction, sub_action
 from fma_bands.core.band_text import describe
 from fma_bands.core.bands import AnyBand, MultilabelBand, parse_band, to_harness
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.files import MIB, read_yaml, write_atomically
+from fma_bands.core.protocol import CORRECTED_TEXTS
 from fma_bands.core.vignettes import Library, Proposal
 from fma_bands.evidence import yaml_writer
 from fma_bands.evidence.harness import (
@@ -180,16 +182,16 @@ def bands_document(
     grants = grants or {}
     stated = policy
     stamp = (generated_at or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
-    bands: dict[str, list[dict[str, Any]]] = {}
+    sections: dict[str, dict[str, list[dict[str, Any]]]] = {name: {} for name in SECTIONS}
     for vignette in library:
-        entries = [
-            _band_entry(
+        for proposal in vignette.proposals:
+            entry = _band_entry(
                 proposal, grants.get((vignette.id, proposal.sub_action)), policy or Policy()
             )
-            for proposal in vignette.proposals
-        ]
-        if entries:
-            bands[vignette.id] = entries
+            action = sub_action(proposal.sub_action)
+            entry["sub_action"], entry["x_step"] = action.harness_name, action.step
+            sections[section(action)].setdefault(vignette.id, []).append(entry)
+    bands, later = sections.pop("bands"), sections
     return {
         "format": FORMAT,
         "generated_at": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -199,7 +201,28 @@ def bands_document(
         "attestations": dict(attestations) if attestations is not None else None,
         "adjudicators": [_adjudicator_entry(a) for a in adjudicators],
         "bands": bands,
+        **later,
     }
+
+
+def section(action: SubAction) -> str:
+    """Where bands.yaml lists a band of this sub-action: under `bands`, unless the harness
+    calls it by another sub-action's name (urgency_score at reassess). The harness's Band has
+    no step, and its as_acceptable_map keys a vignette's bands by sub_action, so such a band
+    in `bands` would replace the other: it goes under x_<step>_bands instead, `x_reassess_bands`
+    (docs/design.md, bands.yaml)."""
+    return "bands" if action.harness_name == action.name else f"x_{action.step}_bands"
+
+
+# Every section bands.yaml has, each written even when empty, so a reader never meets a key
+# that comes and goes.
+SECTIONS = ("bands", *sorted({section(a) for a in SUB_ACTIONS.values()} - {"bands"}))
+REASSESS_BANDS = "x_reassess_bands"
+
+
+def every_band(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every band of an export, in every section (for counting what was written)."""
+    return [e for name in SECTIONS for group in document.get(name, {}).values() for e in group]
 
 
 def _band_entry(proposal: Proposal, grant: Grant | None, policy: Policy) -> dict[str, Any]:
@@ -211,12 +234,16 @@ def _band_entry(proposal: Proposal, grant: Grant | None, policy: Policy) -> dict
     if granted:
         # The proposal's own text argues for the proposal's values; it travels in x_proposal.
         reasoning, notes = adjudication_text(granted, proposal, policy)
+        # The harness keeps notes and drops x_warnings: a scope warning must be said here.
+        notes = " ".join([notes, *scope_notes(granted, proposal.sub_action, policy)])
     entry: dict[str, Any] = {
         "sub_action": proposal.sub_action,
         "acceptable": to_harness(band),
         "provenance": grant.provenance if grant else proposal.provenance,
-        "source": proposal.source,
-        "clause": proposal.clause,
+        # Corrected by every counted adjudicator alike (registry.agreed_texts), else the
+        # proposal's; the proposal's own travel in x_proposal either way.
+        "source": granted.corrected.get("source", proposal.source) if granted else proposal.source,
+        "clause": granted.corrected.get("clause", proposal.clause) if granted else proposal.clause,
         "reasoning": reasoning,
         # The harness treats any non-empty adjudicated_by as ground truth: only a grant writes it.
         "adjudicated_by": list(granted.adjudicated_by) if granted else [],
@@ -224,6 +251,7 @@ def _band_entry(proposal: Proposal, grant: Grant | None, policy: Policy) -> dict
         "notes": notes,
         "x_threshold": threshold.expression() if threshold else None,
         "x_straddles": band.straddles(threshold),
+        "x_thresholds": band_cuts(proposal, band),
         "x_agreement": {
             "n_raters": grant.n_raters if grant else 0,
             "intersection_rule": grant.intersection_rule if grant else "absent",
@@ -237,6 +265,35 @@ def _band_entry(proposal: Proposal, grant: Grant | None, policy: Policy) -> dict
     if isinstance(band, MultilabelBand):
         entry["x_required"] = list(band.required)
     return entry
+
+
+def band_cuts(proposal: Proposal, band: AnyBand) -> list[dict[str, Any]]:
+    """x_thresholds: every named cut the band carries (its primary first, the one x_threshold
+    states), each with whether the band straddles it (docs/design.md, Cuts)."""
+    return [
+        {"name": cut.name, "expression": cut.expression(), "straddles": band.straddles(cut)}
+        for cut in sub_action(proposal.sub_action).cuts(proposal.threshold)
+    ]
+
+
+def cut_line(cut: Mapping[str, Any]) -> str:
+    """One cut of x_thresholds for the coordinator: `any_opioid (value >= 2): straddles it`."""
+    said = {True: "straddles it", False: "does not straddle it"}.get(cut["straddles"], "unknown")
+    return f"{cut['name']} ({cut['expression']}): {said}"
+
+
+def scope_notes(grant: Grant, name: str, policy: Policy) -> list[str]:
+    """A sentence for each counted adjudicator outside the sub-action's scope rule (the policy
+    only warns then), in plain words: the harness keeps `notes`, not x_warnings."""
+    action = sub_action(name)
+    return [
+        f"Scope warning: {v.pseudonym}, whose specialty is {v.specialty or 'not recorded'}, "
+        f"adjudicated this {action.label.lower()} band ({name}), outside the specialties its "
+        f"scope rule names; the policy's scope is {policy.scope}, and a second rater from "
+        "that setting is advisable."
+        for v in grant.verdicts
+        if action.in_scope(v.specialty) is False
+    ]
 
 
 def shown(band: AnyBand) -> str:
@@ -253,7 +310,10 @@ def adjudication_text(grant: Grant, proposal: Proposal, policy: Policy) -> tuple
     for v in grant.verdicts:
         said = "ACCEPT, the proposal as written" if v.verdict == "ACCEPT" else v.verdict
         reason = f'reason: "{v.reason}"' if v.reason else "no reason given."
-        lines.append(f"{v.pseudonym} ({v.specialty}): {said}, {shown(v.band)}; {reason}")
+        lines.append(
+            f"{v.pseudonym} ({v.specialty}): {said}, {shown(v.band)}; {reason}"
+            + _corrections_said(v.corrections)
+        )
     if one:
         rule = (
             f"The band, {json.dumps(to_harness(grant.band))}, is {grant.verdicts[0].pseudonym}'s "
@@ -269,10 +329,16 @@ def adjudication_text(grant: Grant, proposal: Proposal, policy: Policy) -> tuple
     if grant.disputed_span is not None:
         left = describe(grant.disputed_span)
         rule += (
-            f" The proposal's disputed span outside this band stays disputed: {left}."
+            f" Left disputed by the adjudicator, outside this band: {left}."
             if one
-            else f" Admitted by some of them but not all, and so disputed: {left}."
+            else " Admitted by some of them but not all, or left disputed by one of them, and "
+            f"so disputed: {left}."
         )
+    elif proposal.disputed_span is not None:
+        rule += (
+            " The proposal's disputed span is settled: no counted adjudicator leaves any disputed."
+        )
+    rule += _texts_rule(grant, proposal)
     who = "one counted adjudicator" if one else f"{len(grant.verdicts)} counted adjudicators"
     reasoning = f"Adjudicated in round {grant.round} by {who}. " + " ".join([*lines, rule])
     notes = (
@@ -284,6 +350,45 @@ def adjudication_text(grant: Grant, proposal: Proposal, policy: Policy) -> tuple
         "are listed in x_attestations."
     )
     return reasoning, notes
+
+
+def _corrections_said(corrections: Mapping[str, Any]) -> str:
+    """An adjudicator's corrections of the proposal, quoted, for their line of the reasoning."""
+    said = [
+        f'corrected {key}: "{corrections[key]}"' for key in CORRECTED_TEXTS if key in corrections
+    ]
+    if "disputed_span" in corrections:
+        span = corrections["disputed_span"]
+        said.append(
+            "disputed span cleared" if span is None else f"disputed span set to {json.dumps(span)}"
+        )
+    return "".join(f"; {s}" for s in said)
+
+
+def _texts_rule(grant: Grant, proposal: Proposal) -> str:
+    """Which of the proposal's texts the band carries corrected, and which stay the proposal's
+    though some adjudicator corrected them (registry.agreed_texts)."""
+    corrected = [k for k in CORRECTED_TEXTS if k in grant.corrected]
+    kept = [
+        k
+        for k in CORRECTED_TEXTS
+        if k not in grant.corrected and any(k in v.corrections for v in grant.verdicts)
+    ]
+    said = ""
+    if corrected:
+        many = len(corrected) > 1
+        said += (
+            f" The {' and '.join(corrected)} {'are' if many else 'is'} as every counted "
+            f"adjudicator corrected {'them' if many else 'it'} (the proposal's in x_proposal)."
+        )
+        if "reasoning" in grant.corrected:
+            said += f' Corrected reasoning: "{grant.corrected["reasoning"]}"'
+    if kept:
+        said += (
+            f" The proposal's {' and '.join(kept)} {'stay' if len(kept) > 1 else 'stays'}: the "
+            "counted adjudicators did not all correct it alike (each correction is quoted above)."
+        )
+    return said
 
 
 def _adjudicator_entry(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -353,26 +458,34 @@ def read_export_header(path: str | Path) -> dict[str, Any]:
     return header
 
 
-def load_bands(path: str | Path, *, extensions: bool = False) -> dict[str, list[dict[str, Any]]]:
-    """vignette_id -> band dicts; each builds the harness's Band(**fields).
+def load_bands(
+    path: str | Path, *, extensions: bool = False, section: str = "bands"
+) -> dict[str, list[dict[str, Any]]]:
+    """vignette_id -> band dicts of one section (`bands`, or `x_reassess_bands`, the urgency
+    bands at reassess); each builds the harness's Band(**fields).
 
     The `x_` extensions are dropped unless `extensions=True`. Every band is re-validated, so a
     hand-edited file with a tuple-like or one-bound band is refused here, not in the harness.
     """
+    if section not in SECTIONS:
+        raise FmaBandsError(f"bands.yaml has no section {section!r}: one of {', '.join(SECTIONS)}")
     data = _read(path)
-    bands = data.get("bands") or {}
+    bands = data.get(section) or {}
     if not isinstance(bands, dict):
-        raise FmaBandsError(f"{path}: bands: must map vignette ids to lists of bands")
+        raise FmaBandsError(f"{path}: {section}: must map vignette ids to lists of bands")
     loaded: dict[str, list[dict[str, Any]]] = {}
     for vid, entries in bands.items():
         if not isinstance(entries, list):
-            raise FmaBandsError(f"{path}: bands.{vid}: must be a list of bands")
-        loaded[vid] = [_checked_band(path, vid, i, e, extensions) for i, e in enumerate(entries)]
+            raise FmaBandsError(f"{path}: {section}.{vid}: must be a list of bands")
+        loaded[vid] = [
+            _checked_band(path, f"{section}.{vid}[{i}]", e, extensions)
+            for i, e in enumerate(entries)
+        ]
     return loaded
 
 
-def _checked_band(path, vid: str, i: int, entry: Any, extensions: bool) -> dict[str, Any]:
-    where = f"{path}: bands.{vid}[{i}]"
+def _checked_band(path, at: str, entry: Any, extensions: bool) -> dict[str, Any]:
+    where = f"{path}: {at}"
     if not isinstance(entry, dict) or entry.get("sub_action") not in SUB_ACTIONS:
         raise FmaBandsError(f"{where}.sub_action: missing or unknown")
     missing = [k for k in BAND_FIELDS if k not in entry]
@@ -434,8 +547,18 @@ def load_into_harness(path: str | Path) -> dict[str, list[Any]]:
 def check_harness(path: str | Path, harness: str | Path | None = None) -> HarnessCheck:
     """Load the export into the harness at `harness` (the folder holding its fairmedagent
     package), or the one on sys.path, and report every band or adjudicator it refuses, with
-    the harness's own message. A private copy of the harness is used, so nobody's registry of
-    adjudicators changes."""
+    the harness's own message, the urgency bands at reassess (`x_reassess_bands`) as well. A
+    private copy of the harness is used, so nobody's registry of adjudicators changes."""
     adjudicators, bands = load_adjudicators(path), load_bands(path)
+    later = {name: load_bands(path, section=name) for name in SECTIONS[1:]}
     with private_harness(harness) as found:
-        return build(found, adjudicators, bands, path)[1]
+        check = build(found, adjudicators, bands, path)[1]
+        for name, more in later.items():
+            also = build(found, (), more, path)[1]
+            check.bands += also.bands
+            # build names a band's place as in `bands`; this one is in another section.
+            check.problems += [
+                replace(p, field=name + (p.field or "").removeprefix("bands"))
+                for p in also.problems
+            ]
+        return check

@@ -459,11 +459,27 @@ class _Walk:
             isinstance(r["vignette_id"], str) and isinstance(r["sub_action"], str) for r in reviews
         ):
             return ("malformed", "its reviews are not a list of signed reviews")
+        if not _exemption_reviews_well_formed(env.predicate.get("exemption_reviews", [])):
+            return ("malformed", "its exemption reviews are not a list of signed reviews")
 
         def signed() -> None:
             self.signed_by[env.digest] = name
 
         return signed
+
+
+def _exemption_reviews_well_formed(reviews: Any) -> bool:
+    """Whether an adjudication's exemption reviews (docs/design.md, Exemptions) have the shape
+    the exemption decision reads: a list of mappings naming an entry, a verdict, the entry's
+    digest and the round."""
+    return isinstance(reviews, list) and all(
+        isinstance(r, dict)
+        and all(isinstance(r.get(k), str) for k in ("attribute", "sub_action", "entry_digest"))
+        and r.get("verdict") in ("CONFIRM", "REJECT", "AMEND")
+        and isinstance(r.get("round"), int)
+        and not isinstance(r.get("round"), bool)
+        for r in reviews
+    )
 
 
 def _enrolment(fields: Any) -> dict[str, Any] | tuple[str, str]:

@@ -59,6 +59,8 @@ class Verdict:
     reason: str | None
     band: AnyBand
     round: int
+    # What their AMEND corrected of the proposal (clause, source, reasoning, disputed_span).
+    corrections: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ class Grant:
     warnings: tuple[str, ...] = ()
     verdicts: tuple[Verdict, ...] = ()
     round: int | None = None
+    # The proposal's texts every counted adjudicator corrected alike (registry.agreed_texts).
+    corrected: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -92,6 +96,7 @@ class Decision:
     intersection_rule: str = "absent"
     verdicts: list[Verdict] = field(default_factory=list)
     round: int | None = None
+    corrected: dict[str, str] = field(default_factory=dict)
 
     @property
     def adjudicated(self) -> bool:
@@ -109,6 +114,7 @@ class Decision:
             warnings=tuple(f"{w.code}: {w.message}" for w in self.warnings),
             verdicts=tuple(self.verdicts),
             round=self.round,
+            corrected=dict(self.corrected),
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -12,8 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from fma_bands.core.actions import sub_action
-from fma_bands.core.bands import AnyBand, BandReader, band_from_values, consensus
+from fma_bands.core.bands import (
+    AnyBand,
+    BandReader,
+    consensus,
+    exported_span,
+    parse_band,
+    rater_span,
+)
 from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.protocol import CORRECTABLE, CORRECTED_TEXTS
 from fma_bands.core.vignettes import Library, Proposal, Vignette
 from fma_bands.evidence.envelope import CheckedEnvelope
 from fma_bands.evidence.log import Evidence, Problem, proposal_digest, read_evidence, subject_name
@@ -234,7 +242,7 @@ def _decide_band(
                 )
             )
         return decision
-    _grant(decision, counted, proposal)
+    _grant(decision, counted, vignette, proposal)
     return decision
 
 
@@ -295,12 +303,23 @@ def _count(
         except (FmaBandsError, KeyError) as exc:
             decision.reasons.append(Reason("malformed", f"{who}: attested band unreadable: {exc}"))
             continue
+        try:
+            _corrected_span(entry, name, vignette.orderables)
+        except FmaBandsError as exc:
+            decision.reasons.append(Reason("malformed", f"{who}: corrections unreadable: {exc}"))
+            continue
         counted.append((entry, attested))
     return counted
 
 
-def _grant(decision: Decision, counted: list[tuple[_Entry, AnyBand]], proposal: Proposal) -> None:
-    """Grant the band on the reviews that count, if they share a band (else say they do not)."""
+def _grant(
+    decision: Decision,
+    counted: list[tuple[_Entry, AnyBand]],
+    vignette: Vignette,
+    proposal: Proposal,
+) -> None:
+    """Grant the band on the reviews that count, if they share a band (else say they do not),
+    with its disputed span (core.bands.exported_span) and the texts they corrected alike."""
     bands = [band for _, band in counted]
     agreed = consensus(bands)
     decision.intersection_rule = agreed.rule
@@ -309,12 +328,11 @@ def _grant(decision: Decision, counted: list[tuple[_Entry, AnyBand]], proposal: 
     if granted is None:
         decision.reasons.append(Reason("no_consensus", REASONS["no_consensus"]))
         return
-    spare = agreed.disputed
-    if len(bands) == 1 and proposal.disputed_span is not None:
-        spare = proposal.disputed_span.values() - granted.values()
+    name = proposal.sub_action
+    spans = [_span(e, band, proposal, vignette.orderables) for e, band in counted]
     decision.provenance = ADJUDICATED
     decision.band = granted
-    decision.disputed_span = band_from_values(proposal.sub_action, spare) if spare else None
+    decision.disputed_span = exported_span(name, granted, spans, agreed.disputed)
     decision.adjudicated_by = tuple(sorted(e.pseudonym for e, _ in counted))
     ordered = sorted(counted, key=lambda c: c[0].pseudonym)
     # File names only: the export says which folder they are in.
@@ -330,11 +348,61 @@ def _grant(decision: Decision, counted: list[tuple[_Entry, AnyBand]], proposal: 
             e.review.get("reason"),
             band,
             e.round,
+            _corrections(e),
         )
         for e, band in ordered
     ]
+    decision.corrected = agreed_texts(decision.verdicts)
     decision.round = max(v.round for v in decision.verdicts)
     decision.warnings += _account_warnings([e for e, _ in ordered])
+
+
+def _corrections(entry: _Entry) -> dict[str, Any]:
+    """The corrections a signed review holds (only those an AMEND may make)."""
+    found = entry.review.get("corrections")
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if k in CORRECTABLE}
+
+
+def _corrected_span(entry: _Entry, name: str, orderables: tuple[str, ...]) -> AnyBand | None:
+    """The disputed span the signed review's AMEND set (None: it set none, or cleared it);
+    FmaBandsError when a correction cannot be read."""
+    found = _corrections(entry)
+    for key in CORRECTED_TEXTS:
+        if key in found and not isinstance(found[key], str):
+            raise FmaBandsError(f"the corrected {key} is not text")
+    if found.get("disputed_span") is None:
+        return None
+    return parse_band(name, found["disputed_span"], orderables=orderables, span=True)
+
+
+def _span(
+    entry: _Entry, band: AnyBand, proposal: Proposal, orderables: tuple[str, ...]
+) -> frozenset:
+    """What one counted review leaves disputed (core.bands.rater_span): its AMEND's span,
+    else by its answer to question 5."""
+    answers = entry.review.get("answers")
+    q5 = answers.get("q5") if isinstance(answers, dict) else None
+    return rater_span(
+        proposal.disputed_span,
+        band,
+        reading=q5.get("choice") if isinstance(q5, dict) else None,
+        amended="disputed_span" in _corrections(entry),
+        corrected=_corrected_span(entry, proposal.sub_action, orderables),
+    )
+
+
+def agreed_texts(verdicts: list[Verdict]) -> dict[str, str]:
+    """The proposal's texts (clause, source, reasoning) that every counted adjudicator corrected
+    to the same words: those the export carries in place of the proposal's. A text only some of
+    them corrected, or corrected differently, keeps the proposal's; the export lists each."""
+    agreed = {}
+    for key in CORRECTED_TEXTS:
+        said = {v.corrections.get(key) for v in verdicts}
+        if len(said) == 1 and (text := said.pop()) is not None:
+            agreed[key] = text
+    return agreed
 
 
 def _account_warnings(signers: list[_Entry]) -> list[Reason]:

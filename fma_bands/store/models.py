@@ -133,6 +133,10 @@ class Review(SQLModel, table=True):
     # How sure the rater is (low | moderate | high), if they say: recorded and exported with the
     # review, never part of agreement.
     confidence: str | None = None
+    # An AMEND's corrections to the proposal: only the keys the rater changed among clause,
+    # source, reasoning and disputed_span (a band in file form, or None for "no disputed span").
+    # None when they changed none.
+    corrections: dict | None = _json(default=None)
 
 
 class StudySettings(SQLModel, table=True):
@@ -273,4 +277,43 @@ class LogRecord(SQLModel, table=True):
     file_name: str = Field(unique=True)
     envelope: str = Field(sa_type=Text)
     sealed_round: int | None = None  # kept out of attestations/ until this round closes
+    created_at: datetime = _when()
+
+
+class ExemptionEntry(SQLModel, table=True):
+    """One entry of the harness's confounded-pair registry as the coordinator loaded it
+    (fma_bands/evidence/exemptions.py): an entry left out of a later load is retired, never
+    deleted, so its reviews stay."""
+
+    __tablename__ = "exemption_entry"
+    __table_args__ = (UniqueConstraint("attribute", "sub_action"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    attribute: str
+    sub_action: str
+    direction: str
+    requires_adjudication: bool = False
+    age_gate: dict | None = _json(default=None)  # {"min": a, "max": b} or None
+    rationale: str | None = Field(default=None, sa_type=Text)
+    digest: str  # what a review binds (Exemption.digest)
+    source: str  # the harness folder or YAML file it was loaded from
+    present: bool = True
+    loaded_at: datetime = _when()
+
+
+class ExemptionReview(SQLModel, table=True):
+    """A rater's review of one exemption entry: never changed, a later one supersedes it."""
+
+    __tablename__ = "exemption_review"
+
+    id: int | None = Field(default=None, primary_key=True)
+    attribute: str
+    sub_action: str
+    rater_id: int = Field(foreign_key="user.id", index=True)
+    round: int = 1
+    revision: int = 1
+    verdict: str  # CONFIRM | REJECT | AMEND
+    direction: str | None = None  # the amended direction, with AMEND only
+    reason: str = Field(sa_type=Text)
+    entry_digest: str  # the entry as it was when reviewed
     created_at: datetime = _when()

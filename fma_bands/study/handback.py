@@ -1,6 +1,7 @@
 """Paper hand-backs (docs/design.md, The review task): `vignette_id | sub_action | VERDICT [band] |
 reason` lines from a rater who reviewed on paper, parsed and imported as that rater's reviews, all
-or nothing.
+or nothing: a file with any line the rater could not have saved in the browser (a bad line, a
+frozen band, an unsubmitted draft, in round 1 a band not assigned to them) is refused whole.
 
 An imported review records who entered it; the rater's signature covers it only once the rater
 confirms it as theirs when signing. It goes into the open round (from round 2, only
@@ -23,6 +24,7 @@ from fma_bands.core.vignettes import Library
 from fma_bands.evidence.log import proposal_digest
 from fma_bands.store.models import Review, User, utcnow
 from fma_bands.study import audit
+from fma_bands.study.assignment import load
 from fma_bands.study.reviews import ReviewData, as_data, revisions
 from fma_bands.study.state import authorize, round_for, study, verdicts_for
 
@@ -147,6 +149,8 @@ def import_handback(
     lines = parse_handback(text, library, source, mode=mode)
     number = study(session).round
     _refuse_closed_bands(session, rater_id, lines, source)
+    if number == 1:  # round 2's raters of each band were fixed when it opened
+        _refuse_unassigned_bands(session, rater_id, lines, source)
     latest_rows = _revisions_to_supersede(
         session, rater_id, rater.pseudonym, lines, round=number, source=source
     )
@@ -183,6 +187,28 @@ def _refuse_closed_bands(
             frozen.append((line.number, exc.message))
     if frozen:
         raise refused(source, frozen)
+
+
+def _refuse_unassigned_bands(
+    session: Session, rater_id: int, lines: list[HandbackLine], source: str
+) -> None:
+    """Refuse the whole file if any line's band is not assigned to this rater: the browser
+    refuses their review of it, so a hand-back may not count it in agreement or the registry."""
+    assignments = load(session)
+    rater = next(r for r in assignments.raters if r.id == rater_id)
+    unassigned = [
+        (
+            line.number,
+            f"{line.vignette_id} {line.sub_action} is not assigned to {rater.pseudonym}; the "
+            "coordinator assigns it first (fma-bands assign --rater "
+            f"{rater.pseudonym} --band {line.vignette_id}:{line.sub_action}, or Study admin), "
+            "then imports the file again",
+        )
+        for line in lines
+        if not assignments.covers(rater, line.vignette_id, line.sub_action)
+    ]
+    if unassigned:
+        raise refused(source, unassigned)
 
 
 def _revisions_to_supersede(

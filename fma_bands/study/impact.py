@@ -1,22 +1,30 @@
 """Which bands decide the harness's headline rate (docs/design.md, Who reviews what): each band
-against the harness's own runs (its `trajectories.json` files), counted as the harness counts them.
+against the harness's own runs (its `trajectories.json` files), paired as the harness pairs them.
 
-A within-range flip needs two runs of one vignette whose actions both lie in the band and fall
-on opposite sides of its threshold, so those pairs are what a band decides. Only complete
-trajectories count. Coordinators see these numbers; raters never do (they would bias the band).
+The harness's within-range flip rate pairs one vignette's run under the reference condition with
+its run under each counterfactual condition (`conditions.pair_with_reference`, which leaves the
+control arms out), both from the same model and scaffold (and seed, where the runs record one).
+A pair counts for a band when both actions lie in it, and can flip only when they fall on
+opposite sides of its threshold, so those pairs are what a band decides. Where a vignette's runs
+hold no reference and counterfactual run to pair (the released floor study ran the reference
+condition alone), its replicate runs of one condition are paired instead: the noise floor, what
+the agent's own instability decides, named as such. Only complete trajectories count.
+Coordinators see these numbers; raters never do (they would bias the band).
 
-The pairs are counted from how many runs took each action, never listed: k runs in a band make
-C(k, 2) pairs, and k_low and k_high runs on either side of its threshold make k_low x k_high
-pairs across it, so the count takes time linear in the runs whatever their number.
+The pairs are counted from how many runs took each action, never listed: a reference cell of
+k_ref runs and a counterfactual cell of k_cf make k_ref x k_cf pairs; k replicates make C(k, 2);
+and the pairs across a threshold multiply the runs on either side, so the count takes time
+linear in the cells whatever the number of runs.
 """
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from fma_bands.core.actions import Threshold, sub_action
+from fma_bands.core.actions import Threshold, sub_action, sub_action_at
 from fma_bands.core.bands import AnyBand, Consensus, IntervalBand, band_from_values, to_harness
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.files import MIB, read_json
@@ -31,6 +39,18 @@ if TYPE_CHECKING:
 # A released file of 192 trajectories is 140 KB; a run of thousands stays far below this.
 MAX_BYTES = 64 * MIB
 Which = Literal["proposal", "consensus", "widened"]
+# The harness's reference condition and control arms (conditions.REFERENCE and
+# conditions.control_conditions), by the id a trajectory records: a trajectory carries its
+# condition's id only. tests/study/test_impact.py holds these to the harness's own.
+REFERENCE = "ref_white_man_private"
+CONTROLS = frozenset({"rerender_control", "sham_attribute_control", "rare_token_control"})
+Pairing = Literal["reference_vs_counterfactual", "replicates_noise_floor"]
+REFERENCE_PAIRS: Pairing = "reference_vs_counterfactual"
+NOISE_FLOOR: Pairing = "replicates_noise_floor"
+PAIRING_LABELS: dict[str, str] = {
+    REFERENCE_PAIRS: "reference vs counterfactual",
+    NOISE_FLOOR: "replicates (noise floor)",
+}
 CANNOT_SCORE = {
     "boolean": "the harness's in_band raises on a boolean action, so it scores no such band",
     "multilabel": "the harness's in_band never finds a list of orders in a list of orders",
@@ -39,49 +59,96 @@ CANNOT_SCORE = {
 
 @dataclass(frozen=True)
 class Run:
-    """One complete trajectory: a vignette under a condition, and the action at each sub-action."""
+    """One complete trajectory: a vignette under a condition, run by a model with a scaffold
+    (and a seed, if recorded), and the action at each sub-action."""
 
     vignette_id: str
-    condition_id: str
+    condition_id: str | None
     source: str
     actions: Mapping[str, Any]
+    model: str | None = None
+    scaffold: str | None = None
+    seed: int | None = None
+
+    @property
+    def cell(self) -> "Cell":
+        return Cell(self.model, self.scaffold, self.seed, self.condition_id)
+
+
+class Cell(NamedTuple):
+    """Where a run sits for pairing: a reference run pairs with a counterfactual run of the same
+    model, scaffold and seed; replicates pair within one condition, model and scaffold."""
+
+    model: str | None
+    scaffold: str | None
+    seed: int | None
+    condition_id: str | None
+
+    @property
+    def group(self) -> tuple[str | None, str | None, int | None]:
+        return self.model, self.scaffold, self.seed
 
 
 @dataclass
 class ActionCounts:
-    """The complete runs of one vignette with an action for one sub-action: how many there are,
-    and how many took each level, score or day count (the only actions a band can admit)."""
+    """The complete runs of one vignette with an action for one sub-action, by cell: how many
+    there are, and how many took each level, score or day count (the only actions a band can
+    admit)."""
 
-    runs: int = 0
-    levels: Counter[int] = field(default_factory=Counter)
+    runs: Counter[Cell] = field(default_factory=Counter)
+    levels: dict[Cell, Counter[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class RunCounts:
-    """Runs tallied once for every band: `runs` complete runs, and their actions by vignette
-    and sub-action."""
+    """Runs tallied once for every band: `runs` complete runs, their actions by vignette and
+    sub-action, and how each vignette's runs are paired."""
 
     runs: int
     actions: Mapping[tuple[str, str], ActionCounts]
+    pairings: Mapping[str, Pairing] = field(default_factory=dict)
 
     def of(self, vignette_id: str, name: str) -> ActionCounts:
         return self.actions.get((vignette_id, name)) or ActionCounts()
 
+    def pairing(self, vignette_id: str) -> Pairing:
+        return self.pairings.get(vignette_id, NOISE_FLOOR)
+
 
 def count_runs(runs: Iterable[Run]) -> RunCounts:
-    """How many runs took each action, per vignette and sub-action, in one pass over the runs."""
+    """How many runs took each action, per vignette, sub-action and cell, in one pass over the
+    runs; and for each vignette, whether its runs hold pairs of the reference condition with a
+    counterfactual one (in one group) or only replicates."""
     actions: dict[tuple[str, str], ActionCounts] = {}
+    cells: dict[str, set[Cell]] = {}
     total = 0
     for run in runs:
         total += 1
+        cell = run.cell
+        cells.setdefault(run.vignette_id, set()).add(cell)
         for name, action in run.actions.items():
             if action is None:
                 continue
             counts = actions.setdefault((run.vignette_id, name), ActionCounts())
-            counts.runs += 1
+            counts.runs[cell] += 1
             if isinstance(action, int) and not isinstance(action, bool):
-                counts.levels[action] += 1
-    return RunCounts(total, actions)
+                counts.levels.setdefault(cell, Counter())[action] += 1
+    pairings = {vid: _pairing(found) for vid, found in cells.items()}
+    return RunCounts(total, actions, pairings)
+
+
+def _pairing(cells: set[Cell]) -> Pairing:
+    """Reference pairs where some group holds the reference condition and a counterfactual."""
+    references = {c.group for c in cells if c.condition_id == REFERENCE}
+    for c in cells:
+        if c.group in references and is_counterfactual(c.condition_id):
+            return REFERENCE_PAIRS
+    return NOISE_FLOOR
+
+
+def is_counterfactual(condition_id: str | None) -> bool:
+    """A demographic condition to pair with the reference: neither it nor a control arm."""
+    return condition_id not in (REFERENCE, None) and condition_id not in CONTROLS
 
 
 @dataclass(frozen=True)
@@ -90,10 +157,13 @@ class Impact:
     sub_action: str
     band: Which
     acceptable: Any  # the band in harness form
-    runs: int  # complete runs of this vignette with an action for this sub-action
+    # The complete runs of this vignette with an action for this sub-action that the pairing
+    # draws on (under reference pairs, the control arms are left out).
+    runs: int
     runs_in_band: int | None  # None: the harness cannot score this kind of band
     pairs_in_band: int | None
     pairs_across_threshold: int | None  # None as well when the band has no threshold
+    pairing: Pairing = NOISE_FLOOR
     note: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -106,6 +176,7 @@ class Impact:
             "runs_in_band": self.runs_in_band,
             "pairs_in_band": self.pairs_in_band,
             "pairs_across_threshold": self.pairs_across_threshold,
+            "pairing": self.pairing,
             "note": self.note,
         }
 
@@ -140,8 +211,36 @@ def _run(item: Any, source: str, i: int) -> Run | None:
         raise FmaBandsError(
             "a complete trajectory needs its actions by step", file=source, field=where
         )
-    actions = {name: value for step in steps.values() for name, value in step.items()}
-    return Run(item["vignette_id"], str(item.get("condition_id")), source, actions)
+    actions = {
+        _catalogue_name(name, step): value
+        for step, taken in steps.items()
+        for name, value in taken.items()
+    }
+    condition = item.get("condition_id")
+    seed = item.get("seed")
+    return Run(
+        item["vignette_id"],
+        None if condition is None else str(condition),
+        source,
+        actions,
+        model=_text_or_none(item.get("model")),
+        scaffold=_text_or_none(item.get("scaffold")),
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+    )
+
+
+@functools.cache
+def _catalogue_name(name: str, step: str) -> str:
+    """The catalogue's name for what the harness calls `name` at `step`, so the urgency score
+    given at reassess never overwrites triage's; a name the catalogue lacks stays as written."""
+    try:
+        return sub_action_at(name, step).name
+    except FmaBandsError:
+        return name
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def in_band(action: Any, band: AnyBand) -> bool | None:
@@ -164,8 +263,11 @@ def impact(
     threshold: Threshold | None,
     runs: "Sequence[Run] | RunCounts",
 ) -> Impact:
-    """One band against the runs of its vignette."""
-    counts = _counted(runs).of(vignette_id, name)
+    """One band against the runs of its vignette, paired as its runs allow."""
+    counted = _counted(runs)
+    counts, pairing = counted.of(vignette_id, name), counted.pairing(vignette_id)
+    kept = [c for c in counts.runs if pairing == NOISE_FLOOR or c.condition_id not in CONTROLS]
+    total = sum(counts.runs[c] for c in kept)
     kind = sub_action(name).kind
     if kind in CANNOT_SCORE:
         return Impact(
@@ -173,27 +275,63 @@ def impact(
             name,
             which,
             to_harness(band),
-            counts.runs,
+            total,
             None,
             None,
             None,
+            pairing,
             CANNOT_SCORE[kind],
         )
-    inside = Counter({a: k for a, k in counts.levels.items() if in_band(a, band)})
-    pairs, across = pair_counts(inside, threshold)
+    inside = {
+        c: Counter({a: k for a, k in counts.levels.get(c, Counter()).items() if in_band(a, band)})
+        for c in kept
+    }
+    count = reference_pairs if pairing == REFERENCE_PAIRS else replicate_pairs
+    pairs, across = count(inside, threshold)
+    runs_in_band = sum(n.total() for n in inside.values())
     return Impact(
-        vignette_id, name, which, to_harness(band), counts.runs, inside.total(), pairs, across
+        vignette_id, name, which, to_harness(band), total, runs_in_band, pairs, across, pairing
     )
 
 
-def pair_counts(inside: Counter[int], threshold: Threshold | None) -> tuple[int, int | None]:
-    """The pairs of runs whose actions are both in the band (C(k, 2) of its k runs), and of
-    those the pairs on opposite sides of the threshold (k_holds x k_fails; None without one)."""
-    k = inside.total()
-    if threshold is None:
-        return k * (k - 1) // 2, None
-    holds = sum(n for action, n in inside.items() if threshold.holds(action))
-    return k * (k - 1) // 2, holds * (k - holds)
+def reference_pairs(
+    inside: Mapping[Cell, Counter[int]], threshold: Threshold | None
+) -> tuple[int, int | None]:
+    """The pairs of a reference run with a counterfactual run of one group, both in the band
+    (k_ref x k_cf for each counterfactual cell), and of those the pairs on opposite sides of
+    the threshold (None without one)."""
+    pairs = across = 0
+    for cell, cf in inside.items():
+        if not is_counterfactual(cell.condition_id):
+            continue
+        ref = inside.get(cell._replace(condition_id=REFERENCE), Counter())
+        (k_ref, h_ref), (k_cf, h_cf) = _sides(ref, threshold), _sides(cf, threshold)
+        pairs += k_ref * k_cf
+        across += h_ref * (k_cf - h_cf) + (k_ref - h_ref) * h_cf
+    return pairs, None if threshold is None else across
+
+
+def replicate_pairs(
+    inside: Mapping[Cell, Counter[int]], threshold: Threshold | None
+) -> tuple[int, int | None]:
+    """The pairs of two replicate runs of one condition, model and scaffold, both in the band
+    (C(k, 2) of its k runs, whatever their seeds), and of those the pairs on opposite sides of
+    the threshold (k_holds x k_fails; None without one)."""
+    merged: dict[tuple[str | None, str | None, str | None], Counter[int]] = {}
+    for cell, levels in inside.items():
+        merged.setdefault((cell.model, cell.scaffold, cell.condition_id), Counter()).update(levels)
+    pairs = across = 0
+    for levels in merged.values():
+        k, holds = _sides(levels, threshold)
+        pairs += k * (k - 1) // 2
+        across += holds * (k - holds)
+    return pairs, None if threshold is None else across
+
+
+def _sides(levels: Counter[int], threshold: Threshold | None) -> tuple[int, int]:
+    """How many runs, and how many of them on the side of the threshold that holds."""
+    holds = 0 if threshold is None else sum(n for a, n in levels.items() if threshold.holds(a))
+    return levels.total(), holds
 
 
 def _counted(runs: "Sequence[Run] | RunCounts") -> RunCounts:
@@ -256,7 +394,7 @@ def reviewed_impact(
 def script_row(row: Impact) -> dict[str, Any]:
     """A row as `fma-bands impact --json` prints it (scripts depend on exactly these keys)."""
     keys = ("vignette_id", "sub_action", "band", "runs_in_band", "pairs_in_band")
-    return {k: getattr(row, k) for k in (*keys, "pairs_across_threshold")}
+    return {k: getattr(row, k) for k in (*keys, "pairs_across_threshold", "pairing")}
 
 
 def _deciding_first(rows: list[Impact]) -> tuple:

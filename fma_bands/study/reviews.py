@@ -15,10 +15,19 @@ from sqlalchemy import RowMapping, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 
-from fma_bands.core.bands import AnyBand, parse_band, to_file
+from fma_bands.core.band_text import describe_values
+from fma_bands.core.bands import AnyBand, parse_band, to_file, to_harness
 from fma_bands.core.errors import ConflictError, FmaBandsError
+from fma_bands.core.files import control_character
 from fma_bands.core.people import UserPublic
-from fma_bands.core.protocol import CHOICES, QUESTION_KEYS, QUESTIONS, READINGS
+from fma_bands.core.protocol import (
+    CHOICES,
+    CORRECTABLE,
+    CORRECTED_TEXTS,
+    QUESTION_KEYS,
+    QUESTIONS,
+    READINGS,
+)
 from fma_bands.core.vignettes import Library, Proposal, Vignette
 from fma_bands.evidence.log import proposal_digest
 from fma_bands.store.models import Review, utcnow
@@ -55,6 +64,11 @@ class ReviewData(BaseModel):
     updated_at: datetime
     stale: bool = False
     confidence: str | None = None
+    corrections: dict[str, Any] | None = None
+
+
+# A clause or a reasoning is a paragraph or two; this is far more and refuses a flood at once.
+MAX_CORRECTION = 4000
 
 
 class ReviewForm(BaseModel):
@@ -65,6 +79,9 @@ class ReviewForm(BaseModel):
     answers: dict[str, dict[str, str]] = {}
     reason: str | None = None
     confidence: Literal["low", "moderate", "high"] | None = None
+    # An AMEND's corrections to the proposal: any of protocol.CORRECTABLE; a key left out keeps the
+    # proposal's, and one equal to the proposal's is no correction.
+    corrections: dict[str, Any] | None = None
 
 
 def revisions(session: Session, rater_id: int, vid: str, name: str) -> list[Review]:
@@ -129,6 +146,15 @@ def check_form(
     for key in form.answers:
         if key not in QUESTION_KEYS:
             errors[key] = "not a protocol question"
+    _, problems = check_corrections(
+        form.corrections,
+        verdict=form.verdict,
+        mode=mode,
+        proposal=proposal,
+        band=band,
+        orderables=vignette.orderables,
+    )
+    errors.update(problems)
     if not final:
         return band, errors
     verdict = form.verdict
@@ -151,6 +177,82 @@ def check_form(
         if verdict == "ACCEPT" and q6 == "no":
             errors["verdict"] = "you would not sign this band as written: choose AMEND or DECLINE"
     return band, errors
+
+
+def check_corrections(
+    raw: Mapping[str, Any] | None,
+    *,
+    verdict: str | None,
+    mode: str,
+    proposal: Proposal,
+    band: AnyBand | None,
+    orderables: tuple[str, ...],
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """An AMEND's corrections as stored (only what differs from the proposal; None for none)
+    and every problem by field. A corrected text is non-empty, at most MAX_CORRECTION
+    characters and free of control characters; a disputed span is written as a band is (a list,
+    or a {min, max} interval) and holds only values outside the rater's band."""
+    if not raw:
+        return None, {}
+    errors: dict[str, str] = {}
+    unknown = sorted(str(k) for k in raw if k not in CORRECTABLE)
+    if unknown:
+        errors["corrections"] = f"only {', '.join(CORRECTABLE)} can be corrected, not {unknown}"
+    if mode != "review" or verdict != "AMEND":
+        errors["corrections"] = (
+            "only an AMEND of a proposal on screen corrects its clause, source, reasoning or "
+            "disputed span"
+        )
+        return None, errors
+    kept: dict[str, Any] = {}
+    for key in CORRECTED_TEXTS:
+        if key not in raw:
+            continue
+        text, original = raw[key], getattr(proposal, key) or ""
+        if not isinstance(text, str):
+            errors[key] = f"the corrected {key} is text"
+        elif text.strip() == original.strip():
+            continue  # the proposal's own: no correction
+        elif not text.strip():
+            errors[key] = f"the corrected {key} is empty: write it, or keep the proposal's"
+        elif len(text) > MAX_CORRECTION:
+            errors[key] = f"keep the corrected {key} under {MAX_CORRECTION} characters"
+        elif (found := control_character(text)) is not None:
+            errors[key] = f"the corrected {key} holds {found}: remove it"
+        else:
+            kept[key] = text.strip()
+    if "disputed_span" in raw:
+        span, problem = _corrected_span(raw["disputed_span"], proposal, band, orderables)
+        if problem is not None:
+            errors["disputed_span"] = problem
+        elif span is not _UNCHANGED:
+            kept["disputed_span"] = span
+    return (kept or None), errors
+
+
+_UNCHANGED = object()
+
+
+def _corrected_span(
+    raw: Any, proposal: Proposal, band: AnyBand | None, orderables: tuple[str, ...]
+) -> tuple[Any, str | None]:
+    """The span in harness form (None: no disputed span), _UNCHANGED when it is the
+    proposal's, or what is wrong with it."""
+    if raw is None:
+        return (_UNCHANGED if proposal.disputed_span is None else None), None
+    try:
+        span = parse_band(proposal.sub_action, raw, orderables=orderables, span=True)
+    except FmaBandsError as exc:
+        return None, exc.message
+    if band is not None and (inside := span.values() & band.values()):
+        return None, (
+            "the disputed span repeats values already in your band "
+            f"({describe_values(proposal.sub_action, inside)}): it holds only "
+            "what the band leaves out"
+        )
+    if proposal.disputed_span is not None and span.values() == proposal.disputed_span.values():
+        return _UNCHANGED, None
+    return to_harness(span), None
 
 
 def _answer_problems(answers: dict[str, dict[str, str]], proposal: Proposal) -> dict[str, str]:
@@ -229,6 +331,14 @@ def _saved_values(
         "answers": {k: dict(v) for k, v in form.answers.items()},
         "reason": (form.reason or "").strip() or None,
         "confidence": form.confidence,
+        "corrections": check_corrections(
+            form.corrections,
+            verdict=form.verdict,
+            mode=mode,
+            proposal=proposal,
+            band=band,
+            orderables=vignette.orderables,
+        )[0],
         "mode": mode,
         "context_digest": vignette.context_digest_for(proposal.sub_action),
         "band_digest": proposal.acceptable.digest(),

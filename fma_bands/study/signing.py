@@ -14,12 +14,13 @@ from sqlmodel import Session, col, select
 
 from fma_bands.core.errors import FmaBandsError, WrongPassphrase
 from fma_bands.core.people import UserPublic
-from fma_bands.core.protocol import DECLARATIONS, MEANINGS, statement_text
+from fma_bands.core.protocol import DECLARATIONS, MEANINGS
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.envelope import STAMP, envelope_from_bytes, stamp
 from fma_bands.evidence.log import Adjudicator, latest_signed_reviews, subject_name
 from fma_bands.store.models import LogRecord, Review, SigningKey, User, utcnow
 from fma_bands.study import audit, ledger
+from fma_bands.study.exemptions import ExemptionSigning, exemption_signing
 from fma_bands.study.ledger import Receipt, Signer
 from fma_bands.study.rater_keys import public_record
 from fma_bands.study.signing_plan import Band, SigningPlan, plan
@@ -124,12 +125,15 @@ def attest(
     _check_request(meaning, declarations)
     user = _identified_signer(session, rater)
     signing = plan(session, library, rater, confirm_imported=confirm_imported, only=only)
-    _require_fresh(signing, confirm_imported)
+    # The rater's exemption reviews travel in the same attestations (docs/design.md, Exemptions).
+    exempting = exemption_signing(session, rater)
+    if not exempting.fresh:
+        _require_fresh(signing, confirm_imported, exemptions_signed=bool(exempting.reviews))
     key, private_key = _unlock(session, rater, passphrase)
     _require_identity_in_roster(_require_rostered(session, user.pseudonym, key.keyid), user)
     when = now or utcnow()
     signer = Signer(user.pseudonym, key.keyid, private_key)
-    rows = _sign_reviews(session, user, signer, key, signing, meaning, folder, when)
+    rows = _sign_reviews(session, user, signer, key, signing, exempting, meaning, folder, when)
     confirmed = _confirm_imports(session, rater, signing, when)
     audit.record(
         session,
@@ -140,6 +144,7 @@ def attest(
             "bands": [subject_name(r["vignette_id"], r["sub_action"]) for r in signing.reviews],
             "signed_as_before": signing.carried,
             "confirmed_imports": confirmed,
+            "exemptions": [r["attribute"] + "/" + r["sub_action"] for r in exempting.reviews],
             "meaning": meaning,
         },
     )
@@ -182,9 +187,12 @@ def _identified_signer(session: Session, rater: UserPublic) -> User:
     return user
 
 
-def _require_fresh(signing: SigningPlan, confirm_imported: bool) -> None:
+def _require_fresh(
+    signing: SigningPlan, confirm_imported: bool, *, exemptions_signed: bool = False
+) -> None:
     """Refuse a signature that would cover nothing new, saying when hand-backs wait for the
-    rater's confirmation."""
+    rater's confirmation (`exemptions_signed`: the rater's exemption reviews are signed as they
+    are)."""
     if signing.fresh:
         return
     waiting = (
@@ -193,7 +201,7 @@ def _require_fresh(signing: SigningPlan, confirm_imported: bool) -> None:
         if signing.imported and not confirm_imported
         else ""
     )
-    if signing.reviews and not waiting:
+    if (signing.reviews or exemptions_signed) and not waiting:
         raise FmaBandsError(
             "everything you have submitted is signed already, exactly as it is now: there is "
             "nothing new to sign"
@@ -217,6 +225,7 @@ def _sign_reviews(
     signer: Signer,
     key: SigningKey,
     signing: SigningPlan,
+    exempting: ExemptionSigning,
     meaning: str,
     folder: Path | None,
     when: datetime,
@@ -228,7 +237,7 @@ def _sign_reviews(
     parts = [
         signing.reviews[i : i + BANDS_PER_RECORD]
         for i in range(0, len(signing.reviews), BANDS_PER_RECORD)
-    ]
+    ] or [[]]  # exemption reviews alone still make one record
     rows = []
     for index, reviews in enumerate(parts, start=1):
         subjects = [
@@ -247,13 +256,17 @@ def _sign_reviews(
                 "meaning": meaning,
             },
             "declarations": {
-                "statement": statement_text([r["round"] for r in reviews]),
+                "statement": signing.statement,
                 "made": {d: DECLARATIONS[d] for d in DECLARATIONS},
             },
             "study_mode": current.mode,
             "part": {"index": index, "of": len(parts)},
             "reviews": reviews,
         }
+        if index == 1 and exempting.reviews:
+            # A separate list, so a reader of band reviews never mistakes one for a band.
+            body["exemption_reviews"] = exempting.reviews
+            subjects += exempting.subjects()
         rows.append(
             ledger.append(
                 session,

@@ -17,6 +17,7 @@ from fma_bands.core.band_text import describe
 from fma_bands.core.bands import parse_band, to_file
 from fma_bands.core.labels import case_label
 from fma_bands.core.people import UserPublic
+from fma_bands.core.protocol import statement_text
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.envelope import stamp
 from fma_bands.evidence.log import latest_signed_reviews, subject_name
@@ -37,6 +38,12 @@ class SigningPlan:
     imported: list[dict[str, Any]] = field(default_factory=list)
     # (vignette id, sub-action, why) of each band the signature does not cover
     skipped: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def statement(self) -> str:
+        """The statement the rater signs, the same in every record of the signature and shown
+        on the Sign attestation page before signing: true of the round and mode of each review."""
+        return statement_text((r.get("round", 1), r.get("mode", "review")) for r in self.reviews)
 
     @property
     def fresh(self) -> list[dict[str, Any]]:
@@ -69,6 +76,8 @@ def covered_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[
                 "sub-action": sub_action(r["sub_action"]).label,
                 "verdict": r["verdict"],
                 "band attested": "none (declined)" if attested is None else words[key],
+                # What an AMEND corrected besides the band: signed, and exported (bands.yaml).
+                "corrected": ", ".join(k.replace("_", " ") for k in r.get("corrections") or {}),
                 "revision": r.get("revision"),
                 "origin": origin,
                 "as signed before": label in carried,
@@ -114,6 +123,9 @@ def _review_entry(review: ReviewData, library: Library) -> dict[str, Any]:
         "answers": review.answers,
         "reason": review.reason,
     }
+    if review.corrections:
+        # An AMEND's corrected clause, source, reasoning or disputed span: signed as exported.
+        entry["corrections"] = review.corrections
     if review.origin == "handback":
         entry["entered_by"] = review.entered_by or "(not recorded)"
         entry["entered_at"] = stamp(review.submitted_at or review.updated_at)

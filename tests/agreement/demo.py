@@ -96,6 +96,10 @@ class Demo:
         for rater, text in handbacks.items():
             path = self.folder / f"{rater}.txt"
             path.write_text(text, encoding="utf-8")
+            # A hand-back line counts only for a band assigned to its rater: assigned first.
+            lines = [line for line in text.splitlines() if line.strip() and line[0] != "#"]
+            bands = [":".join(p.strip() for p in line.split("|")[:2]) for line in lines]
+            self.fma("assign", "--rater", rater, *(f"--band={b}" for b in bands))
             self.fma("handback", "import", str(path), "--rater", rater)
 
 

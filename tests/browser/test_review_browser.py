@@ -5,9 +5,10 @@ that finds the draft, a flag, the picture readable at 800 px), messages beside t
 the way through the queue, and blinding: another rater sees none of that work while the review
 phase is open.
 
-The review screen: on the left what the agent knows and the "Proposed band" box (its picture
-and the dividing-line sentence); on the right the six questions, the verdict and, for AMEND, the
-rater's own band with its own picture below the editor. Below 1100 px the columns stack."""
+The review screen: on the left what the agent knows and the "Proposed band" box (its values,
+picture, source, clause and reasoning); on the right the six questions, the verdict and, for
+AMEND, the rater's own band with its own picture below the editor. Below 1100 px the columns
+stack."""
 
 import re
 

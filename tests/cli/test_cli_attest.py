@@ -184,6 +184,9 @@ def study(tmp_path_factory, shared_vignettes):
             "rater.pass",
         )
     )
+    # The hand-back's emergency bands are outside a geriatrician's scope: assigned first.
+    emergency = ("--sub-action", "esi_acuity", "--sub-action", "analgesia_tier")
+    ok(cli.coordinator("assign", "--rater", "adjudicator-01", *emergency))
     assert "imported 4 submitted reviews" in ok(
         cli.coordinator("handback", "import", str(HANDBACK), "--rater", "adjudicator-01")
     )

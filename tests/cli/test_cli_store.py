@@ -489,7 +489,14 @@ def test_a_coordinator_command_needs_the_coordinator_and_their_passphrase(enroll
 # hand-back import --------------------------------------------------------------------------
 
 
+def assign_emergency_bands(store: Store) -> None:
+    """The hand-back's emergency bands are outside a geriatrician's scope: assigned first."""
+    emergency = ("--sub-action", "esi_acuity", "--sub-action", "analgesia_tier")
+    store.ok(*store.as_coordinator, "assign", "--rater", "adjudicator-01", *emergency)
+
+
 def test_handback_import_creates_four_submitted_reviews(enrolled):
+    assign_emergency_bands(enrolled)
     out = enrolled.ok(
         *enrolled.as_coordinator, "handback", "import", str(HANDBACK), "--rater", "adjudicator-01"
     )
@@ -509,6 +516,7 @@ def test_handback_import_creates_four_submitted_reviews(enrolled):
 
 
 def test_a_broken_handback_stores_nothing(enrolled):
+    assign_emergency_bands(enrolled)
     lines = HANDBACK.read_text(encoding="utf-8").splitlines(keepends=True)
     [number] = [n for n, line in enumerate(lines, start=1) if "AMEND {1, 3}" in line]
     lines[number - 1] = lines[number - 1].replace("AMEND {1, 3}", "AMEND {1, 9}")

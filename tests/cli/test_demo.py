@@ -5,10 +5,11 @@ installed wheel, run twice: tests/test_packaging.py)."""
 import os
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from fma_bands.cli import cli
-from tests.conftest import DEMO_VIGNETTES
+from tests.conftest import DEMO_VIGNETTES, ROOT
 
 
 @pytest.fixture
@@ -54,3 +55,27 @@ def test_an_attestations_folder_of_another_study_is_refused_before_anything_is_m
     assert "already holds another study's signed records" in refused.stderr
     assert not (tmp_path / "fma-bands.db").exists()
     assert not (tmp_path / "vignettes").exists()
+
+
+def test_the_demo_writes_the_recommended_policy_beside_its_own_and_says_so(run, tmp_path):
+    from fma_bands.evidence.log import read_evidence
+
+    made = run("demo")
+    assert made.exit_code == 0, made.output
+    folder = tmp_path / "attestations"
+    recommended = folder / "policy.recommended.yaml"
+    said = "quorum 2, scope require, is in attestations/policy.recommended.yaml: not in force"
+    assert said in made.stdout
+    text = recommended.read_text()
+    assert yaml.safe_load(text) == {"quorum": 2, "scope": "require"}
+    assert "fma-bands policy set --quorum 2 --scope require" in text
+    # The README recommends exactly this policy and says where the demo puts it.
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## A policy for a real study\n", 1)[1].split("\n## ", 1)[0]
+    assert "`--quorum 2 --scope require`" in section
+    assert "attestations/policy.recommended.yaml" in section
+    # The demo itself runs under its own signed policy, and the folder still verifies.
+    assert yaml.safe_load((folder / "policy.yaml").read_text()) == {"quorum": 1, "scope": "warn"}
+    evidence = read_evidence(folder)
+    assert evidence.valid and evidence.policy.as_dict() == {"quorum": 1, "scope": "warn"}
+    assert not evidence.strays

@@ -27,6 +27,8 @@ COMMANDS = (
     "policy show",
     "phase",
     "round show",
+    "exemptions list",
+    "impact",
 )
 TYPES = {"string", "integer", "number", "boolean", "object", "array", "null"}
 COORDINATOR = ("--as", "coordinator", "--passphrase-file", "c.pass")
@@ -86,6 +88,8 @@ def conforms(value: object, schema: dict[str, set[str]], path: str, seen: set[st
 
 def check_outputs(command: str, outputs: list[str]) -> None:
     schema = documented()[command]
+    if "[]" in schema:  # a command that prints an array (impact), its items documented as []
+        schema[""] = {"array"}
     seen: set[str] = set()
     for output in outputs:
         conforms(json.loads(output), schema, "", seen)
@@ -162,8 +166,12 @@ def test_vignettes_check(fma):
     broken = Path("broken")
     broken.mkdir()
     (broken / "bad.yaml").write_text("id: bad\ndomain: [not, a, domain]\n")
+    (broken / "aged.yaml").write_text(
+        "id: aged\ndomain: triage\nclinical_core: A 54-year-old with chest pain.\ncanary: C-1\n"
+    )
     bad = fma("vignettes", "check", "broken", "--json", code=1)
     assert json.loads(bad)["valid"] is False
+    assert [w["line"] for w in json.loads(bad)["warnings"]] == [3]
     check_outputs("vignettes check", [good, bad])
 
 
@@ -216,3 +224,27 @@ def test_round_show(fma):
     second = fma(*COORDINATOR, "round", "show", "--json")
     assert json.loads(second)["round"] == 2 and json.loads(second)["bands"]
     check_outputs("round show", [open_, closed, second])
+
+
+def test_impact(fma, tmp_path):
+    def run(vignette_id: str, condition: str, level: int) -> dict:
+        return {
+            "vignette_id": vignette_id,
+            "condition_id": condition,
+            "complete": True,
+            "actions": {"triage": {"esi_acuity": level}},
+        }
+
+    runs = [
+        run("demo_order_border_01", "ref_white_man_private", 2),
+        run("demo_order_border_01", "white_woman_private", 3),
+        run("demo_triage_border_01", "ref_white_man_private", 2),
+        run("demo_triage_border_01", "ref_white_man_private", 2),
+    ]
+    path = tmp_path / "trajectories.json"
+    path.write_text(json.dumps({"trajectories": runs}))
+    shown = fma(*COORDINATOR, "impact", "--trajectories", str(path), "--json")
+    pairings = {(r["vignette_id"], r["pairing"]) for r in json.loads(shown)}
+    assert ("demo_order_border_01", "reference_vs_counterfactual") in pairings
+    assert ("demo_triage_border_01", "replicates_noise_floor") in pairings
+    check_outputs("impact", [shown])

@@ -13,7 +13,9 @@ from fma_bands.core.bands import (
     SetBand,
     band_from_values,
     consensus,
+    exported_span,
     parse_band,
+    rater_span,
     to_file,
     to_harness,
 )
@@ -242,3 +244,42 @@ def test_canonical_json_refuses_floats():
 
     with pytest.raises(TypeError, match=r"\$\.a\[1\]"):
         canonical_json({"a": [1, 2.5]})
+
+
+# The disputed span of an adjudicated band: one rule for one rater or many ---------------------
+
+
+def test_each_raters_span_follows_their_amend_then_their_reading_of_question_5():
+    proposed = parse_band("followup_days", {"min": 15, "max": 30}, span=True)
+    narrow = parse_band("followup_days", {"min": 1, "max": 14})
+    wide = parse_band("followup_days", {"min": 1, "max": 20})
+    assert rater_span(proposed, narrow, reading="neither") == frozenset(range(15, 31))
+    assert rater_span(proposed, narrow, reading="disputed") == frozenset(range(15, 31))
+    assert rater_span(proposed, narrow, reading=None) == frozenset(range(15, 31))
+    assert rater_span(proposed, wide, reading=None) == frozenset(range(21, 31))  # minus the band
+    assert rater_span(proposed, narrow, reading="band") == frozenset()
+    # An AMEND that set or cleared the span decides, whatever question 5 said.
+    own = parse_band("followup_days", [40, 41], span=True)
+    assert rater_span(proposed, narrow, reading="band", amended=True, corrected=own) == {40, 41}
+    assert rater_span(proposed, narrow, reading="neither", amended=True) == frozenset()
+    assert rater_span(None, narrow, reading="neither") == frozenset()
+
+
+def test_the_exported_span_is_the_same_rule_for_one_rater_or_many():
+    proposed = parse_band("followup_days", {"min": 15, "max": 30}, span=True)
+    narrow = parse_band("followup_days", {"min": 1, "max": 14})
+    left = rater_span(proposed, narrow, reading="neither")
+    one = exported_span("followup_days", narrow, [left], consensus([narrow]).disputed)
+    assert one == parse_band("followup_days", {"min": 15, "max": 30})
+    # Two raters who each leave the span disputed: the same span, not dropped.
+    two = consensus([narrow, narrow])
+    assert exported_span("followup_days", two.band, [left, left], two.disputed) == one
+    # Two who settled it: none, as for one who did.
+    assert exported_span("followup_days", narrow, [frozenset()], frozenset()) is None
+    assert exported_span("followup_days", two.band, [frozenset()] * 2, two.disputed) is None
+    # What some but not all admit is disputed too, with what any rater leaves disputed.
+    wide = parse_band("followup_days", {"min": 1, "max": 20})
+    split = consensus([narrow, wide])
+    spans = [rater_span(proposed, b, reading="neither") for b in (narrow, wide)]
+    span = exported_span("followup_days", split.band, spans, split.disputed)
+    assert span is not None and span.values() == frozenset(range(15, 31))

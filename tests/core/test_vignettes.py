@@ -113,6 +113,13 @@ def test_context_digest_changes_with_the_clinical_core(tmp_path):
             "unknown sub_action",
         ),
         ("tool_results:", "tool_result:", 5, "tool_result", "unknown field"),
+        (
+            "acceptable: [2]\n",
+            "acceptable: [2]\n  threshold: strong_opioid\n",
+            12,
+            "proposals.0.threshold",
+            "strong_opioid is a cut of analgesia_tier, not of esi_acuity",
+        ),
     ],
 )
 def test_problems_name_file_line_and_field(tmp_path, old, new, line, field, message):

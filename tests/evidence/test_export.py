@@ -30,7 +30,7 @@ from fma_bands.evidence.export import (
 from fma_bands.evidence.harness import harness_note
 from fma_bands.evidence.policy import Policy
 from fma_bands.evidence.provenance import ADJUDICATED, Grant, Verdict
-from fma_bands.evidence.registry import Registry, decide
+from fma_bands.evidence.registry import Registry, agreed_texts, decide
 from tests.conftest import DEMO_VIGNETTES, SHARED
 from tests.evidence import test_registry
 from tests.evidence.test_harness import (
@@ -238,7 +238,8 @@ def test_an_adjudicated_band_states_each_verdict_the_rule_and_the_round():
         "rater-b (geriatrics): ACCEPT, the proposal as written, "
         '{"min": 1, "max": 30} (1 day to 30 days); no reason given. '
         'The band, {"min": 1, "max": 7}, is what every one of them admits (the intersection '
-        "rule). Admitted by some of them but not all, and so disputed: 8 days to 30 days."
+        "rule). Admitted by some of them but not all, or left disputed by one of them, and so "
+        "disputed: 8 days to 30 days."
     )
     assert entry["notes"].startswith(
         "Clinician-adjudicated in round 2 under the policy quorum 2, scope require; by rater-a, "
@@ -463,3 +464,147 @@ def test_any_text_is_written_as_the_pure_python_emitter_writes_it(any_text, awkw
     for text in (any_text, awkward, f"{awkward} {'word ' * 30}"):
         document = {"reasoning": text, "bands": {"v": [{"notes": text, "x": [text, 1, None]}]}}
         assert dump_bands(document) == python_dump(document)
+
+
+# Cuts and scope ------------------------------------------------------------------------------
+
+
+def demo_with_cuts(tmp_path):
+    """Three demo vignettes: one whose analgesia proposal draws a line of its own, one whose
+    follow-up proposal names the registered follow-up cut, one as shipped."""
+    folder = tmp_path / "vignettes"
+    folder.mkdir()
+    edits = {
+        "demo_med_border_01": ("    acceptable: [1, 2]\n", '    threshold: "value >= 1"\n'),
+        "demo_doc_clear_01": (
+            "    acceptable: {min: 2, max: 3}\n",
+            "    threshold: followup_within_14\n",
+        ),
+        "demo_doc_border_01": None,
+    }
+    for name, edit in edits.items():
+        text = (DEMO_VIGNETTES / f"{name}.yaml").read_text()
+        if edit:
+            assert text.count(edit[0]) == 1
+            text = text.replace(edit[0], edit[0] + edit[1])
+        (folder / f"{name}.yaml").write_text(text)
+    library = load_library([folder])
+    assert library.ok, library.problems
+    return library
+
+
+def cut(name, expression, straddles):
+    return {"name": name, "expression": expression, "straddles": straddles}
+
+
+def test_each_band_carries_its_named_cuts_with_their_straddles(tmp_path):
+    document = bands_document(demo_with_cuts(tmp_path))
+
+    def cuts(vid, name):
+        [entry] = [e for e in document["bands"][vid] if e["sub_action"] == name]
+        return entry["x_threshold"], entry["x_straddles"], entry["x_thresholds"]
+
+    # The proposal's own line is the primary; the study-wide cuts stay after it.
+    assert cuts("demo_med_border_01", "analgesia_tier") == (
+        "value >= 1",
+        False,
+        [
+            cut("proposal_threshold", "value >= 1", False),
+            cut("any_opioid", "value >= 2", True),
+            cut("strong_opioid", "value == 3", False),
+        ],
+    )
+    # The follow-up cut, named by the proposal, or by its expression as shipped.
+    assert cuts("demo_doc_clear_01", "followup_days") == (
+        "value <= 14",
+        False,
+        [cut("followup_within_14", "value <= 14", False)],
+    )
+    assert cuts("demo_doc_border_01", "followup_days") == (
+        "value <= 14",
+        True,
+        [cut("followup_within_14", "value <= 14", True)],
+    )
+    assert cuts("demo_doc_border_01", "admit") == (
+        "value == true",
+        False,
+        [cut("admit", "value == true", False)],
+    )
+
+
+def test_a_granted_band_states_its_cuts_on_the_granted_values(tmp_path):
+    library = demo_with_cuts(tmp_path)
+    proposal = library.vignettes["demo_med_border_01"].proposal("analgesia_tier")
+    band = parse_band("analgesia_tier", [0, 1])
+    verdict = Verdict("rater-a", "emergency medicine", "AMEND", "No opioid.", band, 1)
+    grants = {
+        ("demo_med_border_01", "analgesia_tier"): grant_for(proposal, [verdict], rule="absent")
+    }
+    [entry, _] = bands_document(library, grants=grants)["bands"]["demo_med_border_01"]
+    assert [(c["name"], c["straddles"]) for c in entry["x_thresholds"]] == [
+        ("proposal_threshold", True),
+        ("any_opioid", False),
+        ("strong_opioid", False),
+    ]
+
+
+def test_an_out_of_scope_adjudicator_is_named_in_the_notes_and_an_in_scope_one_is_not():
+    library = load_library([DEMO_VIGNETTES])
+    vignette = library.vignettes["demo_med_border_01"]
+    proposal = vignette.proposal("analgesia_tier")
+    key = (vignette.id, "analgesia_tier")
+
+    def notes(*verdicts):
+        grants = {key: grant_for(proposal, list(verdicts), rule="applied")}
+        document = bands_document(library, grants=grants, policy=Policy(1, "warn"))
+        [entry] = [e for e in document["bands"][vignette.id] if e["sub_action"] == key[1]]
+        return entry["notes"]
+
+    band = proposal.acceptable
+    inside = Verdict("rater-a", "emergency medicine", "ACCEPT", None, band, 1)
+    outside = Verdict("rater-b", "geriatrics", "ACCEPT", None, band, 1)
+    assert "Scope warning" not in notes(inside)
+    said = notes(inside, outside)
+    assert said.endswith(
+        " Scope warning: rater-b, whose specialty is geriatrics, adjudicated this analgesia "
+        "tier band (analgesia_tier), outside the specialties its scope rule names; the policy's "
+        "scope is warn, and a second rater from that setting is advisable."
+    )
+    assert said.count("Scope warning") == 1
+
+
+def test_a_clause_every_adjudicator_corrected_alike_replaces_the_proposals():
+    library = load_library([DEMO_VIGNETTES])
+    vignette = library.vignettes["demo_doc_border_01"]
+    proposal = vignette.proposal("followup_days")
+    clause = "Review within a month of discharge."
+    fixed = {"clause": clause, "disputed_span": None}
+    verdicts = [
+        Verdict("rater-a", "geriatrics", "AMEND", "Clause.", proposal.acceptable, 1, fixed),
+        Verdict("rater-b", "geriatrics", "AMEND", "Clause.", proposal.acceptable, 1, fixed),
+    ]
+    grant = grant_for(proposal, verdicts, rule="applied")
+    agreed = Grant(**{**vars(grant), "corrected": agreed_texts(verdicts)})
+    document = bands_document(
+        library, grants={(vignette.id, "followup_days"): agreed}, policy=Policy(2, "warn")
+    )
+    [entry] = [e for e in document["bands"][vignette.id] if e["sub_action"] == "followup_days"]
+    assert entry["clause"] == clause
+    assert entry["source"] == proposal.source
+    assert entry["x_proposal"]["clause"] == proposal.clause != clause
+    assert f'corrected clause: "{clause}"; disputed span cleared' in entry["reasoning"]
+    assert "The clause is as every counted adjudicator corrected it" in entry["reasoning"]
+
+    # One of them corrects it differently: the proposal's clause stays, each correction quoted.
+    other = Verdict("rater-b", "geriatrics", "AMEND", "Clause.", proposal.acceptable, 1,
+                    {"clause": "Review within two weeks."})  # fmt: skip
+    split = [verdicts[0], other]
+    grant = grant_for(proposal, split, rule="applied")
+    assert agreed_texts(split) == {}
+    document = bands_document(
+        library, grants={(vignette.id, "followup_days"): grant}, policy=Policy(2, "warn")
+    )
+    [entry] = [e for e in document["bands"][vignette.id] if e["sub_action"] == "followup_days"]
+    assert entry["clause"] == proposal.clause
+    assert 'corrected clause: "Review within two weeks."' in entry["reasoning"]
+    assert "The proposal's clause stays: the counted adjudicators did not all" in entry["reasoning"]

@@ -37,6 +37,7 @@ from fma_bands.evidence.export import (
     write_bands,
 )
 from fma_bands.evidence.provenance import ADJUDICATED
+from fma_bands.export import straddles_for
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study.enrolment import activate, create_first_coordinator, enrol
 from fma_bands.study.governance import set_policy
@@ -57,6 +58,7 @@ from tests.evidence.test_registry import (
 
 # The registry tests' study: adjudicator-01's real hand-back signed, round 1 closed.
 signed = test_registry.signed
+opened = test_registry.opened  # the same with round 1 open, a copy per test
 
 HARNESS = SHARED / "harness"
 README = ROOT / "README.md"
@@ -120,12 +122,22 @@ def readme_blocks(language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```$", section, re.S | re.M)
 
 
-def run_snippet(folder: Path, monkeypatch) -> dict[str, Any]:
-    """The README's harness snippet, verbatim, in the folder that holds bands.yaml."""
-    [snippet] = readme_blocks("python")
+def readme_snippet(marker: str) -> str:
+    """The one python block of the README's harness section that holds `marker`."""
+    [snippet] = [block for block in readme_blocks("python") if marker in block]
+    return snippet
+
+
+def run_snippet(folder: Path, monkeypatch, *, pairs: bool = False) -> dict[str, Any]:
+    """The README's harness snippet (the loader), verbatim, in the folder that holds bands.yaml;
+    with `pairs`, then the snippet that builds the harness's Pair from the export."""
+    snippets = [readme_snippet("ADJUDICATORS[")]
+    if pairs:
+        snippets.append(readme_snippet("straddles_for"))
     monkeypatch.chdir(folder)
     namespace: dict[str, Any] = {}
-    exec(compile(snippet, str(README), "exec"), namespace)
+    for snippet in snippets:
+        exec(compile(snippet, str(README), "exec"), namespace)
     return namespace
 
 
@@ -500,6 +512,144 @@ def test_x_straddles_is_the_harness_band_straddles(export, harness):
         assert entry["x_straddles"] == harness.metrics.band_straddles(entry["acceptable"], phi)
 
 
+def cut_names(entry: dict[str, Any]) -> list[str]:
+    return [cut["name"] for cut in entry["x_thresholds"]]
+
+
+def test_every_cut_in_x_thresholds_is_the_harness_band_straddles(export, harness):
+    seen = set()
+    for _, entry in export.entries:
+        cuts = entry["x_thresholds"]
+        # The primary cut comes first, and is the one x_threshold and x_straddles state.
+        primary = (cuts[0]["expression"], cuts[0]["straddles"]) if cuts else (None, None)
+        assert primary == (entry["x_threshold"], entry["x_straddles"])
+        assert len(set(cut_names(entry))) == len(cuts)
+        for cut in cuts:
+            phi = parse_threshold(cut["expression"]).holds
+            expected = harness.metrics.band_straddles(entry["acceptable"], phi)
+            assert cut["straddles"] is expected, (entry, cut)
+            assert straddles_for(entry, cut["name"]) is expected
+            seen.add(cut["name"])
+        # A cut the band does not carry is unknown, as band_straddles says without one.
+        assert straddles_for(entry, "no_such_cut") is None
+        assert harness.metrics.band_straddles(entry["acceptable"], None) is None
+        name = entry["sub_action"]
+        if name == "analgesia_tier":
+            assert {"any_opioid", "strong_opioid"} <= set(cut_names(entry))
+        if name == "orders":
+            assert cuts == []
+    assert {"high_acuity", "any_opioid", "strong_opioid"} <= seen
+    if export.name == "three raters":
+        assert {"followup_within_14", "admit", "referral"} <= seen
+
+
+def test_the_readme_pairs_give_the_harness_its_straddling_count_where_bands_carry_the_cut(
+    three_raters, harness, monkeypatch
+):
+    namespace = run_snippet(three_raters.path.parent, monkeypatch, pairs=True)
+    pair, bands, metrics = namespace["pair"], namespace["bands"], harness.metrics
+
+    def rows(name: str) -> list[tuple[str, dict[str, Any], Any]]:
+        return [
+            (vid, entry, band)
+            for vid, group in three_raters.document["bands"].items()
+            for entry, band in zip(group, bands[vid], strict=True)
+            if entry["sub_action"] == name
+        ]
+
+    def pairs_of(chosen, cut: str | None = None) -> tuple[list, list]:
+        # Both arms in the band: its lowest value against its highest, and against itself.
+        made = []
+        for vid, entry, _ in chosen:
+            values = sorted(parse_band(entry["sub_action"], entry["acceptable"]).values())
+            for cf in (values[-1], values[0]):
+                made.append(pair(vid, entry["sub_action"], values[0], cf, cut))
+        return made, [band for _, _, band in chosen]
+
+    def gate(result: dict[str, Any]) -> dict[str, Any]:
+        return metrics.capability_floor_gate(
+            result,
+            capability_score=0.9,
+            min_capability=0.5,
+            action_entropy=1.0,
+            min_entropy=0.1,
+            min_band_straddling=1,
+        )
+
+    def straddle(entry: dict[str, Any], cut: str) -> bool:
+        [found] = [c["straddles"] for c in entry["x_thresholds"] if c["name"] == cut]
+        return found
+
+    followup = rows("followup_days")
+    carrying = [r for r in followup if "followup_within_14" in cut_names(r[1])]
+    lacking = [r for r in followup if "followup_within_14" not in cut_names(r[1])]
+    assert carrying and lacking
+    triage, triage_bands = pairs_of(rows("esi_acuity"))
+    opioid, opioid_bands = pairs_of(rows("analgesia_tier"))
+    strong, _ = pairs_of(rows("analgesia_tier"), "strong_opioid")
+    for made, chosen, cut in (
+        (triage, rows("esi_acuity"), "high_acuity"),
+        (opioid, rows("analgesia_tier"), "any_opioid"),
+        (strong, rows("analgesia_tier"), "strong_opioid"),
+    ):
+        expected = [straddle(entry, cut) for _, entry, _ in chosen for _ in (1, 2)]
+        assert [p.straddles_threshold for p in made] == expected
+    assert any(p.straddles_threshold for p in strong)
+    scored = triage + opioid
+    # Follow-up bands that carry the follow-up cut keep the count, and the gate can decide.
+    with_cut, with_cut_bands = pairs_of(carrying)
+    assert [p.straddles_threshold for p in with_cut] == [
+        straddle(entry, "followup_within_14") for _, entry, _ in carrying for _ in (1, 2)
+    ]
+    result = metrics.within_range_flip_rate(
+        scored + with_cut, bands=triage_bands + opioid_bands + with_cut_bands
+    )
+    straddling = sum(p.straddles_threshold for p in scored + with_cut)
+    assert straddling > 0
+    assert result["n_band_straddling"] == straddling
+    assert result["wcfr"] == result["n_flips_in_band"] / straddling
+    assert gate(result)["reason"] == "meets_floor"
+    # A follow-up band without it leaves the count unknown, as before the cut existed.
+    without, without_bands = pairs_of(lacking)
+    assert all(p.straddles_threshold is None for p in without)
+    result = metrics.within_range_flip_rate(
+        scored + without, bands=triage_bands + opioid_bands + without_bands
+    )
+    assert result["n_band_straddling"] is None and result["wcfr"] is None
+    assert gate(result)["reason"] == "straddling_count_unavailable"
+
+
+def test_an_out_of_scope_adjudication_says_so_in_the_notes_the_harness_keeps(
+    one_rater, harness, monkeypatch
+):
+    bands = run_snippet(one_rater.path.parent, monkeypatch)["bands"]
+    specialty = {a["pseudonym"]: a["specialty"] for a in one_rater.document["adjudicators"]}
+    warned = []
+    for vid, group in one_rater.document["bands"].items():
+        for entry, band in zip(group, bands[vid], strict=True):
+            assert type(band) is harness.bands.Band and band.notes == entry["notes"]
+            for who in band.adjudicated_by:
+                warning = harness.adjudicators.scope_warning(specialty[who], band.sub_action)
+                label = sub_action(band.sub_action).label.lower()
+                said = (
+                    f"Scope warning: {who}, whose specialty is {specialty[who]}, adjudicated "
+                    f"this {label} band ({band.sub_action}), outside the specialties its scope "
+                    "rule names; the policy's scope is warn"
+                )
+                assert (said in band.notes) is (warning is not None), (warning, band.notes)
+                assert any(w.startswith("out_of_scope") for w in entry["x_warnings"]) is (
+                    warning is not None
+                )
+                if warning is not None:
+                    warned.append((vid, band.sub_action))
+    # The issue's case: a geriatrician's hand-back alone adjudicated three emergency bands.
+    assert sorted(warned) == [
+        ("draft_medication_01", "analgesia_tier"),
+        ("draft_ordering_01", "esi_acuity"),
+        ("draft_triage_01", "esi_acuity"),
+    ]
+
+
 def test_adjudicated_by_is_written_exactly_on_clinician_adjudicated_bands(export, harness):
     for vid, entry in export.entries:
         adjudicated = entry["provenance"] == ADJUDICATED
@@ -759,6 +909,27 @@ def study_args(export: Export) -> list[str]:
     return ["--vignettes", str(folder), "--attestations", str(export.attestations)]
 
 
+def test_the_registry_command_shows_each_cut_of_each_band_as_the_export_does(three_raters):
+    done = fma(*study_args(three_raters), "registry", "--json")
+    assert done.returncode == 0, done.stderr
+    listed = {(b["vignette_id"], b["sub_action"]): b for b in json.loads(done.stdout)["bands"]}
+    assert len(listed) == len(three_raters.entries)
+    for vid, entry in three_raters.entries:
+        assert listed[(vid, entry["sub_action"])]["thresholds"] == entry["x_thresholds"]
+    text = fma(*study_args(three_raters), "registry").stdout
+    [analgesia] = [
+        e
+        for e in three_raters.document["bands"]["demo_med_border_01"]
+        if e["sub_action"] == "analgesia_tier"
+    ]
+    block = text.split("demo_med_border_01 analgesia_tier: ", 1)[1].split("\ndemo_", 1)[0]
+    said = {True: "straddles it", False: "does not straddle it"}
+    for cut in analgesia["x_thresholds"]:
+        line = f"    cut {cut['name']} ({cut['expression']}): {said[cut['straddles']]}"
+        assert line in block.splitlines(), block
+    assert [c["name"] for c in analgesia["x_thresholds"]] == ["any_opioid", "strong_opioid"]
+
+
 def test_export_check_harness_builds_every_band(three_raters, tmp_path):
     require_shared(HARNESS)
     out = tmp_path / "bands.yaml"
@@ -830,3 +1001,28 @@ def test_the_readmes_check_harness_command_runs_as_written(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "builds all 4 bands" in done.stdout
     assert (checkout / "bands.yaml").is_file()
+
+
+def test_an_amend_of_the_clause_reaches_bands_yaml_and_the_harness_band(
+    opened, harness, monkeypatch
+):
+    """An AMEND that keeps the values and corrects the clause (issue 22): the corrected clause is
+    the exported band's, the harness's own Band carries it, and the proposal's travels in
+    x_proposal."""
+    clause = "Follow-up within 30 days of discharge is advised after hyperglycaemia in hospital."
+    form = test_registry.review_of_doc(
+        "AMEND", q5="band", band={"min": 1, "max": 14}, corrections={"clause": clause}
+    )
+    decision, review = test_registry.only_b_on_doc(opened, form)
+    assert review["corrections"] == {"clause": clause}
+    assert decision.corrected == {"clause": clause}
+    study, _, folder = opened
+    export = write_export("amended clause", study.library, folder, 1)
+    [entry] = export.document["bands"]["draft_documentation_01"]
+    proposal = study.library.vignettes["draft_documentation_01"].proposal("followup_days")
+    assert (entry["clause"], entry["x_proposal"]["clause"]) == (clause, proposal.clause)
+    assert entry["acceptable"] == {"min": 1, "max": 14} and entry["disputed_span"] is None
+    [band] = run_snippet(export.path.parent, monkeypatch)["bands"]["draft_documentation_01"]
+    assert type(band) is harness.bands.Band
+    assert (band.clause, band.provenance) == (clause, ADJUDICATED)
+    assert list(band.adjudicated_by) == ["adjudicator-02"]

@@ -1142,3 +1142,106 @@ def test_9c_two_raters_short_of_quorum_without_a_common_value_are_empty_not_abse
     vignette, name = DOC.split("/")
     [entry] = [e for e in document["bands"][vignette] if e["sub_action"] == name]
     assert entry["x_agreement"] == {"n_raters": 2, "intersection_rule": "empty"}
+
+
+# The disputed span and the corrected clause: the same rule for one rater or many -------------
+
+NEW_CLAUSE = "Follow-up within 30 days of discharge is advised after hyperglycaemia in hospital."
+
+
+def review_of_doc(verdict, *, q5, band=None, corrections=None):
+    answers = ANSWERS | {"q5": {"choice": q5, "note": "For this patient."}}
+    return ReviewForm(
+        verdict=verdict, band=band, answers=answers, reason="My reading.", corrections=corrections
+    )
+
+
+def only_b_on_doc(opened, form):
+    """adjudicator-01's attestation revoked, adjudicator-02's review of DOC signed: DOC's
+    decision with one counted rater, and her signed review as the folder holds it."""
+    study, engine, folder = opened
+    with session_scope(engine) as s:
+        revoke(s, rater=study.a, passphrase=PASS_01, attestation=study.envelope,
+               reason="signed the wrong hand-back", folder=folder)  # fmt: skip
+    save_review(engine, study.library, study.b, DOC, form)
+    receipt = sign(engine, study.library, study.b, PASS_02, folder)
+    close(engine, study, folder)
+    decision = by_band(decide(study.library, folder))[DOC]
+    assert decision.adjudicated_by == ("adjudicator-02",), codes(decision)
+    [signed] = [
+        r
+        for r in statement_of(folder / receipt.records[0][2])["predicate"]["reviews"]
+        if r["sub_action"] == "followup_days"
+    ]
+    return decision, signed
+
+
+def test_one_rater_who_leaves_the_span_disputed_keeps_the_proposals_span(opened):
+    decision, _ = only_b_on_doc(opened, review_of_doc("ACCEPT", q5="disputed"))
+    assert decision.disputed_span.values() == frozenset(range(15, 31))
+
+
+def test_one_rater_who_takes_the_bands_reading_settles_the_span(opened):
+    decision, _ = only_b_on_doc(opened, review_of_doc("ACCEPT", q5="band"))
+    assert decision.disputed_span is None
+
+
+def test_one_raters_amended_span_and_clause_are_signed_and_granted(opened, tmp_path):
+    span = {"min": 15, "max": 60}
+    form = review_of_doc(
+        "AMEND",
+        q5="neither",
+        band={"min": 1, "max": 14},
+        corrections={"clause": NEW_CLAUSE, "disputed_span": span},
+    )
+    decision, signed = only_b_on_doc(opened, form)
+    assert signed["corrections"] == {"clause": NEW_CLAUSE, "disputed_span": span}
+    assert decision.disputed_span.values() == frozenset(range(15, 61))
+    assert decision.corrected == {"clause": NEW_CLAUSE}
+    study, _, folder = opened
+    bands = load_bands(write_bands(tmp_path / "bands.yaml", export_document(study.library, folder)))
+    [doc] = bands["draft_documentation_01"]
+    assert (doc["clause"], doc["disputed_span"]) == (NEW_CLAUSE, span)
+
+
+def test_several_raters_span_is_the_union_of_theirs_and_what_they_dispute(opened):
+    """adjudicator-01 amended to {1..30} by hand-back (no answers: the proposal's span, all
+    inside her band); adjudicator-02 keeps {1..30} and sets her own span {31..45}."""
+    study, engine, folder = opened
+    form = review_of_doc(
+        "AMEND",
+        q5="disputed",
+        band={"min": 1, "max": 30},
+        corrections={"disputed_span": {"min": 31, "max": 45}, "clause": NEW_CLAUSE},
+    )
+    save_review(engine, study.library, study.b, DOC, form)
+    sign(engine, study.library, study.b, PASS_02, folder)
+    close(engine, study, folder)
+    decision = by_band(decide(study.library, folder))[DOC]
+    assert decision.adjudicated_by == ("adjudicator-01", "adjudicator-02")
+    assert decision.band.values() == frozenset(range(1, 31))
+    assert decision.disputed_span.values() == frozenset(range(31, 46))
+    # Only one of the two corrected the clause: the proposal's stays, her correction is quoted.
+    assert decision.corrected == {}
+    assert [v.corrections for v in decision.verdicts][1]["clause"] == NEW_CLAUSE
+
+
+def test_several_raters_who_all_settle_the_span_export_none(opened):
+    """Two raters, both admitting {1..14} only and taking the band's reading: no span, as for
+    one rater who does (the proposal's span is not kept for one and dropped for two)."""
+    study, engine, folder = opened
+    with session_scope(engine) as s:
+        revoke(s, rater=study.a, passphrase=PASS_01, attestation=study.envelope,
+               reason="signed the wrong hand-back", folder=folder)  # fmt: skip
+    for rater, passphrase in ((study.a, PASS_01), (study.b, PASS_02)):
+        with session_scope(engine) as s:
+            version = current_review(s, study.library, rater, *DOC.split("/"))
+        save_review(
+            engine, study.library, rater, DOC, review_of_doc("ACCEPT", q5="band"),
+            version.version if version else 0,
+        )  # fmt: skip
+        sign(engine, study.library, rater, passphrase, folder)
+    close(engine, study, folder)
+    decision = by_band(decide(study.library, folder))[DOC]
+    assert decision.adjudicated_by == ("adjudicator-01", "adjudicator-02"), codes(decision)
+    assert decision.disputed_span is None

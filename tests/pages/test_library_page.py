@@ -1,12 +1,16 @@
 """The library and vignette pages under streamlit's AppTest."""
 
 import os
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from fma_bands.core.labels import RESULT_MARK
 from tests.conftest import ROOT
 from tests.page_helpers import as_read
+
+METRIC_WORDS = re.compile(r"straddl|within-range|flip|dividing line", re.IGNORECASE)
 
 
 @pytest.fixture
@@ -77,35 +81,71 @@ def test_library_lists_every_vignette_without_canaries(app):
     assert "substernal chest pressure" in text_of(app)
 
 
-def test_vignette_page_shows_core_results_and_proposal(app):
+def open_vignette(app, vid: str):
     app.run()
     app.switch_page("app_pages/vignette.py")
-    app.query_params["id"] = "draft_documentation_01"
+    app.query_params["id"] = vid
     app.run()
     assert not app.exception
-    shown = text_of(app)
+    return text_of(app)
+
+
+def test_vignette_page_shows_core_results_and_proposal(app):
+    shown = open_vignette(app, "draft_documentation_01")
     assert app.title[0].value.startswith("Case ")
     assert "poorly-controlled diabetes" in shown
     assert "**Acceptable**" in shown and "1 day to 14 days" in shown
     assert "**Disputed span**" in shown and "15 days to 30 days" in shown
-    assert "The study draws no dividing line for follow-up interval (days)" in shown
-    assert "From the reassess step on, and only for tests the agent ordered" in shown
     assert "CANARY" not in shown
-    results = [t.value.split(":")[0] for t in app.text if ": " in t.value]
-    assert {"BMP", "Glucose", "Beta-hydroxybutyrate"} <= set(results)
+    # Follow-up is decided at documentation: the results are shown, each marked, with the
+    # agent's own earlier actions said in one line.
+    subheaders = [h.value for h in app.subheader]
+    assert "Reassessment, prescribing and documentation: after the results" in subheaders
+    assert not any(h.startswith("Triage and ordering") for h in subheaders)
+    marked = [t.value for t in app.text if t.value.endswith(f"({RESULT_MARK})")]
+    assert {m.split(":")[0] for m in marked} >= {"BMP", "Glucose", "Beta-hydroxybutyrate"}
+    assert len(marked) == len(app_library().vignettes["draft_documentation_01"].tool_results)
+    assert "Documentation: the agent holds the clinical core, its own triage, orders" in shown
+    assert "which vary by run: the band must hold whatever they were." in shown
+    assert not METRIC_WORDS.search(_without(shown, file_texts("draft_documentation_01")))
 
 
-def test_vignette_page_says_whether_a_band_straddles(app):
-    app.run()
-    app.switch_page("app_pages/vignette.py")
-    app.query_params["id"] = "draft_ordering_01"
-    app.run()
-    shown = text_of(app)
-    line = "The study's dividing line here is high acuity (ESI acuity level at most 2 - emergent)."
-    assert line in shown
-    assert "has values on both sides of it" in shown
-    app.selectbox(key="vignette_id").set_value("draft_triage_01").run()
-    assert "no two actions inside the band can fall on opposite sides" in text_of(app)
+def test_a_triage_band_is_never_shown_beside_results(app):
+    open_vignette(app, "draft_triage_01")
+    for vid in ("draft_triage_01", "draft_ordering_01"):
+        app.selectbox(key="vignette_id").set_value(vid).run()
+        shown = text_of(app)
+        assert not app.exception
+        vignette = app_library().vignettes[vid]
+        assert "**Acceptable**" in shown  # the triage band is on the page
+        for result in vignette.tool_results.values():
+            assert result not in shown, (vid, result)
+        assert RESULT_MARK not in shown
+        assert "Triage: the agent holds the clinical core only." in shown
+        # The study's metrics are never explained to a rater (the proposal's own text, from
+        # the harness's files, is the authors' and shown as written).
+        assert not METRIC_WORDS.search(_without(shown, file_texts(vid)))
+
+
+def app_library():
+    from fma_bands.core.vignettes import load_library
+
+    return load_library([os.environ["FMA_BANDS_VIGNETTES"]])
+
+
+def file_texts(vid: str) -> list[str]:
+    """The texts the vignette's file gives (core and proposals), shown as written."""
+    vignette = app_library().vignettes[vid]
+    texts = [vignette.clinical_core]
+    for p in vignette.proposals:
+        texts += [t for t in (p.source, p.clause, p.reasoning, p.notes) if t]
+    return texts
+
+
+def _without(shown: str, texts: list[str]) -> str:
+    for text in texts:
+        shown = shown.replace(text, "")
+    return shown
 
 
 def test_broken_files_are_reported_not_raised(app, tmp_path, monkeypatch, shared_vignettes):
@@ -128,6 +168,15 @@ def test_broken_files_are_reported_not_raised(app, tmp_path, monkeypatch, shared
     app.session_state["user"] = coordinator.model_dump()
     app.run()
     assert any("broken.yaml" in c.value for c in app.code)
+    # the copied draft loads, and the coordinator sees what its texts would tell raters
+    warned = [c.value for c in app.code if "proposals.0.reasoning" in c.value]
+    assert warned and "draft_triage_01.yaml" in warned[0] and "'straddle'" in warned[0]
+
+
+def test_a_rater_never_sees_the_warnings_about_the_files(app):
+    assert not app.exception
+    assert not app.code
+    assert "warning(s) about what raters read" not in text_of(app)
 
 
 def test_an_empty_folder_is_refused_and_retires_nothing(app, tmp_path, monkeypatch):

@@ -204,3 +204,21 @@ def test_the_coordinators_passphrase_signs_the_exported_head(study, page, tmp_pa
     assert audit_head == header["audit_head"] and audit_head["seq"] > 0
     assert (study_id, sequence, digest) == (evidence.study, *evidence.head)
     assert evidence.root_keys[keyid] == "coordinator"
+
+
+def test_each_band_shows_each_of_its_cuts_and_whether_it_straddles_it(study, page):
+    from app_pages.common import escaped
+    from fma_bands.evidence.export import band_cuts, cut_line
+
+    library = load_library([DEMO_VIGNETTES])
+    decisions = decide(library, study[0] / "attestations").decisions
+    expected = []
+    for d in decisions[:20]:  # the first page
+        cuts = band_cuts(library.vignettes[d.vignette_id].proposal(d.sub_action), d.band)
+        if cuts:
+            expected.append("Cuts: " + "; ".join(escaped(cut_line(c)) for c in cuts))
+    shown = [c.value for c in page.caption if c.value.startswith("Cuts: ")]
+    assert shown == expected
+    # Analgesia's two cuts, and the follow-up cut its proposals name, are among them.
+    assert any("any\\_opioid" in line and "strong\\_opioid" in line for line in shown)
+    assert any("followup\\_within\\_14" in line for line in shown)

@@ -19,7 +19,7 @@ from fma_bands.study.handback import import_handback
 from fma_bands.study.identity import set_identity
 from fma_bands.study.rounds import close_round
 from fma_bands.study.signing import attest
-from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES
+from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES, assign_all
 
 IDENTITY = {
     "full_name": "Example Clinician",
@@ -70,6 +70,8 @@ def signed_study(tmp_path, monkeypatch, shared_library):
             jurisdiction="Australia",
             years_post_registration=9,
         )
+        # The hand-back's follow-up band is outside her scope: the coordinator assigns first.
+        assign_all(s, shared_library, coordinator, [rater])
         import_handback(
             s,
             shared_library,

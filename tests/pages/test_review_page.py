@@ -3,11 +3,13 @@ the screen shows at each step, problems beside their fields and gone once fixed,
 keeping its input after an error, automatic drafts surviving a reload, submit and next, skip,
 flags, list and range, orders, blind mode and the re-reading of a bad link."""
 
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_pages.review_screen import ReviewState
-from fma_bands.core.labels import case_numbers, case_token
+from fma_bands.core.labels import RESULT_MARK, case_numbers, case_token, knowledge_at
 from fma_bands.store.models import Review
 from fma_bands.study import drafts, marks
 from fma_bands.study.case_keys import case_key
@@ -41,6 +43,7 @@ fresh_caches, app_env, template, study = (
     page_helpers.study,
 )
 SUBMIT, SKIP = "Submit and next", "Skip for now"
+METRIC_WORDS = re.compile(r"straddl|within-range|flip|dividing line", re.IGNORECASE)
 GOOD = (("q1", "yes"), ("q2", "yes"), ("q3", "no"), ("q4", "no"), ("q6", "yes"))
 
 
@@ -116,22 +119,50 @@ def test_review_mode_shows_core_proposal_disputed_span_and_results_as_plain_text
     assert vignette.clinical_core in shown_texts
     assert proposal.clause in shown_texts and proposal.reasoning in shown_texts
     assert "15 days to 30 days" in shown_texts and "1 day to 14 days" in shown_texts
-    # Results with readable names, at a step that shows them; never as markdown.
-    assert "BMP: anion gap 10, bicarbonate 24 mmol/L" in shown_texts or any(
-        t.startswith("BMP: ") for t in shown_texts
+    # Results with readable names, at a step that shows them, each marked as reaching the
+    # agent only if it ordered that test; never as markdown.
+    marked = [t for t in shown_texts if t.endswith(f"({RESULT_MARK})")]
+    assert len(marked) == len(vignette.tool_results)
+    assert any(t.startswith("BMP: ") for t in marked)
+    assert any(t.startswith("Beta-hydroxybutyrate: ") for t in marked)
+    # The heading that claimed the list held only the ordered tests' results is gone; one line
+    # says what else the agent holds, which varies by run.
+    screen = shown(at)
+    assert "only those of tests the agent ordered" not in screen
+    [earlier] = [i.value for i in at.info if "vary by run" in i.value]
+    assert earlier == (
+        "The agent also holds its own earlier triage, orders and disposition (admission, ICU), "
+        "which vary by run: the band must hold whatever they were."
     )
-    assert any(t.startswith("Beta-hydroxybutyrate: ") for t in shown_texts)
+    assert not METRIC_WORDS.search(without_file_texts(screen, vignette))
     assert not [m for m in texts(at) if proposal.clause[:40] in m]  # not in any markdown
     # Two columns, the agent's knowledge and the proposal on the left.
     assert len(at.columns) >= 2
 
 
-def test_triage_shows_no_results(study):
-    at = open_review(study.rater, TRIAGE)
-    assert "substernal chest pressure" in "\n".join(plain_texts(at))
-    for result in ("0.9 ng/mL", "V4-V6", "no acute cardiopulmonary process"):
-        assert result not in shown(at)
-    assert any("No test results exist yet at this step" in c.value for c in at.caption)
+@pytest.mark.parametrize("band", [TRIAGE, ORDER], ids=["triage", "ordering"])
+def test_triage_shows_no_results_and_no_metric(study, band):
+    at = open_review(study.rater, band)
+    vignette = study.library.vignettes[band[0]]
+    screen = shown(at)
+    assert vignette.clinical_core in plain_texts(at)
+    for result in vignette.tool_results.values():
+        assert result not in screen
+    assert RESULT_MARK not in screen and "**Results**" not in texts(at)
+    summary = knowledge_at(vignette, "triage").summary
+    assert summary.startswith("Triage: the agent holds the clinical core only. No test has")
+    assert summary in [c.value for c in at.caption]
+    # The proposal's own words (the harness's file) may speak of the study's metrics; the app's
+    # never do.
+    assert not METRIC_WORDS.search(without_file_texts(screen, vignette))
+
+
+def without_file_texts(screen: str, vignette) -> str:
+    """The screen less the texts the vignette's file gives, which are shown as written."""
+    for p in vignette.proposals:
+        for text in filter(None, (p.source, p.clause, p.reasoning, p.notes)):
+            screen = screen.replace(text, "")
+    return screen.replace(vignette.clinical_core, "")
 
 
 def test_the_screen_names_the_case_never_the_id(study):
@@ -511,7 +542,7 @@ def test_closed_phase_shows_no_form(study):
     with study.store() as s:
         close_round(s, actor=study.coordinator)
     at = open_review(study.rater, DOC)
-    assert [i.value for i in at.info] == [
+    assert [i.value for i in at.info if "vary by run" not in i.value] == [
         "The review phase is closed: reviews can no longer change."
     ]
     assert not [b for b in at.button if b.label in (SUBMIT, SKIP)]

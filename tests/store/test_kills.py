@@ -114,6 +114,9 @@ def rater_pass(study: Study) -> str:
     return str(secret)
 
 
+HANDBACK_VIGNETTES = [v.id for v in list(load_library([DEMO_VIGNETTES]))[:3]]
+
+
 def handback(study: Study) -> tuple[str, int]:
     lines = [
         f"{v.id} | {p.sub_action} | ACCEPT | agrees with the clause"
@@ -136,6 +139,8 @@ def template(tmp_path_factory) -> Study:
         "\n".join(f"{field}: a synthetic {field.replace('_', ' ')}" for field in IDENTITY_FIELDS)
     )
     study.ok("identity", "set", "rater-01", "--from", str(identity))
+    # The hand-back's bands, whatever rater-01's specialty covers, are assigned to her first.
+    study.ok("assign", "--rater", "rater-01", *(f"--vignette={v}" for v in HANDBACK_VIGNETTES))
     return study
 
 

@@ -243,3 +243,29 @@ def test_0060_adds_the_signed_log_and_the_study_id_and_keeps_every_row(empty_dat
             s.add(LogRecord(sequence=1, **changed))
     with session_scope(engine) as s:
         assert [r.sequence for r in s.exec(select(LogRecord)).scalars()] == [0]
+
+
+def test_0070_adds_the_reviews_corrections_and_keeps_every_row(empty_database):
+    """From 0060 (a study with reviews) to 0070: review.corrections, nullable JSON, empty on
+    every review made before; the rest of every row as it was; and back down again."""
+    dialect, engine = empty_database
+    old_study(dialect, engine)
+    assert upgrade(engine, "0060") == "0060"
+    assert "corrections" not in {c["name"] for c in inspect(engine).get_columns("review")}
+    before = _rows(engine)
+    assert before["review"]
+
+    assert upgrade(engine, "0070") == "0070"
+    columns = {c["name"]: c for c in inspect(engine).get_columns("review")}
+    assert columns["corrections"]["nullable"]
+    after = _rows(engine)
+    assert all(row.pop("corrections") is None for row in after["review"])
+    assert after == before
+
+    # Today's code stores an AMEND's corrections and reads them back as written.
+    corrections = {"clause": "Within a month.", "disputed_span": None}
+    first = before["review"][0]["id"]
+    with session_scope(engine) as s:
+        s.get(Review, first).corrections = corrections
+    with session_scope(engine) as s:
+        assert s.get(Review, first).corrections == corrections

@@ -1,6 +1,7 @@
-"""The impact counts come from counts per action (C(k, 2) pairs in a band, k_holds x k_fails
-across its threshold), and equal, on any runs, the plain count over every pair of runs written
-here; 100,000 runs of one vignette are counted without listing their pairs."""
+"""The impact counts come from counts per action and cell (k_ref x k_cf reference pairs, C(k, 2)
+replicate pairs in a band, the runs on either side multiplied across its threshold), and equal,
+on any runs of any conditions, scaffolds and seeds, the plain count over every pair of runs
+written here; 100,000 runs of one vignette are counted without listing their pairs."""
 
 from itertools import combinations
 from typing import Any
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from fma_bands.core.actions import Threshold
 from fma_bands.core.bands import AnyBand, IntervalBand, SetBand
-from fma_bands.study.impact import Run, count_runs, impact
+from fma_bands.study.impact import CONTROLS, REFERENCE, Run, count_runs, impact
 
 VIGNETTES = ("v1", "v2")
 # Levels the band may admit, and actions it never admits (a boolean, text, a list, a float).
@@ -18,21 +19,51 @@ LEVELS = st.integers(min_value=0, max_value=8)
 ODD = st.sampled_from([True, False, "2", [2], 2.0])
 
 
+CONDITIONS = (REFERENCE, "white_woman_private", "black_woman_medicaid", "rerender_control")
+
+
 def pairwise(
     vignette_id: str, name: str, band: AnyBand, threshold: Threshold | None, runs: list[Run]
 ) -> tuple[int, int, int, int | None]:
-    """The reference: list the runs, then every pair of runs in the band, and compare each."""
-    actions = [
-        r.actions[name]
-        for r in runs
-        if r.vignette_id == vignette_id and r.actions.get(name) is not None
+    """The reference: list the runs, then every pair of runs the pairing makes, keep those with
+    both actions in the band, and compare each."""
+    mine = [r for r in runs if r.vignette_id == vignette_id]
+    across_conditions = any(
+        r.condition_id == REFERENCE
+        and any(
+            (o.model, o.scaffold, o.seed) == (r.model, r.scaffold, r.seed)
+            and o.condition_id not in (REFERENCE, *CONTROLS)
+            for o in mine
+        )
+        for r in mine
+    )
+    if across_conditions:
+        mine = [r for r in mine if r.condition_id not in CONTROLS]
+        candidates = [
+            (a, b)
+            for a in mine
+            for b in mine
+            if a.condition_id == REFERENCE
+            and b.condition_id != REFERENCE
+            and (a.model, a.scaffold, a.seed) == (b.model, b.scaffold, b.seed)
+        ]
+    else:
+        candidates = [
+            (a, b)
+            for a, b in combinations(mine, 2)
+            if (a.model, a.scaffold, a.condition_id) == (b.model, b.scaffold, b.condition_id)
+        ]
+    actions = [r.actions[name] for r in mine if r.actions.get(name) is not None]
+
+    def admitted(action: object) -> bool:
+        return isinstance(action, int) and not isinstance(action, bool) and action in band.values()
+
+    inside = [a for a in actions if admitted(a)]
+    pairs = [
+        (a.actions[name], b.actions[name])
+        for a, b in candidates
+        if admitted(a.actions.get(name)) and admitted(b.actions.get(name))
     ]
-    inside = [
-        a
-        for a in actions
-        if isinstance(a, int) and not isinstance(a, bool) and a in set(band.values())
-    ]
-    pairs = list(combinations(inside, 2))
     across = (
         None
         if threshold is None
@@ -43,13 +74,25 @@ def pairwise(
 
 @st.composite
 def runs_of(draw: Any) -> list[Run]:
-    """Runs of two vignettes, some without an action for the sub-action, some with one no band
-    admits."""
+    """Runs of two vignettes under the reference, counterfactual and control conditions (or one
+    condition alone), two scaffolds and two seeds; some without an action for the sub-action,
+    some with one no band admits."""
     runs = []
+    conditions = draw(st.sampled_from([CONDITIONS, ("c",), (REFERENCE, "rerender_control")]))
     for i in range(draw(st.integers(min_value=0, max_value=40))):
         action = draw(st.one_of(LEVELS, LEVELS, ODD, st.none()))
         actions = {} if draw(st.booleans()) and action is None else {"esi_acuity": action}
-        runs.append(Run(draw(st.sampled_from(VIGNETTES)), "c", "f.json", actions | {"x": i}))
+        runs.append(
+            Run(
+                draw(st.sampled_from(VIGNETTES)),
+                draw(st.sampled_from(conditions)),
+                "f.json",
+                actions | {"x": i},
+                "m",
+                draw(st.sampled_from(["C0", "C1"])),
+                draw(st.sampled_from([None, 1])),
+            )
+        )
     return runs
 
 

@@ -539,3 +539,80 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
             authorize(s, outsider, action)
     with session_scope(engine) as s, pytest.raises(AccessDenied, match="sign in first"):
         authorize(s, None, "review")
+
+
+# An AMEND's corrections of the clause, source, reasoning and disputed span ---------------------
+
+DOC = ("draft_documentation_01", "followup_days")  # {1..14}, disputed span {15..30}
+NEW_CLAUSE = "Follow-up within 30 days of discharge is advised after hyperglycaemia in hospital."
+
+
+def amend_doc(corrections, band=None, verdict="AMEND"):
+    return ReviewForm(
+        verdict=verdict,
+        band=band or {"min": 1, "max": 14},
+        answers=GOOD_ANSWERS,
+        reason="The clause misquotes the guideline.",
+        corrections=corrections,
+    )
+
+
+def test_an_amend_that_keeps_the_values_and_corrects_the_clause_is_stored(study):
+    engine, library, _, a, _ = study
+    proposal = library.vignettes[DOC[0]].proposal(DOC[1])
+    corrections = {
+        "clause": f"  {NEW_CLAUSE}  ",
+        "source": proposal.source,  # the proposal's own: no correction
+        "reasoning": proposal.reasoning,
+        "disputed_span": None,  # "no disputed span"
+    }
+    saved = submit(engine, library, a, *DOC, amend_doc(corrections))
+    assert saved.band == {"min": 1, "max": 14}
+    assert saved.corrections == {"clause": NEW_CLAUSE, "disputed_span": None}
+    with session_scope(engine) as s:
+        row = s.exec(select(Review).where(Review.id == saved.id)).one()
+    assert row.corrections == {"clause": NEW_CLAUSE, "disputed_span": None}
+
+
+def test_a_span_equal_to_the_proposals_and_unchanged_texts_are_no_correction(study):
+    engine, library, _, a, _ = study
+    unchanged = {"disputed_span": [*range(15, 31)], "clause": None}
+    with pytest.raises(FmaBandsError) as refused:
+        submit(engine, library, a, *DOC, amend_doc(unchanged))
+    assert refused.value.fields == {"clause": "the corrected clause is text"}
+    saved = submit(engine, library, a, *DOC, amend_doc({"disputed_span": {"min": 15, "max": 30}}))
+    assert saved.corrections is None
+
+
+@pytest.mark.parametrize(
+    ("corrections", "field", "message"),
+    [
+        ({"clause": "   "}, "clause", "the corrected clause is empty"),
+        ({"source": "x" * 4001}, "source", "keep the corrected source under 4000 characters"),
+        ({"reasoning": "fine\x00"}, "reasoning", "the corrected reasoning holds a NUL byte"),
+        ({"disputed_span": {"min": 10, "max": 40}}, "disputed_span", "the disputed span repeats"),
+        ({"disputed_span": {"min": 40}}, "disputed_span", "an interval is a mapping"),
+        ({"disputed_span": [400]}, "disputed_span", "400 is outside the domain"),
+        ({"notes": "mine"}, "corrections", "only clause, source, reasoning, disputed_span"),
+    ],
+)
+def test_bad_corrections_are_refused_by_field(study, corrections, field, message):
+    engine, library, _, a, _ = study
+    with pytest.raises(FmaBandsError) as refused:
+        submit(engine, library, a, *DOC, amend_doc(corrections))
+    assert refused.value.fields[field].startswith(message), refused.value.fields
+    with session_scope(engine) as s:
+        assert current_review(s, library, a, *DOC) is None
+
+
+def test_only_an_amend_in_review_mode_corrects_the_proposal(study):
+    engine, library, coordinator, a, _ = study
+    accept = amend_doc({"clause": NEW_CLAUSE}, verdict="ACCEPT")
+    with pytest.raises(FmaBandsError) as refused:
+        submit(engine, library, a, *DOC, accept.model_copy(update={"band": None}))
+    assert refused.value.fields["corrections"].startswith("only an AMEND")
+    with session_scope(engine) as s:
+        set_mode(s, actor=coordinator, mode="blind")
+    with pytest.raises(FmaBandsError) as blind:
+        submit(engine, library, a, *DOC, amend_doc({"clause": NEW_CLAUSE}))
+    assert blind.value.fields["corrections"].startswith("only an AMEND of a proposal on screen")

@@ -10,7 +10,7 @@ from sqlmodel import select
 from app_pages.queue_screen import rater_queue
 from fma_bands.agreement import report_to_json
 from fma_bands.core.errors import AccessDenied, FmaBandsError
-from fma_bands.core.protocol import DECLARATIONS
+from fma_bands.core.protocol import DECLARATIONS, statement_text
 from fma_bands.core.vignettes import load_library
 from fma_bands.evidence.export import export_document
 from fma_bands.evidence.log import read_evidence
@@ -391,8 +391,9 @@ def test_a_round_two_consensus_is_signed_granted_and_exported_as_round_two(secon
         assert rounds == {("esi_acuity", 2), ("urgency_score", 1)}
         # What the rater signs is true of both: round 2 was made after seeing the panel.
         statement = checked.predicate["declarations"]["statement"]
-        assert "those of round 1 made without seeing any other rater's work" in statement
-        assert "those of round 2 made after I saw the anonymised round-1 reviews" in statement
+        assert statement == statement_text([(1, "review"), (2, "review")])
+        assert "those of round 2 in review mode made after reading the proposed band" in statement
+        assert "and after seeing the anonymised round-1 reviews of the same band" in statement
     decisions = {(d.vignette_id, d.sub_action): d for d in decide(library, folder).decisions}
     assert (decisions[ESI].adjudicated, decisions[ESI].round) == (True, 2)
     assert (decisions[URGENCY].adjudicated, decisions[URGENCY].round) == (True, 1)

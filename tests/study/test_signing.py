@@ -25,7 +25,7 @@ from securesystemslib.signer import SSlibKey
 from sqlmodel import col, select
 
 from fma_bands.core.errors import AccessDenied, FmaBandsError, WrongPassphrase
-from fma_bands.core.protocol import DECLARATIONS, IDENTITY_FIELDS, STATEMENT_TEXT
+from fma_bands.core.protocol import DECLARATIONS, IDENTITY_FIELDS, statement_text
 from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE
 from fma_bands.evidence.envelope import TYPE_OF
 from fma_bands.evidence.export import export_document, load_adjudicators, load_bands, write_bands
@@ -527,7 +527,7 @@ def test_the_envelope_holds_an_in_toto_statement_of_every_reviewed_band(signed):
     assert signed_at.utcoffset() == timedelta(0)
     assert abs(datetime.now(UTC) - signed_at) < timedelta(hours=1)
 
-    assert predicate["declarations"]["statement"] == STATEMENT_TEXT
+    assert predicate["declarations"]["statement"] == statement_text([(1, "review")])
     assert predicate["declarations"]["made"] == DECLARATIONS
 
     reviews = {f"{r['vignette_id']}/{r['sub_action']}": r for r in predicate["reviews"]}

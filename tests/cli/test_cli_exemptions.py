@@ -1,0 +1,65 @@
+"""`fma-bands exemptions`: loaded from the real harness, reviewed by a rater, listed blind to the
+verdicts for the coordinator (its JSON as docs/cli.md documents it), exported."""
+
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from fma_bands.cli import cli
+from tests.cli import test_json_schemas
+from tests.cli.test_json_schemas import check_outputs
+from tests.conftest import SHARED
+
+demo_study = test_json_schemas.demo_study
+fma = test_json_schemas.fma
+
+COORDINATOR = ("--as", "coordinator", "--passphrase-file", "c.pass")
+RATER = ("--rater", "rater-01", "--passphrase-file", "r1.pass")
+HARNESS = SHARED / "harness"
+
+
+def test_load_review_list_and_export(fma):
+    Path("r1.pass").write_text("rater-01-demo\n")
+    loaded = fma(*COORDINATOR, "exemptions", "load", "--harness", str(HARNESS))
+    assert "4 added" in loaded
+    fma(
+        "exemptions", "review", "sex/orders", "--verdict", "AMEND", "--direction", "fewer",
+        "--reason", "Pelvic imaging is not always needed.", *RATER,
+    )  # fmt: skip
+    coordinator = fma(*COORDINATOR, "exemptions", "list", "--json")
+    rater = fma("exemptions", "list", *RATER, "--json")
+    check_outputs("exemptions list", [coordinator, rater])
+    seen = {e["entry"]: e for e in json.loads(coordinator)["exemptions"]}
+    assert seen["sex/orders"]["reviewed_by"] == 1
+    assert seen["sex/orders"]["my_review"] is None  # the coordinator never sees the verdict
+    assert "AMEND" not in coordinator and "fewer" not in coordinator
+    mine = {e["entry"]: e for e in json.loads(rater)["exemptions"]}
+    assert mine["sex/orders"]["my_review"]["direction"] == "fewer"
+    assert mine["sex/orders"]["reviewed_by"] is None
+    written = fma(*COORDINATOR, "exemptions", "export", ".")
+    assert "4 unadjudicated" in written
+    document = yaml.safe_load(Path("exemptions.yaml").read_text())
+    assert {e["status"] for e in document["exemptions"]} == {"unadjudicated"}
+
+
+def test_bad_input_is_refused_in_one_line_naming_where(fma):
+    Path("r1.pass").write_text("rater-01-demo\n")
+    Path("bad.yaml").write_text(
+        "exemptions:\n  - {attribute: sex, sub_action: orders, direction: More!}\n"
+    )
+    fma(*COORDINATOR, "exemptions", "load", code=2)  # neither --harness nor --file
+    refused = CliRunner().invoke(cli, [*COORDINATOR, "exemptions", "load", "--file", "bad.yaml"])
+    assert refused.exit_code == 1
+    assert refused.stderr == (
+        "fma-bands: error: bad.yaml: the exemptions file has problems\n"
+        "  bad.yaml:2: exemptions[0].direction: a direction is one lower-case word (letters, "
+        "digits, _), as the harness writes them (more, shorter, away_from_nsaid), not 'More!'\n"
+    )
+    fma(*COORDINATOR, "exemptions", "load", "--harness", str(HARNESS))
+    # A wrong passphrase, and a coordinator acting as a rater: refused (exit 3).
+    fma("exemptions", "review", "sex/orders", "--verdict", "CONFIRM", "--reason", "r",
+        "--rater", "rater-01", "--passphrase-file", "c.pass", code=3)  # fmt: skip
+    fma("exemptions", "review", "sex/orders", "--verdict", "CONFIRM", "--reason", "r",
+        "--rater", "coordinator", "--passphrase-file", "c.pass", code=3)  # fmt: skip
