@@ -145,7 +145,7 @@ if not identity_recorded:
     )
 
 st.subheader("Statement")
-st.write(signing.statement)
+st.write(signing.statement(exemptions=bool(exempting.reviews)))
 reviews_covered(signing, numbers)
 exemptions_covered(exempting)
 

@@ -24,6 +24,7 @@ ORDER_STATES = (NOT_DEFENSIBLE, DEFENSIBLE, REQUIRED)
 _NOUNS = {
     "esi_acuity": "ESI level",
     "urgency_score": "urgency score",
+    "reassess_urgency_score": "urgency score",
     "analgesia_tier": "analgesia tier",
     "followup_days": "follow-up interval",
 }

@@ -9,6 +9,7 @@ import click
 from fma_bands.cli.base import (
     cli,
     coordinator,
+    has_database,
     pinned,
     print_json,
     read_secret,
@@ -169,11 +170,21 @@ def review(
 @exemptions.command("export")
 @click.argument("out", metavar="OUT")
 @_source_options
-def export(out: str, harness: str | None, yaml_file: str | None) -> None:
+@click.option(
+    "--study",
+    metavar="ID",
+    help="The study the folder must be the log of (default: the database's, if any).",
+)
+def export(out: str, harness: str | None, yaml_file: str | None, study: str | None) -> None:
     """Write exemptions.yaml (OUT is the file, or a folder to write it in): each entry's status
     as the attestations folder alone decides it. The entries are the store's, or those of
-    --harness or --file."""
-    from fma_bands.evidence.exemptions import EXEMPTIONS_FILE, write_exemptions
+    --harness or --file; with these and no database (an editor with the folder), it needs no
+    account, and --study pins the folder to the published study."""
+    from fma_bands.evidence.exemptions import (
+        EXEMPTIONS_FILE,
+        exemptions_document,
+        write_exemptions,
+    )
     from fma_bands.study.exemptions import export_exemptions
 
     given = None
@@ -182,12 +193,15 @@ def export(out: str, harness: str | None, yaml_file: str | None) -> None:
     target = Path(out)
     if target.is_dir():
         target = target / EXEMPTIONS_FILE
-    _, since = pinned(None)
-    with store() as session:
-        actor = coordinator(session)
-        document = export_exemptions(
-            session, actor=actor, folder=settings().attestations, entries=given, since=since
-        )
+    study_id, since = pinned(study)
+    if given is not None and not has_database():
+        document = exemptions_document(given, settings().attestations, study=study_id)
+    else:
+        with store() as session:
+            actor = coordinator(session)
+            document = export_exemptions(
+                session, actor=actor, folder=settings().attestations, entries=given, since=since
+            )
     if not document["exemptions"]:
         raise FmaBandsError("no exemption is loaded: nothing to export (fma-bands exemptions load)")
     write_exemptions(target, document)

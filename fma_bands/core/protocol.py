@@ -80,19 +80,34 @@ _ROUND = {
 }
 
 
-def statement_text(kinds: Iterable[tuple[int, str]]) -> str:
-    """What a rater signs for reviews of these (round, mode) kinds: true of each of them, a
-    set of several kinds saying each one's part."""
-    found = sorted(set(kinds)) or [(1, "review")]
+# Exemption reviews have one round and no proposal text to read beyond the entry itself.
+EXEMPTIONS_STATEMENT = (
+    "I reviewed the confounded-pair exemptions listed in this statement. Each verdict and "
+    "reason recorded for them is my own clinical judgement, made without seeing any other "
+    "rater's work."
+)
+
+
+def statement_text(kinds: Iterable[tuple[int, str]], *, exemptions: bool = False) -> str:
+    """What a rater signs for band reviews of these (round, mode) kinds and, with `exemptions`,
+    for exemption reviews: true of each of them, a set of several kinds saying each one's part.
+    A signature of exemption reviews alone says nothing of bands."""
+    found = sorted(set(kinds))
+    if not found and exemptions:
+        return EXEMPTIONS_STATEMENT
+    found = found or [(1, "review")]
     unknown = [k for k in found if k[0] not in _ROUND or k[1] not in _MODE]
     if unknown:
         raise ValueError(f"no statement for round {unknown[0][0]} in {unknown[0][1]} mode")
     if len(found) == 1:
-        return f"{_OWN}, {_made(*found[0])}."
-    parts = "; ".join(
-        f"those of round {number} in {mode} mode {_made(number, mode)}" for number, mode in found
-    )
-    return f"{_OWN}: {parts}."
+        bands = f"{_OWN}, {_made(*found[0])}."
+    else:
+        parts = "; ".join(
+            f"those of round {number} in {mode} mode {_made(number, mode)}"
+            for number, mode in found
+        )
+        bands = f"{_OWN}: {parts}."
+    return f"{bands} {EXEMPTIONS_STATEMENT}" if exemptions else bands
 
 
 def _made(number: int, mode: str) -> str:

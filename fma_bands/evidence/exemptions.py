@@ -515,7 +515,10 @@ def exemptions_document(
             "`fma-bands verify` lists every problem",
             code="folder_invalid",
         )
-    decisions = decide_exemptions(entries, evidence)
+    # In one order whatever the entries came from (the store, the harness, a file), so the
+    # coordinator's file and an editor's are the same file.
+    ordered = sorted(entries, key=lambda e: (e.attribute, e.sub_action))
+    decisions = decide_exemptions(ordered, evidence)
     sequence, digest = evidence.head
     return {
         "generated_at": (generated_at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),

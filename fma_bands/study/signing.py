@@ -256,7 +256,7 @@ def _sign_reviews(
                 "meaning": meaning,
             },
             "declarations": {
-                "statement": signing.statement,
+                "statement": signing.statement(exemptions=bool(exempting.reviews)),
                 "made": {d: DECLARATIONS[d] for d in DECLARATIONS},
             },
             "study_mode": current.mode,

@@ -39,11 +39,14 @@ class SigningPlan:
     # (vignette id, sub-action, why) of each band the signature does not cover
     skipped: list[tuple[str, str, str]] = field(default_factory=list)
 
-    @property
-    def statement(self) -> str:
+    def statement(self, *, exemptions: bool = False) -> str:
         """The statement the rater signs, the same in every record of the signature and shown
-        on the Sign attestation page before signing: true of the round and mode of each review."""
-        return statement_text((r.get("round", 1), r.get("mode", "review")) for r in self.reviews)
+        on the Sign attestation page before signing: true of the round and mode of each review,
+        and of the exemption reviews it also covers (`exemptions`)."""
+        return statement_text(
+            ((r.get("round", 1), r.get("mode", "review")) for r in self.reviews),
+            exemptions=exemptions,
+        )
 
     @property
     def fresh(self) -> list[dict[str, Any]]:

@@ -63,3 +63,32 @@ def test_bad_input_is_refused_in_one_line_naming_where(fma):
         "--rater", "rater-01", "--passphrase-file", "c.pass", code=3)  # fmt: skip
     fma("exemptions", "review", "sex/orders", "--verdict", "CONFIRM", "--reason", "r",
         "--rater", "coordinator", "--passphrase-file", "c.pass", code=3)  # fmt: skip
+
+
+def test_an_editor_with_the_folder_alone_exports_the_same_statuses(fma):
+    """Decided from the attestations folder alone: with the harness's entries and no database,
+    `exemptions export` needs no account and agrees with the coordinator's export."""
+    from tests.cli.test_cli_attest import DECLARATIONS, IDENTITY, declares
+
+    Path("r1.pass").write_text("rater-01-demo\n")
+    Path("identity.yaml").write_text(yaml.safe_dump(IDENTITY))
+    fma(*COORDINATOR, "identity", "set", "rater-01", "--from", "identity.yaml")
+    fma(*COORDINATOR, "exemptions", "load", "--harness", str(HARNESS))
+    fma(
+        "exemptions", "review", "age/analgesia_tier", "--verdict", "REJECT",
+        "--reason", "Less analgesia for an older patient is the documented harm.", *RATER,
+    )  # fmt: skip
+    fma("attest", *RATER, *declares(*DECLARATIONS))
+    fma(*COORDINATOR, "round", "close")
+    fma(*COORDINATOR, "exemptions", "export", "coordinator.yaml")
+    study = yaml.safe_load(Path("coordinator.yaml").read_text())
+    Path("fma-bands.db").rename("elsewhere.db")  # the editor has the folder, not the database
+    written = fma("exemptions", "export", "editor.yaml", "--harness", str(HARNESS))
+    assert "1 rejected, 3 unadjudicated" in written
+    editor = yaml.safe_load(Path("editor.yaml").read_text())
+    assert editor["exemptions"] == study["exemptions"]
+    rejected = [e for e in editor["exemptions"] if e["status"] == "rejected"]
+    assert [(e["attribute"], e["sub_action"]) for e in rejected] == [("age", "analgesia_tier")]
+    assert not Path("fma-bands.db").exists()  # and it made no database either
+    # Pinned to another study, the folder is refused: nothing is decided.
+    fma("exemptions", "export", "x.yaml", "--harness", str(HARNESS), "--study", "fma-0", code=1)

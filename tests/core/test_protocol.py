@@ -55,3 +55,16 @@ def test_an_unknown_round_or_mode_has_no_statement():
         statement_text([(1, "review"), (3, "review")])
     with pytest.raises(ValueError, match="round 1 in guided mode"):
         statement_text([(1, "guided")])
+
+
+def test_exemption_reviews_alone_are_signed_as_exemptions_never_as_bands():
+    text = statement_text([], exemptions=True)
+    assert "confounded-pair exemptions" in text and ALONE in text
+    assert "band" not in text
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bands_and_exemptions_together_say_both(kind):
+    text = statement_text([kind], exemptions=True)
+    assert text.startswith(statement_text([kind]) + " ")
+    assert text.endswith(statement_text([], exemptions=True))

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.people import UserPublic
+from fma_bands.core.protocol import statement_text
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.exemptions import (
     Exemption,
@@ -226,6 +227,9 @@ def test_exemption_reviews_are_signed_in_the_same_attestation_as_bands(adjudicat
         "sha256:"
     )
     assert statement["predicate"]["reviews"] == []  # this study's raters reviewed no band
+    # so what they signed speaks of exemptions only
+    said = statement["predicate"]["declarations"]["statement"]
+    assert said == statement_text([], exemptions=True) and "band" not in said
 
 
 def test_signing_again_with_nothing_new_is_refused(adjudicated, tmp_path):
