@@ -10,7 +10,10 @@ round-2 answer) and revise in the browser, rater-03 keeps her band on paper; the
 all three sign, and the band is clinician-adjudicated by consensus with `x_round: 2` in the
 export, while the Agreement page's round-1 alpha is what it was."""
 
+import base64
+import json
 import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -172,12 +175,32 @@ def test_a_disputed_band_reaches_consensus_in_round_two(study, browser: Browser,
     run_cli(study.env, "handback", "import", str(paper), "--rater", "rater-03")
 
     close_the_round(desk)
+    # What rater-01 will sign, shown before she signs: true of her round-2 review.
+    page = browser.new_context().new_page()
+    sign_in_as(page, study.url, "rater-01", "My queue")
+    open_from_sidebar(page, "Sign attestation")
+    shown = page.get_by_test_id("stMain").get_by_text("I adjudicated the acceptable-action bands")
+    expect(shown).to_be_visible()
+    statement = shown.inner_text().strip()
+    # Her round-2 review alone: nothing in it says she judged alone.
+    assert "after seeing the anonymised round-1 reviews of the same band" in statement
+    assert "without seeing any other rater's work" not in statement
+    # Her round-1 hand-back of the urgency band, once she confirms it: each part says its own.
+    tick(page, "These are my verdicts: cover them with my signature")
+    expect(shown).to_contain_text("those of round 1 in review mode")
+    statement = shown.inner_text().strip()
+    assert "; those of round 2 in review mode made after reading the proposed band" in statement
+    shoot(page, "rounds-sign-statement-round-two")
+    page.context.close()
     for name in ("rater-01", "rater-02", "rater-03"):
         secret = tmp_path / f"{name}.pass"
         secret.write_text(PASSPHRASES[name] + "\n", encoding="utf-8")
         declared = [part for d in DECLARE for part in ("--declare", d)]
         run_cli(study.env, "attest", "--rater", name, "--passphrase-file", str(secret),
                 *declared, "--confirm-imported")  # fmt: skip
+    (signed,) = Path(study.env["FMA_BANDS_ATTESTATIONS"]).glob("*-adjudication-rater-01-*")
+    payload = json.loads(base64.b64decode(json.loads(signed.read_text())["payload"]))
+    assert payload["predicate"]["declarations"]["statement"] == statement
     out = tmp_path / "bands.yaml"
     run_cli(study.env, "export", "--out", str(out))
     exported = {b["sub_action"]: b for b in yaml.safe_load(out.read_text())["bands"][VID]}
