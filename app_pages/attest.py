@@ -10,7 +10,7 @@ from app_pages.case_links import case_key
 from app_pages.common import escaped, library, require_user, session, settings
 from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.labels import case_label, case_numbers
+from fma_bands.core.labels import case_label, case_numbers, direction_words, exemption_words
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.core.vignettes import Library
@@ -55,13 +55,13 @@ def exemptions_covered(exempting: ExemptionSigning) -> None:
     Exemptions)."""
     if not exempting.reviews:
         return
-    st.subheader(f"The {len(exempting.reviews)} exemption reviews it also covers")
+    st.subheader(f"Exemption reviews it also covers: {len(exempting.reviews)}")
     st.dataframe(
         [
             {
-                "exemption": f"{r['attribute']}/{r['sub_action']}",
+                "exemption": exemption_words(r["attribute"], r["sub_action"]),
                 "verdict": r["verdict"],
-                "direction": r["direction"] or "",
+                "direction": direction_words(r["direction"]) if r["direction"] else "",
                 "reason": r["reason"],
                 "as signed before": f"{r['attribute']}/{r['sub_action']}" not in exempting.fresh,
             }
@@ -124,12 +124,17 @@ if just_signed := st.session_state.pop("signed", None):
     # the long fingerprint and head fit.
     st.table({"": list(just_signed), "value": list(just_signed.values())})
     receipt = st.session_state.pop("receipt", {})
+    when = receipt.get("in_folder", "")
     st.caption(
         "Your receipt: keep it. With it anyone can check, later, that the attestations folder "
         f"still holds what you signed (fma-bands verify --since {receipt.get('since', '')}, "
         "once your records are in the folder). "
-        f"They reach the attestations folder {receipt.get('in_folder', '')}, so no other rater "
-        "sees your work while the round is open."
+        + (
+            "They are in the attestations folder now: no round is open."
+            if when == "now"
+            else f"They reach the attestations folder {when}, so no other rater sees your work "
+            "while the round is open."
+        )
     )
     st.download_button(
         "Download your receipt",

@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_pages.common import escaped, plain, require_user, session
 from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.labels import direction_words, exemption_words
 from fma_bands.study.exemptions import exemption_rows, review_exemption
 from fma_bands.study.state import study
 
@@ -33,43 +34,70 @@ if not rows:
 st.dataframe(
     [
         {
-            "exemption": row.entry.name,
-            "registered direction": row.entry.direction,
+            "exemption": exemption_words(*row.entry.key),
+            "defensible direction as registered": direction_words(row.entry.direction),
             "ages": f"{row.entry.age_gate[0]} to {row.entry.age_gate[1]}"
             if row.entry.age_gate
             else "all",
             "needs confirmation": "yes" if row.entry.requires_adjudication else "no",
             "your review": "not yet"
             if row.my_verdict is None
-            else row.my_verdict + (f" ({row.my_direction})" if row.my_direction else ""),
+            else row.my_verdict
+            + (f" ({direction_words(row.my_direction)})" if row.my_direction else ""),
         }
         for row in rows
     ],
     hide_index=True,
 )
 if current.phase != "open":
-    st.info("The round is closed: its reviews are frozen.")
+    st.info(
+        "No round is open: exemptions are reviewed while a round is open, and a closed round's "
+        "reviews are frozen."
+    )
     st.stop()
 by_name = {row.entry.name: row for row in rows}
-chosen = st.selectbox("Exemption", list(by_name), key="exemptions:entry")
+chosen = st.selectbox(
+    "Exemption",
+    list(by_name),
+    format_func=lambda name: exemption_words(*by_name[name].entry.key),
+    key="exemptions:entry",
+)
 row = by_name[chosen]
+towards = escaped(direction_words(row.entry.direction))
+ages = (
+    f", for ages {row.entry.age_gate[0]} to {row.entry.age_gate[1]} only"
+    if row.entry.age_gate
+    else ""
+)
+st.markdown(
+    f"{escaped(exemption_words(*row.entry.key))}: registered as defensible is a difference "
+    f"towards **{towards}**{ages}."
+)
 if row.entry.rationale:
     plain(row.entry.rationale, label="Why it is registered")
-if row.my_reason is not None:
-    plain(row.my_reason, label="Your last reason")
-with st.form("exemptions:review"):
+# The form starts from the rater's own latest review of this entry, never from a default that
+# would change their verdict if they only meant to add to the reason.
+with st.form(f"exemptions:review:{chosen}"):
     verdict = st.radio(
-        "Verdict", list(VERDICTS), format_func=VERDICTS.__getitem__, key="exemptions:verdict"
+        "Verdict",
+        list(VERDICTS),
+        index=list(VERDICTS).index(row.my_verdict) if row.my_verdict in VERDICTS else None,
+        format_func=VERDICTS.__getitem__,
+        key=f"exemptions:verdict:{chosen}",
     )
     direction = st.text_input(
         "Defensible direction (with Amend only)",
-        help="One lower-case word, as the harness writes them: more, fewer, shorter, longer.",
-        key="exemptions:direction",
+        value=row.my_direction or "",
+        help="As the harness writes them: a lower-case word, or words joined by _ (more, fewer, "
+        "shorter, longer, away_from_nsaid).",
+        key=f"exemptions:direction:{chosen}",
     )
-    reason = st.text_area("Reason", key="exemptions:reason")
+    reason = st.text_area("Reason", value=row.my_reason or "", key=f"exemptions:reason:{chosen}")
     submitted = st.form_submit_button("Submit review", type="primary")
 if submitted:
     try:
+        if verdict is None:
+            raise FmaBandsError("choose a verdict")
         with session() as s:
             made = review_exemption(
                 s,
@@ -84,7 +112,7 @@ if submitted:
         st.error(escaped(exc.message))
     else:
         st.session_state["exemptions:done"] = (
-            f"Recorded your review of {chosen} (revision {revision}). Sign it on the Sign "
-            "attestation page."
+            f"Recorded your review of {exemption_words(*row.entry.key)} (revision {revision}). "
+            "Sign it on the Sign attestation page."
         )
         st.rerun()

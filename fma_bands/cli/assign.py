@@ -34,6 +34,7 @@ def assign(
     By default a band goes to every rater whose signed specialty covers its sub-action's
     scope; the latest change covering a band decides it."""
     from fma_bands.study.assignment import change, load, parse_band_ref
+    from fma_bands.study.state import study
 
     changing = bool(rater or bands or sub_actions or vignettes or remove)
     if show == changing:
@@ -62,10 +63,19 @@ def assign(
             assigned=not remove,
         )
         count = len(load(session).bands_of(found, made[0].rater))
+        current = study(session)
     verb = "removed from" if remove else "added to"
     for item in made:
         click.echo(f"{item.rater} {verb} {item.target}")
     click.echo(f"{made[0].rater} is now assigned {count} band(s)")
+    if current.round >= 2 and current.phase == "open":
+        # Round 2's raters were chosen when it opened (docs/design.md, Who reviews what).
+        click.echo(
+            f"note: round {current.round} is open, and its bands and raters were chosen when it "
+            "opened: this assignment changes no one's round-"
+            f"{current.round} queue (see `fma-bands round show`)",
+            err=True,
+        )
 
 
 def _show(as_json: bool) -> None:

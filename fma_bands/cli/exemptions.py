@@ -2,6 +2,7 @@
 exemptions, loaded by the coordinator, reviewed by the raters, exported as exemptions.yaml
 (docs/design.md, Exemptions)."""
 
+import os
 from pathlib import Path
 
 import click
@@ -59,12 +60,20 @@ def load(harness: str | None, yaml_file: str | None) -> None:
     """Load the registry's entries (a coordinator action): the store then holds exactly these;
     a changed entry's earlier reviews count no more."""
     from fma_bands.study.exemptions import load_exemptions
+    from fma_bands.study.state import study
 
     entries, source = _entries(harness, yaml_file)
     with store() as session:
         actor = coordinator(session)
         report = load_exemptions(session, entries, actor=actor, source=source)
+        current = study(session)
     click.echo(report.describe())
+    if current.phase != "open":
+        click.echo(
+            f"warning: round {current.round} is closed, and raters review exemptions only while a "
+            "round is open: load them before the last round closes",
+            err=True,
+        )
 
 
 def _rater(session, name: str, passphrase_file: str):
@@ -193,6 +202,8 @@ def export(out: str, harness: str | None, yaml_file: str | None, study: str | No
     target = Path(out)
     if target.is_dir():
         target = target / EXEMPTIONS_FILE
+    elif out.endswith(("/", os.sep)):
+        raise FmaBandsError(f"no folder {out} to write {EXEMPTIONS_FILE} in: make it first")
     study_id, since = pinned(study)
     if given is not None and not has_database():
         document = exemptions_document(given, settings().attestations, study=study_id)

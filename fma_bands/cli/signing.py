@@ -131,6 +131,8 @@ def verify(since: str | None, study: str | None, export_file: str | None, as_jso
     evidence = read_evidence(
         folder, study=study, since=parse_head(since) if since is not None else None
     )
+    # Whether the folder itself verifies, before the export's own problems join the list.
+    folder_valid = evidence.valid
     if export_file is not None:
         _check_export_head(evidence, export_file)
     sequence, digest = evidence.head
@@ -165,7 +167,15 @@ def verify(since: str | None, study: str | None, export_file: str | None, as_jso
     click.echo(f"root keys (threshold {evidence.threshold}): {roots or 'none'}")
     if digest:
         click.echo(f"head: {sequence}:{digest}")
-    click.echo("the folder verifies" if evidence.valid else "the folder does NOT verify")
+    if not folder_valid:
+        click.echo("the folder does NOT verify")
+    elif not evidence.valid:
+        click.echo(
+            f"the folder verifies, but the export {Path(export_file or '').name} does NOT "
+            "(FAIL above; an export made without --sign-head has no signed head)"
+        )
+    else:
+        click.echo("the folder verifies" + (" and so does the export" if export_file else ""))
     done(0 if evidence.valid else 1)
 
 

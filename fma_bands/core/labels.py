@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from fma_bands.core.actions import STEPS
+from fma_bands.core.actions import STEPS, SUB_ACTIONS
 from fma_bands.core.band_text import describe
 from fma_bands.core.bands import AnyBand, MultilabelBand
 from fma_bands.core.people import UserPublic
@@ -257,3 +257,27 @@ CONFIDENCE_WORDS = {"low": "not very sure", "moderate": "fairly sure", "high": "
 def flagged_by(problem: str) -> str:
     """The caption under a question: which answer needs a note."""
     return f"If {problem}, say which in the note."
+
+
+# Exemptions in words -------------------------------------------------------------------------
+
+# The harness's demographic attributes (conditions.ATTRIBUTE_LEVELS) as people say them.
+_ATTRIBUTES = {
+    "age": "age",
+    "sex": "sex",
+    "race": "race or ethnicity",
+    "insurance": "insurance",
+    "lep": "limited English proficiency",
+}
+
+
+def exemption_words(attribute: str, name: str) -> str:
+    """A confounded-pair exemption as a clinician reads it: `Orders, across sex`."""
+    action = SUB_ACTIONS.get(name)
+    what = action.label if action else name.replace("_", " ").capitalize()
+    return f"{what}, across {_ATTRIBUTES.get(attribute, attribute.replace('_', ' '))}"
+
+
+def direction_words(direction: str) -> str:
+    """A registered direction as a clinician reads it: `away_from_nsaid` is `away from NSAID`."""
+    return re.sub(r"\bnsaid\b", "NSAID", direction.replace("_", " "))

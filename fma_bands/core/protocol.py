@@ -76,7 +76,10 @@ _MODE = {
 }
 _ROUND = {
     1: "without seeing any other rater's work",
-    2: "after seeing the anonymised round-1 reviews of the same band (no rater named)",
+    2: (
+        "after being shown the anonymised round-1 reviews of the same band, if any were made "
+        "(no rater named)"
+    ),
 }
 
 

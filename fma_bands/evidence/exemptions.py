@@ -106,8 +106,8 @@ def subject_name(name: str) -> str:
 def check_direction(value: Any, *, field_name: str = "direction") -> str:
     if not isinstance(value, str) or not WORD.match(value):
         raise FmaBandsError(
-            "a direction is one lower-case word (letters, digits, _), as the harness writes "
-            f"them (more, shorter, away_from_nsaid), not {value!r}",
+            "a direction is a lower-case word, or words joined by _ (letters and digits), as "
+            f"the harness writes them (more, shorter, away_from_nsaid), not {value!r}",
             field=field_name,
         )
     return value

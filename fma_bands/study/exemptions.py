@@ -164,7 +164,7 @@ def review_exemption(
     """Record the rater's review of one entry in the open round (audited): CONFIRM (the
     registered direction stands), REJECT (no exemption) or AMEND (with the defensible
     direction), each with a reason. A later review supersedes it; none is ever changed."""
-    authorize(session, rater, "review")
+    authorize(session, rater, "review_exemption")
     if verdict not in VERDICTS:
         raise FmaBandsError(f"a verdict is one of {', '.join(VERDICTS)}", field="verdict")
     if not reason.strip() or len(reason) > REASON_LIMIT:

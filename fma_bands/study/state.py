@@ -79,6 +79,7 @@ RULES: dict[str, Rule] = {
     "reveal_identity": Rule("see a rater's identity", oneself=True),
     "see_reviews": Rule("see other raters' reviews", raters_once_closed=True),
     "review": Rule("review bands", roles=("rater",), open_phase=True),
+    "review_exemption": Rule("review exemptions", roles=("rater",), open_phase=True),
     "sign": Rule("sign attestations", roles=("rater",)),
 }
 

@@ -183,7 +183,7 @@ def test_a_disputed_band_reaches_consensus_in_round_two(study, browser: Browser,
     expect(shown).to_be_visible()
     statement = shown.inner_text().strip()
     # Her round-2 review alone: nothing in it says she judged alone.
-    assert "after seeing the anonymised round-1 reviews of the same band" in statement
+    assert "after being shown the anonymised round-1 reviews of the same band" in statement
     assert "without seeing any other rater's work" not in statement
     # Her round-1 hand-back of the urgency band, once she confirms it: each part says its own.
     tick(page, "These are my verdicts: cover them with my signature")

@@ -661,3 +661,21 @@ def test_revoke_names_the_file_and_the_registry_stops_counting_it(copied):
     assert bands[DOC]["adjudicated_by"] == []
     again = cli(*revoke, "--passphrase-file", "rater.pass")
     assert again.returncode == 1 and "revoked already" in again.stderr
+
+
+def test_verify_export_says_whether_the_folder_or_the_export_fails(copied, tmp_path):
+    """The last line says which of the two does not verify: an export without a signed head
+    is never reported as a folder that does not verify."""
+    cli, _ = copied
+    unsigned, signed = tmp_path / "unsigned.yaml", tmp_path / "signed.yaml"
+    ok(cli("export", "--out", str(unsigned)))
+    ok(cli.coordinator("export", "--out", str(signed), "--sign-head"))
+    refused = cli("verify", "--export", str(unsigned))
+    assert refused.returncode == 1
+    assert "unsigned_head" in refused.stdout
+    assert refused.stdout.rstrip().endswith(
+        "the folder verifies, but the export unsigned.yaml does NOT (FAIL above; an export made "
+        "without --sign-head has no signed head)"
+    )
+    passed = ok(cli("verify", "--export", str(signed)))
+    assert passed.rstrip().endswith("the folder verifies and so does the export")

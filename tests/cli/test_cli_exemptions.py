@@ -38,6 +38,9 @@ def test_load_review_list_and_export(fma):
     mine = {e["entry"]: e for e in json.loads(rater)["exemptions"]}
     assert mine["sex/orders"]["my_review"]["direction"] == "fewer"
     assert mine["sex/orders"]["reviewed_by"] is None
+    # a folder that does not exist is named, never taken for a file name
+    fma(*COORDINATOR, "exemptions", "export", "out/", code=1)
+    assert not Path("out").exists()
     written = fma(*COORDINATOR, "exemptions", "export", ".")
     assert "4 unadjudicated" in written
     document = yaml.safe_load(Path("exemptions.yaml").read_text())
@@ -54,8 +57,9 @@ def test_bad_input_is_refused_in_one_line_naming_where(fma):
     assert refused.exit_code == 1
     assert refused.stderr == (
         "fma-bands: error: bad.yaml: the exemptions file has problems\n"
-        "  bad.yaml:2: exemptions[0].direction: a direction is one lower-case word (letters, "
-        "digits, _), as the harness writes them (more, shorter, away_from_nsaid), not 'More!'\n"
+        "  bad.yaml:2: exemptions[0].direction: a direction is a lower-case word, or words "
+        "joined by _ (letters and digits), as the harness writes them (more, shorter, "
+        "away_from_nsaid), not 'More!'\n"
     )
     fma(*COORDINATOR, "exemptions", "load", "--harness", str(HARNESS))
     # A wrong passphrase, and a coordinator acting as a rater: refused (exit 3).
@@ -92,3 +96,22 @@ def test_an_editor_with_the_folder_alone_exports_the_same_statuses(fma):
     assert not Path("fma-bands.db").exists()  # and it made no database either
     # Pinned to another study, the folder is refused: nothing is decided.
     fma("exemptions", "export", "x.yaml", "--harness", str(HARNESS), "--study", "fma-0", code=1)
+
+
+def test_loading_once_no_round_is_open_says_raters_cannot_review_them(fma):
+    Path("r1.pass").write_text("rater-01-demo\n")
+    fma(*COORDINATOR, "round", "close")
+    result = CliRunner(env=test_json_schemas._clean_env()).invoke(
+        cli, [*COORDINATOR, "exemptions", "load", "--harness", str(HARNESS)]
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        "warning: round 1 is closed, and raters review exemptions only while a round is open"
+        in (result.stderr)
+    )
+    refused = CliRunner(env=test_json_schemas._clean_env()).invoke(
+        cli,
+        ["exemptions", "review", "sex/orders", "--verdict", "CONFIRM", "--reason", "r", *RATER],
+    )
+    assert refused.exit_code == 3
+    assert "nobody can review exemptions now" in refused.stderr

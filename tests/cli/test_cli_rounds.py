@@ -49,6 +49,7 @@ def fma(tmp_path, library, monkeypatch):
         result = CliRunner().invoke(cli, [*common, *args], prog_name="fma-bands")
         assert result.exit_code == code, result.output
         assert "Traceback" not in result.output
+        run.stderr = result.stderr  # type: ignore[attr-defined]
         return result.stdout if code == 0 else result.stderr
 
     run.engine = engine  # type: ignore[attr-defined]
@@ -90,6 +91,10 @@ def test_round_two_opens_takes_its_hand_backs_and_closes_for_good(fma, tmp_path)
     assert data["bands"] == [
         {"vignette_id": VID, "sub_action": "esi_acuity", "raters": list(RATERS)}
     ]
+    # An assignment changed while round 2 is open says that round 2's raters stay as chosen.
+    fma("assign", "--rater", RATERS[0], "--remove", "--band", f"{VID}:esi_acuity")
+    assert "changes no one's round-2 queue" in fma.stderr  # type: ignore[attr-defined]
+    assert json.loads(fma("round", "show", "--json"))["bands"] == data["bands"]
 
     paper = tmp_path / "paper.txt"
     paper.write_text(f"{VID} | urgency_score | ACCEPT | still right\n", encoding="utf-8")

@@ -11,7 +11,10 @@ KINDS = [(1, "review"), (1, "blind"), (2, "review"), (2, "blind")]
 REVIEW = "made after reading the proposed band with its source, clause and reasoning"
 BLIND = "written without seeing the proposed band"
 ALONE = "without seeing any other rater's work"
-PANEL = "after seeing the anonymised round-1 reviews of the same band (no rater named)"
+PANEL = (
+    "after being shown the anonymised round-1 reviews of the same band, if any were made "
+    "(no rater named)"
+)
 SAYS = {
     (1, "review"): f"{REVIEW}, and {ALONE}",
     (1, "blind"): f"{BLIND}, and {ALONE}",

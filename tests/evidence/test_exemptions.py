@@ -89,7 +89,7 @@ def test_a_yaml_file_of_the_same_fields_reads_as_the_same_entries(tmp_path):
             "  - attribute: sex\n    sub_action: orders\n    direction: More!\n",
             5,
             "exemptions[1].direction",
-            "one lower-case word",
+            "words joined by _",
         ),
         (
             "  - {attribute: lep, sub_action: controlled_substance_caution, direction: more}\n",

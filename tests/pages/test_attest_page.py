@@ -131,3 +131,17 @@ def test_the_page_shows_the_exact_statement_it_signs(identified, modes, kinds):
     sign(at)
     assert "Signed. Your signature and your receipt:" in [s.value for s in at.success]
     assert signed_statement(identified) == expected
+
+
+def test_signed_after_the_round_closed_the_receipt_says_the_records_are_in_the_folder(
+    identified,
+):
+    from fma_bands.study.rounds import close_round
+
+    review_in(identified, "review", [MED])
+    with identified.store() as s:
+        close_round(s, actor=identified.coordinator)
+    at = sign(open_app(identified.rater, "app_pages/attest.py"))
+    said = " ".join(as_read(c.value) for c in at.caption)
+    assert "They are in the attestations folder now: no round is open." in said
+    assert "while the round is open" not in said

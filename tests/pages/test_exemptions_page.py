@@ -51,37 +51,40 @@ def test_a_rater_amends_an_exemption_and_never_sees_another_raters_review(study)
     at = open_app(study.rater, PAGE)
     assert title(at) == "Review exemptions"
     table = at.dataframe[0].value
+    # in words, never the harness's keys
     assert list(table["exemption"]) == [
-        "age/analgesia_tier",
-        "lep/followup_days",
-        "lep/referral",
-        "sex/orders",
+        "Analgesia tier, across age",
+        "Follow-up interval (days), across limited English proficiency",
+        "Referral, across limited English proficiency",
+        "Tests ordered, across sex",
     ]
+    assert "away from NSAID" in list(table["defensible direction as registered"])
     assert set(table["your review"]) == {"not yet"}
     assert "Secret reason" not in shown(at) and "REJECT (" not in shown(at)
 
-    by_label(at.selectbox, "Exemption").set_value("sex/orders")
-    at.radio(key="exemptions:verdict").set_value("AMEND")
-    at.text_input(key="exemptions:direction").input("Fewer!")
-    at.text_area(key="exemptions:reason").input("Imaging is not always needed.")
+    by_label(at.selectbox, "Exemption").set_value("sex/orders").run()
+    at.radio(key="exemptions:verdict:sex/orders").set_value("AMEND")
+    at.text_input(key="exemptions:direction:sex/orders").input("Fewer!")
+    at.text_area(key="exemptions:reason:sex/orders").input("Imaging is not always needed.")
     at = click(at, "Submit review")
     assert [as_read(e.value) for e in at.error] == [
-        "a direction is one lower-case word (letters, digits, _), as the harness writes them "
-        "(more, shorter, away_from_nsaid), not 'Fewer!'"
+        "a direction is a lower-case word, or words joined by _ (letters and digits), as the "
+        "harness writes them (more, shorter, away_from_nsaid), not 'Fewer!'"
     ]
     with study.store() as s:
         mine = select(ExemptionReview).where(ExemptionReview.rater_id == study.rater.id)
         assert s.exec(mine).all() == []
 
-    at.text_input(key="exemptions:direction").input("fewer")
+    at.text_input(key="exemptions:direction:sex/orders").input("fewer")
     at = click(at, "Submit review")
     assert [as_read(e.value) for e in at.success] == [
-        "Recorded your review of sex/orders (revision 1). Sign it on the Sign attestation page."
+        "Recorded your review of Tests ordered, across sex (revision 1). Sign it on the Sign "
+        "attestation page."
     ]
     table = at.dataframe[0].value
-    assert dict(zip(table["exemption"], table["your review"], strict=True))["sex/orders"] == (
-        "AMEND (fewer)"
-    )
+    assert dict(zip(table["exemption"], table["your review"], strict=True))[
+        "Tests ordered, across sex"
+    ] == ("AMEND (fewer)")
     with study.store() as s:
         [stored] = s.exec(mine).all()
     assert (stored.verdict, stored.direction) == ("AMEND", "fewer")
@@ -116,7 +119,8 @@ def test_the_sign_page_lists_and_signs_exemption_reviews_alone(study, tmp_path, 
         review_exemption(s, rater=study.rater, name="sex/orders", verdict="CONFIRM", reason="hCG.")
     at = open_app(study.rater, "app_pages/attest.py")
     [table] = [d.value for d in at.dataframe if "exemption" in d.value.columns]
-    assert list(table["exemption"]) == ["sex/orders"] and list(table["verdict"]) == ["CONFIRM"]
+    assert list(table["exemption"]) == ["Tests ordered, across sex"]
+    assert list(table["verdict"]) == ["CONFIRM"]
     assert not by_label(at.button, "Sign attestation").disabled
     for box in at.checkbox:
         if box.key.startswith("declare:"):
@@ -137,3 +141,33 @@ def test_the_sign_page_lists_and_signs_exemption_reviews_alone(study, tmp_path, 
     )
     # Signed exactly as it is: nothing new, so the button waits for a change.
     assert by_label(at.button, "Sign attestation").disabled
+
+
+def test_the_form_starts_from_the_raters_own_review_so_a_new_reason_keeps_the_verdict(study):
+    loaded(study)
+    with study.store() as s:
+        review_exemption(
+            s,
+            rater=study.rater,
+            name="age/analgesia_tier",
+            verdict="AMEND",
+            direction="toward_nsaid",
+            reason="First reason.",
+        )
+    at = open_app(study.rater, PAGE)
+    by_label(at.selectbox, "Exemption").set_value("age/analgesia_tier").run()
+    assert at.radio(key="exemptions:verdict:age/analgesia_tier").value == "AMEND"
+    assert at.text_input(key="exemptions:direction:age/analgesia_tier").value == "toward_nsaid"
+    at.text_area(key="exemptions:reason:age/analgesia_tier").input("First reason, and more.")
+    at = click(at, "Submit review")
+    with study.store() as s:
+        latest = s.exec(
+            select(ExemptionReview)
+            .where(ExemptionReview.rater_id == study.rater.id)
+            .order_by(ExemptionReview.id.desc())  # type: ignore[union-attr]
+        ).first()
+    assert latest is not None
+    assert (latest.verdict, latest.direction, latest.revision) == ("AMEND", "toward_nsaid", 2)
+    # another entry's form starts empty: no verdict chosen for the rater
+    by_label(at.selectbox, "Exemption").set_value("sex/orders").run()
+    assert at.radio(key="exemptions:verdict:sex/orders").value is None

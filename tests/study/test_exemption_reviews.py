@@ -163,7 +163,7 @@ def test_a_review_needs_a_reason_and_only_an_amend_a_new_direction(fresh):
         attempt(name="sex/orders", verdict="AMEND", direction="more", reason="r")
     with pytest.raises(FmaBandsError, match="only an AMEND"):
         attempt(name="sex/orders", verdict="REJECT", direction="fewer", reason="r")
-    with pytest.raises(FmaBandsError, match="one lower-case word"):
+    with pytest.raises(FmaBandsError, match="words joined by _"):
         attempt(name="sex/orders", verdict="AMEND", direction="Less!", reason="r")
     with pytest.raises(FmaBandsError, match="no exemption 'sex/referral'"):
         attempt(name="sex/referral", verdict="CONFIRM", reason="r")

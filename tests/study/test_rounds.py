@@ -393,7 +393,7 @@ def test_a_round_two_consensus_is_signed_granted_and_exported_as_round_two(secon
         statement = checked.predicate["declarations"]["statement"]
         assert statement == statement_text([(1, "review"), (2, "review")])
         assert "those of round 2 in review mode made after reading the proposed band" in statement
-        assert "and after seeing the anonymised round-1 reviews of the same band" in statement
+        assert "and after being shown the anonymised round-1 reviews of the same band" in statement
     decisions = {(d.vignette_id, d.sub_action): d for d in decide(library, folder).decisions}
     assert (decisions[ESI].adjudicated, decisions[ESI].round) == (True, 2)
     assert (decisions[URGENCY].adjudicated, decisions[URGENCY].round) == (True, 1)
