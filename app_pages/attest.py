@@ -33,8 +33,8 @@ def reviews_covered(signing: SigningPlan, numbers: dict[str, int]) -> None:
     st.subheader(f"The {len(signing.reviews)} reviews this signature covers")
     if signing.reviews and not signing.fresh:
         st.success(
-            "Everything you have submitted is signed, exactly as it is now. Change a review, or "
-            "submit a new one, and you can sign again.",
+            "Everything you have submitted is signed, exactly as it is now. While a round is "
+            "open, change a review or submit a new one, and you can sign again.",
             icon=":material/verified:",
         )
     if signing.reviews:
@@ -127,8 +127,8 @@ if just_signed := st.session_state.pop("signed", None):
     when = receipt.get("in_folder", "")
     st.caption(
         "Your receipt: keep it. With it anyone can check, later, that the attestations folder "
-        f"still holds what you signed (fma-bands verify --since {receipt.get('since', '')}, "
-        "once your records are in the folder). "
+        f"still holds what you signed (fma-bands verify --since {receipt.get('since', '')}"
+        + ("). " if when == "now" else ", once your records are in the folder). ")
         + (
             "They are in the attestations folder now: no round is open."
             if when == "now"
@@ -161,7 +161,8 @@ with st.form("attest"):
     st.markdown("**Declarations** (all are required)")
     ticks = {key: st.checkbox(text, key=f"declare:{key}") for key, text in DECLARATIONS.items()}
     st.caption(
-        "Meaning of this signature: adjudication, your clinical judgement of each band listed. "
+        "Meaning of this signature: adjudication, your clinical judgement of each band and "
+        "exemption listed. "
         "The printed name is your pseudonym; your real name stays private, bound to it by the "
         "identity commitment your signature carries."
     )

@@ -70,8 +70,8 @@ ages = (
     else ""
 )
 st.markdown(
-    f"{escaped(exemption_words(*row.entry.key))}: registered as defensible is a difference "
-    f"towards **{towards}**{ages}."
+    f"{escaped(exemption_words(*row.entry.key))}: the direction registered as defensible is "
+    f"**{towards}**{ages}."
 )
 if row.entry.rationale:
     plain(row.entry.rationale, label="Why it is registered")
@@ -88,8 +88,8 @@ with st.form(f"exemptions:review:{chosen}"):
     direction = st.text_input(
         "Defensible direction (with Amend only)",
         value=row.my_direction or "",
-        help="As the harness writes them: a lower-case word, or words joined by _ (more, fewer, "
-        "shorter, longer, away_from_nsaid).",
+        help="A word or a few words, kept as the harness writes them (spaces become _): more, "
+        "fewer, shorter, longer, away_from_nsaid.",
         key=f"exemptions:direction:{chosen}",
     )
     reason = st.text_area("Reason", value=row.my_reason or "", key=f"exemptions:reason:{chosen}")
@@ -104,7 +104,8 @@ if submitted:
                 rater=user,
                 name=chosen,
                 verdict=verdict,
-                direction=direction.strip() or None,
+                # Typed as words ("away from nsaid"), it is the harness's key all the same.
+                direction="_".join(direction.lower().split()) or None,
                 reason=reason,
             )
             revision = made.revision

@@ -54,7 +54,7 @@ QUESTION_KEYS = tuple(q["key"] for q in QUESTIONS)
 
 # What a rater declares and what their signature means.
 DECLARATIONS = {
-    "not-an-author": "I am not an author of the study whose bands I adjudicated.",
+    "not-an-author": "I am not an author of the study whose bands or exemptions I adjudicated.",
     "no-financial-interest": "I have no financial interest in the study or in its outcome.",
     "consent-editor-disclosure": (
         "I consent to my identity being disclosed to the editor of the journal that "

@@ -55,7 +55,7 @@ GRANTED = {
     ("draft_documentation_01", "Follow-up interval (days)"): "1 day to 30 days",
 }
 DECLARATIONS = (
-    "I am not an author of the study whose bands I adjudicated.",
+    "I am not an author of the study whose bands or exemptions I adjudicated.",
     "I have no financial interest in the study or in its outcome.",
     "I consent to my identity being disclosed to the editor of the journal that considers the "
     "study, on request.",

@@ -145,3 +145,4 @@ def test_signed_after_the_round_closed_the_receipt_says_the_records_are_in_the_f
     said = " ".join(as_read(c.value) for c in at.caption)
     assert "They are in the attestations folder now: no round is open." in said
     assert "while the round is open" not in said
+    assert "once your records are in the folder" not in said

@@ -200,8 +200,8 @@ def test_signing_shows_and_offers_the_receipt(reviewed, folder, served):
     assert [s.value for s in at.success] == [
         "Signed. Your signature and your receipt:",
         # Signed exactly as it is now: nothing is offered to sign again.
-        "Everything you have submitted is signed, exactly as it is now. Change a review, or "
-        "submit a new one, and you can sign again.",
+        "Everything you have submitted is signed, exactly as it is now. While a round is "
+        "open, change a review or submit a new one, and you can sign again.",
     ]
     assert at.button(key="FormSubmitter:attest-Sign attestation").disabled
     [table] = at.table
