@@ -462,6 +462,7 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
     from app_pages.progress_screen import reviews_csv
     from fma_bands.study.assignment import change
     from fma_bands.study.enrolment import enrol, reset
+    from fma_bands.study.exemptions import review_exemption
     from fma_bands.study.governance import approve, set_policy
     from fma_bands.study.identity import reveal_identity, set_identity
     from fma_bands.study.impact import reviewed_impact
@@ -528,6 +529,9 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
             s, library, actor=who, rater="adjudicator-01", sub_actions=["esi_acuity"]
         ),
         "see_impact": lambda s, who: reviewed_impact(s, library, [], viewer=who),
+        "review_exemption": lambda s, who: review_exemption(
+            s, rater=who, name="sex/orders", verdict="CONFIRM", reason="hCG first."
+        ),
     }
     for action, rule in RULES.items():
         if action == "sign":
