@@ -26,6 +26,7 @@ from fma_bands.core.actions import SUB_ACTIONS
 from fma_bands.core.canonical import canonical_json
 from fma_bands.core.errors import FmaBandsError, Problem
 from fma_bands.core.files import compose_yaml, construct_yaml, read_bounded, write_atomically
+from fma_bands.evidence.harness import _package
 from fma_bands.evidence.log import Evidence, read_evidence
 from fma_bands.evidence.provenance import Reason
 
@@ -265,26 +266,7 @@ def _forget(name: str) -> None:
 
 
 def _harness_package(folder: str | Path | None) -> Path:
-    """The folder of the harness's fairmedagent package: `folder` itself, its fairmedagent, or
-    the one on sys.path."""
-    if folder is None:
-        spec = importlib.util.find_spec("fairmedagent")
-        if spec is None or spec.origin is None:
-            raise FmaBandsError(
-                "no FairMedAgent harness on sys.path: name the folder that holds its "
-                "fairmedagent package (--harness DIR)"
-            )
-        package = Path(spec.origin).parent
-    else:
-        given = Path(folder)
-        package = given / "fairmedagent" if (given / "fairmedagent").is_dir() else given
-    if not all((package / name).is_file() for name in ("__init__.py", "conditions.py")):
-        raise FmaBandsError(
-            "no FairMedAgent harness here: expected its fairmedagent package "
-            "(fairmedagent/__init__.py and fairmedagent/conditions.py)",
-            file=str(folder if folder is not None else package),
-        )
-    return package
+    return _package(folder, needs="conditions.py", how=" (--harness DIR)")
 
 
 def harness_exemptions(folder: str | Path | None) -> list[Exemption]:

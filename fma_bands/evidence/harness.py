@@ -127,22 +127,24 @@ def private_harness(folder: str | Path | None) -> Iterator[Harness]:
         _forget(name)
 
 
-def _package(folder: str | Path | None) -> Path:
+def _package(folder: str | Path | None, needs: str = "bands.py", how: str = "") -> Path:
+    """The folder of the harness's fairmedagent package: `folder` itself, its fairmedagent, or
+    the one on sys.path; it must hold `needs`. `how` says how to name it (an option)."""
     if folder is None:
         spec = importlib.util.find_spec("fairmedagent")
         if spec is None or spec.origin is None:
             raise FmaBandsError(
                 "no FairMedAgent harness on sys.path: name the folder that holds its "
-                "fairmedagent package"
+                f"fairmedagent package{how}"
             )
         package = Path(spec.origin).parent
     else:
         given = Path(folder)
         package = given / "fairmedagent" if (given / "fairmedagent").is_dir() else given
-    if not all((package / name).is_file() for name in ("__init__.py", "bands.py")):
+    if not all((package / name).is_file() for name in ("__init__.py", needs)):
         raise FmaBandsError(
             "no FairMedAgent harness here: expected its fairmedagent package "
-            "(fairmedagent/__init__.py and fairmedagent/bands.py)",
+            f"(fairmedagent/__init__.py and fairmedagent/{needs})",
             file=str(folder if folder is not None else package),
         )
     return package
