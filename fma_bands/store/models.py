@@ -7,7 +7,7 @@ Validation happens on the non-table models and in the domain functions; table ro
 validated data only. No `from __future__ import annotations` here: SQLModel reads the annotations.
 """
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, Text, TypeDecorator, UniqueConstraint
@@ -317,3 +317,44 @@ class ExemptionReview(SQLModel, table=True):
     reason: str = Field(sa_type=Text)
     entry_digest: str  # the entry as it was when reviewed
     created_at: datetime = _when()
+
+
+class BrowserSession(SQLModel, table=True):
+    """A signed-in browser: the SHA-256 of the random token its cookie holds (never the token),
+    for whom, and when it was last active; a reload within the idle time finds it again. Ended
+    by signing out or by the idle time, never reused."""
+
+    __tablename__ = "browser_session"
+
+    token_hash: str = Field(primary_key=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    created_at: datetime = _when()
+    last_seen_at: datetime = _when()
+    ended_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class QueryMessage(SQLModel, table=True):
+    """One message of a query: a thread between the coordinator and one rater about one band,
+    never shown to any other rater. A message with `closes` set ends the thread."""
+
+    __tablename__ = "query_message"
+
+    id: int | None = Field(default=None, primary_key=True)
+    vignette_id: str = Field(foreign_key="vignette.id")
+    sub_action: str
+    rater_id: int = Field(foreign_key="user.id", index=True)  # whose thread it is
+    author: str  # the pseudonym of whoever wrote it: that rater or the coordinator
+    body: str = Field(sa_type=Text)
+    closes: bool = False
+    created_at: datetime = _when()
+
+
+class RoundDue(SQLModel, table=True):
+    """The date by which the coordinator asks raters to finish a round."""
+
+    __tablename__ = "round_due"
+
+    round: int = Field(primary_key=True)
+    due_on: date
+    set_by: str
+    set_at: datetime = _when()
