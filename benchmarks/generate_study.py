@@ -100,7 +100,7 @@ def _orders(rng: random.Random):
     def read(rng: random.Random) -> AnyBand:
         chosen = {k for k in keys if (k in true) != (rng.random() < 0.08)} or true
         # Required orders: the true one(s) where still defensible, now and then one more or less.
-        required = {k for k in chosen if (k in needed) != (rng.random() < 0.1)}
+        required = {k for k in sorted(chosen) if (k in needed) != (rng.random() < 0.1)}
         return MultilabelBand(
             sub_action="orders", required=tuple(sorted(required)), defensible=tuple(sorted(chosen))
         )
