@@ -89,12 +89,15 @@ def _row_axis(row_order: list[str]) -> dict[str, Any]:
 
 
 def _cells(action: SubAction, domain: list, records: list[dict], rows: list[str], colour):
-    """A small domain: one labelled cell per value; '3 - strong opioid' on two lines."""
+    """A small domain: one labelled cell per value, '3 strong opioid' slanted above it."""
     for record in records:
         record["label"] = action.label_for(record["value"])
     labels = [action.label_for(v) for v in domain]
     return {
         "height": ROW_HEIGHT * len(rows),
+        # Room on the right for the last slanted label ("5 non-urgent"), which the chart's
+        # own width leaves out.
+        "padding": {"left": 5, "top": 5, "bottom": 5, "right": 90},
         "data": {"values": records},
         "mark": {"type": "rect", "stroke": "white", "strokeWidth": 2},
         "encoding": {
@@ -104,10 +107,14 @@ def _cells(action: SubAction, domain: list, records: list[dict], rows: list[str]
                 "title": None,
                 "sort": labels,
                 "axis": {
-                    "labelAngle": 0,
-                    "labelExpr": "split(datum.label, ' - ')",
-                    "labelLimit": 120,
-                    "labelFontSize": 12,
+                    # Slanted, every label drawn and none over another however narrow the
+                    # column (level ones hid every other label, ESI 2 and 4, and ran together).
+                    "labelAngle": -35,
+                    "labelAlign": "left",
+                    "labelExpr": "replace(datum.label, ' - ', ' ')",
+                    "labelOverlap": False,
+                    "labelLimit": 160,
+                    "labelFontSize": 11,
                     "orient": "top",
                 },
             },
