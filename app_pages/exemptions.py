@@ -54,6 +54,18 @@ if current.phase != "open":
         "No round is open: exemptions are reviewed while a round is open, and a closed round's "
         "reviews are frozen."
     )
+    # What the rater said stays readable once the round is closed, reasons included.
+    for row in rows:
+        if row.my_verdict is not None:
+            said = row.my_verdict + (
+                f" ({direction_words(row.my_direction)})" if row.my_direction else ""
+            )
+            with st.container(border=True):
+                plain(
+                    f"{said} · round {row.my_round}",
+                    label=f"Your review: {escaped(exemption_words(*row.entry.key))}",
+                )
+                plain(row.my_reason or "(no reason given)")
     st.stop()
 by_name = {row.entry.name: row for row in rows}
 chosen = st.selectbox(

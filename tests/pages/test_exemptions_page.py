@@ -171,3 +171,23 @@ def test_the_form_starts_from_the_raters_own_review_so_a_new_reason_keeps_the_ve
     # another entry's form starts empty: no verdict chosen for the rater
     by_label(at.selectbox, "Exemption").set_value("sex/orders").run()
     assert at.radio(key="exemptions:verdict:sex/orders").value is None
+
+
+def test_after_the_round_closes_the_rater_still_reads_their_own_reviews(study):
+    from fma_bands.study.rounds import close_round
+
+    loaded(study)
+    with study.store() as s:
+        review_exemption(
+            s, rater=study.rater, name="sex/orders", verdict="CONFIRM", reason="hCG first."
+        )
+        review_exemption(
+            s, rater=study.other, name="lep/referral", verdict="REJECT", reason="Secret reason."
+        )
+        close_round(s, actor=study.coordinator)
+    at = open_app(study.rater, PAGE)
+    text = shown(at)
+    assert "Your review: Tests ordered, across sex" in text
+    assert "CONFIRM · round 1" in text and "hCG first." in text
+    # the form is gone, and the other rater's review is still not this rater's to read here
+    assert not at.radio and "Secret reason" not in text
