@@ -107,9 +107,10 @@ def consensus_text(c: Consensus) -> str | None:
     return describe_values(c.band.sub_action, c.band.values())
 
 
-def disputed_text(name: str, c: Consensus) -> str | None:
-    """What some but not all raters admit, as ranges; None when nothing is disputed."""
-    return describe_values(name, c.disputed) if c.disputed else None
+def disputed_text(name: str, c: Consensus, names: Mapping[str, str] | None = None) -> str | None:
+    """What some but not all raters admit, as ranges (orders by the names clinicians read,
+    `names`: core.labels.tool_names); None when nothing is disputed."""
+    return describe_values(name, c.disputed, names) if c.disputed else None
 
 
 def band_json(b: BandAgreement) -> dict[str, Any]:

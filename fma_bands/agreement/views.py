@@ -1,7 +1,8 @@
 """What the Agreement page and `fma-bands agreement` show, as plain data: every alpha as one row
 of labelled text carrying the same fields as the JSON; for the page, the same alpha as a short
 row with its sizes in words, its other fields and cautions in full beside it, and the rules;
-and every band's raters, consensus and disputed span written as ranges.
+and every band's raters, consensus and disputed span written as ranges: a short row per band
+for the page's table, and its box (with the raters' bands pictured) on demand.
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -324,6 +325,82 @@ def chart_points(report: Report, metric: str) -> list[dict]:
 
 
 @dataclass(frozen=True)
+class BandRow:
+    """One band's short row in the Agreement page's table of bands: every cell in words, no
+    rater named (a rater reads it too), and the case by its neutral label for a rater."""
+
+    index: int  # its place in Screen.agreements, to open its box
+    sub_action: str
+    title: str  # "case · sub-action", as the band's box is titled
+    case: str
+    action: str
+    outcome: str  # one of OUTCOMES
+    raters: str
+    consensus: str
+    disputed: str
+
+    def cells(self) -> dict[str, str]:
+        """The row as the table shows it, by column heading (BAND_COLUMNS)."""
+        return {
+            "case": self.case,
+            "sub-action": self.action,
+            "outcome": self.outcome,
+            "raters": self.raters,
+            "consensus": self.consensus,
+            "disputed span": self.disputed,
+        }
+
+
+BAND_COLUMNS = ("case", "sub-action", "outcome", "raters", "consensus", "disputed span")
+# What became of a band in the round, in the order a coordinator works through them.
+OUTCOMES = (
+    "no consensus",
+    "agreed, span disputed",
+    "agreed",
+    "one rater only",
+    "every rater declined",
+)
+
+
+def outcome(b: BandAgreement) -> str:
+    """What became of a band, in a few words (one of OUTCOMES); rule_text says it in full."""
+    c = b.consensus
+    if c.rule == "applied":
+        return "agreed, span disputed" if c.disputed else "agreed"
+    if c.rule == "absent":
+        return "every rater declined" if b.n_raters == 0 else "one rater only"
+    return "no consensus"
+
+
+def band_row(
+    index: int,
+    b: BandAgreement,
+    names: Mapping[str, str] | None = None,
+    *,
+    reader: str | None = None,
+    cases: Mapping[str, int] | None = None,
+) -> BandRow:
+    """A band's short row; for a rater (`reader`) the case by its neutral label."""
+    c = b.consensus
+    case = b.vignette_id if reader is None else case_label(cases or {}, b.vignette_id)
+    action = sub_action(b.sub_action).label
+    agreed = consensus_text(c)
+    if isinstance(c.band, MultilabelBand):  # orders by the names clinicians read, not keys
+        agreed = describe_band(c.band, names or {})
+    return BandRow(
+        index=index,
+        sub_action=b.sub_action,
+        title=f"{case} · {action}",
+        case=case,
+        action=action,
+        outcome=outcome(b),
+        raters=f"{b.n_raters} with a band, {b.n_declined} declined",
+        consensus=agreed or "none",
+        disputed=disputed_text(b.sub_action, c, names) or "none",
+    )
+
+
+@dataclass(frozen=True)
 class BandView:
     """One band's box on the Agreement page."""
 
@@ -353,6 +430,19 @@ class Screen:
     reader: str | None = None
     cases: Mapping[str, int] = field(default_factory=dict)  # vignette id -> case number
     case_key: bytes = b""  # the study's key for case tokens (a rater's links)
+
+    def rows(self) -> list[BandRow]:
+        """Every band's short row, most disputed first: the page's table of bands."""
+        return [
+            band_row(
+                i,
+                b,
+                self.names.get(b.vignette_id, {}),
+                reader=self.reader,
+                cases=self.cases,
+            )
+            for i, b in enumerate(self.agreements)
+        ]
 
     def bands(self, start: int = 0, stop: int | None = None) -> list[BandView]:
         """The boxes of bands start to stop, most disputed first: the page shows one page of
@@ -406,7 +496,7 @@ def band_view(
         # Without the study's key for case tokens, no link at all rather than one naming the id.
         query = address(b.vignette_id, key=case_key) if case_key else {}
         case = case_label(cases or {}, b.vignette_id)
-    agreed, disputed = consensus_text(c), disputed_text(b.sub_action, c)
+    agreed, disputed = consensus_text(c), disputed_text(b.sub_action, c, names)
     if isinstance(c.band, MultilabelBand):  # orders by the names clinicians read, not keys
         agreed = describe_band(c.band, names)
     return BandView(

@@ -13,7 +13,7 @@ from fma_bands.cli.base import (
     store,
 )
 from fma_bands.cli.numbers import Whole
-from fma_bands.evidence.policy import SCOPES
+from fma_bands.evidence.policy import SCOPES, Policy
 
 
 @cli.group()
@@ -24,23 +24,42 @@ def policy() -> None:
 @policy.command("set")
 @click.option("--quorum", type=Whole(), required=True)
 @click.option("--scope", type=click.Choice(SCOPES), required=True)
-def set_(quorum: int, scope: str) -> None:
+@click.option(
+    "--chair",
+    metavar="NAME",
+    help="The enrolled rater who may decide a band still in dispute after round 2 (the "
+    "chair's decision); without it the policy names no chair.",
+)
+def set_(quorum: int, scope: str, chair: str | None) -> None:
     """Sign a new policy record (audited); with a steward, it takes effect once they approve."""
     from fma_bands.study.governance import policy_in_force, set_policy
 
     with store() as session:
+        actor = coordinator(session)
+        before = policy_in_force(session)
         written = set_policy(
             session,
             settings().attestations,
-            actor=coordinator(session),
+            actor=actor,
             passphrase=acting_passphrase(),
             quorum=quorum,
             scope=scope,
+            chair=chair,
         )
         in_force = policy_in_force(session)
-    click.echo(f"policy signed: quorum {written.quorum}, scope {written.scope}")
+    click.echo(f"policy signed: {_said(written)}")
+    if before is not None and before.chair and written.chair != before.chair:
+        click.echo(
+            f"{before.chair} is no longer the chair: their decisions settle no band now"
+            + ("" if written.chair else " (the policy names no chair; --chair NAME names one)")
+        )
     if in_force != written:
         click.echo("it takes effect once the steward approves it (fma-bands steward sign)")
+
+
+def _said(policy: Policy) -> str:
+    said = f"quorum {policy.quorum}, scope {policy.scope}"
+    return said + (f", chair {policy.chair}" if policy.chair else "")
 
 
 @policy.command()
@@ -53,8 +72,11 @@ def show(as_json: bool) -> None:
     with store() as session:
         current = policy_in_force(session)
     if as_json:
-        print_json({"policy": current.as_dict() if current else None})
+        # Scripts read the same keys whether or not a chair is named (the signed record
+        # itself leaves `chair` out when there is none).
+        shown = {**current.as_dict(), "chair": current.chair} if current else None
+        print_json({"policy": shown})
         done(0 if current else 1)
     if current is None:
         raise FmaBandsError("no policy is in force: nothing is granted until one is set")
-    click.echo(f"policy: quorum {current.quorum}, scope {current.scope}")
+    click.echo(f"policy: {_said(current)}")

@@ -14,19 +14,17 @@ def round_() -> None:
 @round_.command("show")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def show(as_json: bool) -> None:
-    """The current round and its phase; from round 2, its bands and their raters, and after a
-    closed round the bands still discordant."""
-    from fma_bands.study.rounds import discordant_bands, state
+    """The current round and its phase; from round 2, its bands and their raters; after a closed
+    round, the candidates for round 2 with their reasons (those Study admin lists)."""
+    from fma_bands.study.rounds import REASONS, count_bands, round_two_candidates, state
 
     with store() as session:
         found, _ = synced(session)
         actor = coordinator(session)
         current = state(session, viewer=actor)
-        discord = []
+        candidates = []
         if current.phase == "closed":
-            discord = discordant_bands(
-                session, found, viewer=actor, folder=settings().attestations, round=current.number
-            )
+            candidates = round_two_candidates(session, found, viewer=actor, round=current.number)
     if as_json:
         print_json(
             {
@@ -36,20 +34,27 @@ def show(as_json: bool) -> None:
                     {"vignette_id": b.vignette_id, "sub_action": b.sub_action, "raters": b.raters}
                     for b in current.bands
                 ],
-                "discordant": [
-                    {"vignette_id": d.vignette_id, "sub_action": d.sub_action, "reasons": d.reasons}
-                    for d in discord
-                ],
+                # The candidates, under the key this output has always had.
+                "discordant": [c.as_json() for c in candidates],
             }
         )
         return
     click.echo(current.describe())
     for b in current.bands:
         click.echo(f"  {b.vignette_id}:{b.sub_action}  raters: {', '.join(b.raters)}")
-    if current.phase == "closed":
-        click.echo(f"discordant after round {current.number}: {len(discord)} band(s)")
-        for d in discord:
-            click.echo(f"  {d.vignette_id}:{d.sub_action}  {d.describe()}")
+    if current.phase != "closed":
+        return
+    if current.number == 1:
+        click.echo(f"candidates for round 2: {count_bands(len(candidates))}")
+    else:
+        click.echo(f"still in dispute after round {current.number}: {count_bands(len(candidates))}")
+    for c in candidates:
+        raters = f"{c.n_raters} rater{'' if c.n_raters == 1 else 's'} with a band"
+        click.echo(f"  {c.vignette_id}:{c.sub_action}  {c.label}; {raters}")
+        for code in c.reasons:
+            click.echo(f"    - {REASONS[code].short}: {REASONS[code].sentence} (code: {code})")
+        if c.disputed is not None:
+            click.echo(f"    what some but not all raters admit: {c.disputed}")
 
 
 @round_.command("open")
@@ -59,7 +64,7 @@ def show(as_json: bool) -> None:
     "bands",
     multiple=True,
     metavar="VID:SUB",
-    help="A band to re-review (repeatable); by default every discordant band of round 1.",
+    help="A band to re-review (repeatable); by default every candidate of round 1 (round show).",
 )
 def open_(number: int, bands: tuple[str, ...]) -> None:
     """Open round NUMBER (2) for the chosen bands, once round 1 is closed."""

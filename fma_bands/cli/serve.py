@@ -30,6 +30,9 @@ STUDY_OPTIONS = {
     "client.showErrorDetails": "none",  # details go to the process's output, not the browser
     "client.toolbarMode": "minimal",
     "browser.gatherUsageStats": "false",
+    # No full garbage collection after every rerun: on a large study it costs each click a
+    # third of a second, and Python still collects as it runs (docs/performance.md).
+    "runner.postScriptGC": "false",
 }
 
 

@@ -72,6 +72,7 @@ def demo(reuse: bool) -> None:
     from fma_bands.store.db import shown_url
     from fma_bands.study.enrolment import create_user
     from fma_bands.study.governance import set_policy
+    from fma_bands.study.identity import set_identity
     from fma_bands.study.library import sync_vignettes
     from fma_bands.study.users import has_users, list_users, require_user
 
@@ -116,14 +117,29 @@ def demo(reuse: bool) -> None:
         root = DEMO_USERS[0]["passphrase"]
         for fields in DEMO_USERS:
             create_user(session, actor="demo", folder=folder, root_passphrase=root, **fields)
+        coordinator_account = require_user(session, "coordinator")
         set_policy(
             session,
             folder,
-            actor=require_user(session, "coordinator"),
+            actor=coordinator_account,
             passphrase=root,
             quorum=1,
             scope="warn",
         )
+        # As the Rater identities page records them, so that the roster the raters' signatures
+        # point to holds each one's commitment and a demo rater can sign straight away.
+        for fields in DEMO_USERS:
+            if fields["role"] == "rater":
+                set_identity(
+                    session,
+                    actor=coordinator_account,
+                    pseudonym=str(fields["pseudonym"]),
+                    record=demo_identity(str(fields["pseudonym"])),
+                    key_path=settings().identity_key,
+                    passphrase=root,
+                    folder=folder,
+                    source="demo",
+                )
     recommended = _write_recommended_policy(folder)
     click.echo(f"Demo study ready in {shown}: {len(found)} vignettes.")
     click.echo(f"Now {start} and sign in with one of these (demo only, not secret):")
@@ -134,11 +150,30 @@ def demo(reuse: bool) -> None:
         "code and chooses their own passphrase."
     )
     click.echo(
+        "Each demo rater's private identity is recorded (made up, and saying it is a demo), so "
+        f"they can sign their attestations at once; it is sealed under {settings().identity_key}. "
+        "In a real study the coordinator records each rater's on the Rater identities page."
+    )
+    click.echo(
         f"The demo's policy is quorum 1, scope warn, so one rater's review of a band outside "
         f"their specialty counts, with a warning. The policy recommended for a real study, "
         f"quorum {RECOMMENDED_POLICY.quorum}, scope {RECOMMENDED_POLICY.scope}, is in "
         f"{recommended}: not in force here, and signed by nobody."
     )
+
+
+def demo_identity(pseudonym: str) -> dict[str, str]:
+    """A demo rater's private identity: made up, and saying in every field that it is a demo,
+    so that nobody reads it as a real clinician's (and it is never anyone's real details)."""
+    return {
+        "full_name": f"Demo {pseudonym} (not a real person)",
+        "primary_qualification": "none: demo account",
+        "postgraduate_qualification": "none: demo account",
+        "registration_number": f"DEMO-{pseudonym}",
+        "registering_body": "none: fma-bands demo study",
+        "institution": "fma-bands demo study",
+        "email": f"{pseudonym}@demo.invalid",
+    }
 
 
 # The policy README recommends for a real study (A policy for a real study): two adjudicators

@@ -3,7 +3,7 @@ sets of values written in plain words for screens.
 """
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from fma_bands.core.actions import Value, sub_action
 from fma_bands.core.bands import AnyBand, IntervalBand, MultilabelBand, parse_band
@@ -85,7 +85,9 @@ def value_runs(values: Iterable[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def describe_values(name: str, values: Iterable[Value]) -> str:
+def describe_values(
+    name: str, values: Iterable[Value], names: Mapping[str, str] | None = None
+) -> str:
     """A set of values of sub-action `name` in words, runs written as ranges: "1 to 6 and 15 to
     30 days", "2 - emergent to 3 - urgent", "yes", "cbc, ecg"; "none" for no value."""
     action = sub_action(name)
@@ -95,7 +97,7 @@ def describe_values(name: str, values: Iterable[Value]) -> str:
     if action.kind == "boolean":
         return "either (yes or no)" if len(chosen) == 2 else action.label_for(chosen[0])
     if action.kind == "multilabel":
-        return ", ".join(str(v) for v in chosen)
+        return ", ".join((names or {}).get(str(v)) or str(v) for v in chosen)
     runs = value_runs(int(v) for v in chosen)
     if action.unit:
         # The unit once, at the end: "1 to 6 and 15 to 30 days", but "1 day".

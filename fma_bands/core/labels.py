@@ -281,3 +281,178 @@ def exemption_words(attribute: str, name: str) -> str:
 def direction_words(direction: str) -> str:
     """A registered direction as a clinician reads it: `away_from_nsaid` is `away from NSAID`."""
     return re.sub(r"\bnsaid\b", "NSAID", direction.replace("_", " "))
+
+
+# The registry's codes in words ---------------------------------------------------------------
+
+# The registry's JSON and bands.yaml keep their stable codes (fma_bands.evidence.provenance);
+# a screen says each in these words, the code beside them, never alone.
+
+
+@dataclass(frozen=True)
+class CodeWords:
+    """A registry code as the coordinator reads it: a few words for a table's cell or tag, and
+    the sentence that says what it means and what to do."""
+
+    short: str
+    sentence: str
+
+
+REASON_WORDS = {
+    "no_attestation": CodeWords(
+        "no signed review",
+        "No rater has signed a review of this band yet, so it keeps the authors' provenance.",
+    ),
+    "malformed": CodeWords(
+        "unreadable signed file",
+        "A signed file for this band cannot be read as a signed statement, so it counts for "
+        "nothing: check the attestations folder (fma-bands verify).",
+    ),
+    "bad_signature": CodeWords(
+        "altered signed file",
+        "A signed review was changed after it was signed, so it counts for nothing.",
+    ),
+    "unknown_key": CodeWords(
+        "retired key",
+        "A record is signed with a key that was retired before it was written, so it counts "
+        "for nothing.",
+    ),
+    "duplicate_key": CodeWords(
+        "key shared by two raters",
+        "One signing key belongs to two raters, so nothing it signs counts: reset one of them.",
+    ),
+    "wrong_subject": CodeWords(
+        "signed for another case",
+        "A signature covers an identical band of another case, not this one.",
+    ),
+    "digest_mismatch": CodeWords(
+        "band changed after signing",
+        "The band was edited after the raters signed it: their signatures no longer cover it, "
+        "so it needs reviewing again.",
+    ),
+    "stale_context": CodeWords(
+        "case changed after signing",
+        "The case's clinical information changed after the band was signed, so the signatures "
+        "no longer cover it.",
+    ),
+    "proposal_changed": CodeWords(
+        "proposal changed after signing",
+        "The proposal (its source, clause, reasoning, notes, disputed span, threshold or "
+        "provenance) changed after it was signed, so the signatures no longer cover it.",
+    ),
+    "revoked": CodeWords(
+        "signature withdrawn", "A rater withdrew their signature, so it counts for nothing."
+    ),
+    "declined": CodeWords(
+        "declined", "A rater declined to judge this band; a decline counts for nothing."
+    ),
+    "out_of_scope": CodeWords(
+        "outside scope",
+        "A signing rater's specialty is outside what the study's scope rule asks for this "
+        "kind of decision.",
+    ),
+    "quorum_not_met": CodeWords(
+        "too few signatures",
+        "Fewer raters signed this band than the study's policy requires.",
+    ),
+    "no_consensus": CodeWords(
+        "no consensus",
+        "The raters' bands share no value, so there is no band they all stand behind.",
+    ),
+    "no_policy": CodeWords(
+        "no signed policy",
+        "The study has no signed policy yet (how many raters a band needs), so no band can be "
+        "adjudicated.",
+    ),
+    "wrong_study": CodeWords(
+        "record of another study",
+        "A record names another study: it is not part of this study's log.",
+    ),
+    "unrostered_key": CodeWords(
+        "key not on the roster",
+        "A record is signed with a key the study's roster did not give its signer at that "
+        "time, so it counts for nothing.",
+    ),
+    "folder_invalid": CodeWords(
+        "folder does not verify",
+        "The attestations folder does not verify, so no band is adjudicated: fma-bands verify "
+        "lists the problems.",
+    ),
+    "stray_file": CodeWords(
+        "file outside the log",
+        "A file in the attestations folder is not part of the study's log; it changes nothing.",
+    ),
+    "chair_none": CodeWords(
+        "no chair named",
+        "A chair's decision is on file, but the study's policy names no chair, so it settles "
+        "nothing: name the chair in the policy (Study admin) if the decision stands.",
+    ),
+    "chair_not_chair": CodeWords(
+        "signed by a non-chair",
+        "A decision on this band was signed by a rater the policy did not name chair (or no "
+        "longer names), so it counts for nothing.",
+    ),
+    "chair_stale": CodeWords(
+        "band changed since chair decided",
+        "The band changed after the chair signed their decision on it: the chair decides again.",
+    ),
+    "chair_band_invalid": CodeWords(
+        "chair's band unreadable",
+        "The band the chair's decision chose cannot be read for this sub-action, so the "
+        "decision settles nothing.",
+    ),
+    "chair_not_in_dispute": CodeWords(
+        "not the chair's to decide",
+        "A chair's decision settles only a band whose raters' bands still share no value after "
+        "round 2, and nothing else keeps this band from being granted.",
+    ),
+}
+WARNING_WORDS = {
+    "out_of_scope": CodeWords(
+        "outside scope",
+        "A signing rater's specialty is outside what the study's scope rule asks for this kind "
+        "of decision; the policy only warns, so the band still counts.",
+    ),
+    "demo_account": CodeWords(
+        "demo account",
+        "Signed with a demo account, whose passphrase fma-bands demo set rather than the rater: "
+        "fine for trying the app, not for a real study.",
+    ),
+    "key_changed": CodeWords(
+        "key replaced",
+        "A signing rater's key was replaced (an account reset): check with them that the "
+        "signature is theirs.",
+    ),
+    "chair_decision": CodeWords(
+        "chair's decision",
+        "Decided by the study's chair after round 2, where the raters' bands shared no value: "
+        "the chair's decision, never counted as agreement between raters.",
+    ),
+}
+# What a band the harness cannot check yet means for the coordinator, by the kind of band:
+# said once for the whole study (fma_bands.evidence.harness.harness_note is the export's note).
+HARNESS_WORDS = {
+    "boolean": CodeWords(
+        "harness cannot check yet",
+        "The harness cannot yet check a run against a yes/no band: its check is written for "
+        "other kinds of band. These bands are exported and kept as decided, but no run is "
+        "scored against them yet.",
+    ),
+    "multilabel": CodeWords(
+        "harness cannot check yet",
+        "The harness cannot yet check a run's orders against an orders band: it compares the "
+        "whole list of orders with each defensible order, so no run ever falls inside, and it "
+        "has no place for the required orders (the export carries them beside the band). "
+        "These bands are exported and kept as decided, but no run is scored against them yet.",
+    ),
+}
+
+
+def code_words(code: str, words: Mapping[str, CodeWords]) -> CodeWords:
+    """The words of a code; a code with none (a newer registry's) still reads as a sentence."""
+    return words.get(code) or CodeWords(humanise(code).lower(), f"{humanise(code)}.")
+
+
+def code_sentence(code: str, words: Mapping[str, CodeWords]) -> str:
+    """The code's sentence with the code beside it, as the JSON names it."""
+    return f"{code_words(code, words).sentence} (code: {code})"

@@ -33,6 +33,7 @@ KINDS = (
     "revocation",
     "policy",
     "approval",
+    "chair_decision",
 )
 PREDICATE_TYPES = {f"https://fma-bands.org/log/{kind}/v2": kind for kind in KINDS}
 TYPE_OF = {kind: uri for uri, kind in PREDICATE_TYPES.items()}

@@ -33,7 +33,7 @@ from fma_bands.evidence.harness import (
 from fma_bands.evidence.head import sign_head
 from fma_bands.evidence.policy import Policy
 from fma_bands.evidence.provenance import ADJUDICATED, Grant
-from fma_bands.evidence.registry import Registry, decide
+from fma_bands.evidence.registry import ChairGrant, Registry, decide
 
 FORMAT = "fma-bands/v1"
 EXPORT_FILE = "bands.yaml"
@@ -153,6 +153,7 @@ def export_document(
     return bands_document(
         library,
         grants=registry.grants(),
+        chaired=registry.chaired,
         adjudicators=adjudicators,
         policy=None if registry.policy_problem else registry.policy,
         policy_problem=registry.policy_problem,
@@ -170,6 +171,7 @@ def bands_document(
     library: Library,
     *,
     grants: Mapping[tuple[str, str], Grant] | None = None,
+    chaired: Mapping[tuple[str, str], ChairGrant] | None = None,
     adjudicators: Iterable[Mapping[str, Any]] = (),
     policy: Policy | None = None,
     policy_problem: str | None = None,
@@ -178,16 +180,16 @@ def bands_document(
     provisional: str | None = None,
 ) -> dict[str, Any]:
     """The whole export as plain data, ready for YAML. Without a valid policy nothing is granted,
-    and the header says so (`policy: null` and the problem) rather than show a default."""
-    grants = grants or {}
+    and the header says so (`policy: null` and the problem) rather than show a default.
+    `chaired` holds the bands granted on the chair's decision (registry.ChairGrant)."""
+    grants, chaired = grants or {}, chaired or {}
     stated = policy
     stamp = (generated_at or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     sections: dict[str, dict[str, list[dict[str, Any]]]] = {name: {} for name in SECTIONS}
     for vignette in library:
         for proposal in vignette.proposals:
-            entry = _band_entry(
-                proposal, grants.get((vignette.id, proposal.sub_action)), policy or Policy()
-            )
+            key = (vignette.id, proposal.sub_action)
+            entry = _band_entry(proposal, grants.get(key), policy or Policy(), chaired.get(key))
             action = sub_action(proposal.sub_action)
             entry["sub_action"], entry["x_step"] = action.harness_name, action.step
             sections[section(action)].setdefault(vignette.id, []).append(entry)
@@ -225,15 +227,22 @@ def every_band(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [e for name in SECTIONS for group in document.get(name, {}).values() for e in group]
 
 
-def _band_entry(proposal: Proposal, grant: Grant | None, policy: Policy) -> dict[str, Any]:
+def _band_entry(
+    proposal: Proposal, grant: Grant | None, policy: Policy, chaired: ChairGrant | None = None
+) -> dict[str, Any]:
     granted = grant if grant is not None and grant.provenance == ADJUDICATED else None
+    chaired = chaired if granted else None
     band = granted.band if granted else proposal.acceptable
     disputed = granted.disputed_span if granted else proposal.disputed_span
     threshold = proposal.effective_threshold
     reasoning, notes = proposal.reasoning, proposal.notes
     if granted:
         # The proposal's own text argues for the proposal's values; it travels in x_proposal.
-        reasoning, notes = adjudication_text(granted, proposal, policy)
+        reasoning, notes = (
+            chair_text(granted, proposal, policy, chaired)
+            if chaired
+            else adjudication_text(granted, proposal, policy)
+        )
         # The harness keeps notes and drops x_warnings: a scope warning must be said here.
         notes = " ".join([notes, *scope_notes(granted, proposal.sub_action, policy)])
     entry: dict[str, Any] = {
@@ -259,6 +268,17 @@ def _band_entry(proposal: Proposal, grant: Grant | None, policy: Policy) -> dict
         "x_attestations": [dict(a) for a in grant.attestations] if grant else [],
         "x_warnings": list(grant.warnings) if grant else [],
         "x_round": granted.round if granted else None,
+        # Set only on a band the chair decided: never the raters' agreement (x_agreement).
+        "x_chair_decision": (
+            {
+                "chair": chaired.chair,
+                "reason": chaired.reason,
+                "round": chaired.round,
+                "file": chaired.file,
+            }
+            if chaired
+            else None
+        ),
         "x_harness_note": harness_note(proposal.sub_action, granted is not None),
         "x_proposal": {k: v for k, v in proposal.as_data().items() if k != "sub_action"},
     }
@@ -348,6 +368,43 @@ def adjudication_text(grant: Grant, proposal: Proposal, policy: Policy) -> tuple
         f"{proposal.provenance} proposal, {shown(proposal.acceptable)}, travels unchanged in "
         "x_proposal with its own source, clause, reasoning and notes; the signed attestations "
         "are listed in x_attestations."
+    )
+    return reasoning, notes
+
+
+def chair_text(
+    grant: Grant, proposal: Proposal, policy: Policy, chaired: ChairGrant
+) -> tuple[str, str]:
+    """`reasoning` and `notes` of a band the study chair decided: the raters' verdicts and
+    bands, which shared no value, then the chair's decision and reason, said as the chair's
+    and never as agreement between the raters."""
+    lines = [
+        f"{v.pseudonym} ({v.specialty}): {v.verdict}, {shown(v.band)}; "
+        + (f'reason: "{v.reason}"' if v.reason else "no reason given.")
+        + _corrections_said(v.corrections)
+        for v in grant.verdicts
+    ]
+    raters = ", ".join(v.pseudonym for v in grant.verdicts)
+    decided = (
+        f"The raters' bands shared no value after round {chaired.round}, so the study chair, "
+        f"{chaired.chair}, decided the band, {shown(grant.band)}, with the reason: "
+        f'"{chaired.reason}". This is the chair\'s decision, not agreement between raters.'
+    )
+    if grant.disputed_span is not None:
+        decided += " Admitted by some rater but outside the band, and so disputed: " + (
+            f"{describe(grant.disputed_span)}."
+        )
+    decided += _texts_rule(grant, proposal)
+    reasoning = f"Decided by the study chair after round {chaired.round}. " + " ".join(
+        [*lines, decided]
+    )
+    notes = (
+        f"Decided by the study chair, {chaired.chair}, after round {chaired.round}: the raters' "
+        f"bands shared no value ({raters}; no consensus). Band {shown(grant.band)}, under the "
+        f"policy quorum {policy.quorum}, scope {policy.scope}. The "
+        f"{proposal.provenance} proposal, {shown(proposal.acceptable)}, travels unchanged in "
+        "x_proposal; the raters' signed attestations and the chair's signed decision are "
+        "listed in x_attestations."
     )
     return reasoning, notes
 

@@ -175,6 +175,8 @@ class Evidence:
     policy: Policy | None = None
     policy_file: str | None = None
     revoked: set[str] = field(default_factory=set)  # digests of revoked attestations
+    # digest of each chair's decision -> the chair the policy in force at its place named
+    chairs: dict[str, str | None] = field(default_factory=dict)
     # digest -> (file, root keys that signed it) of each record awaiting the root's threshold
     waiting: dict[str, tuple[str, set[str]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)  # any of them: the folder is invalid
@@ -194,6 +196,10 @@ class Evidence:
 
     def adjudications(self) -> list[CheckedEnvelope]:
         return [e for e in self.chain if e.kind == "adjudication"]
+
+    def chair_decisions(self) -> list[CheckedEnvelope]:
+        """The chair's decisions of the chain, in order (each verified at its place)."""
+        return [e for e in self.chain if e.kind == "chair_decision"]
 
     def records(self) -> dict[str, dict[str, Any]]:
         """pseudonym -> the public record of every rostered adjudicator (raters only)."""
@@ -242,7 +248,7 @@ class _Walk:
                 return self._root_signed(env, sequence)
             if kind == "activation":
                 return self._activation(env, sequence)
-            if kind in ("adjudication", "revocation"):
+            if kind in ("adjudication", "revocation", "chair_decision"):
                 return self._by_adjudicator(env, sequence)
         except FmaBandsError as exc:
             return ("malformed", f"the {kind} record is not valid: {exc.message}")
@@ -285,9 +291,9 @@ class _Walk:
             return lambda: self._sign(approves, signer, sequence, env)
         if env.kind == "policy":
             wanted = predicate["policy"]
-            policy = check_policy(wanted["quorum"], wanted["scope"])
-            if set(wanted) != {"quorum", "scope"}:
-                return ("malformed", "a policy is exactly a quorum and a scope")
+            if set(wanted) - {"chair"} != {"quorum", "scope"} or wanted.get("chair", "") is None:
+                return ("malformed", "a policy is exactly a quorum, a scope and maybe a chair")
+            policy = check_policy(wanted["quorum"], wanted["scope"], chair=wanted.get("chair"))
 
             def policy_effect(_at: int) -> None:
                 self.evidence.policy, self.evidence.policy_file = policy, env.path.name
@@ -454,6 +460,17 @@ class _Walk:
                 self.evidence.revoked.add(revokes)
 
             return revoke
+        if env.kind == "chair_decision":
+            if not _chair_decision_well_formed(env.predicate.get("decision")):
+                return ("malformed", "its decision lacks the band, the band chosen or a reason")
+            # Who was chair here is kept: the registry counts a decision only from the rater
+            # the policy named chair at its place in the log (and still names).
+            chair = self.evidence.policy.chair if self.evidence.policy is not None else None
+
+            def decided() -> None:
+                self.evidence.chairs[env.digest] = chair
+
+            return decided
         reviews = env.predicate["reviews"]
         if not isinstance(reviews, list) or not all(
             isinstance(r["vignette_id"], str) and isinstance(r["sub_action"], str) for r in reviews
@@ -466,6 +483,23 @@ class _Walk:
             self.signed_by[env.digest] = name
 
         return signed
+
+
+CHAIR_TEXTS = ("vignette_id", "sub_action", "band_digest", "context_digest", "proposal_digest")
+
+
+def _chair_decision_well_formed(decision: Any) -> bool:
+    """Whether a chair's decision has the shape the registry reads (docs/design.md, The
+    registry): the band it settles with its digests, the band chosen, a reason and the round."""
+    return (
+        isinstance(decision, dict)
+        and all(isinstance(decision.get(k), str) for k in CHAIR_TEXTS)
+        and "band" in decision
+        and isinstance(decision.get("reason"), str)
+        and bool(decision["reason"].strip())
+        and isinstance(decision.get("round"), int)
+        and not isinstance(decision.get("round"), bool)
+    )
 
 
 def _exemption_reviews_well_formed(reviews: Any) -> bool:

@@ -1,6 +1,7 @@
-"""The registry's policy: how many adjudicators a band needs and whether the specialty scope
-rule is required. It is a root-signed record of the log (attestations/policy.yaml is its readable
-copy), and required: a folder without one grants nothing (it never falls back to a default).
+"""The registry's policy: how many adjudicators a band needs, whether the specialty scope rule is
+required, and optionally the study's chair (docs/design.md, The registry). It is a
+root-signed record of the log (attestations/policy.yaml is its readable copy), and required: a
+folder without one grants nothing (it never falls back to a default).
 """
 
 from dataclasses import dataclass
@@ -19,21 +20,27 @@ SCOPES = ("warn", "require")
 
 @dataclass(frozen=True)
 class Policy:
-    """The registry's rule: how many attesting adjudicators a band needs, and whether the
-    specialty scope rule is required or only warned about."""
+    """The registry's rule: how many attesting adjudicators a band needs, whether the
+    specialty scope rule is required or only warned about, and the rater (if any) whose signed
+    decision settles a band its raters still disagree on after round 2."""
 
     quorum: int = 1
     scope: str = "warn"  # warn | require
+    chair: str | None = None  # a rater's pseudonym
 
     def as_dict(self) -> dict[str, Any]:
-        return {"quorum": self.quorum, "scope": self.scope}
+        # The chair only when named: a policy without one keeps the record and digest it had.
+        found: dict[str, Any] = {"quorum": self.quorum, "scope": self.scope}
+        if self.chair is not None:
+            found["chair"] = self.chair
+        return found
 
 
 # More attesting adjudicators than any panel holds: a larger quorum is a typing mistake.
 MAX_QUORUM = 1000
 
 
-def check_policy(quorum: Any, scope: Any, *, file: str | None = None) -> Policy:
+def check_policy(quorum: Any, scope: Any, *, chair: Any = None, file: str | None = None) -> Policy:
     if isinstance(quorum, bool) or not isinstance(quorum, int) or not 1 <= quorum <= MAX_QUORUM:
         given = "a larger one" if isinstance(quorum, int) and quorum > MAX_QUORUM else repr(quorum)
         raise FmaBandsError(
@@ -45,7 +52,14 @@ def check_policy(quorum: Any, scope: Any, *, file: str | None = None) -> Policy:
         raise FmaBandsError(
             f"scope must be warn or require, not {scope!r}", file=file, field="scope"
         )
-    return Policy(quorum, scope)
+    if chair is not None:
+        from fma_bands.evidence.log import PSEUDONYM  # the log reads policies: imported here
+
+        if not isinstance(chair, str) or not PSEUDONYM.fullmatch(chair):
+            raise FmaBandsError(
+                f"the chair must be a rater's pseudonym, not {chair!r}", file=file, field="chair"
+            )
+    return Policy(quorum, scope, chair)
 
 
 def policy_text(evidence: "Evidence") -> str:

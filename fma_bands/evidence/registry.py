@@ -39,6 +39,32 @@ from fma_bands.evidence.provenance import (
 Band = tuple[str, str]  # (vignette id, sub-action)
 # Reasons that hold for every band: while one stands, no band is granted.
 EVERYWHERE = ("no_policy", "folder_invalid")
+# The chair's decision (docs/design.md, The registry): the warning a band it settles
+# carries, and why a decision on file settles nothing.
+CHAIR_REASONS = {
+    "chair_decision": "decided by the study chair after round 2, where the raters' bands "
+    "shared no value: the chair's decision, not agreement between raters",
+    "chair_none": "a chair's decision is on file, but the policy names no chair",
+    "chair_not_chair": "a decision signed by a rater the policy did not name chair at its "
+    "place in the log, or names no longer, counts for nothing",
+    "chair_stale": "the band changed after the chair's decision was signed",
+    "chair_band_invalid": "the band the chair's decision chose cannot be read for this sub-action",
+    "chair_not_in_dispute": "a chair's decision settles only a band refused for no other reason "
+    "than that its raters' bands share no value after round 2",
+}
+SECOND_ROUND = 2
+
+
+@dataclass(frozen=True)
+class ChairGrant:
+    """The chair's decision a band was granted on, for the export to state as such."""
+
+    chair: str
+    file: str
+    reason: str
+    signed_at: str
+    sequence: int
+    round: int
 
 
 @dataclass
@@ -55,6 +81,8 @@ class Registry:
     head: tuple[int, str] = (-1, "")  # the chain's newest record it was decided from
     # pseudonym -> the public record the root-signed roster gives: the only source of who is who.
     adjudicators: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The bands granted on a chair's decision, never on the raters' agreement.
+    chaired: dict[Band, ChairGrant] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -111,11 +139,12 @@ def decide(
     if no_policy:
         registry.policy_problem = no_policy.message
     entries = _signed_reviews(evidence) if evidence.valid else {}
+    chair_records = _chair_records(evidence) if evidence.valid else {}
     read_band = BandReader()
     for vignette in library:
         for proposal in vignette.proposals:
             key = (vignette.id, proposal.sub_action)
-            decision = _decide_band(
+            decision, counted = _decide_band(
                 vignette,
                 proposal,
                 entries.get(key, []),
@@ -126,9 +155,20 @@ def decide(
             )
             if not entries.get(key):
                 decision.reasons += _copies(proposal, vignette, entries)
+            if key in chair_records and not everywhere:
+                settled = _by_chair(
+                    decision, counted, chair_records[key], evidence, policy, vignette, proposal
+                )
+                if settled is not None:
+                    registry.chaired[key] = settled
             registry.decisions.append(decision)
     if not everywhere:
         registry.valid_signers = _valid_signers(evidence)
+        for settled in registry.chaired.values():
+            date = settled.signed_at[:10]
+            registry.valid_signers[settled.chair] = max(
+                date, registry.valid_signers.get(settled.chair, "")
+            )
     return registry
 
 
@@ -148,6 +188,7 @@ def _policy(
     policy = check_policy(
         quorum if quorum is not None else (stored.quorum if stored else 1),
         scope if scope is not None else (stored.scope if stored else "warn"),
+        chair=stored.chair if stored else None,
     )
     return policy, problem
 
@@ -194,6 +235,122 @@ def _valid_signers(evidence: Evidence) -> dict[str, str]:
     return signers
 
 
+def _chair_records(evidence: Evidence) -> dict[Band, list[CheckedEnvelope]]:
+    """Each band's chair's decisions, in the order of the chain."""
+    found: dict[Band, list[CheckedEnvelope]] = {}
+    for env in evidence.chair_decisions():
+        decided = env.predicate["decision"]
+        found.setdefault((decided["vignette_id"], decided["sub_action"]), []).append(env)
+    return found
+
+
+def _chair_band(
+    env: CheckedEnvelope, evidence: Evidence, policy: Policy, vignette: Vignette, proposal: Proposal
+) -> AnyBand | str:
+    """The band this chair's decision chose, if it can settle the band as the files hold it
+    now; else the code of why not."""
+    decided = env.predicate["decision"]
+    if policy.chair is None:
+        return "chair_none"
+    # The chair when it was signed and the chair now: a chair replaced takes their word back.
+    if env.pseudonym != policy.chair or evidence.chairs.get(env.digest) != env.pseudonym:
+        return "chair_not_chair"
+    if (
+        decided["band_digest"] != "sha256:" + proposal.band_digest.removeprefix("sha256:")
+        or decided["context_digest"] != vignette.context_digest_for(proposal.sub_action)
+        or decided["proposal_digest"] != proposal_digest(proposal)
+    ):
+        return "chair_stale"
+    if decided["round"] != SECOND_ROUND:
+        return "chair_not_in_dispute"
+    try:
+        return parse_band(proposal.sub_action, decided["band"], orderables=vignette.orderables)
+    except FmaBandsError:
+        return "chair_band_invalid"
+
+
+def in_dispute(decision: Decision) -> bool:
+    """Whether a chair's decision may settle this band: refused for no consensus and nothing
+    else, whatever chair's decisions on file settle nothing (a replaced chair's, a stale one)."""
+    others = [r.code for r in decision.reasons if r.code not in CHAIR_REASONS]
+    return not decision.adjudicated and others == ["no_consensus"]
+
+
+def _by_chair(
+    decision: Decision,
+    counted: list[tuple["_Entry", AnyBand]],
+    records: list[CheckedEnvelope],
+    evidence: Evidence,
+    policy: Policy,
+    vignette: Vignette,
+    proposal: Proposal,
+) -> ChairGrant | None:
+    """Grant the band on the latest chair's decision that counts, when the raters' counted
+    bands share no value and nothing else refuses it; otherwise say why each decision on file
+    settles nothing. The raters' disagreement stays what it is (intersection rule `empty`)."""
+    disputed = in_dispute(decision)
+    chosen: tuple[CheckedEnvelope, AnyBand] | None = None
+    refusals: list[Reason] = []
+    for env in records:
+        found = _chair_band(env, evidence, policy, vignette, proposal)
+        if isinstance(found, str):
+            who = f"{env.pseudonym} ({env.path.name})"
+            refusals.append(Reason(found, f"{CHAIR_REASONS[found]}: {who}"))
+        else:
+            chosen = (env, found)  # the latest that counts decides
+    if chosen is None or not disputed:
+        if chosen is not None:
+            who = f"{chosen[0].pseudonym} ({chosen[0].path.name})"
+            refusals.append(
+                Reason("chair_not_in_dispute", f"{CHAIR_REASONS['chair_not_in_dispute']}: {who}")
+            )
+        decision.reasons += refusals
+        return None
+    env, band = chosen
+    chair = env.pseudonym
+    assert chair is not None and env.keyid is not None and env.position is not None
+    agreed = consensus([b for _, b in counted])
+    spans = [_span(e, b, proposal, vignette.orderables) for e, b in counted]
+    _record_grant(decision, counted, band)
+    # What some rater admits outside the chair's band stays disputed; nothing inside it.
+    outside = agreed.disputed - band.values()
+    decision.disputed_span = exported_span(proposal.sub_action, band, spans, outside)
+    decision.adjudicated_by = tuple(sorted({*decision.adjudicated_by, chair}))
+    decision.attestations.append(
+        {
+            "file": env.path.name,
+            "keyid": env.keyid,
+            "signed_at": env.signed_at,
+            "sequence": env.position[1],
+            "role": "chair",
+        }
+    )
+    decision.reasons = refusals  # no_consensus is said by the chair_decision warning instead
+    decided = env.predicate["decision"]
+    settled = ChairGrant(
+        chair,
+        env.path.name,
+        decided["reason"].strip(),
+        env.signed_at,
+        env.position[1],
+        decided["round"],
+    )
+    decision.warnings.append(
+        Reason(
+            "chair_decision",
+            f"decided by the study chair, {chair}, after round {settled.round}: the raters' "
+            "bands shared no value; the chair's decision, not agreement between raters",
+        )
+    )
+    record = evidence.adjudicators[chair].record
+    chair_record = dict(record, n_keys=len(evidence.adjudicators[chair].keys))
+    # A chair who also rated the band already has their account's warnings said once.
+    decision.warnings += [
+        w for w in _account_warnings_of([(chair, chair_record)]) if w not in decision.warnings
+    ]
+    return settled
+
+
 def _copies(proposal: Proposal, vignette: Vignette, entries) -> list[Reason]:
     digest = proposal.band_digest.removeprefix("sha256:")
     others = sorted(
@@ -219,7 +376,8 @@ def _decide_band(
     revoked: set[str],
     policy: Policy,
     read_band: BandReader,
-) -> Decision:
+) -> tuple[Decision, list[tuple[_Entry, AnyBand]]]:
+    """The band's decision on its signed reviews, with the reviews that count."""
     decision = Decision(vignette.id, proposal.sub_action, proposal.provenance, proposal.acceptable)
     decision.disputed_span = proposal.disputed_span
     decision.reasons += failures
@@ -232,7 +390,7 @@ def _decide_band(
     # Several raters who share no value are "empty" whether or not the quorum is met.
     decision.intersection_rule = consensus([band for _, band in counted]).rule
     if any(r.code in EVERYWHERE for r in failures):
-        return decision
+        return decision, counted
     if len(counted) < policy.quorum:
         if entries or failures:
             decision.reasons.append(
@@ -241,9 +399,9 @@ def _decide_band(
                     f"{REASONS['quorum_not_met']}: {len(counted)} of {policy.quorum} required",
                 )
             )
-        return decision
+        return decision, counted
     _grant(decision, counted, vignette, proposal)
-    return decision
+    return decision, counted
 
 
 def _revocations(entries: list[_Entry], standing: list[_Entry]) -> list[Reason]:
@@ -330,9 +488,16 @@ def _grant(
         return
     name = proposal.sub_action
     spans = [_span(e, band, proposal, vignette.orderables) for e, band in counted]
+    _record_grant(decision, counted, granted)
+    decision.disputed_span = exported_span(name, granted, spans, agreed.disputed)
+
+
+def _record_grant(
+    decision: Decision, counted: list[tuple[_Entry, AnyBand]], granted: AnyBand
+) -> None:
+    """The band granted, with the counted raters' attestations, verdicts and account warnings."""
     decision.provenance = ADJUDICATED
     decision.band = granted
-    decision.disputed_span = exported_span(name, granted, spans, agreed.disputed)
     decision.adjudicated_by = tuple(sorted(e.pseudonym for e, _ in counted))
     ordered = sorted(counted, key=lambda c: c[0].pseudonym)
     # File names only: the export says which folder they are in.
@@ -407,14 +572,16 @@ def agreed_texts(verdicts: list[Verdict]) -> dict[str, str]:
 
 def _account_warnings(signers: list[_Entry]) -> list[Reason]:
     """What a granted band's reader should know about its signers' accounts."""
+    return _account_warnings_of([(e.pseudonym, e.record) for e in signers])
+
+
+def _account_warnings_of(signers: list[tuple[str, dict[str, Any]]]) -> list[Reason]:
     warnings = []
-    for entry in signers:
-        if entry.record.get("demo"):
-            warnings.append(
-                Reason("demo_account", f"{WARNINGS['demo_account']}: {entry.pseudonym}")
-            )
-        if entry.record.get("n_keys", 1) > 1:
-            warnings.append(Reason("key_changed", f"{WARNINGS['key_changed']}: {entry.pseudonym}"))
+    for pseudonym, record in signers:
+        if record.get("demo"):
+            warnings.append(Reason("demo_account", f"{WARNINGS['demo_account']}: {pseudonym}"))
+        if record.get("n_keys", 1) > 1:
+            warnings.append(Reason("key_changed", f"{WARNINGS['key_changed']}: {pseudonym}"))
     return warnings
 
 

@@ -15,6 +15,7 @@ from fma_bands.store.models import LogRecord
 from fma_bands.study import audit, ledger
 from fma_bands.study.enrolment import root_signer
 from fma_bands.study.state import authorize
+from fma_bands.study.users import get_user
 
 
 def policy_in_force(session: Session) -> Policy | None:
@@ -30,11 +31,16 @@ def set_policy(
     passphrase: str,
     quorum: Any,
     scope: Any,
+    chair: str | None = None,
 ) -> Policy:
     """Sign a policy record with the actor's root key (audited): the registry reads the newest
-    one in force from the log, and attestations/policy.yaml is its readable copy."""
+    one in force from the log, and attestations/policy.yaml is its readable copy. A `chair`
+    must be an enrolled rater whose key the roster holds (the chair's decision is signed with
+    it); without one the policy names no chair."""
     authorize(session, actor, "set_policy")
-    policy = check_policy(quorum, scope)
+    policy = check_policy(quorum, scope, chair=chair)
+    if chair is not None:
+        _require_enrolled_rater(session, chair)
     root = root_signer(session, actor, passphrase)
     before = policy_in_force(session)
     record = ledger.append(
@@ -56,6 +62,21 @@ def set_policy(
         },
     )
     return policy
+
+
+def _require_enrolled_rater(session: Session, name: str) -> None:
+    """Refuse, by name, a chair who is not a rater with a key in the study's roster."""
+    user = get_user(session, name)
+    if user is None or user.role != "rater":
+        raise FmaBandsError(
+            f"{name} is not an enrolled rater: only a rater can chair", field="chair"
+        )
+    adjudicator = ledger.store_evidence(session).adjudicators.get(name)
+    if adjudicator is None or adjudicator.role != "rater" or not adjudicator.keys:
+        raise FmaBandsError(
+            f"{name} has not activated their account yet: only a rater with a key can chair",
+            field="chair",
+        )
 
 
 def _digest_of(policy: Policy) -> str:

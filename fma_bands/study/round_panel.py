@@ -10,16 +10,18 @@ before are read: a round-2 answer never reaches another rater while round 2 is o
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from string import ascii_uppercase
 
 from sqlmodel import Session, select
 
+from fma_bands.core.actions import Value, sub_action
 from fma_bands.core.band_text import describe_values
 from fma_bands.core.bands import AnyBand, MultilabelBand, to_file
 from fma_bands.core.canonical import canonical_json
 from fma_bands.core.errors import AccessDenied
+from fma_bands.core.labels import humanise, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import Review
@@ -42,7 +44,9 @@ class Panel:
     sub_action: str
     round: int  # the round the panel's answers come from
     entries: tuple[PanelEntry, ...]
-    counts: tuple[str, ...]  # "admitted by 2 of 3: 2 - emergent to 3 - urgent", most first
+    # "admitted by 2 of 3: 2 - emergent to 3 - urgent", most first; tests by the names the
+    # vignette gives them ("required by 2 of 3: Chest X-ray, ECG").
+    counts: tuple[str, ...]
 
     @property
     def n_bands(self) -> int:
@@ -64,17 +68,37 @@ def panel(
             f"{current.round} raters"
         )
     earlier = current.round - 1
-    return build(vid, name, earlier, _latest_of_round(session, library, vid, name, earlier))
+    vignette = library.vignettes.get(vid)
+    names = tool_names(vignette) if vignette is not None else {}
+    reviews = latest_of_round(session, library, vid, name, earlier)
+    return build(vid, name, earlier, reviews, names)
 
 
-def build(vid: str, name: str, number: int, reviews: Iterable[tuple[ReviewData, AnyBand | None]]):
-    """The panel of these reviews (with the band each vouches for), lettered by digest."""
+def build(
+    vid: str,
+    name: str,
+    number: int,
+    reviews: Iterable[tuple[ReviewData, AnyBand | None]],
+    names: Mapping[str, str] | None = None,
+) -> Panel:
+    """The panel of these reviews (with the band each vouches for), lettered by digest; tests
+    are counted under `names` (key -> the name a rater reads, core.labels.tool_names)."""
     keyed = sorted(((_digest(vid, name, r, band), r, band) for r, band in reviews), key=_first)
     entries = tuple(
         PanelEntry(f"Rater {_letter(i)}", r.verdict or "", band, r.reason)
         for i, (_, r, band) in enumerate(keyed)
     )
-    return Panel(vid, name, number, entries, _counts(name, [e.band for e in entries if e.band]))
+    counted = [e.band for e in entries if e.band]
+    return Panel(vid, name, number, entries, _counts(name, counted, names or {}))
+
+
+def in_words(name: str, values: Iterable[Value], names: Mapping[str, str]) -> str:
+    """Values of sub-action `name` as people read them: runs as ranges ("1 to 6 days"), and
+    tests by their names (`names`, else the key humanised: "CBC, Chest X-ray"), never a key."""
+    if sub_action(name).kind != "multilabel":
+        return describe_values(name, values)
+    shown = sorted(names.get(str(v)) or humanise(str(v)) for v in set(values))
+    return ", ".join(shown) if shown else "none"
 
 
 def _first(item: tuple) -> str:
@@ -98,7 +122,7 @@ def _digest(vid: str, name: str, review: ReviewData, band: AnyBand | None) -> st
     return hashlib.sha256(canonical_json(answered)).hexdigest()
 
 
-def _counts(name: str, bands: list[AnyBand]) -> tuple[str, ...]:
+def _counts(name: str, bands: list[AnyBand], names: Mapping[str, str]) -> tuple[str, ...]:
     """For each number of raters, the values admitted by exactly that many, in words."""
     n = len(bands)
     if not n:
@@ -107,22 +131,22 @@ def _counts(name: str, bands: list[AnyBand]) -> tuple[str, ...]:
     if isinstance(bands[0], MultilabelBand):
         for part, word in (("required", "required by"), ("defensible", "defensible to")):
             tally = Counter(v for b in bands for v in getattr(b, part))
-            lines += _by_count(name, tally, n, word)
+            lines += _by_count(name, tally, n, word, names)
         return tuple(lines)
     tally = Counter(v for b in bands for v in b.values())
-    return tuple(_by_count(name, tally, n, "admitted by"))
+    return tuple(_by_count(name, tally, n, "admitted by", names))
 
 
-def _by_count(name: str, tally: Counter, n: int, word: str) -> list[str]:
+def _by_count(name: str, tally: Counter, n: int, word: str, names: Mapping[str, str]) -> list[str]:
     lines = []
     for k in range(n, 0, -1):
         values = [v for v, c in tally.items() if c == k]
         if values:
-            lines.append(f"{word} {k} of {n}: {describe_values(name, values)}")
+            lines.append(f"{word} {k} of {n}: {in_words(name, values, names)}")
     return lines
 
 
-def _latest_of_round(
+def latest_of_round(
     session: Session, library: Library, vid: str, name: str, number: int
 ) -> list[tuple[ReviewData, AnyBand | None]]:
     query = select(Review).where(

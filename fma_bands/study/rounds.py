@@ -1,55 +1,107 @@
 """Rounds (docs/design.md, Blinding and rounds; Who reviews what): round 1 is the independent round;
 a closed round is frozen and never reopened; round 2 re-reviews the bands the coordinator chooses
-(by default the discordant ones) by their raters, who see round 1's anonymised panel
+(by default round 1's candidates: what the registry would refuse, or what the Agreement page
+shows as disputed) by their raters, who see round 1's anonymised panel
 (fma_bands.study.round_panel).
 
 Which bands a rater may review in the open round is enforced in fma_bands.study.state.round_for.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
+from fma_bands.agreement import band_agreements
 from fma_bands.core.actions import sub_action
-from fma_bands.core.bands import consensus
 from fma_bands.core.errors import AccessDenied, ConflictError, FmaBandsError
+from fma_bands.core.labels import case_label, case_numbers, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.policy import Policy
 from fma_bands.store.models import RoundBand, StudySettings, utcnow
 from fma_bands.study import audit, ledger
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.governance import policy_in_force
+from fma_bands.study.ratings import study_ratings
+from fma_bands.study.round_panel import in_words
 from fma_bands.study.state import StudyPublic, authorize, lock_study, study
-from fma_bands.study.submissions import attested_band, submitted_reviews
 from fma_bands.study.users import list_users, pseudonyms
 
 Band = tuple[str, str]
 SECOND = 2
-# Why a band is discordant after a round: the registry's own codes for what it would refuse.
-DISCORD = {
-    "no_consensus": "the raters' bands share no value",
-    "quorum_not_met": "fewer raters with a band than the policy's quorum",
-    "out_of_scope": "no rater with a band has a specialty in this sub-action's scope",
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a band is a candidate for round 2, as the coordinator reads it: a few words for a
+    table's cell or a choice, and the sentence that says what it means."""
+
+    short: str
+    sentence: str
+
+
+# Why a band is a candidate for round 2 after a round, by code (the codes stay in JSON): what the
+# registry would refuse (its own codes), and what the Agreement page shows as a disputed span.
+REASONS = {
+    "quorum_not_met": Reason(
+        "too few raters",
+        "Fewer raters gave a band than the study's policy requires (its quorum).",
+    ),
+    "no_consensus": Reason(
+        "no consensus",
+        "The raters' bands share no value, so there is no band they all stand behind.",
+    ),
+    "out_of_scope": Reason(
+        "no rater in scope",
+        "No rater who gave a band has a specialty within this kind of decision's scope.",
+    ),
+    "disputed_span": Reason(
+        "disputed span",
+        "The raters' bands meet in a consensus, but some raters admit values the others do "
+        "not: the disputed span the Agreement page shows.",
+    ),
 }
 
 
 @dataclass(frozen=True)
-class Discord:
+class Candidate:
+    """A band proposed for round 2, with every reason it is one."""
+
     vignette_id: str
     sub_action: str
-    reasons: tuple[str, ...]  # codes of DISCORD
+    label: str  # the band as the coordinator reads it (band_label)
+    reasons: tuple[str, ...]  # codes of REASONS, in REASONS' order
     n_raters: int  # raters with a band (not DECLINE) in the round
+    disputed: str | None  # what some but not all raters admit, in words; None when nothing
 
     @property
     def band(self) -> Band:
         return (self.vignette_id, self.sub_action)
 
-    def describe(self) -> str:
-        return "; ".join(f"{code}: {DISCORD[code]}" for code in self.reasons)
+    def sentences(self) -> list[str]:
+        """Each reason's sentence, in the order of the codes."""
+        return [REASONS[code].sentence for code in self.reasons]
+
+    def short(self) -> str:
+        """The reasons in a few words each: "no consensus; too few raters"."""
+        return "; ".join(REASONS[code].short for code in self.reasons)
+
+    def as_json(self) -> dict[str, Any]:
+        """The candidate as `fma-bands round show --json` prints it: codes beside sentences."""
+        return {
+            "vignette_id": self.vignette_id,
+            "sub_action": self.sub_action,
+            "reasons": list(self.reasons),
+            "label": self.label,
+            "reason_text": self.sentences(),
+            "n_raters": self.n_raters,
+            "disputed_text": self.disputed,
+        }
 
 
 @dataclass(frozen=True)
@@ -69,7 +121,7 @@ class RoundState:
         if self.number == 1:
             return f"round 1 {self.phase}: every band, every rater (independent)"
         return (
-            f"round {self.number} {self.phase}: {len(self.bands)} band(s) re-reviewed after "
+            f"round {self.number} {self.phase}: {count_bands(len(self.bands))} re-reviewed after "
             "the anonymised panel of round 1 (consensus-building)"
         )
 
@@ -106,38 +158,115 @@ def round_two_raters(
     }
 
 
-def discordant_bands(
-    session: Session, library: Library, *, viewer: UserPublic, folder: Path, round: int = 1
-) -> list[Discord]:
-    """The bands the registry would not grant on this round's submitted reviews if every one
-    were signed: no consensus (an empty intersection), quorum not met, or no rater in scope.
+def count_bands(n: int) -> str:
+    """`n` bands in words: "1 band", "2 bands"."""
+    return f"{n} band" if n == 1 else f"{n} bands"
 
-    Read from the store, since raters sign after the round; the quorum is policy.yaml's (the
-    default quorum of 1 when there is none yet)."""
+
+def band_label(numbers: Mapping[str, int], band: Band) -> str:
+    """A band as the coordinator reads it: its case label, its vignette id (the coordinator's
+    name for it, which `--band` takes) and its sub-action's name."""
+    vid, name = band
+    return f"{case_label(numbers, vid)} · {vid} · {sub_action(name).label}"
+
+
+def band_labels(session: Session, library: Library) -> dict[Band, str]:
+    """Every band of the study, in library order, with its label (band_label)."""
+    numbers = case_numbers(library, case_key(session))
+    return {
+        (v.id, p.sub_action): band_label(numbers, (v.id, p.sub_action))
+        for v in library
+        for p in v.proposals
+    }
+
+
+def round_two_candidates(
+    session: Session, library: Library, *, viewer: UserPublic, round: int = 1
+) -> list[Candidate]:
+    """The bands to re-review after `round` (after round 2: the bands of round 2 still in
+    dispute), each with its reasons, in library order: those the registry would not grant on
+    the round's submitted reviews if every one were signed (quorum not met, no consensus, no
+    rater in scope), and those where the raters meet in a consensus but differ (the disputed
+    span the Agreement page shows).
+
+    The consensus and the disputed span are the Agreement page's own, from the same ratings
+    (ratings.study_ratings, agreement.band_agreements, one intersection rule): a band the
+    Agreement page shows as disputed is always a candidate. With no consensus, everything the
+    raters admit is disputed, so "no consensus" says it and "disputed span" is kept for bands
+    whose raters still share a consensus. Read from the store, since raters sign after the
+    round; the quorum is the policy in force (the default quorum of 1 when there is none yet).
+    """
     authorize(session, viewer, "see_progress")
     policy = policy_in_force(session) or Policy()
-    reviews: dict[Band, list] = {}
-    for review in submitted_reviews(session, library, viewer=viewer, round=round):
-        reviews.setdefault((review.vignette_id, review.sub_action), []).append(review)
+    ratings = study_ratings(session, library, viewer=viewer, round=round)
+    agreements = {(a.vignette_id, a.sub_action): a for a in band_agreements(ratings)}
     specialties = {u.pseudonym: u.specialty or "" for u in list_users(session, role="rater")}
+    numbers = case_numbers(library, case_key(session))
+    held = _bands_of(session, round) if round > 1 else None
     found = []
     for vignette in library:
+        names = tool_names(vignette)
         for proposal in vignette.proposals:
             band = (vignette.id, proposal.sub_action)
-            judged = [r for r in reviews.get(band, []) if r.verdict != "DECLINE"]
+            if held is not None and band not in held:
+                continue  # not re-reviewed in this round: its earlier round stands
+            agreement = agreements.get(band)
+            judged = [rater for rater, _ in agreement.bands] if agreement else []
+            agreed = agreement.consensus if agreement else None
             action = sub_action(proposal.sub_action)
             reasons = []
             if len(judged) < policy.quorum:
                 reasons.append("quorum_not_met")
-            bands = [b for r in judged if (b := attested_band(r, library)) is not None]
-            if len(bands) > 1 and consensus(bands).band is None:
+            if agreed is not None and agreed.rule == "empty":
                 reasons.append("no_consensus")
-            scoped = [action.in_scope(specialties.get(r.rater, "")) for r in judged]
-            if judged and action.scope and not any(scoped):
+            if (
+                judged
+                and action.scope
+                and not any(action.in_scope(specialties.get(rater, "")) for rater in judged)
+            ):
                 reasons.append("out_of_scope")
-            if reasons:
-                found.append(Discord(vignette.id, proposal.sub_action, tuple(reasons), len(judged)))
+            if agreed is not None and agreed.rule == "applied" and agreed.disputed:
+                reasons.append("disputed_span")
+            if not reasons:
+                continue
+            disputed = (
+                in_words(proposal.sub_action, agreed.disputed, names)
+                if agreed is not None and agreed.disputed
+                else None
+            )
+            found.append(
+                Candidate(
+                    vignette_id=vignette.id,
+                    sub_action=proposal.sub_action,
+                    label=band_label(numbers, band),
+                    reasons=tuple(reasons),
+                    n_raters=len(judged),
+                    disputed=disputed,
+                )
+            )
     return found
+
+
+def _bands_of(session: Session, number: int) -> set[Band]:
+    """The bands re-reviewed in round `number` (from round 2)."""
+    query = select(RoundBand.vignette_id, RoundBand.sub_action).where(RoundBand.round == number)
+    return {(vid, name) for vid, name in session.exec(query)}
+
+
+def choose(
+    candidates: Iterable[Candidate],
+    *,
+    reasons: Iterable[str] = (),
+    sub_actions: Iterable[str] = (),
+) -> list[Band]:
+    """The candidates of a group, in their order: those with any of `reasons` (every reason
+    when none is given) and of any of `sub_actions` (every sub-action when none is given)."""
+    wanted, kinds = set(reasons), set(sub_actions)
+    return [
+        c.band
+        for c in candidates
+        if (not wanted or wanted & set(c.reasons)) and (not kinds or c.sub_action in kinds)
+    ]
 
 
 def open_round(
@@ -149,14 +278,16 @@ def open_round(
     folder: Path,
     bands: Iterable[Band] | None = None,
 ) -> RoundState:
-    """Open round `number` (2, once round 1 is closed) for `bands`, by default the discordant
-    ones, each for its round-2 raters (audited)."""
+    """Open round `number` (2, once round 1 is closed) for `bands`, by default round 1's
+    candidates (round_two_candidates), each for its round-2 raters (audited)."""
     authorize(session, actor, "open_round")
     current = lock_study(session)
     _check_can_follow(current, number)
-    chosen = _chosen(session, library, actor, folder, bands)
+    chosen = _chosen(session, library, actor, bands)
     raters = round_two_raters(session, library, chosen)
-    empty = [f"{vid} {name}" for (vid, name), people in raters.items() if not people]
+    empty = [
+        f"{vid} · {sub_action(name).label}" for (vid, name), people in raters.items() if not people
+    ]
     if empty:
         raise FmaBandsError(f"no rater can review {', '.join(empty)} in round {number}")
     now = utcnow()
@@ -271,18 +402,15 @@ def close_round(session: Session, *, actor: UserPublic, folder: Path | None = No
 
 
 def _chosen(
-    session: Session,
-    library: Library,
-    actor: UserPublic,
-    folder: Path,
-    bands: Iterable[Band] | None,
+    session: Session, library: Library, actor: UserPublic, bands: Iterable[Band] | None
 ) -> list[Band]:
     if bands is None:
-        chosen = [d.band for d in discordant_bands(session, library, viewer=actor, folder=folder)]
+        chosen = [c.band for c in round_two_candidates(session, library, viewer=actor)]
         if not chosen:
             raise FmaBandsError(
-                "no band is discordant after round 1 (every band has a consensus, its quorum "
-                "and a rater in scope): name the bands to re-review, if any"
+                "no band is a candidate for round 2 after round 1 (every band has a consensus "
+                "with no disputed span, its quorum and a rater in scope): name the bands to "
+                "re-review, if any"
             )
         return chosen
     chosen = list(dict.fromkeys(bands))

@@ -129,10 +129,8 @@ def attest(
     exempting = exemption_signing(session, rater)
     if not exempting.fresh:
         _require_fresh(signing, confirm_imported, exemptions_signed=bool(exempting.reviews))
-    key, private_key = _unlock(session, rater, passphrase)
-    _require_identity_in_roster(_require_rostered(session, user.pseudonym, key.keyid), user)
+    signer, key = identified_signer(session, rater, passphrase, user)
     when = now or utcnow()
-    signer = Signer(user.pseudonym, key.keyid, private_key)
     rows = _sign_reviews(session, user, signer, key, signing, exempting, meaning, folder, when)
     confirmed = _confirm_imports(session, rater, signing, when)
     audit.record(
@@ -149,6 +147,18 @@ def attest(
         },
     )
     return ledger.receipt(rows, signer)
+
+
+def identified_signer(
+    session: Session, rater: UserPublic, passphrase: str, user: User | None = None
+) -> tuple[Signer, Any]:
+    """The rater's signer, from their passphrase, once the roster gives them the key and the
+    identity they sign under (a refusal says which is missing); and the key's stored row."""
+    if user is None:
+        user = _identified_signer(session, rater)
+    key, private_key = _unlock(session, rater, passphrase)
+    _require_identity_in_roster(_require_rostered(session, user.pseudonym, key.keyid), user)
+    return Signer(user.pseudonym, key.keyid, private_key), key
 
 
 def _require_rostered(session: Session, pseudonym: str, keyid: str) -> Adjudicator:

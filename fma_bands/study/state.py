@@ -81,6 +81,12 @@ RULES: dict[str, Rule] = {
     "review": Rule("review bands", roles=("rater",), open_phase=True),
     "review_exemption": Rule("review exemptions", roles=("rater",), open_phase=True),
     "sign": Rule("sign attestations", roles=("rater",)),
+    # A rater's queries are with the coordinator alone, about their own bands
+    # (fma_bands/study/queries.py); the coordinator's reach every rater and every band.
+    "ask_coordinator": Rule("ask the coordinator about a band", roles=("rater",)),
+    "answer_queries": Rule("query any rater about a band and close queries"),
+    # A due date belongs to the open round: a closed round's reviews are frozen anyway.
+    "set_due_date": Rule("set the round's due date", open_phase=True),
 }
 
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.cli.test_cli_rounds import fma, library  # noqa: F401 (fixtures)
+from tests.cli.test_cli_rounds import fma  # noqa: F401 (a fixture)
 from tests.study.test_rounds import RATERS
 
 

@@ -1,6 +1,7 @@
 """`fma-bands round show | open 2 [--band VID:SUB ...] | close`, `phase` that never reopens,
 `handback import` into the open round and `agreement --round`, in-process with CliRunner on a
-three-rater study whose ESI band has an empty intersection after round 1."""
+three-rater study whose ESI band has an empty intersection after round 1 (or, once, a consensus
+with a disputed span)."""
 
 import json
 
@@ -12,7 +13,8 @@ from fma_bands.cli import cli
 from fma_bands.cli.base import REFUSED_EXIT
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import Review
-from fma_bands.study.rounds import close_round
+from fma_bands.study.rounds import REASONS, close_round, round_two_candidates
+from fma_bands.study.users import list_users
 from tests.study.test_rounds import (
     ESI,
     RATERS,
@@ -26,8 +28,17 @@ from tests.study.test_rounds import (
 
 
 @pytest.fixture
-def fma(tmp_path, library, monkeypatch):
+def fma(tmp_path, monkeypatch):
     """A closed round 1 in a SQLite file, and fma-bands run on it as the coordinator."""
+    run = study_cli(tmp_path, monkeypatch, {n: values for n, (_, values, _) in ROUND_ONE.items()})
+    yield run
+    run.engine.dispose()  # type: ignore[attr-defined]
+
+
+def study_cli(tmp_path, monkeypatch, esi: dict[str, list[int]]):
+    """Round 1 closed in a SQLite file, each rater with their ESI band (`esi`, an AMEND) and
+    urgency accepted; returns fma-bands run on it as the coordinator."""
+    library = make_library(tmp_path)
     for name in ("FMA_BANDS_DATABASE_URL", "FMA_BANDS_ATTESTATIONS", "FMA_BANDS_VIGNETTES"):
         monkeypatch.delenv(name, raising=False)
     url = f"sqlite:///{tmp_path / 'study.db'}"
@@ -35,8 +46,9 @@ def fma(tmp_path, library, monkeypatch):
     upgrade(engine)
     folder = tmp_path / "attestations"
     coordinator, raters = enrol(engine, library, folder)
-    for name, (verdict, values, reason) in ROUND_ONE.items():
-        review(engine, library, raters[name], ESI, verdict, values, reason)
+    for name, values in esi.items():
+        reason = ROUND_ONE[name][2]
+        review(engine, library, raters[name], ESI, "AMEND", values, reason)
         review(engine, library, raters[name], URGENCY, "ACCEPT")
     with session_scope(engine) as s:
         close_round(s, actor=coordinator)
@@ -53,26 +65,49 @@ def fma(tmp_path, library, monkeypatch):
         return result.stdout if code == 0 else result.stderr
 
     run.engine = engine  # type: ignore[attr-defined]
-    yield run
-    engine.dispose()
+    run.library = library  # type: ignore[attr-defined]
+    return run
 
 
-@pytest.fixture
-def library(tmp_path):
-    return make_library(tmp_path)
-
-
-def test_round_show_names_the_discordant_bands_and_phase_never_reopens(fma):
+def test_round_show_lists_the_candidates_as_the_domain_does_and_phase_never_reopens(fma):
     shown = fma("round", "show")
-    assert shown.splitlines()[0] == "round 1 closed: every band, every rater (independent)"
-    assert f"  {VID}:esi_acuity  no_consensus: the raters' bands share no value" in shown
+    lines = shown.splitlines()
+    assert lines[0] == "round 1 closed: every band, every rater (independent)"
+    assert lines[1] == "candidates for round 2: 1 band"
+    assert lines[2].startswith(f"  {VID}:esi_acuity  Case 1 of 1 · {VID} · ESI acuity level")
+    assert lines[2].endswith("; 3 raters with a band")
+    assert (
+        lines[3] == f"    - no consensus: {REASONS['no_consensus'].sentence} (code: no_consensus)"
+    )
+    assert lines[4] == "    what some but not all raters admit: 1 - resuscitation to 3 - urgent"
     assert "urgency_score" not in shown
     data = json.loads(fma("round", "show", "--json"))
-    assert data["discordant"] == [
-        {"vignette_id": VID, "sub_action": "esi_acuity", "reasons": ["no_consensus"]}
+    # The same candidates, with the same reasons, as the domain gives Study admin.
+    with session_scope(fma.engine) as s:  # type: ignore[attr-defined]
+        [actor] = [u for u in list_users(s) if u.pseudonym == "coordinator"]
+        found = round_two_candidates(s, fma.library, viewer=actor)  # type: ignore[attr-defined]
+    assert data["discordant"] == [c.as_json() for c in found]
+    assert [(d["vignette_id"], d["sub_action"], d["reasons"]) for d in data["discordant"]] == [
+        (VID, "esi_acuity", ["no_consensus"])
     ]
     assert "a closed round is never reopened" in fma("phase", "open", code=REFUSED_EXIT)
     assert fma("phase").strip() == "review phase closed"
+
+
+def test_round_show_gives_a_disputed_span_its_own_reason(tmp_path, monkeypatch):
+    """Raters who meet in a consensus but differ: round show lists the band, for its disputed
+    span, and `round open 2` opens for it by default."""
+    run = study_cli(tmp_path, monkeypatch, {"rater-a1": [2], "rater-b2": [2], "rater-c3": [2, 3]})
+    shown = run("round", "show")
+    assert "candidates for round 2: 1 band" in shown
+    assert (
+        f"    - disputed span: {REASONS['disputed_span'].sentence} (code: disputed_span)" in shown
+    )
+    assert "    what some but not all raters admit: 3 - urgent" in shown
+    [band] = json.loads(run("round", "show", "--json"))["discordant"]
+    assert (band["reasons"], band["disputed_text"]) == (["disputed_span"], "3 - urgent")
+    assert run("round", "open", "2").splitlines()[0].startswith("round 2 open: 1 band re-")
+    run.engine.dispose()  # type: ignore[attr-defined]
 
 
 def test_round_two_opens_takes_its_hand_backs_and_closes_for_good(fma, tmp_path):
@@ -82,7 +117,7 @@ def test_round_two_opens_takes_its_hand_backs_and_closes_for_good(fma, tmp_path)
     assert "is not in the range 1<=x<=2" in fma("round", "open", "3", code=2)
     opened = fma("round", "open", "2")
     assert opened.splitlines() == [
-        "round 2 open: 1 band(s) re-reviewed after the anonymised panel of round 1 "
+        "round 2 open: 1 band re-reviewed after the anonymised panel of round 1 "
         "(consensus-building)",
         f"  {VID}:esi_acuity  raters: {', '.join(RATERS)}",
     ]

@@ -79,3 +79,45 @@ def test_the_demo_writes_the_recommended_policy_beside_its_own_and_says_so(run, 
     evidence = read_evidence(folder)
     assert evidence.valid and evidence.policy.as_dict() == {"quorum": 1, "scope": "warn"}
     assert not evidence.strays
+
+
+def test_the_demo_records_each_raters_identity_as_the_identities_page_does(run, tmp_path):
+    """A demo rater can sign at once: the demo records each rater's made-up identity, marked as
+    a demo, sealed under the identity key and signed into the roster by the root key."""
+    from fma_bands.evidence.log import read_evidence
+    from fma_bands.store.db import make_engine, session_scope
+    from fma_bands.study.identity import check_revealed, is_recorded, reveal_identity
+    from fma_bands.study.users import require_user
+
+    made = run("demo")
+    assert made.exit_code == 0, made.output
+    assert "Each demo rater's private identity is recorded" in made.stdout
+    assert "sealed under fma-bands-identity.key" in made.stdout
+    key = tmp_path / "fma-bands-identity.key"
+    assert key.exists() and oct(key.stat().st_mode & 0o777) == "0o600"
+    engine = make_engine(f"sqlite:///{tmp_path / 'fma-bands.db'}")
+    try:
+        with session_scope(engine) as s:
+            assert is_recorded(s, ["rater-01", "rater-02"]) == {
+                "rater-01": True,
+                "rater-02": True,
+            }
+            coordinator = require_user(s, "coordinator")
+            revealed = {
+                name: reveal_identity(s, actor=coordinator, pseudonym=name, key_path=key)
+                for name in ("rater-01", "rater-02")
+            }
+    finally:
+        engine.dispose()
+    for name, shown in revealed.items():
+        # Every field says it is a demo's, never a real person's details.
+        assert all("demo" in value.lower() for value in shown["record"].values()), shown
+        assert shown["record"]["full_name"] == f"Demo {name} (not a real person)"
+    # The roster the root key signed holds each commitment, and the folder still verifies.
+    evidence = read_evidence(tmp_path / "attestations")
+    assert evidence.valid and not evidence.strays
+    for name, shown in revealed.items():
+        assert check_revealed(shown, evidence.records()) == (
+            True,
+            f"matches the identity commitment published for {name}",
+        )

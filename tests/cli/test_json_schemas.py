@@ -6,7 +6,6 @@ documented key is seen (the outputs include failed checks, so the arrays of prob
 
 import json
 import os
-import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -15,9 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from fma_bands.cli import cli
-from tests.conftest import DEMO_VIGNETTES, ROOT
+from fma_bands.study.rounds import REASONS
+from tests.cli.json_schema import check_outputs, documented
+from tests.conftest import DEMO_VIGNETTES
 
-DOC = ROOT / "docs" / "cli.md"
 COMMANDS = (
     "verify",
     "audit verify",
@@ -29,72 +29,11 @@ COMMANDS = (
     "round show",
     "exemptions list",
     "impact",
+    "queries list",
+    "due show",
+    "chair list",
 )
-TYPES = {"string", "integer", "number", "boolean", "object", "array", "null"}
 COORDINATOR = ("--as", "coordinator", "--passphrase-file", "c.pass")
-
-
-def documented() -> dict[str, dict[str, set[str]]]:
-    """{command: {key: its types}} from the sections `### \\`fma-bands CMD --json\\``."""
-    sections: dict[str, dict[str, set[str]]] = {}
-    current = None
-    for line in DOC.read_text(encoding="utf-8").splitlines():
-        heading = re.fullmatch(r"#+ `fma-bands (.+) --json`", line)
-        if heading:
-            current = sections.setdefault(heading.group(1), {})
-            continue
-        if line.startswith("#"):
-            current = None
-        row = re.match(r"\| `([^`]+)` \| ([^|]+) \|", line)
-        if current is not None and row:
-            types = {t.strip() for t in row.group(2).split(" or ")}
-            assert types <= TYPES, f"docs/cli.md: {row.group(1)}: unknown type {row.group(2)}"
-            current[row.group(1)] = types
-    return sections
-
-
-def type_of(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    for python, name in ((int, "integer"), (float, "number"), (str, "string")):
-        if isinstance(value, python):
-            return name
-    return "object" if isinstance(value, dict) else "array"
-
-
-def conforms(value: object, schema: dict[str, set[str]], path: str, seen: set[str]) -> None:
-    """The value at `path` has a documented type and, if an object, exactly its documented keys."""
-    seen.add(path)
-    wanted = schema.get(path, {"object"})  # an array's items are objects unless documented
-    assert type_of(value) in wanted, f"{path or 'the output'}: {value!r} is not {wanted}"
-    if isinstance(value, dict):
-        prefix = f"{path}." if path else ""
-        keys = {
-            k.removeprefix(prefix)
-            for k in schema
-            if k.startswith(prefix) and not re.search(r"\.|\[\]$", k.removeprefix(prefix))
-        }
-        assert set(value) == keys, (
-            f"{path or 'the output'}: keys {sorted(value)}, doc {sorted(keys)}"
-        )
-        for key, item in value.items():
-            conforms(item, schema, prefix + key, seen)
-    elif isinstance(value, list):
-        for item in value:
-            conforms(item, schema, f"{path}[]", seen)
-
-
-def check_outputs(command: str, outputs: list[str]) -> None:
-    schema = documented()[command]
-    if "[]" in schema:  # a command that prints an array (impact), its items documented as []
-        schema[""] = {"array"}
-    seen: set[str] = set()
-    for output in outputs:
-        conforms(json.loads(output), schema, "", seen)
-    unseen = sorted(set(schema) - seen)
-    assert not unseen, f"{command}: documented keys no output tried has: {unseen}"
 
 
 def test_every_reporting_command_has_a_documented_schema():
@@ -196,7 +135,7 @@ def test_user_list(fma):
 
 def test_policy_show(fma):
     shown = fma("policy", "show", "--json")
-    assert json.loads(shown) == {"policy": {"quorum": 1, "scope": "warn"}}
+    assert json.loads(shown) == {"policy": {"quorum": 1, "scope": "warn", "chair": None}}
     # A study whose first coordinator has set no policy yet: none is in force, exit 1.
     first = ("--db", "sqlite:///new.db", "--attestations", "new-attestations")
     fma(
@@ -219,7 +158,11 @@ def test_round_show(fma):
     open_ = fma(*COORDINATOR, "round", "show", "--json")
     fma(*COORDINATOR, "round", "close")
     closed = fma(*COORDINATOR, "round", "show", "--json")
-    assert json.loads(closed)["discordant"]
+    candidates = json.loads(closed)["discordant"]
+    assert candidates
+    # Codes in JSON, each beside its sentence, in the same order.
+    for candidate in candidates:
+        assert candidate["reason_text"] == [REASONS[c].sentence for c in candidate["reasons"]]
     fma(*COORDINATOR, "round", "open", "2")
     second = fma(*COORDINATOR, "round", "show", "--json")
     assert json.loads(second)["round"] == 2 and json.loads(second)["bands"]

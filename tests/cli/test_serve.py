@@ -65,6 +65,7 @@ def test_serve_runs_the_installed_script_on_loopback_with_the_study_options(hand
         "client.showErrorDetails": "none",
         "client.toolbarMode": "minimal",
         "browser.gatherUsageStats": "false",
+        "runner.postScriptGC": "false",
     }
     assert "the app is at http://127.0.0.1:8501 (study database sqlite:///fma-bands.db)" in (
         result.stdout

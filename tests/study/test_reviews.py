@@ -461,12 +461,14 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
     from app_pages.audit_log_screen import choices as audit_choices
     from app_pages.progress_screen import reviews_csv
     from fma_bands.study.assignment import change
+    from fma_bands.study.due_dates import set_due, today
     from fma_bands.study.enrolment import enrol, reset
     from fma_bands.study.exemptions import review_exemption
     from fma_bands.study.governance import approve, set_policy
     from fma_bands.study.identity import reveal_identity, set_identity
     from fma_bands.study.impact import reviewed_impact
     from fma_bands.study.marks import all_flags
+    from fma_bands.study.queries import ask, write
     from fma_bands.study.rounds import open_round
     from fma_bands.study.state import RULES, authorize
     from fma_bands.study.submissions import rater_progress
@@ -532,6 +534,13 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
         "review_exemption": lambda s, who: review_exemption(
             s, rater=who, name="sex/orders", verdict="CONFIRM", reason="hCG first."
         ),
+        "ask_coordinator": lambda s, who: ask(
+            s, library, who, ("draft_triage_01", "esi_acuity"), "A question."
+        ),
+        "answer_queries": lambda s, who: write(
+            s, library, who, "adjudicator-02", ("draft_triage_01", "esi_acuity"), "A question."
+        ),
+        "set_due_date": lambda s, who: set_due(s, actor=who, due_on=today()),
     }
     for action, rule in RULES.items():
         if action == "sign":

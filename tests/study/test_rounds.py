@@ -1,5 +1,6 @@
 """Rounds on a real store (docs/design.md, Blinding and rounds; Who reviews what): round 1 frozen
-once closed and never reopened, round 2 for the discordant bands with the anonymised panel,
+once closed and never reopened, round 2 for round 1's candidates (what the registry would refuse
+and what the Agreement page shows as disputed) with the anonymised panel,
 agreement per round, and the round carried into attestations, the registry and the export."""
 
 import shutil
@@ -26,9 +27,11 @@ from fma_bands.study.ratings import study_report
 from fma_bands.study.reviews import ReviewForm, current_review, save
 from fma_bands.study.round_panel import build, panel
 from fma_bands.study.rounds import (
+    REASONS,
+    choose,
     close_round,
-    discordant_bands,
     open_round,
+    round_two_candidates,
     round_two_raters,
     state,
 )
@@ -213,20 +216,120 @@ def test_a_closed_round_is_frozen_and_never_reopened(closed):
         )
 
 
-def test_the_discordant_bands_are_those_the_registry_would_refuse(closed):
+def test_the_candidates_are_those_the_registry_would_refuse(closed):
     engine, library, folder, coordinator, _ = closed
     with session_scope(engine) as s:
-        found = discordant_bands(s, library, viewer=coordinator, folder=folder)
-    assert [(d.band, d.reasons, d.n_raters) for d in found] == [(ESI, ("no_consensus",), 3)]
+        found = round_two_candidates(s, library, viewer=coordinator)
+    assert [(c.band, c.reasons, c.n_raters) for c in found] == [(ESI, ("no_consensus",), 3)]
+    [candidate] = found
+    assert candidate.label.endswith(f" · {VID} · ESI acuity level")
+    assert candidate.label.startswith("Case 1 of 1")
+    # With no consensus, everything the raters admit is in dispute, said in words.
+    assert candidate.disputed == "1 - resuscitation to 3 - urgent"
+    assert candidate.as_json() == {
+        "vignette_id": VID,
+        "sub_action": "esi_acuity",
+        "reasons": ["no_consensus"],
+        "label": candidate.label,
+        "reason_text": [REASONS["no_consensus"].sentence],
+        "n_raters": 3,
+        "disputed_text": "1 - resuscitation to 3 - urgent",
+    }
     # The quorum is the signed policy record's in force, read from the store.
     with session_scope(engine) as s:
         policy(s, folder, coordinator, quorum=4)
     with session_scope(engine) as s:
-        found = discordant_bands(s, library, viewer=coordinator, folder=folder)
-    assert {d.band: d.reasons for d in found} == {
+        found = round_two_candidates(s, library, viewer=coordinator)
+    assert {c.band: c.reasons for c in found} == {
         ESI: ("quorum_not_met", "no_consensus"),
         URGENCY: ("quorum_not_met",),
     }
+    assert choose(found, reasons=["no_consensus"]) == [ESI]
+    assert choose(found, reasons=["quorum_not_met"]) == [ESI, URGENCY]
+    assert choose(found, sub_actions=["urgency_score"]) == [URGENCY]
+    assert choose(found) == [ESI, URGENCY]
+
+
+def test_a_consensus_with_a_disputed_span_is_a_candidate_as_the_agreement_page_shows_it(
+    engine, library, tmp_path
+):
+    """The raters meet in a consensus (ESI 2) but one also admits 3: the registry would grant
+    the band, yet the Agreement page shows a disputed span, so round 2 lists it, for that
+    reason and that one only."""
+    from fma_bands.agreement.views import band_view
+
+    folder = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, folder)
+    for name, values in (("rater-a1", [2]), ("rater-b2", [2]), ("rater-c3", [2, 3])):
+        review(engine, library, raters[name], ESI, "AMEND", values, "my reading")
+        review(engine, library, raters[name], URGENCY, "ACCEPT")
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=folder)
+        found = round_two_candidates(s, library, viewer=coordinator)
+        report = study_report(s, library, viewer=coordinator, bootstrap=0, round=1)
+    [shown] = [band_view(b, ()) for b in report.bands if (b.vignette_id, b.sub_action) == ESI]
+    assert (shown.consensus, shown.disputed) == (
+        "Consensus: 2 - emergent",
+        "Disputed span: 3 - urgent",
+    )
+    assert [(c.band, c.reasons, c.n_raters, c.disputed) for c in found] == [
+        (ESI, ("disputed_span",), 3, "3 - urgent")
+    ]
+    [candidate] = found
+    assert candidate.short() == "disputed span"
+    assert candidate.sentences() == [REASONS["disputed_span"].sentence]
+    # Round 2 opens for it by default: no hand-picking.
+    with session_scope(engine) as s:
+        opened = open_round(s, library, actor=coordinator, number=2, folder=folder)
+    assert [(b.vignette_id, b.sub_action) for b in opened.bands] == [ESI]
+    assert opened.describe().startswith("round 2 open: 1 band re-reviewed")
+
+
+def test_without_any_candidate_round_two_must_be_given_its_bands(engine, library, tmp_path):
+    folder = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, folder)
+    for name in RATERS:
+        review(engine, library, raters[name], ESI, "ACCEPT")
+        review(engine, library, raters[name], URGENCY, "ACCEPT")
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=folder)
+        assert round_two_candidates(s, library, viewer=coordinator) == []
+    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="no band is a candidate"):
+        open_round(s, library, actor=coordinator, number=2, folder=folder)
+
+
+def test_orders_in_dispute_are_named_as_the_vignette_names_the_tests(engine, tmp_path):
+    """An orders band whose raters meet in a consensus but differ on what is required: the
+    candidate's disputed orders read as test names (the vignette's labels, else humanised)."""
+    folder = tmp_path / "vignettes"
+    folder.mkdir()
+    shutil.copy(DEMO_VIGNETTES / "demo_order_border_01.yaml", folder)
+    library = load_library([folder])
+    orders = ("demo_order_border_01", "orders")
+    attestations = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, attestations)
+    every = ["ecg", "cxr", "d_dimer", "ctpa", "troponin"]
+    wider = {"required": ["ecg", "cxr"], "defensible": every}
+    for name in RATERS:
+        values = wider if name == "rater-c3" else {"required": ["ecg"], "defensible": every}
+        review(engine, library, raters[name], orders, "AMEND", values, "my reading")
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=attestations)
+        found = round_two_candidates(s, library, viewer=coordinator)
+    [candidate] = [c for c in found if c.band == orders]
+    assert candidate.reasons == ("disputed_span",)
+    assert candidate.disputed == "Chest X-ray"
+    # The round-2 panel counts the orders by the same names, never by their keys.
+    with session_scope(engine) as s:
+        open_round(s, library, actor=coordinator, number=2, folder=attestations, bands=[orders])
+        shown = panel(s, library, viewer=raters["rater-a1"], vid=orders[0], name="orders")
+    assert shown is not None
+    assert shown.counts == (
+        "required by 3 of 3: ECG",
+        "required by 1 of 3: Chest X-ray",
+        "defensible to 3 of 3: CT pulmonary angiogram, Chest X-ray, D-dimer, ECG, Troponin",
+    )
+    assert not any(key in line for line in shown.counts for key in ("cxr", "ctpa", "d_dimer"))
 
 
 def test_round_two_opens_for_the_discordant_bands_only_once_round_one_is_closed(closed):
@@ -249,6 +352,9 @@ def test_round_two_opens_for_the_discordant_bands_only_once_round_one_is_closed(
             open_round(s, library, actor=coordinator, number=2, folder=folder)
     with session_scope(engine) as s:
         close_round(s, actor=coordinator)
+        # After round 2, only its own bands can still be in dispute: urgency keeps round 1.
+        after = round_two_candidates(s, library, viewer=coordinator, round=2)
+    assert [(c.band, c.reasons) for c in after] == [(ESI, ("quorum_not_met",))]
     with session_scope(engine) as s, pytest.raises(FmaBandsError, match="held already"):
         open_round(s, library, actor=coordinator, number=2, folder=folder)
     with (

@@ -28,3 +28,45 @@ def test_review_mode_shows_the_proposals_to_everyone(phase, number):
     review = settings("review", phase, number)
     assert sees_proposals(review, COORDINATOR)
     assert sees_proposals(review, RATER)
+
+
+# Who may do what: the rules of queries and due dates ------------------------------------------
+
+
+def test_queries_and_due_dates_go_through_the_one_rule_table(engine, shared_library):
+    """Each rule a query or a due date adds to fma_bands.study.state.RULES is refused to the
+    other role by authorize, whichever function asks (as tests/study/test_reviews.py checks
+    for the rules before them)."""
+    from fma_bands.core.errors import AccessDenied
+    from fma_bands.store.db import session_scope
+    from fma_bands.study.due_dates import clear_due, set_due, today
+    from fma_bands.study.queries import ask, close, threads, write
+    from fma_bands.study.state import RULES, authorize
+    from tests.conftest import enrol_study
+
+    with session_scope(engine) as s:
+        coordinator, rater, _ = enrol_study(s, shared_library)
+    band = ("draft_documentation_01", "followup_days")
+    attempts = {
+        "ask_coordinator": [lambda s, who: ask(s, shared_library, who, band, "A question.")],
+        "answer_queries": [
+            lambda s, who: write(s, shared_library, who, "adjudicator-02", band, "A question."),
+            lambda s, who: close(s, who, "adjudicator-02", band),
+        ],
+        "set_due_date": [
+            lambda s, who: set_due(s, actor=who, due_on=today()),
+            lambda s, who: clear_due(s, actor=who),
+        ],
+    }
+    for action, tries in attempts.items():
+        rule = RULES[action]
+        outsider = rater if "coordinator" in rule.roles else coordinator
+        for attempt in tries:
+            with session_scope(engine) as s, pytest.raises(AccessDenied, match="only"):
+                attempt(s, outsider)
+        with session_scope(engine) as s, pytest.raises(AccessDenied, match="only"):
+            authorize(s, outsider, action)
+    # A steward reads no query either way.
+    steward = UserPublic(id=coordinator.id, pseudonym="steward-01", role="steward")
+    with session_scope(engine) as s, pytest.raises(AccessDenied, match="only"):
+        threads(s, steward)
