@@ -3,7 +3,7 @@ chooses and nobody else ever sees. A rater's or steward's signing key is made he
 
 import streamlit as st
 
-from app_pages.common import escaped, session, settings
+from app_pages.common import escaped, session, settings, sign_in_session
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.study.enrolment import ACTIVATION_FAILED, activate
 from fma_bands.study.users import MIN_PASSPHRASE, new_passphrase_problem
@@ -45,5 +45,5 @@ if submitted:
     if user is None:
         st.error(ACTIVATION_FAILED)
         st.stop()
-    st.session_state.user = user.model_dump()
+    sign_in_session(user)
     st.rerun()

@@ -9,15 +9,28 @@ from typing import Any
 import streamlit as st
 
 from app_pages.common import escaped, library, require_user, session, settings
+from app_pages.due_dates import due_date_form
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.labels import case_label, case_numbers
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.policy import Policy
 from fma_bands.study.assignment import change, study_bands
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.coverage import coverage, explain, problem_bands, study_quorum
 from fma_bands.study.governance import policy_in_force, set_policy
-from fma_bands.study.rounds import DISCORD, discordant_bands, open_round
+from fma_bands.study.rounds import (
+    REASONS,
+    Band,
+    Candidate,
+    band_label,
+    band_labels,
+    choose,
+    count_bands,
+    open_round,
+    round_two_candidates,
+)
 from fma_bands.study.rounds import state as round_state
 from fma_bands.study.state import set_mode, study
 from fma_bands.study.submissions import rater_progress
@@ -29,11 +42,13 @@ MODE_LABELS = {
 }
 
 
-def _band_label(band: tuple[str, str]) -> str:
-    return f"{band[0]} · {sub_action(band[1]).label}"
-
-
 # Review rounds --------------------------------------------------------------------------------
+
+BY = {
+    "all": "every candidate",
+    "reason": "by reason",
+    "sub_action": "by sub-action",
+}
 
 
 @st.fragment
@@ -43,11 +58,12 @@ def rounds(user: UserPublic) -> None:
     with session() as s:
         now = round_state(s, viewer=user)
         closed_first = now.number == 1 and now.phase == "closed"
-        discord = (
-            discordant_bands(s, lib, viewer=user, folder=settings().attestations)
-            if closed_first
+        candidates = (
+            round_two_candidates(s, lib, viewer=user, round=now.number)
+            if now.phase == "closed"
             else []
         )
+        labels = band_labels(s, lib)
     st.subheader("Review rounds")
     if flash := st.session_state.pop("round_flash", None):
         st.success(flash)
@@ -67,42 +83,96 @@ def rounds(user: UserPublic) -> None:
         st.info(f"Round {now.number} is closed: its reviews are frozen and no round follows it.")
     if now.bands:
         rows = [
-            {"band": _band_label((b.vignette_id, b.sub_action)), "raters": ", ".join(b.raters)}
+            {"band": _label(labels, (b.vignette_id, b.sub_action)), "raters": ", ".join(b.raters)}
             for b in now.bands
         ]
         st.dataframe(rows, hide_index=True)
         st.caption(f"The bands re-reviewed in round {now.number}, and who reviews each.")
     if closed_first:
-        _open_round_two(user, discord)
+        _open_round_two(user, candidates, labels)
+    elif now.phase == "closed":
+        _still_in_dispute(now.number, candidates, labels)
 
 
-def _open_round_two(user: UserPublic, discord) -> None:
-    """Round 2 for the bands the coordinator chooses (by default the discordant ones)."""
+def _candidate_table(candidates: list[Candidate], labels: dict[Band, str]) -> None:
+    """The candidates, each with its reasons in a few words and its disputed span in words, and
+    under them each reason's sentence."""
+    st.dataframe(
+        [
+            {
+                "band": _label(labels, c.band),
+                "raters with a band": c.n_raters,
+                "why": c.short(),
+                "disputed": c.disputed or "",
+            }
+            for c in candidates
+        ],
+        hide_index=True,
+    )
+    seen = [code for code in REASONS if any(code in c.reasons for c in candidates)]
+    st.markdown("\n".join(f"- **{REASONS[c].short}**: {REASONS[c].sentence}" for c in seen))
+
+
+def _still_in_dispute(number: int, candidates: list[Candidate], labels: dict[Band, str]) -> None:
+    """After the last round: the bands still in dispute, as `fma-bands round show` lists them."""
+    if not candidates:
+        st.caption(f"No band is still in dispute after round {number}.")
+        return
+    st.markdown(f"**Still in dispute after round {number}**: {count_bands(len(candidates))}")
+    _candidate_table(candidates, labels)
+
+
+def _label(labels: dict[Band, str], band: Band) -> str:
+    """A band's label; a band no longer in the vignettes by its id and sub-action's name."""
+    return labels.get(band) or f"{band[0]} · {sub_action(band[1]).label}"
+
+
+def _choose_group(candidates: list[Candidate]) -> None:
+    """The chosen group of candidates becomes round 2's bands (the coordinator may then add or
+    remove any band by hand)."""
+    state = st.session_state
+    by = state.get("round2:by", "all")
+    reasons = (state.get("round2:reasons") or []) if by == "reason" else []
+    kinds = (state.get("round2:subs") or []) if by == "sub_action" else []
+    if by != "all" and not (reasons or kinds):
+        return  # nothing chosen yet in the group: the bands stay as they are
+    state["round2:bands"] = choose(candidates, reasons=reasons, sub_actions=kinds)
+
+
+def _open_round_two(user: UserPublic, candidates: list[Candidate], labels: dict[Band, str]) -> None:
+    """Round 2 for the bands the coordinator chooses: by default every candidate of round 1,
+    or a group of them (by reason, by sub-action), or any band by hand."""
     lib = library()
     st.markdown("**Open round 2** for the bands still in dispute")
-    if discord:
-        st.dataframe(
-            [
-                {
-                    "band": _band_label(d.band),
-                    "raters with a band": d.n_raters,
-                    "why": "; ".join(DISCORD[c] for c in d.reasons),
-                }
-                for d in discord
-            ],
-            hide_index=True,
+    state = st.session_state
+    if "round2:bands" not in state:
+        state["round2:bands"] = [c.band for c in candidates]
+    if candidates:
+        st.caption(
+            f"{count_bands(len(candidates)).capitalize()} to re-review after round 1: those the "
+            "registry would refuse, and those the Agreement page shows with a disputed span "
+            "(what some but not all raters admit, in the last column)."
         )
-        st.caption("Discordant after round 1: the bands the registry would refuse on round 1.")
+        _candidate_table(candidates, labels)
+        _groups(candidates)
     else:
-        st.caption("No band is discordant after round 1; choose bands to re-review, if any.")
-    every = [(v.id, p.sub_action) for v in lib for p in v.proposals]
-    chosen = st.multiselect(
-        "Bands for round 2", every, default=[d.band for d in discord], format_func=_band_label
+        st.caption(
+            "No band needs round 2 after round 1: every band has a consensus without a disputed "
+            "span, its quorum and a rater in scope. Choose bands to re-review, if any."
+        )
+    every = list(labels)
+    st.multiselect(
+        "Bands for round 2",
+        every,
+        format_func=lambda band: _label(labels, band),
+        key="round2:bands",
     )
+    chosen = state.get("round2:bands") or []
     st.caption(
-        "Their raters see round 1's bands as Rater A, B, C (never a pseudonym), how many admit "
-        "each value and the round-1 reasons without names, then keep or revise their band, "
-        "with a reason. Round 1 stays the reliability figure."
+        f"{count_bands(len(chosen)).capitalize()} chosen; add or remove any band here. Their "
+        "raters see round 1's bands as Rater A, B, C (never a pseudonym), how many admit each "
+        "value and the round-1 reasons without names, then keep or revise their band, with a "
+        "reason. Round 1 stays the reliability figure."
     )
     sure = st.checkbox("I understand: open round 2 for these bands now", key="round_two_sure")
     if st.button("Open round 2", type="primary", disabled=not (sure and chosen)):
@@ -114,8 +184,45 @@ def _open_round_two(user: UserPublic, discord) -> None:
         except FmaBandsError as exc:
             st.error(escaped(exc.message))
             return
-        st.session_state.round_flash = f"Round 2 is open for {len(opened.bands)} band(s)."
+        st.session_state.round_flash = f"Round 2 is open for {count_bands(len(opened.bands))}."
         st.rerun(scope="app")
+
+
+def _groups(candidates: list[Candidate]) -> None:
+    """The choice of a group of candidates: every one, those of some reasons, or those of some
+    sub-actions; each choice fills "Bands for round 2" at once."""
+    seen = [code for code in REASONS if any(code in c.reasons for c in candidates)]
+    st.radio(
+        "Choose the candidates",
+        list(BY),
+        format_func=BY.get,
+        horizontal=True,
+        key="round2:by",
+        on_change=_choose_group,
+        args=(candidates,),
+    )
+    by = st.session_state.get("round2:by", "all")
+    if by == "reason":
+        count = {code: sum(code in c.reasons for c in candidates) for code in seen}
+        st.multiselect(
+            "Reasons",
+            seen,
+            format_func=lambda code: f"{REASONS[code].short} ({count_bands(count[code])})",
+            key="round2:reasons",
+            on_change=_choose_group,
+            args=(candidates,),
+        )
+    elif by == "sub_action":
+        kinds = list(dict.fromkeys(c.sub_action for c in candidates))
+        count = {name: sum(c.sub_action == name for c in candidates) for name in kinds}
+        st.multiselect(
+            "Sub-actions",
+            kinds,
+            format_func=lambda name: f"{sub_action(name).label} ({count_bands(count[name])})",
+            key="round2:subs",
+            on_change=_choose_group,
+            args=(candidates,),
+        )
 
 
 # The registry policy --------------------------------------------------------------------------
@@ -170,6 +277,7 @@ def assignment(lib: Library, user: UserPublic) -> None:
         quorum = study_quorum(s)
         rows = coverage(s, lib, viewer=user, quorum=quorum)
         raters = [r.pseudonym for r in list_users(s, role="rater")]
+        numbers = case_numbers(lib, case_key(s))
     st.subheader("Who reviews what")
     st.caption(
         "By default each band goes to every rater whose signed specialty covers its "
@@ -198,14 +306,24 @@ def assignment(lib: Library, user: UserPublic) -> None:
     with st.form("assign"):
         st.selectbox("Rater", raters, index=None, key="assign:rater")
         every = [f"{vid}:{name}" for vid, name in study_bands(lib)]
-        st.multiselect("Bands", every, key="assign:bands")
+        st.multiselect(
+            "Bands",
+            every,
+            format_func=lambda text: band_label(numbers, tuple(text.split(":", 1))),
+            key="assign:bands",
+        )
         st.multiselect(
             "Every band of these sub-actions",
             list(SUB_ACTIONS),
             format_func=lambda name: sub_action(name).label,
             key="assign:subs",
         )
-        st.multiselect("Every band of these vignettes", list(lib.vignettes), key="assign:vignettes")
+        st.multiselect(
+            "Every band of these vignettes",
+            list(lib.vignettes),
+            format_func=lambda vid: f"{case_label(numbers, vid)} · {vid}",
+            key="assign:vignettes",
+        )
         add, remove = st.columns(2)
         add.form_submit_button("Add the rater", on_click=_change, args=(lib, user, True))
         remove.form_submit_button("Remove the rater", on_click=_change, args=(lib, user, False))
@@ -231,12 +349,16 @@ with session() as s:
 
 st.title("Study admin")
 where = escaped(settings().vignettes)
-st.caption(f"{len(lib)} vignettes from {where}; {len(progress)} raters enrolled.")
+vignettes = f"{len(lib)} vignette{'' if len(lib) == 1 else 's'}"
+enrolled = f"{len(progress)} rater{'' if len(progress) == 1 else 's'} enrolled"
+st.caption(f"{vignettes} from {where}; {enrolled}.")
 if lib.problems:
-    with st.expander(f"{len(lib.problems)} problem(s) in the vignette files", icon="⚠️"):
+    problems = f"{len(lib.problems)} problem{'' if len(lib.problems) == 1 else 's'}"
+    with st.expander(f"{problems} in the vignette files", icon="⚠️"):
         st.code("\n".join(str(p) for p in lib.problems), language=None)
 
 rounds(user)
+due_date_form(user)
 
 st.subheader("Review mode")
 mode = st.radio(
@@ -267,6 +389,18 @@ with st.form("policy"):
         index=["warn", "require"].index(policy.scope),
         horizontal=True,
     )
+    with session() as s:
+        raters = [u.pseudonym for u in list_users(s, "rater")]
+    no_chair = "No chair"
+    choices = [no_chair, *raters] + ([policy.chair] if policy.chair not in (None, *raters) else [])
+    chair_choice = st.selectbox(
+        "Chair: the rater who may decide a band still in dispute after round 2",
+        choices,
+        index=choices.index(policy.chair) if policy.chair else 0,
+        help="The chair's decision is signed with the chair's own key and is never counted as "
+        "agreement between raters.",
+    )
+    chair = None if chair_choice == no_chair else chair_choice
     root_passphrase = st.text_input(
         "Your passphrase (it unlocks the study's root key, which signs the policy)",
         type="password",
@@ -283,15 +417,17 @@ if sign_policy:
                 passphrase=root_passphrase,
                 quorum=int(quorum),
                 scope=scope,
+                chair=chair,
             )
             in_force = policy_in_force(s)
     except FmaBandsError as exc:
         st.error(escaped(exc.message))
     else:
-        wanted = {"quorum": int(quorum), "scope": scope}
+        wanted = Policy(quorum=int(quorum), scope=scope, chair=chair)
+        named = f", chair {chair}" if chair else ", no chair"
         st.session_state["policy:signed"] = (
-            f"Policy signed into the study's log: quorum {int(quorum)}, scope {scope}."
-            if in_force is not None and in_force.as_dict() == wanted
+            f"Policy signed into the study's log: quorum {int(quorum)}, scope {scope}{named}."
+            if in_force == wanted
             else "Policy signed; it takes effect once the steward approves it."
         )
         st.rerun()

@@ -1,11 +1,13 @@
 """Agreement between raters: Krippendorff's alpha per sub-action and pooled, one short row each
 (interval, reading, sizes in words), the cautions and every other field on demand, the rules in
-one place, and every band's raters beside the consensus, one round at a time (round 1 is the
-reliability figure, round 2 consensus-building). Raters see it once the round closes; the
-coordinator sees it while the round is open, marked provisional."""
+one place, and a table of every band's outcome with filters, one band's raters beside the
+consensus on demand; one round at a time (round 1 is the reliability figure, round 2
+consensus-building). Raters see it once the round closes; the coordinator sees it while the
+round is open, marked provisional."""
 
 import streamlit as st
 
+from app_pages.band_table import chosen_band
 from app_pages.common import chart, engine, escaped, library, require_user, session
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.chart import alpha_chart
@@ -21,14 +23,18 @@ from fma_bands.agreement.diagnostics import (
 from fma_bands.agreement.picture import band_spec
 from fma_bands.agreement.planning import DEFAULT_WIDTH
 from fma_bands.agreement.views import (
+    BAND_COLUMNS,
     METRIC_LABELS,
+    OUTCOMES,
     SUMMARY,
+    BandView,
     Detail,
     Screen,
     absent_text,
     rules,
     table_csv,
 )
+from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.study.methods_facts import study_methods_report
 from fma_bands.study.ratings import (
@@ -41,9 +47,6 @@ from fma_bands.study.ratings import (
 )
 from fma_bands.study.state import study
 
-# Bands to a page: each box with its picture is about 500 pixels tall, so ten make a page a
-# reader scrolls through rather than one of ten thousand pixels.
-PAGE = 10
 # The short table's columns in pixels: together 815, what the main column of a 1280-pixel window
 # holds beside the open sidebar, so that none is cut off at the right. Long cells wrap.
 WIDTHS = {
@@ -78,24 +81,52 @@ def chosen_round(rounds_held: int) -> int:
 
 @st.fragment
 def bands(screen: Screen) -> None:
-    # A page of bands at a time, in a fragment: turning the page redraws only the bands.
+    # Filters, the table and the chosen band rerun only this part of the page.
     st.subheader("Bands, most disputed first")
-    page = st.pagination(max(1, -(-len(screen.agreements) // PAGE)), key="agreement_page")
-    st.caption(f"{len(screen.agreements)} bands, {PAGE} to a page.")
-    for band in screen.bands((page - 1) * PAGE, page * PAGE):
+    rows = screen.rows()
+    left, right = st.columns(2)
+    with left:
+        found = [o for o in OUTCOMES if any(r.outcome == o for r in rows)]
+        outcomes = st.multiselect("Outcome", found, placeholder="Every outcome")
+    with right:
+        names = list(dict.fromkeys(r.sub_action for r in rows))
+        actions = st.multiselect(
+            "Sub-actions",
+            names,
+            placeholder="All sub-actions",
+            format_func=lambda n: sub_action(n).label,
+        )
+    shown = [
+        r
+        for r in rows
+        if (not outcomes or r.outcome in outcomes) and (not actions or r.sub_action in actions)
+    ]
+    st.caption(
+        f"{len(shown)} of {len(rows)} bands. Choose a row, or a band below, to see each "
+        "rater's band beside the consensus."
+    )
+    index = chosen_band(
+        [r.cells() for r in shown],
+        [r.title for r in shown],
+        key="agreement",
+        columns=BAND_COLUMNS,
+        in_sight=8,
+    )
+    if index is not None:
+        [band] = screen.bands(shown[index].index, shown[index].index + 1)
         with st.container(border=True):
-            st.page_link(
-                "app_pages/vignette.py", label=escaped(band.title), query_params=band.query
-            )
-            st.caption(escaped(band.caption))
-            if band.rows:
-                chart(
-                    band_spec(
-                        band.sub_action, band.rows, orderables=band.orderables, names=band.names
-                    )
-                )
-            for line in filter(None, (band.consensus, band.disputed)):
-                st.text(line)
+            box(band)
+
+
+def box(band: BandView) -> None:
+    """One band: a link to its case, its raters and rule, each rater's band pictured beside
+    the consensus, and the consensus and disputed span in words."""
+    st.page_link("app_pages/vignette.py", label=escaped(band.title), query_params=band.query)
+    st.caption(escaped(band.caption))
+    if band.rows:
+        chart(band_spec(band.sub_action, band.rows, orderables=band.orderables, names=band.names))
+    for line in filter(None, (band.consensus, band.disputed)):
+        st.text(line)
 
 
 def alpha_table(rows: list[dict[str, str]]) -> None:
@@ -125,9 +156,19 @@ def how_computed(metric: str) -> None:
             st.caption(escaped(rule))
 
 
-def downloads(screen: Screen, metric: str, number: int) -> None:
+def downloads(screen: Screen, metric: str, number: int) -> bool:
     """What a reader takes away: the table with every field; for the coordinator, the methods
-    report and the coincidence matrices, each made only when its button is pressed."""
+    report and the coincidence matrices, each made only when its button is pressed, and the
+    switch to each rater's figures (True when on). They stand in a row, wrapping only when the
+    window is narrow: the page stays short."""
+    with st.container(horizontal=True, vertical_alignment="center"):
+        _downloads(screen, metric, number)
+        if not user.is_coordinator:
+            return False
+        return st.toggle("Show each rater, the strata and the planning", key="diagnostics")
+
+
+def _downloads(screen: Screen, metric: str, number: int) -> None:
     st.download_button(
         "Download the table (CSV)",
         data=table_csv(screen.tables[metric]),
@@ -174,8 +215,6 @@ def downloads(screen: Screen, metric: str, number: int) -> None:
 def diagnostics(number: int) -> None:
     """The coordinator's per-rater diagnostics, alpha by ambiguity stratum and the planning,
     computed when asked (seconds on a large study), and never shown to a rater."""
-    if not st.toggle("Show each rater, the strata and the planning", key="diagnostics"):
-        return
     try:
         with st.spinner("Computing each rater's figures…"), session() as s:
             found = study_findings(s, lib, viewer=user, round=number).diagnostics
@@ -244,12 +283,16 @@ if screen.summaries[metric]:
         "Sizes: the bands and vignettes the reading counts, the raters with a value to pair, "
         "and the DECLINE ratings. Each row's cautions and other fields are under Details."
     )
-    cautions_and_details(screen.details[metric])
 else:
     st.info(absent_text(metric))
-how_computed(metric)
-downloads(screen, metric, number)
-if user.is_coordinator:
+# Side by side, both collapsed: one line of the page for what a reader opens on demand.
+details_column, rules_column = st.columns(2)
+if screen.summaries[metric]:
+    with details_column:
+        cautions_and_details(screen.details[metric])
+with rules_column:
+    how_computed(metric)
+if downloads(screen, metric, number):
     diagnostics(number)
 if chart_of_alphas := alpha_chart(screen.points[metric]):
     st.altair_chart(chart_of_alphas)

@@ -3,14 +3,23 @@ once confirmed), the passphrase again, and the signature manifestation once sign
 
 import json
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
 from app_pages.case_links import case_key
 from app_pages.common import escaped, library, require_user, session, settings
-from fma_bands.core.actions import sub_action
+from fma_bands.core.actions import SUB_ACTIONS, sub_action
+from fma_bands.core.bands import parse_band
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.labels import case_label, case_numbers, direction_words, exemption_words
+from fma_bands.core.labels import (
+    case_label,
+    case_numbers,
+    describe_band,
+    direction_words,
+    exemption_words,
+    tool_names,
+)
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.core.vignettes import Library
@@ -20,7 +29,86 @@ from fma_bands.study.signing import attest, manifestation, on_file
 from fma_bands.study.signing_plan import SigningPlan, covered_rows, imported_rows, plan
 
 
-def reviews_covered(signing: SigningPlan, numbers: dict[str, int]) -> None:
+def band_words(lib: Library, review: dict[str, Any]) -> str:
+    """The band a review vouches for, as the review screen shows it: tests by their names in
+    the case's vignette; the proposal's band for an ACCEPT."""
+    vid, name = review["vignette_id"], review["sub_action"]
+    band = review["attested_band"] if "attested_band" in review else review.get("band")
+    if review.get("verdict") == "DECLINE":
+        return "none (declined)"
+    vignette = lib.vignettes.get(vid)
+    if vignette is None:
+        return "" if band is None else str(band)
+    proposal = vignette.proposal(name)
+    if band is None and review.get("verdict") == "ACCEPT" and proposal is not None:
+        return describe_band(proposal.acceptable, tool_names(vignette))
+    if band is None:
+        return ""
+    try:
+        parsed = parse_band(name, band, orderables=vignette.orderables)
+    except FmaBandsError:  # a vignette changed past reading an old band: shown as signed
+        return str(band)
+    return describe_band(parsed, tool_names(vignette))
+
+
+def in_case_order(
+    lib: Library, numbers: dict[str, int], reviews: list[dict[str, Any]], rows: list[dict]
+) -> list[dict[str, Any]]:
+    """The table's rows (one for each review, in the same order) by case number, then by
+    sub-action in the protocol's order, each band in words with the vignette's test names."""
+    order = {name: i for i, name in enumerate(SUB_ACTIONS)}
+    paired = []
+    for review, row in zip(reviews, rows, strict=True):
+        vid, name = review["vignette_id"], review["sub_action"]
+        column = "band attested" if "band attested" in row else "band"
+        paired.append(
+            (
+                (numbers.get(vid, len(numbers) + 1), vid, order.get(name, len(order))),
+                {**row, column: band_words(lib, review)},
+            )
+        )
+    return [row for _, row in sorted(paired, key=lambda pair: pair[0])]
+
+
+# Column widths in pixels that fit the page's width together, so no column hides off the
+# right; a band's text wraps within its column, in rows as tall as the longest band needs.
+WIDTHS = {
+    "case": 70,
+    "sub-action": 125,
+    "verdict": 70,
+    "band attested": 180,
+    "band": 180,
+    "corrected": 70,
+    "revision": 60,
+    "origin": 125,
+    "entered": 150,
+    "reason": 150,
+}
+LINE_PIXELS, CHARACTERS_PER_LINE = 20, 26  # of a 180-pixel column
+SHORTEST_WRAPPING_ROW = 66  # the grid wraps a cell's text only in rows taller than 64 pixels
+
+
+def band_table(rows: list[dict[str, Any]]) -> None:
+    """Rows of reviews with every band's text wrapped whole, never cut; up to 12 rows shown
+    at a time."""
+    longest = max((len(str(r.get("band attested", r.get("band", "")))) for r in rows), default=0)
+    lines = max(3, -(-longest // CHARACTERS_PER_LINE))
+    row_height = max(SHORTEST_WRAPPING_ROW, LINE_PIXELS * lines + 16)
+    st.dataframe(
+        rows,
+        hide_index=True,
+        width="stretch",
+        row_height=row_height,
+        height=row_height * min(len(rows), 12) + 38,
+        column_config={
+            name: st.column_config.Column(width=width)
+            for name, width in WIDTHS.items()
+            if rows and name in rows[0]
+        },
+    )
+
+
+def reviews_covered(lib: Library, signing: SigningPlan, numbers: dict[str, int]) -> None:
     """What the signature would cover, and each review it leaves out with the reason."""
     if signing.imported:
         st.subheader("Imported from your paper hand-back")
@@ -28,9 +116,13 @@ def reviews_covered(signing: SigningPlan, numbers: dict[str, int]) -> None:
             "Entered by the coordinator from your paper hand-back. Your signature covers them "
             "only if you confirm that they are your own verdicts."
         )
-        st.dataframe(imported_rows(signing, numbers), hide_index=True)
+        imported = imported_rows(signing, numbers)
+        band_table(in_case_order(lib, numbers, signing.imported, imported))
         st.checkbox("These are my verdicts: cover them with my signature", key="attest:confirm")
-    st.subheader(f"The {len(signing.reviews)} reviews this signature covers")
+    n = len(signing.reviews)
+    st.subheader(
+        "The review this signature covers" if n == 1 else f"The {n} reviews this signature covers"
+    )
     if signing.reviews and not signing.fresh:
         st.success(
             "Everything you have submitted is signed, exactly as it is now. While a round is "
@@ -38,7 +130,9 @@ def reviews_covered(signing: SigningPlan, numbers: dict[str, int]) -> None:
             icon=":material/verified:",
         )
     if signing.reviews:
-        st.dataframe(covered_rows(signing, numbers), hide_index=True)
+        st.caption("In case order. Click a cell to read it on its own.")
+        covered = covered_rows(signing, numbers)
+        band_table(in_case_order(lib, numbers, signing.reviews, covered))
     elif signing.imported:
         st.info(
             "Nothing to sign yet: confirm the imported reviews above, or review bands yourself."
@@ -69,6 +163,18 @@ def exemptions_covered(exempting: ExemptionSigning) -> None:
         ],
         hide_index=True,
     )
+
+
+def receipt_fields(signed: dict[str, str]) -> None:
+    """The signature manifestation and receipt, a field to a line. A long unbroken value (the
+    key's fingerprint, the head) is a code block that wraps, whole and copyable, never cut."""
+    with st.container(border=True):
+        for label, value in signed.items():
+            if " " not in value and len(value) > 24:
+                st.markdown(f"**{escaped(label)}**")
+                st.code(value, language=None, wrap_lines=True)
+            else:
+                st.markdown(f"**{escaped(label)}:** {escaped(value)}")
 
 
 def sign_attestation(
@@ -120,9 +226,7 @@ st.caption(
 )
 if just_signed := st.session_state.pop("signed", None):
     st.success("Signed. Your signature and your receipt:", icon=":material/verified:")
-    # Pseudonym, time, meaning, key, places, head: none of it free text. One row per field, so
-    # the long fingerprint and head fit.
-    st.table({"": list(just_signed), "value": list(just_signed.values())})
+    receipt_fields(just_signed)
     receipt = st.session_state.pop("receipt", {})
     when = receipt.get("in_folder", "")
     st.caption(
@@ -145,13 +249,15 @@ if just_signed := st.session_state.pop("signed", None):
     )
 if not identity_recorded:
     st.warning(
-        "Your private identity (name, qualifications, registration) is not recorded yet. The "
-        "coordinator records it; you can sign once it is."
+        "You cannot sign yet: your private identity (full name, qualifications, registration, "
+        "institution and email) is not recorded. Ask the study's coordinator to record it on "
+        'the page "Rater identities"; you can sign as soon as it is, with nothing else to do.',
+        icon=":material/badge:",
     )
 
 st.subheader("Statement")
 st.write(signing.statement(exemptions=bool(exempting.reviews)))
-reviews_covered(signing, numbers)
+reviews_covered(lib, signing, numbers)
 exemptions_covered(exempting)
 
 if failed := st.session_state.pop("attest:failed", None):

@@ -1,5 +1,6 @@
 """What every page shares: settings, the engine, the vignette library, the signed-in user."""
 
+import os
 import re
 import threading
 import time
@@ -16,18 +17,38 @@ from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import describe_band, tool_names
 from fma_bands.core.people import UserPublic
-from fma_bands.core.settings import Settings, load_settings
+from fma_bands.core.settings import PREFIX, Settings, load_settings
 from fma_bands.core.vignettes import Library, Proposal, Vignette, load_library
 from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study.browser_sessions import (
+    end_session,
+    find_session,
+    open_session,
+    token_hash,
+    touch_session,
+)
+from fma_bands.study.chair import chair_name
 from fma_bands.study.ledger import head as ledger_head
 from fma_bands.study.ledger import publish
 from fma_bands.study.library import sync_vignettes
 from fma_bands.study.signing import signed_revisions
 from fma_bands.study.state import sees_proposals, study
 
+# The settings last read, by the working folder and FMA_BANDS_* variables they were read from: a
+# page run asks for them dozens of times, and they change only with those (tests set them per
+# test). A path that turns into something else later is met where it is used.
+_settings: dict[tuple, Settings] = {}
+
 
 def settings() -> Settings:
-    return load_settings()
+    variables = sorted((k, v) for k, v in os.environ.items() if k.upper().startswith(PREFIX))
+    key = (os.getcwd(), tuple(variables))
+    found = _settings.get(key)
+    if found is None:
+        found = load_settings()  # refused by name, and so never kept, when it cannot be used
+        _settings.clear()
+        _settings[key] = found
+    return found
 
 
 @st.cache_resource(show_spinner=False)
@@ -111,6 +132,21 @@ def library() -> Library:
     return found
 
 
+# The chair the policy in force names, per database and head of the store's log: the menu asks
+# on every rerun, verifying the whole log costs a large study a sixth of a second, and the log
+# changes only by appending. Only the menu reads it; the chair's page checks the log itself.
+_chairs: dict[tuple[str, tuple[int, str] | None], str | None] = {}
+
+
+def study_chair(s: Session) -> str | None:
+    key = (settings().database_url, ledger_head(s))
+    if key not in _chairs:
+        if len(_chairs) > 64:
+            _chairs.clear()
+        _chairs[key] = chair_name(s)
+    return _chairs[key]
+
+
 def _not_synced(exc: FmaBandsError) -> NoReturn:
     """The files were refused (no vignette loaded), the study left as it was: the page says so
     instead of drawing a study without its vignettes. Where the files are is the coordinator's
@@ -136,40 +172,178 @@ def _not_synced(exc: FmaBandsError) -> NoReturn:
 # When the signed-in person last ran a page (time.monotonic()), and the note the sign-in page
 # shows after an idle sign-out.
 ACTIVE_AT, SIGNED_OUT_NOTE = "active_at", "signed_out_note"
+# The browser's cookie naming its server-side session (fma_bands.study.browser_sessions).
+COOKIE = "fma_bands_session"
+# What this Streamlit session keeps of it: the session's key (the token's hash, never the
+# token), when it last recorded activity there, whether the cookie was already looked at, and
+# the script the next run sends to set, refresh or clear the cookie.
+BROWSER_SESSION, TOUCHED_AT = "browser_session", "browser_session_touched_at"
+COOKIE_READ, COOKIE_SCRIPT = "browser_cookie_read", "browser_cookie_script"
+# Activity is written to the store at most this often, not on every rerun.
+TOUCH_EVERY_S = 60
+
+
+def _idle_note(idle: int) -> str:
+    return (
+        f"You were signed out after {idle} minute{'s' if idle != 1 else ''} without "
+        "activity. Sign in again to go on."
+    )
 
 
 def current_user() -> UserPublic | None:
-    """The signed-in person, or None. A session left idle longer than the idle_minutes setting
-    is signed out here (21 CFR 11.300(d)), before any page acts for it: the app runs again and
-    shows the sign-in form with a short note. Any other run counts as activity."""
+    """The signed-in person, or None. A new browser session (a reload) with nobody signed in
+    finds its person again through the cookie of a live server-side session. A session left
+    idle longer than the idle_minutes setting is signed out here (21 CFR 11.300(d)), before any
+    page acts for it: the app runs again and shows the sign-in form with a short note. Any
+    other run counts as activity."""
     data = st.session_state.get("user")
     if not data:
+        user = _resume()
+    else:
+        now, idle = time.monotonic(), settings().idle_minutes
+        last = st.session_state.get(ACTIVE_AT)
+        if last is not None and now - last > idle * 60:
+            sign_out(_idle_note(idle))
+            st.rerun()
+        st.session_state[ACTIVE_AT] = now
+        user = UserPublic(**data)
+        _keep_alive(user, now)
+    _send_cookie_script(signed_in=user is not None)
+    return user
+
+
+def _cookie_token() -> str | None:
+    """The session cookie the browser sent when this Streamlit session began; None without
+    one, and under AppTest, whose stand-in for the browser's request answers with no string."""
+    found = st.context.cookies.get(COOKIE)
+    return found if isinstance(found, str) else None
+
+
+def _resume() -> UserPublic | None:
+    """The person whose live server-side session the browser's cookie names, signed in again
+    without their passphrase; looked at once per Streamlit session. An idle one is ended and
+    the sign-in form says why."""
+    if st.session_state.get(COOKIE_READ):
         return None
-    now, idle = time.monotonic(), settings().idle_minutes
-    last = st.session_state.get(ACTIVE_AT)
-    if last is not None and now - last > idle * 60:
-        sign_out(
-            f"You were signed out after {idle} minute{'s' if idle != 1 else ''} without "
-            "activity. Sign in again to go on."
-        )
+    st.session_state[COOKIE_READ] = True
+    token = _cookie_token()
+    if not token:
+        return None
+    idle = settings().idle_minutes
+    with session() as s:
+        found = find_session(s, token, idle_minutes=idle)
+    if found.user is None or found.token_hash is None:
+        if found.idle:
+            st.session_state[SIGNED_OUT_NOTE] = _idle_note(idle)
+        st.session_state[COOKIE_SCRIPT] = _clear_cookie_script()
+        return None
+    _act_for(found.user, found.token_hash)
+    return found.user
+
+
+def _keep_alive(user: UserPublic, now: float) -> None:
+    """Record the activity on the server-side session about once a minute, and keep the
+    cookie alive as long; a session ended meanwhile (signed out in another tab, the account
+    reset or changed) signs this one out too."""
+    key = st.session_state.get(BROWSER_SESSION)
+    if not key or now - st.session_state.get(TOUCHED_AT, now - TOUCH_EVERY_S) < TOUCH_EVERY_S:
+        return
+    with session() as s:
+        live = touch_session(s, key, role=user.role)
+    if not live:
+        sign_out("You were signed out (in another tab, or your account changed). Sign in again.")
         st.rerun()
+    st.session_state[TOUCHED_AT] = now
+    st.session_state[COOKIE_SCRIPT] = _refresh_cookie_script()
+
+
+def _act_for(user: UserPublic, key: str | None) -> None:
+    now = time.monotonic()
+    st.session_state.user = user.model_dump()
     st.session_state[ACTIVE_AT] = now
-    return UserPublic(**data)
+    st.session_state[COOKIE_READ] = True
+    if key is not None:
+        st.session_state[BROWSER_SESSION] = key
+        st.session_state[TOUCHED_AT] = now
+    st.session_state.pop(SIGNED_OUT_NOTE, None)
 
 
 def sign_in_session(user: UserPublic) -> None:
-    """This browser session now acts for `user`, active from now."""
-    st.session_state.user = user.model_dump()
-    st.session_state[ACTIVE_AT] = time.monotonic()
-    st.session_state.pop(SIGNED_OUT_NOTE, None)
+    """This browser session now acts for `user`, active from now, and the browser keeps a
+    cookie so that a reload within the idle time finds the person again. Whatever session the
+    browser held before is ended."""
+    if old := st.session_state.get(BROWSER_SESSION):
+        with session() as s:
+            end_session(s, old)
+    with session() as s:
+        token = open_session(s, user.id)
+    _act_for(user, token_hash(token))
+    # The token leaves the server only in this script, sent once by the next run.
+    st.session_state[COOKIE_SCRIPT] = _set_cookie_script(token)
 
 
 def sign_out(note: str | None = None) -> None:
     """Forget everything this browser session held (the person, their forms, their passphrase
-    fields); `note` is shown once on the sign-in form."""
+    fields), end its server-side session and clear the browser's cookie; `note` is shown once
+    on the sign-in form."""
+    if key := st.session_state.get(BROWSER_SESSION):
+        with session() as s:
+            end_session(s, key)
     st.session_state.clear()
+    # The cookie this Streamlit session began with names an ended session now: not read again.
+    st.session_state[COOKIE_READ] = True
+    st.session_state[COOKIE_SCRIPT] = _clear_cookie_script()
     if note:
         st.session_state[SIGNED_OUT_NOTE] = note
+
+
+def _cookie_statement(value: str, max_age: int) -> str:
+    """The JavaScript statement that sets the cookie: `value` is a JS expression."""
+    # Strict: no other site's page sends it; Secure whenever the app is served over https.
+    secure = '(location.protocol === "https:" ? "; Secure" : "")'
+    return (
+        f'document.cookie = "{COOKIE}=" + {value} + '
+        f'"; Path=/; Max-Age={max_age}; SameSite=Strict" + {secure};'
+    )
+
+
+def _cookie_max_age() -> int:
+    # The idle time and the minute by which recorded activity may lag behind it: the server
+    # decides when a session is idle, the cookie only has to outlive that.
+    return settings().idle_minutes * 60 + TOUCH_EVERY_S
+
+
+def _set_cookie_script(token: str) -> str:
+    # token_urlsafe's letters, digits, - and _ need no quoting in a cookie or a JS string.
+    return _cookie_statement(f'"{token}"', _cookie_max_age())
+
+
+def _refresh_cookie_script() -> str:
+    # The cookie's own value set again with a new lifetime: the token is not sent again.
+    found = f"document.cookie.match(/(?:^|; ){COOKIE}=([A-Za-z0-9_-]+)/)"
+    # A block of its own: the name is not declared again when a later refresh runs.
+    update = _cookie_statement("found[1]", _cookie_max_age())
+    return f"{{ const found = {found}; if (found) {{ {update} }} }}"
+
+
+def _clear_cookie_script() -> str:
+    return _cookie_statement('""', 0)
+
+
+def _send_cookie_script(*, signed_in: bool) -> None:
+    """Send the pending cookie script, once: in the sidebar for a signed-in person (a hidden
+    element there shifts no element of the page), in the page for the sign-in form."""
+    script = st.session_state.pop(COOKIE_SCRIPT, None)
+    if script is None:
+        return
+    where = st.sidebar if signed_in else st.container()
+    # The element is hidden; a different body each time, so that the browser runs it again.
+    where.html(
+        f"<style>div[data-testid='stElementContainer']:has(script[data-fma-bands-cookie])"
+        f" {{ display: none; }}</style><script data-fma-bands-cookie>{script}"
+        f" /* {time.monotonic_ns()} */</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def require_user(role: str | None = None) -> UserPublic:

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.common import escaped, session, settings
+from app_pages.common import escaped, session, settings, sign_in_session
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.study.enrolment import create_first_coordinator
 from fma_bands.study.users import MIN_PASSPHRASE, new_passphrase_problem
@@ -40,5 +40,5 @@ if create:
         for message in exc.fields.values() or [str(exc)]:
             st.error(escaped(message))
         st.stop()
-    st.session_state.user = user.model_dump()
+    sign_in_session(user)
     st.rerun()

@@ -55,7 +55,20 @@ st.caption(
 if not raters:
     st.info("No rater is enrolled yet.")
     st.stop()
-st.dataframe([{"rater": p, "identity recorded": ok} for p, ok in recorded.items()], hide_index=True)
+demo = {r.pseudonym for r in raters if r.demo}
+st.dataframe(
+    [
+        {
+            "rater": p,
+            # `fma-bands demo` records a made-up identity for each of its accounts.
+            "identity recorded": ("yes, a demo's made-up one" if p in demo else "yes")
+            if ok
+            else "not yet: cannot sign",
+        }
+        for p, ok in recorded.items()
+    ],
+    hide_index=True,
+)
 
 if FAILED in st.session_state or DONE in st.session_state:
     # After an attempt, and before the field is drawn: the passphrase does not stay on screen.

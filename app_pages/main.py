@@ -27,6 +27,8 @@ ADDRESSES = (
     "passphrase",
     "progress",
     "exemptions",
+    "queries",
+    "chair",
 )
 
 
@@ -62,12 +64,15 @@ def _passphrase() -> st.Page:
     return page("passphrase", "Change passphrase", "password")
 
 
-def rater_pages() -> list[st.Page]:
+def rater_pages(chair: bool = False) -> list[st.Page]:
+    """A rater's pages; the study's chair also has the chair's decision."""
     return [
         page("queue", "My queue", "checklist", default=True),
         page("review", "Review a band", "rate_review"),
         *_reading(),
         page("exemptions", "Review exemptions", "rule"),
+        page("queries", "Queries", "forum"),
+        *([page("chair", "Chair's decision", "gavel")] if chair else []),
         page("attest", "Sign attestation", "signature"),
         _passphrase(),
     ]
@@ -83,7 +88,9 @@ def coordinator_pages() -> list[st.Page]:
         page("raters", "Raters", "group"),
         page("handbacks", "Import a hand-back", "upload_file"),
         page("progress", "Raters' progress", "monitoring"),
+        page("queries", "Queries", "forum"),
         *_reading(),
+        page("chair", "Chair's decision", "gavel"),
         page("registry_page", "Band registry", "verified"),
         page("identity", "Rater identities", "badge"),
         page("audit_log", "Audit log", "receipt_long"),
@@ -92,7 +99,7 @@ def coordinator_pages() -> list[st.Page]:
 
 
 def run() -> None:
-    from app_pages.common import current_user, escaped, session, settings, sign_out
+    from app_pages.common import current_user, escaped, session, settings, sign_out, study_chair
     from fma_bands.core.errors import FmaBandsError
     from fma_bands.study.users import has_users
 
@@ -104,15 +111,16 @@ def run() -> None:
     except FmaBandsError as exc:
         st.error(f"The app's settings cannot be used: {escaped(exc)}")
         st.stop()
+    user = current_user()
     with session() as s:
         first_run = not has_users(s)
-    user = current_user()
+        chairs = user is not None and user.role == "rater" and study_chair(s) == user.pseudonym
     if first_run:
         pages = first_run_pages()
     elif user is None:
         pages = signed_out_pages()
     elif user.role == "rater":
-        pages = rater_pages()
+        pages = rater_pages(chair=chairs)
     elif user.role == "steward":
         pages = steward_pages()
     else:
@@ -123,7 +131,8 @@ def run() -> None:
             if st.button("Sign out", icon=":material/logout:"):
                 sign_out()
                 st.rerun()
-    st.navigation(pages).run()
+    # Every page in the menu: a collapsed one hides the last (Audit log) behind "View more".
+    st.navigation(pages, expanded=True).run()
 
 
 if __name__ == "__main__":

@@ -9,32 +9,56 @@ import streamlit as st
 
 from app_pages.case_links import case_key
 from app_pages.common import escaped, library, plain, require_user, session, settings
-from app_pages.progress_screen import progress_table, rater_summaries, reviews_csv
+from app_pages.progress_screen import (
+    progress_table,
+    rater_summaries,
+    reviews_csv,
+    round_band_progress,
+)
 from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import case_label, case_numbers
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.study import marks
-from fma_bands.study.coverage import band_progress, study_quorum
+from fma_bands.study.coverage import BandProgress, study_quorum
 from fma_bands.study.rounds import close_round
-from fma_bands.study.state import study
+from fma_bands.study.state import StudyPublic, study
+
+
+def status_words(row: BandProgress, closed: bool) -> str:
+    """The band's status, which once its round is closed says what it came to, not what is
+    still to do: nobody can add a review to a closed round."""
+    if closed and row.needed:
+        return f"round closed {row.needed} short of the quorum"
+    return row.status
 
 
 @st.fragment
-def quorum_progress(lib: Library, user: UserPublic) -> None:
+def quorum_progress(lib: Library, user: UserPublic, current: StudyPublic) -> None:
+    closed = current.phase == "closed"
     with session() as s:
         quorum = study_quorum(s)
-        rows = band_progress(s, lib, viewer=user, quorum=quorum)
+        rows = round_band_progress(s, lib, viewer=user, quorum=quorum, round=current.round)
     st.subheader("Bands against the quorum")
     short = [r for r in rows if r.needed != 0]
+    which = "every band" if current.round == 1 else "the bands it re-reviews"
     st.caption(
-        f"{len(rows) - len(short)} of {len(rows)} bands have current reviews from enough "
-        f"raters for {f'the quorum of {quorum}' if quorum else 'a quorum (no policy yet)'}. "
-        "Submitted: raters' latest submitted reviews, still current; a DECLINE counts for "
-        "nothing; the registry later counts only signed ones."
+        f"{len(rows) - len(short)} of {len(rows)} bands have current reviews from enough raters "
+        f"for {f'the quorum of {quorum}' if quorum else 'a quorum (no policy yet)'}, in round "
+        f"{current.round} ({which}). "
+        f"Submitted: raters' latest submitted reviews of round {current.round}, still current; "
+        "a DECLINE counts for nothing; the registry later counts only signed ones."
     )
     only = st.toggle("Only bands short of the quorum", value=True, key="quorum:short")
+    shown = short if only else rows
+    if not shown:
+        st.info(
+            f"No band of round {current.round} is short of the quorum."
+            if rows
+            else f"Round {current.round} has no band to review."
+        )
+        return
     st.dataframe(
         [
             {
@@ -43,12 +67,16 @@ def quorum_progress(lib: Library, user: UserPublic) -> None:
                 "assigned": r.assigned,
                 "submitted": r.submitted,
                 "declined": r.declined,
-                "status": r.status,
+                "status": status_words(r, closed),
             }
-            for r in (short if only else rows)
+            for r in shown
         ],
         hide_index=True,
         width="stretch",
+        column_config={
+            "sub-action": st.column_config.TextColumn(width="medium"),
+            "status": st.column_config.TextColumn(width="large"),
+        },
     )
 
 
@@ -106,12 +134,22 @@ def close_phase(number: int, user: UserPublic) -> None:
 user = require_user("coordinator")
 lib = library()
 with session() as s:
-    summaries = rater_summaries(s, lib, viewer=user)
     current = study(s)
+    summaries = rater_summaries(s, lib, viewer=user, round=current.round)
 
 st.title("Raters' progress")
 if flash := st.session_state.pop("raters_flash", None):
     st.success(flash)
+st.subheader(f"Round {current.round} ({current.phase})")
+st.caption(
+    f"Every figure on this page is of round {current.round}: "
+    + (
+        "the bands assigned to each rater and the reviews made in round 1."
+        if current.round == 1
+        else f"the bands round {current.round} re-reviews with each rater and the reviews made "
+        "in it, never an earlier round's (those are kept, and in the CSV below)."
+    )
+)
 st.dataframe(progress_table(summaries), hide_index=True, width="stretch")
 st.caption(
     "Submitted: bands submitted and still current. Minutes per band: the median time between "
@@ -123,7 +161,7 @@ for r in (r for r in summaries if r.weak_signal):
         f"{r.pseudonym} accepts {r.accept_share:.0%} of {r.judged} bands as written. Accepting "
         "nearly everything is a weak signal worth a conversation, never a penalty."
     )
-quorum_progress(lib, user)
+quorum_progress(lib, user, current)
 flags(case_numbers(lib, case_key()), user)
 
 
@@ -141,7 +179,11 @@ st.download_button(
     on_click="ignore",
     icon=":material/download:",
 )
-st.caption("Each rater's latest submitted review of each band, with answers and confidence.")
+st.caption(
+    "Each rater's latest submitted review of each band in each round, with its round, the band "
+    "in words and as the harness values bands.yaml writes (the proposal's band for an ACCEPT), "
+    "answers and confidence."
+)
 st.subheader(f"Close round {current.round}")
 if current.phase == "open":
     close_phase(current.round, user)

@@ -14,19 +14,27 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import yaml
 from sqlalchemy import select
 from sqlmodel import Session, col
 
-from fma_bands.core.labels import case_numbers
+from fma_bands.core.actions import SUB_ACTIONS, sub_action
+from fma_bands.core.bands import MultilabelBand, to_harness
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.labels import case_numbers, describe_band, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import QUESTION_KEYS
 from fma_bands.core.spreadsheet import csv_text
 from fma_bands.core.vignettes import Library
-from fma_bands.store.models import BandMark, Review, ScreenDraft, User
+from fma_bands.store.models import BandMark, Review, RoundBand, ScreenDraft, User
 from fma_bands.study.assignment import load as load_assignments
+from fma_bands.study.assignment import study_bands
 from fma_bands.study.case_keys import case_key
-from fma_bands.study.state import authorize
-from fma_bands.study.submissions import submitted_reviews
+from fma_bands.study.coverage import BandProgress, band_progress
+from fma_bands.study.reviews import ReviewData
+from fma_bands.study.state import authorize, study
+from fma_bands.study.submissions import attested_band, submitted_bands, submitted_reviews
+from fma_bands.study.users import pseudonyms
 
 # A gap longer than this between two submissions is a pause, not time spent on a band.
 PAUSE = timedelta(minutes=30)
@@ -64,23 +72,27 @@ class RaterSummary:
 
 
 def rater_summaries(
-    session: Session, library: Library, *, viewer: UserPublic
+    session: Session, library: Library, *, viewer: UserPublic, round: int = 1
 ) -> list[RaterSummary]:
-    """One summary per enrolled rater, in six queries whatever the study's size."""
+    """One summary per enrolled rater of round `round`'s work: its bands (every band assigned
+    to them in round 1; from round 2 the bands the round re-reviews with them) and the reviews
+    made in it, so that round 2's figures never count round 1's work. Seven queries whatever
+    the study's size."""
     authorize(session, viewer, "see_progress")
     raters = session.execute(
         select(col(User.id), col(User.pseudonym), col(User.specialty))
         .where(col(User.role) == "rater")
         .order_by(col(User.pseudonym))
     ).all()
-    latest = _latest_by_rater(session)
-    kept = _drafts_by_rater(session)
-    marks = _marks_by_rater(session)
+    latest = _latest_by_rater(session, round)
+    later = _round_bands_by_rater(session, round) if round > 1 else None
+    kept = _drafts_by_rater(session, later)
+    marks = _marks_by_rater(session, later)
     assignments = load_assignments(session)
     summaries = []
     for rater_id, pseudonym, specialty in raters:
         mine = latest.get(rater_id, {})
-        theirs = assignments.bands_of(library, pseudonym)
+        theirs = assignments.bands_of(library, pseudonym) if later is None else later[rater_id]
         # Submitted of the bands assigned to them (a hand-back may hold others).
         current = [
             r
@@ -124,6 +136,32 @@ def _pace(times: list[datetime]) -> tuple[float | None, int]:
     return (round(statistics.median(working), 1) if working else None, len(working))
 
 
+def round_band_progress(
+    session: Session, library: Library, *, viewer: UserPublic, quorum: int | None, round: int
+) -> list[BandProgress]:
+    """Each band of round `round` against the quorum: in round 1 every band of the study
+    (coverage.band_progress); from round 2 the bands it re-reviews, counting its raters and its
+    own current reviews only, never an earlier round's."""
+    if round == 1:
+        return band_progress(session, library, viewer=viewer, quorum=quorum)
+    authorize(session, viewer, "see_progress")
+    names = pseudonyms(session)
+    raters: dict[tuple[str, str], set[str]] = defaultdict(set)
+    query = select(col(RoundBand.vignette_id), col(RoundBand.sub_action), col(RoundBand.rater_id))
+    for vid, name, rater_id in session.execute(query.where(col(RoundBand.round) == round)):
+        raters[(vid, name)].add(names[rater_id])
+    verdicts: dict[tuple[str, str], dict[str, str | None]] = defaultdict(dict)
+    for review in submitted_bands(session, library, viewer=viewer, round=round):
+        verdicts[(review.vignette_id, review.sub_action)][review.rater] = review.verdict
+    rows = []
+    for band in (b for b in study_bands(library) if b in raters):
+        given = verdicts[band]
+        declined = sum(v == "DECLINE" for v in given.values())
+        to_come = sum(r not in given for r in raters[band])
+        rows.append(BandProgress(*band, len(raters[band]), len(given), declined, quorum, to_come))
+    return rows
+
+
 # (status, verdict, mode, context digest, proposal digest, submitted at, band digest).
 _SUMMARY = (
     "status",
@@ -136,11 +174,11 @@ _SUMMARY = (
 )
 
 
-def _latest_by_rater(session: Session) -> dict[int, dict[tuple[str, str], tuple]]:
-    """Each rater's latest revision of each band, as `_SUMMARY` tuples: columns only, since
-    building 27,000 ORM rows would cost more than the whole page."""
+def _latest_by_rater(session: Session, number: int) -> dict[int, dict[tuple[str, str], tuple]]:
+    """Each rater's latest revision of each band in round `number`, as `_SUMMARY` tuples:
+    columns only, since building 27,000 ORM rows would cost more than the whole page."""
     names = ("rater_id", "vignette_id", "sub_action", "revision", *_SUMMARY)
-    query = select(*(col(getattr(Review, n)) for n in names))
+    query = select(*(col(getattr(Review, n)) for n in names)).where(col(Review.round) == number)
     latest: dict[int, dict[tuple[str, str], tuple]] = defaultdict(dict)
     revisions: dict[tuple[int, str, str], int] = {}
     # Core, not the ORM: its row loading doubles the cost of 27,000 rows.
@@ -152,34 +190,59 @@ def _latest_by_rater(session: Session) -> dict[int, dict[tuple[str, str], tuple]
     return latest
 
 
-def _drafts_by_rater(session: Session) -> dict[int, int]:
+Bands = dict[int, set[tuple[str, str]]]
+
+
+def _round_bands_by_rater(session: Session, number: int) -> Bands:
+    """The bands round `number` (2 or later) re-reviews with each rater."""
+    bands: Bands = defaultdict(set)
+    query = select(col(RoundBand.rater_id), col(RoundBand.vignette_id), col(RoundBand.sub_action))
+    for rater_id, vid, name in session.execute(query.where(col(RoundBand.round) == number)):
+        bands[rater_id].add((vid, name))
+    return bands
+
+
+def _drafts_by_rater(session: Session, only: Bands | None) -> dict[int, int]:
+    """Each rater's screens kept as typed (of `only` their bands of a later round)."""
     counts: dict[int, int] = defaultdict(int)
-    for (rater_id,) in session.execute(select(col(ScreenDraft.rater_id))):
-        counts[rater_id] += 1
+    query = select(
+        col(ScreenDraft.rater_id), col(ScreenDraft.vignette_id), col(ScreenDraft.sub_action)
+    )
+    for rater_id, vid, name in session.execute(query):
+        if only is None or (vid, name) in only[rater_id]:
+            counts[rater_id] += 1
     return counts
 
 
-def _marks_by_rater(session: Session) -> dict[int, dict[str, int]]:
+def _marks_by_rater(session: Session, only: Bands | None) -> dict[int, dict[str, int]]:
+    """Each rater's open skips and flags (of `only` their bands of a later round)."""
     counts: dict[int, dict[str, int]] = defaultdict(lambda: {"skip": 0, "flag": 0})
-    query = select(col(BandMark.rater_id), col(BandMark.kind)).where(
-        col(BandMark.cleared_at).is_(None)
-    )
-    for rater_id, kind in session.execute(query):
-        counts[rater_id][kind] += 1
+    query = select(
+        col(BandMark.rater_id),
+        col(BandMark.kind),
+        col(BandMark.vignette_id),
+        col(BandMark.sub_action),
+    ).where(col(BandMark.cleared_at).is_(None))
+    for rater_id, kind, vid, name in session.execute(query):
+        if only is None or (vid, name) in only[rater_id]:
+            counts[rater_id][kind] += 1
     return counts
 
 
 # Every submitted review as CSV --------------------------------------------------------------
 
 REVIEW_COLUMNS = (
-    "vignette_id",
+    "round",
     "case",
+    "vignette_id",
     "sub_action",
+    "sub_action_name",
     "rater",
     "revision",
     "mode",
     "verdict",
     "band",
+    "band_harness",
     "reason",
     "confidence",
     "corrections",
@@ -191,21 +254,44 @@ REVIEW_COLUMNS = (
 
 
 def reviews_csv(session: Session, library: Library, *, viewer: UserPublic) -> str:
-    """Each rater's latest submitted review of each band, stale ones included and marked."""
+    """Each rater's latest submitted review of each band in each round so far, stale ones
+    included and marked; in case order, then the protocol's order of sub-actions. Every row
+    with a band says it twice: in words, as the app shows it, and as the harness values
+    bands.yaml would write (`acceptable`, with `x_required` for orders), ACCEPT included."""
     authorize(session, viewer, "export_reviews")
     numbers = case_numbers(library, case_key(session))
+    order = {name: i for i, name in enumerate(SUB_ACTIONS)}
+    reviews = [
+        review
+        for number in range(1, study(session).round + 1)
+        for review in submitted_reviews(
+            session, library, viewer=viewer, include_stale=True, round=number
+        )
+    ]
+    reviews.sort(
+        key=lambda r: (
+            r.round,
+            numbers.get(r.vignette_id, len(numbers) + 1),
+            r.vignette_id,
+            order.get(r.sub_action, len(order)),
+            r.rater,
+        )
+    )
     rows = []
-    for review in submitted_reviews(session, library, viewer=viewer, include_stale=True):
+    for review in reviews:
+        words, harness = band_cells(review, library)
         row: dict[str, Any] = {
-            "vignette_id": review.vignette_id,
+            "round": review.round,
             "case": numbers.get(review.vignette_id),
+            "vignette_id": review.vignette_id,
             "sub_action": review.sub_action,
+            "sub_action_name": _sub_action_name(review.sub_action),
             "rater": review.rater,
             "revision": review.revision,
-            "round": review.round,
             "mode": review.mode,
             "verdict": review.verdict,
-            "band": json.dumps(review.band) if review.band is not None else None,
+            "band": words,
+            "band_harness": harness,
             "reason": review.reason,
             "confidence": review.confidence,
             # An AMEND's corrected clause, source, reasoning or disputed span, as JSON.
@@ -219,6 +305,49 @@ def reviews_csv(session: Session, library: Library, *, viewer: UserPublic) -> st
             row[f"{q}_choice"], row[f"{q}_note"] = answer.get("choice"), answer.get("note")
         rows.append(row)
     return csv_text(REVIEW_COLUMNS, rows)
+
+
+DECLINED = "none: declined"
+# A stale ACCEPT accepted a proposal that has changed since: the one it accepted is not kept.
+CHANGED_PROPOSAL = "the proposal as it was then (changed since)"
+
+
+def band_cells(review: ReviewData, library: Library) -> tuple[str, str]:
+    """The band a review vouches for, in words (as the app shows it, tests by their names in
+    the vignette) and as bands.yaml's harness values: the proposal's band for an ACCEPT."""
+    if review.verdict == "DECLINE" or review.verdict is None:
+        return DECLINED if review.verdict == "DECLINE" else "", ""
+    vignette = library.vignettes.get(review.vignette_id)
+    proposal = vignette.proposal(review.sub_action) if vignette is not None else None
+    if review.verdict == "ACCEPT" and (
+        proposal is None or review.band_digest not in (None, proposal.band_digest)
+    ):
+        return CHANGED_PROPOSAL, ""
+    try:
+        band = attested_band(review, library)
+    except (FmaBandsError, KeyError, ValueError):
+        # A stale AMEND written against a vignette that has changed past reading it.
+        return "as submitted, unreadable against the changed vignette", _flow(review.band)
+    if band is None:
+        return "", ""
+    names = tool_names(vignette) if vignette is not None else {}
+    harness = f"acceptable: {_flow(to_harness(band))}"
+    if isinstance(band, MultilabelBand):
+        harness += f"; x_required: {_flow(list(band.required))}"
+    return describe_band(band, names), harness
+
+
+def _flow(value: Any) -> str:
+    """A value as bands.yaml's YAML writes it, on one line: [2, 3], {min: 1, max: 30}."""
+    text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=10_000)
+    return text.removesuffix("...\n").strip()
+
+
+def _sub_action_name(name: str) -> str:
+    try:
+        return sub_action(name).label
+    except (FmaBandsError, KeyError):
+        return name
 
 
 def progress_table(summaries: list[RaterSummary]) -> list[dict[str, Any]]:

@@ -9,6 +9,8 @@ from app_pages.common import library, require_user, session
 from app_pages.review_screen import ReviewState
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.labels import address, case_numbers
+from fma_bands.study.due_dates import due_date, overdue, reminder
+from fma_bands.study.queries import awaiting, awaiting_words
 from fma_bands.study.state import sees_proposals, study
 
 user = require_user("rater")
@@ -16,6 +18,8 @@ lib = library()
 with session() as s:
     rows = queue_screen.rater_queue(s, lib, user)
     settings = study(s)
+    waiting = awaiting(s, user)
+    due = due_date(s, settings.round)
 token_key = case_key()
 numbers = case_numbers(lib, token_key)
 
@@ -29,11 +33,23 @@ if settings.round > 1:
         f"Round {settings.round}: the bands you re-review after round 1's anonymised panel. "
         "Your other reviews are frozen as round 1 left them."
     )
+if waiting:
+    # Only then: a question to the coordinator starts from Queries in the menu.
+    st.info(f"{awaiting_words(waiting)}.", icon=":material/forum:")
+    st.page_link(
+        "app_pages/queries.py", label="Read and answer your queries", icon=":material/forum:"
+    )
 if not rows:
     st.info("No band is waiting for review in this study.")
     st.stop()
 done, assigned = queue_screen.progress(rows)
 st.progress(done / assigned, text=f"{done} of {assigned} bands submitted")
+if due is not None and settings.phase == "open":
+    line = reminder(due, assigned - done)
+    if overdue(due) and done < assigned:
+        st.warning(line, icon=":material/event_busy:")
+    else:
+        st.info(line, icon=":material/event:")
 st.caption(" · ".join(f"{status}: {n}" for status, n in queue_screen.counts(rows).items() if n))
 resume = queue_screen.resume(rows)
 if resume is not None and settings.phase == "open":

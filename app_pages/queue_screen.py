@@ -1,7 +1,7 @@
 """A rater's queue as their screens show it: every band assigned to them in neutral case
 order (from round 2, only the bands they re-review in it), its status in the current round (to
-do, in progress, skipped, submitted, or changed since submitted), their own flags, where to go
-next, and pages of it.
+do, in progress, skipped, submitted, or changed since submitted), when they last worked on it,
+their own flags, where to resume and where to go next, and pages of it.
 
 Read in a handful of queries whatever the study's size (no query per band), and with only the
 rater's own reviews, drafts and marks.
@@ -10,17 +10,18 @@ rater's own reviews, drafts and marks.
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from sqlalchemy import select
 from sqlmodel import Session, col
 
-from fma_bands.core.actions import SUB_ACTIONS
+from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.labels import case_numbers
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
-from fma_bands.store.models import Review
-from fma_bands.study import drafts, marks
+from fma_bands.store.models import BandMark, Review, ScreenDraft
+from fma_bands.study import marks
 from fma_bands.study.assignment import assigned_bands
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.state import current_round_bands
@@ -44,6 +45,9 @@ class QueueRow:
     status: Status
     flagged: bool
     revision: int | None  # of the rater's latest submitted or draft review
+    # When the rater last kept a draft of it, saved or submitted its review, or skipped it, in
+    # the current round; None if they never did.
+    worked_at: datetime | None = None
 
     @property
     def done(self) -> bool:
@@ -61,8 +65,8 @@ def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[Q
     # Round 2's bands and raters are fixed when it opens; round 1 follows the assignment.
     mine = assigned_bands(session, library, rater) if chosen is None else chosen
     latest = _latest(session, rater, number)
-    kept = drafts.in_progress(session, rater)
-    marked = marks.open_marks(session, rater)
+    kept = _kept(session, rater)
+    skipped, flagged = _marks(session, rater)
     numbers = case_numbers(library, case_key(session))
     order = {name: i for i, name in enumerate(SUB_ACTIONS)}
     rows = []
@@ -72,33 +76,65 @@ def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[Q
             if band not in mine:
                 continue
             review = latest.get(band)
+            times = [t for t in (review and review[6], kept.get(band), skipped.get(band)) if t]
             rows.append(
                 QueueRow(
                     vignette.id,
                     proposal.sub_action,
                     numbers[vignette.id],
-                    _status(library, band, review, band in kept, band in marked[marks.SKIP]),
-                    band in marked[marks.FLAG],
+                    _status(library, band, review, band in kept, band in skipped),
+                    band in flagged,
                     review[1] if review else None,
+                    max(times, default=None),
                 )
             )
     return sorted(rows, key=lambda r: (r.case, order[r.sub_action]))
 
 
 def _latest(session: Session, rater: UserPublic, number: int) -> dict[tuple[str, str], tuple]:
-    """(status, revision, context digest, proposal digest) of the rater's latest revision of
-    each band in round `number`: columns only, since building ORM rows costs more than the
-    whole screen."""
+    """(status, revision, context digest, band digest, proposal digest, mode, last change) of
+    the rater's latest revision of each band in round `number`: columns only, since building ORM
+    rows costs more than the whole screen."""
     columns = ("vignette_id", "sub_action", "status", "revision", "context_digest")
-    digests = ("band_digest", "proposal_digest", "mode")
+    digests = ("band_digest", "proposal_digest", "mode", "updated_at")
     query = select(*(col(getattr(Review, c)) for c in (*columns, *digests))).where(
         col(Review.rater_id) == rater.id, col(Review.round) == number
     )
     latest: dict[tuple[str, str], tuple] = {}
-    for vid, name, status, revision, context, band, proposal, mode in session.execute(query):
+    for vid, name, status, revision, context, band, proposal, mode, at in session.execute(query):
         if (vid, name) not in latest or revision > latest[(vid, name)][1]:
-            latest[(vid, name)] = (status, revision, context, band, proposal, mode)
+            latest[(vid, name)] = (status, revision, context, band, proposal, mode, at)
     return latest
+
+
+def _kept(session: Session, rater: UserPublic) -> dict[tuple[str, str], datetime]:
+    """The bands this rater has an automatic draft of (fma_bands.study.drafts), with when it was
+    last kept: read here with its time, in the one query the queue spends on drafts."""
+    query = select(
+        col(ScreenDraft.vignette_id), col(ScreenDraft.sub_action), col(ScreenDraft.updated_at)
+    ).where(col(ScreenDraft.rater_id) == rater.id)
+    return {(vid, name): at for vid, name, at in session.execute(query)}
+
+
+def _marks(
+    session: Session, rater: UserPublic
+) -> tuple[dict[tuple[str, str], datetime], set[tuple[str, str]]]:
+    """The rater's own open marks (fma_bands.study.marks): the bands they skipped for now, with
+    when, and the bands they flagged; in one query."""
+    query = select(
+        col(BandMark.kind),
+        col(BandMark.vignette_id),
+        col(BandMark.sub_action),
+        col(BandMark.created_at),
+    ).where(col(BandMark.rater_id) == rater.id, col(BandMark.cleared_at).is_(None))
+    skipped: dict[tuple[str, str], datetime] = {}
+    flagged: set[tuple[str, str]] = set()
+    for kind, vid, name, at in session.execute(query):
+        if kind == marks.SKIP:
+            skipped[(vid, name)] = max(at, skipped.get((vid, name), at))
+        elif kind == marks.FLAG:
+            flagged.add((vid, name))
+    return skipped, flagged
 
 
 def _status(
@@ -120,6 +156,14 @@ def _status(
     return "to do"
 
 
+def picker_label(row: QueueRow, cases: int) -> str:
+    """A band as the review page's case picker lists it: its case, sub-action and status."""
+    flagged = ", flagged" if row.flagged else ""
+    return (
+        f"Case {row.case} of {cases} · {sub_action(row.sub_action).label} ({row.status}{flagged})"
+    )
+
+
 def progress(rows: Sequence[QueueRow]) -> tuple[int, int]:
     """(submitted, assigned)."""
     return sum(r.done for r in rows), len(rows)
@@ -131,13 +175,21 @@ def counts(rows: Iterable[QueueRow]) -> dict[Status, int]:
 
 
 def resume(rows: Sequence[QueueRow]) -> QueueRow | None:
-    """Where the rater left off: a band in progress, else the first to do or to revise, else
-    one they skipped; None once everything is submitted."""
-    for wanted in (("in progress",), ("to do", "changed since submitted"), ("skipped",)):
-        found = next((r for r in rows if r.status in wanted), None)
-        if found is not None:
-            return found
-    return None
+    """Where the rater left off: the band they last worked on (a draft kept, a review saved or
+    submitted, a skip), while it is still to finish; once they submitted or skipped it, the
+    next band not yet done after it (next_after). Before any work, the first band not yet done;
+    None once everything is submitted."""
+    worked = [r for r in rows if r.worked_at is not None]
+    if not worked:
+        return next((r for r in rows if not r.done), None)
+    last = max(worked, key=lambda r: r.worked_at or datetime.min)
+    if last.status in ("in progress", "changed since submitted"):
+        return last
+    following = next_after(rows, last.band)
+    if following is not None:
+        return following
+    # Nothing else is left: the band itself, if it still waits (skipped, the last of the queue).
+    return None if last.done else last
 
 
 def next_after(rows: Sequence[QueueRow], band: tuple[str, str]) -> QueueRow | None:

@@ -1,16 +1,19 @@
-"""The band registry: each band's provenance decided from the files, with the cuts it carries
-and whether it straddles each, filtered and a page at a time; which bands decide the harness's
-run pairs (the coordinator's alone: raters never see these counts, they would bias the band);
-and bands.yaml, downloaded or written to the export folder."""
+"""The band registry: each band's provenance decided from the files, opening on a short table
+(case, sub-action, status and band in words, raters, warnings as short tags) with filters, what
+each status and warning means said once above it, and one band's full explanation on demand (its
+cuts and whether it straddles each, every reason in words); which bands decide the harness's run
+pairs (the coordinator's alone: raters never see these counts, they would bias the band); and
+bands.yaml, downloaded or written to the export folder."""
 
 from pathlib import Path
 
 import streamlit as st
 
+from app_pages.band_table import chosen_band
 from app_pages.common import escaped, library, require_user, session, settings
 from fma_bands.core.actions import sub_action
-from fma_bands.core.band_text import describe
 from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.labels import describe_band, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.export import (
@@ -21,8 +24,20 @@ from fma_bands.evidence.export import (
     export_document,
     write_export,
 )
-from fma_bands.evidence.harness import harness_note
 from fma_bands.evidence.log import folder_digests
+from fma_bands.evidence.overview import (
+    ADJUDICATED_STATUS,
+    COLUMNS,
+    NOT_ADJUDICATED_STATUS,
+    by_band,
+    filtered,
+    harness_words,
+    reason_lines,
+    registry_rows,
+    study_notes,
+    tags_of,
+    warning_lines,
+)
 from fma_bands.evidence.provenance import Decision
 from fma_bands.evidence.registry import Registry, decide
 from fma_bands.study import audit
@@ -38,45 +53,80 @@ from fma_bands.study.impact import (
 from fma_bands.study.ledger import published_head
 from fma_bands.study.state import study
 
-PAGE = 20
+ALL, NO_WARNING = "any", "no warning"
+
+
+def notes(decisions: list[Decision]) -> None:
+    """What every status reason, warning tag and harness note means, once for the study."""
+    found = study_notes(decisions)
+    if not found:
+        return
+    lines = [f"- {escaped(n.text(len(decisions)))}" for n in found]
+    with st.container(border=True):
+        st.markdown("**What the statuses and warnings below mean**\n\n" + "\n".join(lines))
 
 
 @st.fragment
-def decisions(registry: Registry) -> None:
-    # Filters and pages rerun only this list, a page of bands at a time.
-    statuses = {"all": None, "clinician-adjudicated": True, "not adjudicated": False}
-    wanted = statuses.get(st.segmented_control("Status", list(statuses), default="all") or "all")
-    names = sorted({d.sub_action for d in registry.decisions})
-    chosen = st.multiselect("Sub-actions", names, names, format_func=lambda n: sub_action(n).label)
-    shown = [
-        d for d in registry.decisions if d.sub_action in chosen and wanted in (None, d.adjudicated)
-    ]
-    number = st.pagination(max(1, -(-len(shown) // PAGE)), key="registry_page")
-    st.caption(f"{len(shown)} of {len(registry.decisions)} bands, {PAGE} to a page.")
-    for d in shown[(number - 1) * PAGE : number * PAGE]:
+def overview(registry: Registry) -> None:
+    # Filters, the table and the chosen band rerun only this part of the page.
+    rows = registry_rows(registry, lib)
+    statuses = {"all": None, ADJUDICATED_STATUS: True, NOT_ADJUDICATED_STATUS: False}
+    left, middle, right = st.columns([2, 3, 2])
+    with left:
+        wanted = statuses[st.selectbox("Status", list(statuses))]
+    with middle:
+        names = list(dict.fromkeys(r.sub_action for r in rows))
+        chosen = st.multiselect(
+            "Sub-actions",
+            names,
+            placeholder="All sub-actions",
+            format_func=lambda n: sub_action(n).label,
+        )
+    with right:
+        tag = st.selectbox("Warning", [ALL, NO_WARNING, *tags_of(rows)])
+    shown = filtered(
+        rows,
+        adjudicated=wanted,
+        actions=chosen or None,
+        tag={ALL: None, NO_WARNING: ""}.get(tag, tag),
+    )
+    st.caption(
+        f"{len(shown)} of {len(rows)} bands. Choose a row, or a band below, to read its full "
+        "explanation."
+    )
+    chosen_index = chosen_band(
+        [r.cells() for r in shown], [r.title for r in shown], key="registry", columns=COLUMNS
+    )
+    if chosen_index is not None:
+        row = shown[chosen_index]
         with st.container(border=True):
-            _decision(d)
+            _decision(by_band(registry.decisions)[(row.vignette_id, row.sub_action)])
 
 
 def _decision(d: Decision) -> None:
-    """One band: its provenance, the band, who adjudicated it, and why it was not granted."""
+    """One band in full: its provenance, the band, who adjudicated it, its cuts, and every
+    reason, warning and harness note in words."""
     label, icon = sub_action(d.sub_action).label, "verified" if d.adjudicated else "pending"
     vid, provenance = escaped(d.vignette_id), escaped(d.provenance)
     st.markdown(f":material/{icon}: **{vid}** · {label}: {provenance}")
-    st.markdown(f"Band: {escaped(describe(d.band))}")
+    vignette = lib.vignettes.get(d.vignette_id)
+    names = tool_names(vignette) if vignette is not None else {}
+    st.markdown(f"Band: {escaped(describe_band(d.band, names))}")
     if d.adjudicated_by:
         rule = RULE_LABELS[d.intersection_rule]
         st.caption(f"Adjudicated by {escaped(', '.join(d.adjudicated_by))} ({rule})")
     # Every named cut the export carries for this band (x_thresholds), the primary first.
-    proposal = lib.vignettes[d.vignette_id].proposal(d.sub_action)
+    proposal = vignette.proposal(d.sub_action) if vignette is not None else None
     if cuts := band_cuts(proposal, d.band) if proposal is not None else []:
         st.caption("Cuts: " + "; ".join(escaped(cut_line(cut)) for cut in cuts))
-    for r in d.reasons:
-        st.markdown(f"- not granted, `{r.code}`: {escaped(r.message)}")
-    for w in d.warnings:
-        st.warning(f"`{w.code}`: {escaped(w.message)}", icon=":material/warning:")
-    if note := harness_note(d.sub_action, d.adjudicated):
-        st.info(note, icon=":material/info:")
+    lines = [
+        *(f"Not adjudicated: {line}" for line in reason_lines(d)),
+        *(f"Warning: {line}" for line in warning_lines(d)),
+    ]
+    if words := harness_words(d.sub_action):
+        lines.append(f"The harness: {words.sentence}")
+    if lines:
+        st.markdown("\n".join(f"- {escaped(line)}" for line in lines))
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -187,7 +237,8 @@ if registry.head[1]:
         f"{escaped(registry.head[1])}."
     )
 
-decisions(registry)
+notes(registry.decisions)
+overview(registry)
 impact(lib, user)
 st.subheader("Export bands.yaml")
 if not lib.ok:

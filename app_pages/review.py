@@ -19,8 +19,17 @@ from app_pages.common import (
     signed_bands,
     stack_below,
 )
+from app_pages.page_script import Shortcut, review_script, shortcut_words
+from app_pages.queue_screen import QueueRow, picker_label
 from app_pages.review_form import follow, review_form, submitted_corrections
-from app_pages.review_screen import ReviewState, Screen, entries_from, keep, open_screen
+from app_pages.review_screen import (
+    ReviewState,
+    Screen,
+    entries_from,
+    keep,
+    open_screen,
+    widget_key,
+)
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.actions import sub_action
 from fma_bands.core.bands import parse_band
@@ -34,6 +43,8 @@ from fma_bands.core.labels import (
 )
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import QUESTIONS
+
+PICKER_KEY, NEXT_KEY, PREVIOUS_KEY = "review_case_picker", "review_next", "review_previous"
 
 
 def heading(screen: Screen, review: ReviewState) -> None:
@@ -51,15 +62,51 @@ def heading(screen: Screen, review: ReviewState) -> None:
             "The link you followed names no band in your queue, so this is where you left off.",
             icon=":material/link_off:",
         )
-    back, forward = st.columns(2)
-    for column, other, label in (
-        (back, screen.previous, "← Previous band"),
-        (forward, screen.following, "Next band →"),
+    back, picker, forward = st.columns([2, 5, 2], vertical_alignment="bottom")
+    with picker:
+        case_picker(screen, review)
+    for column, other, label, key in (
+        (back, screen.previous, "← Previous band", PREVIOUS_KEY),
+        (forward, screen.following, "Next band →", NEXT_KEY),
     ):
         # A button that switches page moves the address too, so a reload or a shared link
         # opens the band on screen (a link to the page already open would not).
-        if other and column.button(label, help=f"{sub_action(other.sub_action).label}"):
+        if other and column.button(label, key=key, help=f"{sub_action(other.sub_action).label}"):
             st.switch_page("app_pages/review.py", query_params=address(*other.band, key=case_key()))
+    st.caption(shortcut_words(shortcuts(screen)))
+
+
+def case_picker(screen: Screen, review: ReviewState) -> None:
+    """Jump to any band of the queue by its case number or its sub-action (the box filters as
+    the rater types), each shown with its status; the band on screen is the one chosen."""
+    rows = screen.queue
+    # The box always shows the band on screen, whichever band it was last used on.
+    st.session_state[PICKER_KEY] = screen.position - 1
+    st.selectbox(
+        "Go to a band of your queue",
+        options=range(len(rows)),
+        format_func=lambda at: picker_label(rows[at], screen.cases),
+        key=PICKER_KEY,
+        on_change=_pick,
+        args=(rows, review),
+    )
+
+
+def _pick(rows: tuple[QueueRow, ...], review: ReviewState) -> None:
+    """The band chosen in the picker is where the page goes next (follow)."""
+    chosen = st.session_state.get(PICKER_KEY)
+    if chosen is not None and 0 <= chosen < len(rows):
+        review.goto = rows[chosen].band
+
+
+def shortcuts(screen: Screen) -> list[Shortcut]:
+    """The screen's keyboard shortcuts: pressing one presses its button."""
+    return [
+        Shortcut("S", "Submit and next", widget_key(screen.key, "submit")),
+        Shortcut("K", "Skip for now", widget_key(screen.key, "skip")),
+        Shortcut("N", "Next band", NEXT_KEY),
+        Shortcut("P", "Previous band", PREVIOUS_KEY),
+    ]
 
 
 def what_the_agent_knows(screen: Screen) -> None:
@@ -180,3 +227,6 @@ with right:
         st.info("The review phase is closed: reviews can no longer change.")
     else:
         review_form(screen, review, screen.band in signed_bands(user.pseudonym))
+# Last on the page, once the band's elements are drawn: open it at its top, the shortcuts, and
+# the warning before a reload would lose text not yet kept.
+review_script(screen.key, shortcuts(screen))

@@ -6,8 +6,9 @@ Drawn as a fragment, so a click reruns this column only. What the screen holds f
 BandState in the session's ReviewState (app_pages.review_screen): its entries stand beside the
 widgets (Streamlit forgets a widget's value once it is not drawn) and are kept in the store on
 every change, so neither a hidden editor, a page left, a reload nor a closed tab loses anything
-entered. Problems are worked out afresh on every run, so each message goes as soon as its field
-is fixed."""
+sent. Streamlit sends a text field's text when the field loses focus (or on Enter); until then
+the page's script (app_pages.page_script) warns before a reload or a closed tab. Problems are
+worked out afresh on every run, so each message goes as soon as its field is fixed."""
 
 from collections.abc import Callable
 from typing import Any
@@ -551,7 +552,11 @@ def _actions(
     if band.keep_error:
         st.warning(f"Your last change could not be kept yet: {escaped(band.keep_error)}")
     else:
-        st.caption("Everything you enter is kept as you work: you can leave and come back.")
+        st.caption(
+            "What you enter is kept as soon as you leave a field (or press Enter; Ctrl+Enter in "
+            "a text box): you can leave and come back. The page warns you before a reload "
+            "would lose text you are still typing."
+        )
     _flag_box(screen, review, band, _user())
 
 

@@ -57,6 +57,8 @@ class Screen:
     round: int = 1
     # From round 2: the anonymised answers of the round before (never this round's).
     panel: round_panel.Panel | None = None
+    queue: tuple[QueueRow, ...] = ()  # the rater's whole queue, for the case picker
+    cases: int = 0  # how many cases the study has ("Case 3 of 12")
 
     @property
     def name(self) -> str:
@@ -148,10 +150,11 @@ def open_screen(
     if kept is not None and kept.base_version != (current.version if current else 0):
         kept = None  # entries begun on a version since replaced (submitted in another tab)
     settings = study(session)
+    numbers = case_numbers(library, case_key(session))
     return Screen(
         vignette=vignette,
         proposal=proposal,
-        case=case_label(case_numbers(library, case_key(session)), vid),
+        case=case_label(numbers, vid),
         position=at + 1,
         total=len(rows),
         previous=rows[at - 1] if at > 0 else None,
@@ -165,6 +168,8 @@ def open_screen(
         redirected=redirected,
         round=settings.round,
         panel=round_panel.panel(session, library, viewer=rater, vid=vid, name=name),
+        queue=tuple(rows),
+        cases=len(numbers),
     )
 
 

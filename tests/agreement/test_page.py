@@ -1,7 +1,8 @@
 """The Agreement page under AppTest, on demo studies made with the command: an analgesia band of {1}
 beside a boolean band of {true} draws (no exception, every band picture drawn); the page's short
 rows say what the command's rows say, every other field and caution is in the details under them
-and the whole rows in the CSV download; the coordinator's figures of an open round are marked
+and the whole rows in the CSV download; the bands are a short table with filters, one band's picture
+on demand; the coordinator's figures of an open round are marked
 provisional."""
 
 import json
@@ -12,7 +13,14 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages.common import escaped
 from fma_bands.agreement import METRICS
-from fma_bands.agreement.views import DETAIL_LABELS, DETAILS, METRIC_LABELS, SUMMARY, scope_label
+from fma_bands.agreement.views import (
+    BAND_COLUMNS,
+    DETAIL_LABELS,
+    DETAILS,
+    METRIC_LABELS,
+    SUMMARY,
+    scope_label,
+)
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.study.users import get_user
 from tests.agreement.demo import CRASH, THREE_RATERS, demo_study
@@ -69,6 +77,19 @@ def texts(at: AppTest) -> list[str]:
     return [t.value for t in at.text]
 
 
+def band_rows(at: AppTest) -> list[dict[str, str]]:
+    """The table of bands, one short row per band, most disputed first."""
+    [frame] = [d.value for d in at.dataframe if "outcome" in d.value.columns]
+    assert tuple(frame.columns) == BAND_COLUMNS
+    return frame.to_dict("records")
+
+
+def open_band(at: AppTest, row: dict[str, str]) -> AppTest:
+    """Choose one band of the table below it: its box opens, with its link and picture."""
+    at.selectbox(key="agreement:band").set_value(f"{row['case']} · {row['sub-action']}")
+    return checked(at.run())
+
+
 @pytest.mark.parametrize("viewer", ["coordinator", "rater-01"])
 def test_the_crash_sequence_draws_every_band_and_no_traceback(monkeypatch, tmp_path, viewer):
     # Two raters review; the coordinator closes the phase; the first band picture comes after
@@ -76,13 +97,18 @@ def test_the_crash_sequence_draws_every_band_and_no_traceback(monkeypatch, tmp_p
     demo = demo_study(tmp_path, CRASH)
     serve(monkeypatch, demo)
     at = agreement_page(demo, viewer)
-    links = [p.proto.label for p in at.get("page_link")]
-    assert len(links) == 4
-    assert len(charts(at)) == 1 + 4  # the alpha chart, and one picture per band
-    shown = texts(at)
-    assert "Consensus: 1 - NSAID" in shown  # demo_med_border_01 analgesia
-    assert "Disputed span: 2 - weak opioid" in shown
-    assert shown.count("Consensus: yes") == 2  # both controlled-substance bands
+    rows = band_rows(at)
+    assert len(rows) == 4 and not at.get("page_link")  # each band's box waits to be chosen
+    assert len(charts(at)) == 1  # the alpha chart
+    if viewer != "coordinator":  # a rater reads neutral case labels, never an id
+        assert not any(r["case"].startswith("demo_") for r in rows)
+    assert [r["consensus"] for r in rows].count("yes") == 2  # both controlled-substance bands
+    for row in rows:  # every band picture draws
+        open_band(at, row)
+        assert len(at.get("page_link")) == 1 and len(charts(at)) == 1 + 1
+        if row["consensus"] == "1 - NSAID":  # demo_med_border_01 analgesia
+            assert row["disputed span"] == "2 - weak opioid"
+            assert texts(at) == ["Consensus: 1 - NSAID", "Disputed span: 2 - weak opioid"]
     for metric in METRICS:
         at.segmented_control[0].set_value(metric)
         checked(at.run())
@@ -90,8 +116,7 @@ def test_the_crash_sequence_draws_every_band_and_no_traceback(monkeypatch, tmp_p
 
 
 def page_rows(at: AppTest) -> list[dict[str, str]]:
-    [frame] = at.dataframe
-    df = frame.value
+    [df] = [d.value for d in at.dataframe if "alpha" in d.value.columns]
     assert tuple(df.columns) == SUMMARY
     return [{k: str(v) for k, v in row.items()} for row in df.to_dict("records")]
 
@@ -162,20 +187,35 @@ def test_the_page_shows_the_commands_rows_on_a_three_rater_study(monkeypatch, tm
     captions = " ".join(c.value for c in rules.caption)
     assert "raters held fixed" in captions and "stratified by sub" in captions
     assert "ACCEPT, AMEND and DECLINE" in captions  # the verdict metric's rule
-    # Most disputed first, ten to a page: the follow-up band of three raters far apart is on the
-    # first.
-    links = [p.proto.label for p in at.get("page_link")]
-    assert len(links) == 10
-    shown = texts(at)
-    assert "Consensus: 3 to 6 days" in shown
-    assert "Disputed span: 1 to 2 and 7 to 30 days" in shown
-    assert len(charts(at)) == 1 + 10
-    at.get("pagination")[0].set_value(2)
+    # Most disputed first: the bands without consensus lead, then the follow-up band of three
+    # raters far apart.
+    rows = band_rows(at)
+    assert len(rows) == 14 and not at.get("page_link")
+    outcomes = [r["outcome"] for r in rows]
+    assert outcomes[0] == "no consensus"
+    [top] = [r for r in rows if r["sub-action"] == "Follow-up interval (days)"]
+    assert rows.index(top) < 10 and top["outcome"] == "agreed, span disputed"
+    assert (top["consensus"], top["disputed span"]) == ("3 to 6 days", "1 to 2 and 7 to 30 days")
+    assert top["raters"] == "3 with a band, 0 declined"
+    open_band(at, top)
+    assert texts(at) == ["Consensus: 3 to 6 days", "Disputed span: 1 to 2 and 7 to 30 days"]
+    assert len(charts(at)) == 1 + 1 and len(at.get("page_link")) == 1
+    # The filters keep the bands asked for; a chosen band they hide closes.
+    [outcome] = [m for m in at.multiselect if m.label == "Outcome"]
+    assert set(outcome.options) == {r["outcome"] for r in rows}
+    outcome.set_value(["agreed"])
     checked(at.run())
-    rest = [p.proto.label for p in at.get("page_link")]
-    assert len(rest) == 4 and not set(rest) & set(links)
-    assert len(charts(at)) == 1 + 4
-    assert "14 bands, 10 to a page." in [c.value for c in at.caption]
+    kept = band_rows(at)
+    assert kept and {r["outcome"] for r in kept} == {"agreed"}
+    assert len(kept) == sum(r["outcome"] == "agreed" for r in rows)
+    assert not at.get("page_link") and len(charts(at)) == 1
+    assert f"{len(kept)} of 14 bands." in " ".join(c.value for c in at.caption)
+    [outcome] = [m for m in at.multiselect if m.label == "Outcome"]
+    [actions] = [m for m in at.multiselect if m.label == "Sub-actions"]
+    outcome.set_value([])
+    actions.set_value(["esi_acuity"])
+    checked(at.run())
+    assert {r["sub-action"] for r in band_rows(at)} == {"ESI acuity level"}
 
 
 PROVISIONAL = "Round open: provisional figures."
@@ -195,7 +235,7 @@ def test_while_the_round_is_open_a_rater_sees_nothing_and_the_coordinator_provis
     [warning] = coordinator.warning
     assert warning.value.startswith(PROVISIONAL)
     assert len(page_rows(coordinator)) == 3  # analgesia, controlled substance, pooled
-    assert len(coordinator.get("page_link")) == 4
+    assert len(band_rows(coordinator)) == 4
     demo.fma("phase", "closed")
     assert not agreement_page(demo, "coordinator").warning
 
@@ -223,7 +263,7 @@ def test_a_vignette_changed_while_the_server_runs_changes_the_figures(monkeypatc
     shutil.copytree(DEMO_VIGNETTES, folder)
     serve(monkeypatch, demo)
     monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(folder))
-    assert len(agreement_page(demo, "coordinator").get("page_link")) == 4
+    assert len(band_rows(agreement_page(demo, "coordinator"))) == 4
     path = folder / "demo_med_border_01.yaml"
     text = path.read_text(encoding="utf-8")
     edited = text.replace("reasoning: >-\n", "reasoning: >-\n      Edited after review.\n", 1)
@@ -231,7 +271,7 @@ def test_a_vignette_changed_while_the_server_runs_changes_the_figures(monkeypatc
     path.write_text(edited, encoding="utf-8")
     at = agreement_page(demo, "coordinator")
     # Its analgesia band was reviewed against the old reasoning, so it is stale now.
-    assert len(at.get("page_link")) == 4 - 1
+    assert len(band_rows(at)) == 4 - 1
 
 
 def test_the_coordinator_alone_has_the_reports_downloads_and_each_raters_figures(
@@ -259,5 +299,5 @@ def test_the_coordinator_alone_has_the_reports_downloads_and_each_raters_figures
         "Alpha by ambiguity stratum",
         "Vignettes needed",
     ]
-    shown = at.dataframe[1].value  # after the alpha table
+    shown = at.dataframe[1].value  # after the alpha table, before the table of bands
     assert sorted(shown["rater"]) == sorted(r["rater"] for r in report["raters"])

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from fma_bands.cli.serve import streamlit_command
 from fma_bands.core.actions import SUB_ACTIONS
 from tests.conftest import DEMO_VIGNETTES
 from tests.servers import free_port
@@ -117,7 +118,7 @@ def prepare_demo_database(folder: Path, vignettes: Path, url: str | None = None)
     result = subprocess.run(
         command,
         cwd=ROOT,
-        env=_clean_environment(),
+        env={**_clean_environment(), **identity_key_env(folder)},
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -142,6 +143,12 @@ def prepare_demo_database(folder: Path, vignettes: Path, url: str | None = None)
         if assigned.returncode != 0:
             pytest.fail(f"`fma-bands assign` failed:\n{assigned.stdout}{assigned.stderr}")
     return url
+
+
+def identity_key_env(folder: Path) -> dict[str, str]:
+    """The identity key the demo seals its raters' identities with, beside its database (the
+    default would be the working directory: the checkout)."""
+    return {"FMA_BANDS_IDENTITY_KEY": str(folder / "fma-bands-identity.key")}
 
 
 def coordinator_env(folder: Path) -> dict[str, str]:
@@ -170,19 +177,8 @@ def _start(folder: Path, given: dict[str, str]) -> AppServer:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log_path = folder / "server.log"
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.address=127.0.0.1",
-        f"--server.port={port}",
-        "--server.headless=true",
-        "--browser.gatherUsageStats=false",
-        "--server.fileWatcherType=none",
-        "--client.toolbarMode=minimal",
-    ]
+    # The checkout's app.py with `fma-bands serve`'s options: the app as a study serves it.
+    command = streamlit_command(ROOT / "app.py", host="127.0.0.1", port=port)
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             command,
@@ -259,6 +255,7 @@ def demo_server(app_server, tmp_path_factory):
             FMA_BANDS_ATTESTATIONS=demo / "attestations",
             # Coordinator commands run with `run_cli(server.env, ...)` name the coordinator.
             **coordinator_env(demo),
+            **identity_key_env(demo),
         )
         if not fresh:
             cache[folder] = server

@@ -31,7 +31,9 @@ def assert_no_exception(page: Page) -> None:
 
 
 def open_app(page: Page, url: str) -> None:
-    """Load the app afresh (a new Streamlit session: nobody is signed in)."""
+    """Load the app afresh, signed out: the browser forgets its session cookie first (a reload
+    with the cookie would find the person again)."""
+    page.context.clear_cookies()
     page.goto(url)
     wait_for_app(page)
     assert_no_exception(page)
@@ -194,3 +196,18 @@ def submit_first_band(page: Page) -> None:
     settle(page)
     press(page, "Submit and next")
     expect(page.get_by_text("Review submitted (revision 1).")).to_be_visible()
+
+
+def registry_band(page: Page, vignette: str, label: str):
+    """The registry's details of one band, chosen below its table of bands: the innermost box
+    holding the band's line (the page's list is itself in a fragment)."""
+    # Typed, since the list of every band is long: it draws only the options in view.
+    page.get_by_role("combobox", name="Details of one band").click()
+    page.keyboard.type(f"{vignette} · {label}")
+    page.get_by_role("option", name=f"{vignette} · {label}", exact=True).click()
+    wait_for_app(page)
+    return (
+        page.get_by_test_id("stLayoutWrapper")
+        .filter(has=page.get_by_text(re.compile(rf"{re.escape(vignette)} · {re.escape(label)}: ")))
+        .last
+    )

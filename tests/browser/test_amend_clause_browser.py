@@ -13,7 +13,12 @@ from playwright.sync_api import Page, expect
 
 from fma_bands.core.protocol import DECLARATIONS
 from tests.browser.case_numbers import band_url
-from tests.browser.conftest import DEMO_ACCOUNTS, coordinator_env, prepare_demo_database
+from tests.browser.conftest import (
+    DEMO_ACCOUNTS,
+    coordinator_env,
+    identity_key_env,
+    prepare_demo_database,
+)
 from tests.browser.helpers import (
     assert_no_exception,
     choose,
@@ -39,13 +44,12 @@ def study(app_server, shared_vignettes, tmp_path_factory):
     """The app on a demo database, with its own attestations folder and identity key."""
     folder = tmp_path_factory.mktemp("amend-clause")
     url = prepare_demo_database(folder, shared_vignettes)
-    key = tmp_path_factory.mktemp("identity-key") / "fma-bands-identity.key"
     return app_server(
         FMA_BANDS_DATABASE_URL=url,
         FMA_BANDS_VIGNETTES=shared_vignettes,
         FMA_BANDS_ATTESTATIONS=folder / "attestations",
-        FMA_BANDS_IDENTITY_KEY=key,
         **coordinator_env(folder),
+        **identity_key_env(folder),  # the key the demo sealed its identities with
     )
 
 

@@ -1,9 +1,11 @@
 """Signing an attestation in a real browser, and the registry that follows from it (docs/design.md,
 Identity, keys and attestation; The registry; docs/trust.md), on FairMedAgent's vignettes and a
 database `fma-bands demo` prepared, with an attestations folder and an identity key of the test's
-own: rater-01's paper hand-back is imported, the coordinator records rater-01's private identity on
-the "Rater identities" page, rater-01 finds the imported reviews not covered until she confirms them
-as hers, signs (a wrong passphrase first, which signs nothing) and is shown and given her receipt.
+own: rater-01's paper hand-back is imported; the demo recorded every rater's identity, so the Sign
+page asks nothing of the coordinator first; the coordinator replaces rater-01's demo identity with a
+real one on the "Rater identities" page; rater-01 finds the imported reviews not covered until she
+confirms them as hers, signs (a wrong passphrase first, which signs nothing) and is shown and given
+her receipt, its long key fingerprint and head whole on screen.
 Signed while round 1 is open, her attestation stays sealed in the store: the registry grants
 nothing from it until the coordinator closes the round, which publishes it; then every band is
 clinician-adjudicated and exported so, and `fma-bands verify --since` her receipt's head passes.
@@ -22,13 +24,20 @@ from sqlmodel import col, select
 
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.store.models import LogRecord
-from tests.browser.conftest import DEMO_ACCOUNTS, coordinator_env, prepare_demo_database
+from tests.browser.conftest import (
+    DEMO_ACCOUNTS,
+    coordinator_env,
+    identity_key_env,
+    prepare_demo_database,
+)
 from tests.browser.helpers import (
+    LIVE,
     assert_no_exception,
     close_the_round,
     open_app,
     open_from_sidebar,
     press,
+    registry_band,
     run_cli,
     shoot,
     sign_in,
@@ -68,13 +77,12 @@ def study(app_server, shared_vignettes, tmp_path_factory):
     """The app on a demo database, with its own attestations folder and identity key."""
     folder = tmp_path_factory.mktemp("attest-study")
     url = prepare_demo_database(folder, shared_vignettes)  # publishes to folder/attestations
-    key = tmp_path_factory.mktemp("identity-key") / "fma-bands-identity.key"
     return app_server(
         FMA_BANDS_DATABASE_URL=url,
         FMA_BANDS_VIGNETTES=shared_vignettes,
         FMA_BANDS_ATTESTATIONS=folder / "attestations",
-        FMA_BANDS_IDENTITY_KEY=key,
         **coordinator_env(folder),
+        **identity_key_env(folder),  # the key the demo sealed its identities with
     )
 
 
@@ -153,15 +161,6 @@ def sign(page: Page, passphrase: str) -> None:
     assert_no_exception(page)
 
 
-def registry_band(page: Page, vignette: str, label: str):
-    # The innermost box holding the band's line (the page's list is itself in a fragment).
-    return (
-        page.get_by_test_id("stLayoutWrapper")
-        .filter(has=page.get_by_text(re.compile(rf"{re.escape(vignette)} · {re.escape(label)}: ")))
-        .last
-    )
-
-
 # The test -------------------------------------------------------------------------------------
 
 
@@ -173,18 +172,19 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
     out = run_cli(study.env, "handback", "import", str(HANDBACK), "--rater", "rater-01")
     assert "imported 4 submitted reviews for rater-01" in out, out
 
-    # Before the identity is recorded, rater-01 cannot sign.
+    # `fma-bands demo` recorded every demo rater's identity: nothing stands between rater-01
+    # and signing but her own reviews (here, the imported ones she has not confirmed yet).
     sign_in_as(page, study.url, "rater-01", "My queue")
     open_from_sidebar(page, "Sign attestation")
     expect(page.get_by_role("heading", name="Sign your attestation", level=1)).to_be_visible()
-    expect(page.get_by_text("Your private identity (name, qualifications")).to_be_visible()
+    expect(page.get_by_text("You cannot sign yet")).to_have_count(0)
     expect(page.get_by_role("button", name="Sign attestation")).to_be_disabled()
 
     context = browser.new_context(accept_downloads=True)
     try:
         desk = context.new_page()
         sign_in_as(desk, study.url, "coordinator", "Study admin")
-        record_identity(desk)
+        record_identity(desk)  # a real identity replaces the demo's
         assert key.exists() and not key.is_relative_to(folder)
 
         # rater-01 signs: first with a wrong passphrase, which signs nothing.
@@ -193,7 +193,7 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         open_from_sidebar(page, "Sign attestation")
         expect(page.get_by_role("heading", name="Sign your attestation", level=1)).to_be_visible()
         expect(page.get_by_test_id("stForm").get_by_role("checkbox")).to_have_count(3)
-        expect(page.get_by_text("Your private identity (name, qualifications")).to_have_count(0)
+        expect(page.get_by_text("You cannot sign yet")).to_have_count(0)
         # The coordinator entered these from her paper hand-back: not hers until she says so.
         expect(
             page.get_by_role("heading", name="Imported from your paper hand-back")
@@ -231,27 +231,21 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         ]
         assert kind == "adjudication" and "-adjudication-rater-01-" in name, name
         assert attestation_files(folder) == before, "a sealed attestation reached the folder"
-        manifestation = page.get_by_test_id("stTable")
-        expect(manifestation.get_by_role("cell", name="rater-01", exact=True)).to_be_visible()
-        expect(manifestation.get_by_role("cell", name="adjudication", exact=True)).to_be_visible()
-        for field in (
-            "Printed name",
-            "Signed at",
-            "Meaning",
-            "Key fingerprint",
-            "Place in the study's log",
-            "Head after signing",
-        ):
-            expect(manifestation.get_by_role("cell", name=field, exact=True)).to_be_visible()
-        expect(manifestation.get_by_role("cell", name=str(sequence), exact=True)).to_be_visible()
+        manifestation = page.get_by_test_id("stMain").locator(LIVE)
+        for line in ("Printed name: rater-01", "Meaning: adjudication"):
+            expect(manifestation.get_by_text(line, exact=True)).to_be_visible()
         expect(
-            manifestation.get_by_role("cell", name=f"{sequence}:{digest}", exact=True)
+            manifestation.get_by_text(f"Place in the study's log: {sequence}", exact=True)
         ).to_be_visible()
-        when = manifestation.get_by_role("cell").filter(
-            has_text=re.compile(r"^\d\d [A-Z][a-z]{2} \d{4}, \d\d:\d\d:\d\d UTC$")
+        for field in ("Key fingerprint", "Head after signing"):
+            expect(manifestation.get_by_text(field, exact=True)).to_be_visible()
+        head = page.get_by_test_id("stCode").filter(has_text=f"{sequence}:{digest}")
+        expect(head).to_have_count(1)
+        when = manifestation.get_by_text(
+            re.compile(r"^Signed at: \d\d [A-Z][a-z]{2} \d{4}, \d\d:\d\d:\d\d UTC$")
         )
         expect(when).to_have_count(1)
-        stamp = datetime.strptime(when.inner_text().strip(), "%d %b %Y, %H:%M:%S UTC")
+        stamp = datetime.strptime(when.inner_text().strip(), "Signed at: %d %b %Y, %H:%M:%S UTC")
         stamp = stamp.replace(tzinfo=UTC)
         # Shown to the second: the signing moment lies within the clicked-to-shown window.
         assert clicked.replace(microsecond=0) <= stamp <= signed_at, (clicked, stamp, signed_at)
@@ -266,9 +260,13 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         assert receipt["records"] == [{"sequence": sequence, "digest": digest, "file": name}]
         assert receipt["head"] == {"sequence": sequence, "digest": digest}
         assert receipt["in_folder"] == "when round 1 closes"
-        expect(
-            manifestation.get_by_role("cell", name=receipt["key_fingerprint"], exact=True)
-        ).to_be_visible()
+        fingerprint = page.get_by_test_id("stCode").filter(has_text=receipt["key_fingerprint"])
+        expect(fingerprint).to_have_count(1)
+        # Both long values are whole on screen: their blocks wrap, never cut or scroll sideways.
+        for block in (fingerprint, head):
+            expect(block).to_be_visible()
+            overflow = block.locator("pre").evaluate("e => e.scrollWidth - e.clientWidth")
+            assert overflow <= 1, overflow
         expect(page.get_by_role("heading", name="Your attestations on file")).to_be_visible()
         expect(page.get_by_text(f"{name}: signed ")).to_contain_text(
             "4 bands, sealed until round 1 closes"

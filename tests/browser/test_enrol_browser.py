@@ -24,6 +24,7 @@ from tests.browser.helpers import (
     open_app,
     open_from_sidebar,
     press,
+    registry_band,
     run_cli,
     shoot,
     sign_in,
@@ -108,7 +109,7 @@ def accept_triage(page: Page, server: AppServer) -> None:
 
 def sign_attestation(page: Page) -> None:
     open_from_sidebar(page, "Sign attestation")
-    expect(page.get_by_role("heading", name="The 1 reviews this signature covers")).to_be_visible()
+    expect(page.get_by_role("heading", name="The review this signature covers")).to_be_visible()
     form = page.get_by_test_id("stForm")
     for text in DECLARATIONS.values():
         form.get_by_text(text, exact=True).click()  # the input itself is hidden
@@ -155,11 +156,7 @@ def test_a_rater_enrolled_with_a_code_activates_reviews_signs_and_is_adjudicated
         close_the_round(desk)
         open_from_sidebar(desk, "Band registry")
         expect(desk.get_by_role("heading", name="Band registry", level=1)).to_be_visible()
-        box = (
-            desk.get_by_test_id("stLayoutWrapper")
-            .filter(has=desk.get_by_text(re.compile(r"draft_triage_01 · ESI acuity level: ")))
-            .last  # the band's own box, inside the list's fragment
-        )
+        box = registry_band(desk, "draft_triage_01", "ESI acuity level")
         expect(
             box.get_by_text("draft_triage_01 · ESI acuity level: clinician-adjudicated")
         ).to_be_visible()

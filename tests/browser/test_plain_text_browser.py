@@ -110,6 +110,7 @@ def every_page(page: Page, outside: list[str], visited: dict[str, str]) -> None:
 
 def open_band(page: Page, server, name: str) -> None:
     """Open one band of the hostile case by its link, as a rater following it signs in again."""
+    page.context.clear_cookies()
     page.goto(band_url(server, TARGET, name))
     wait_for_app(page)
     sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])

@@ -263,7 +263,7 @@ def test_a_raters_day_on_the_demo_study(page: Page, browser: Browser, demo_serve
     band_address = page.url
     page.reload()
     settle(page)
-    sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])  # a reload is a new session
+    # Reloaded within the idle time, the rater is still signed in (the session cookie).
     on_band(page, "Controlled-substance caution", at[ANALGESIA] + 1, 27)
     expect(page).to_have_url(band_address)
     expect(page.get_by_label("Reason", exact=True)).to_have_value(f"{MARK} half-written reason")

@@ -4,9 +4,10 @@ command.
 
 Round 1 (paper hand-backs) leaves the ESI band with an empty intersection: {2}, {3} and {2, 3}.
 The coordinator closes round 1 on Raters' progress (confirmed), notes the round-1 alpha on the
-Agreement page, and opens round 2 on Study admin for the discordant band (confirmed). rater-01
-and rater-02 see round 1 as Rater A, B and C (no pseudonym; rater-02 never sees rater-01's
-round-2 answer) and revise in the browser, rater-03 keeps her band on paper; the round closes,
+Agreement page, and opens round 2 on Study admin for its one candidate, chosen by reason (no
+consensus, the reason written out beside it), once confirmed. rater-01 and rater-02 see round 1
+as Rater A, B and C (no pseudonym; rater-02 never sees rater-01's round-2 answer) and revise in
+the browser, rater-03 keeps her band on paper; the round closes,
 all three sign, and the band is clinician-adjudicated by consensus with `x_round: 2` in the
 export, while the Agreement page's round-1 alpha is what it was."""
 
@@ -19,7 +20,13 @@ import pytest
 import yaml
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import DEMO_ACCOUNTS, coordinator_env, prepare_demo_database
+from fma_bands.study.rounds import REASONS
+from tests.browser.conftest import (
+    DEMO_ACCOUNTS,
+    coordinator_env,
+    identity_key_env,
+    prepare_demo_database,
+)
 from tests.browser.helpers import (
     assert_no_exception,
     choose,
@@ -71,8 +78,8 @@ def study(app_server, tmp_path_factory):
         FMA_BANDS_DATABASE_URL=url,
         FMA_BANDS_VIGNETTES=vignettes,
         FMA_BANDS_ATTESTATIONS=folder / "attestations",
-        FMA_BANDS_IDENTITY_KEY=folder / "identity.key",
         **coordinator_env(folder),
+        **identity_key_env(folder),
     )
     code, secret = folder / "rater-03.code", folder / "rater-03.pass"
     secret.write_text(PASSPHRASES["rater-03"] + "\n", encoding="utf-8")
@@ -151,17 +158,40 @@ def test_a_disputed_band_reaches_consensus_in_round_two(study, browser: Browser,
 
     open_from_sidebar(desk, "Study admin")
     expect(desk.get_by_text("Round 1 is closed.", exact=True)).to_be_visible()
-    expect(desk.get_by_text("Discordant after round 1", exact=False)).to_be_visible()
-    chosen = desk.get_by_test_id("stMultiSelect").filter(has_text="Bands for round 2")
-    expect(chosen).to_contain_text(f"{VID} · ESI acuity level")
+    expect(desk.get_by_text("1 band to re-review after round 1", exact=False)).to_be_visible()
+    label = f"Case 1 of 1 · {VID} · ESI acuity level"
+    candidates: dict[str, dict[str, str]] = {}
+
+    def read_candidates() -> None:
+        candidates.clear()
+        candidates.update(dataframe_rows(desk.get_by_test_id("stDataFrame").first))
+        assert label in candidates, candidates
+
+    eventually(desk, read_candidates)
+    assert candidates[label]["why"] == "no consensus"
+    assert candidates[label]["disputed"] == "2 - emergent to 3 - urgent"
+    main = desk.get_by_test_id("stMain")
+    expect(main.get_by_text(REASONS["no_consensus"].sentence, exact=False)).to_be_visible()
+    chosen = main.get_by_test_id("stMultiSelect").filter(has_text="Bands for round 2")
+    expect(chosen).to_contain_text(label)
     expect(chosen).not_to_contain_text("Urgency")
+    # By reason: the candidates without consensus (here the same band).
+    choose(desk, "Choose the candidates", "by reason")
+    main.get_by_test_id("stMultiSelect").filter(has_text="Reasons").click()
+    desk.get_by_role("option", name="no consensus (1 band)", exact=True).click()
+    desk.keyboard.press("Escape")  # the list stays open after a choice, over the page
+    wait_for_app(desk)
+    assert_no_exception(desk)
+    expect(chosen).to_contain_text(label)
+    expect(chosen).not_to_contain_text("Urgency")
+    shoot(desk, "rounds-admin-candidates")
     opener = desk.get_by_role("button", name="Open round 2", exact=True)
     expect(opener).to_be_disabled()
     tick(desk, "I understand: open round 2 for these bands now")
     opener.click()
     wait_for_app(desk)
     assert_no_exception(desk)
-    expect(desk.get_by_text("Round 2 is open for 1 band(s).", exact=True)).to_be_visible()
+    expect(desk.get_by_text("Round 2 is open for 1 band.", exact=True)).to_be_visible()
     shoot(desk, "rounds-admin-round-two-open")
 
     for name, reason in (("rater-01", SECRET_REASON), ("rater-02", "The panel: 2 or 3.")):
@@ -219,6 +249,18 @@ def test_a_disputed_band_reaches_consensus_in_round_two(study, browser: Browser,
     desk.get_by_test_id("stButtonGroup").get_by_text("Round 2: consensus-building").click()
     wait_for_app(desk)
     expect(desk.get_by_text("Round 2, consensus-building", exact=False)).to_be_visible()
-    expect(desk.get_by_text("Consensus: 2 - emergent to 3 - urgent", exact=True)).to_be_visible()
+    # The table of bands: round 2's one band, agreed on after the panel.
+    bands: dict[str, dict[str, str]] = {}
+
+    def read_bands() -> None:
+        bands.clear()
+        for frame in desk.get_by_test_id("stDataFrame").all():
+            headers = frame.locator('[role="columnheader"]').all_inner_texts()
+            if "consensus" in headers:
+                bands.update(dataframe_rows(frame))
+        assert VID in bands, bands
+
+    eventually(desk, read_bands)
+    assert bands[VID]["consensus"] == "2 - emergent to 3 - urgent"
     shoot(desk, "rounds-agreement-round-two")
     desk.context.close()

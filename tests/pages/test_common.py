@@ -1,5 +1,7 @@
 """What every page shares (app_pages/common.py): the helpers themselves, outside any page."""
 
+import hashlib
+import re
 import threading
 
 import pytest
@@ -22,6 +24,23 @@ def fresh_process(monkeypatch, tmp_path):
     yield
     common.st.cache_data.clear()
     common.st.cache_resource.clear()
+
+
+def test_settings_are_read_again_when_a_variable_or_the_folder_changes(monkeypatch, tmp_path):
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(tmp_path / "a"))
+    first = common.settings()
+    assert first.vignettes == tmp_path / "a"
+    assert common.settings() is first  # a page run asks dozens of times: read once
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(tmp_path / "b"))
+    assert common.settings().vignettes == tmp_path / "b"
+    monkeypatch.chdir(tmp_path)
+    assert common.settings() is not first
+    # A setting the app cannot use is refused every time, never kept.
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("FMA_BANDS_VIGNETTES", str(tmp_path / "a-file"))
+    for _ in range(2):
+        with pytest.raises(common.FmaBandsError, match="is not a folder"):
+            common.settings()
 
 
 def test_the_first_page_of_a_process_does_not_wait_for_itself(fresh_process):
@@ -68,3 +87,184 @@ def test_escaped_text_defeats_the_links_and_icons_made_after_parsing():
 
 def test_escaped_text_keeps_its_line_breaks():
     assert escaped("one\ntwo") == "one  \ntwo"
+
+
+# Signed in across a reload (current_user, sign_in_session, sign_out) ------------------------
+
+
+def reloadable_page() -> None:
+    """A page that signs rater-01 in or out when the test says so, and names who it acts for."""
+    import streamlit as st
+
+    from app_pages import common
+    from fma_bands.study.users import get_user
+
+    action = st.session_state.pop("action", None)
+    if action == "sign in":
+        with common.session() as s:
+            found = get_user(s, "rater-01")
+        assert found is not None
+        common.sign_in_session(found)
+        st.rerun()
+    if action == "sign out":
+        common.sign_out()
+        st.rerun()
+    user = common.current_user()
+    st.text(f"acting for {user.pseudonym if user else 'nobody'}")
+    st.text(f"note: {st.session_state.get(common.SIGNED_OUT_NOTE)}")
+
+
+@pytest.fixture
+def store_with_rater(fresh_process, monkeypatch):
+    """A store with rater-01 in it, and the cookie a reload would send (AppTest has none)."""
+    from sqlmodel import select
+
+    from fma_bands.store.models import User, utcnow
+
+    with common.session() as s:
+        s.add(User(pseudonym="rater-01", role="rater", passphrase_hash="x", activated_at=utcnow()))
+    jar: dict[str, str] = {}
+    monkeypatch.setattr(common, "_cookie_token", lambda: jar.get(common.COOKIE))
+
+    def rows() -> list:
+        from fma_bands.store.models import BrowserSession
+
+        with common.session() as s:
+            found = list(s.exec(select(BrowserSession)))
+            for row in found:
+                s.expunge(row)
+            return found
+
+    return jar, rows
+
+
+def load(at=None):
+    """A new Streamlit session on the page (a reload), or the next run of `at`."""
+    from streamlit.testing.v1 import AppTest
+
+    at = at or AppTest.from_function(reloadable_page, default_timeout=30)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def acting_for(at) -> str:
+    return at.text[0].value.removeprefix("acting for ")
+
+
+def cookie_scripts(at) -> list[str]:
+    return [e.proto.body for e in at.get("html") if "data-fma-bands-cookie" in e.proto.body]
+
+
+def given_token(script: str) -> str:
+    found = re.search(rf'"{common.COOKIE}=" \+ "([A-Za-z0-9_-]+)"', script)
+    assert found, script
+    return found.group(1)
+
+
+def test_a_reload_finds_the_person_through_the_cookie_and_only_the_hash_is_kept(store_with_rater):
+    jar, rows = store_with_rater
+    at = load()
+    assert acting_for(at) == "nobody" and not cookie_scripts(at)
+    at.session_state["action"] = "sign in"
+    at = load(at)
+    assert acting_for(at) == "rater-01"
+    # The run after signing in sends the cookie, once, from the sidebar.
+    [script] = cookie_scripts(at)
+    assert at.sidebar.get("html") and "SameSite=Strict" in script and "Max-Age=1860" in script
+    token = given_token(script)
+    [row] = rows()
+    assert row.token_hash == hashlib.sha256(token.encode()).hexdigest()
+    assert token not in str(row.model_dump()) and row.ended_at is None
+    # Nothing in the Streamlit session keeps the token once it is sent.
+    at = load(at)
+    assert not cookie_scripts(at)
+    assert token not in str({k: at.session_state[k] for k in at.session_state})
+    # A reload: a new Streamlit session, the cookie sent with it, signs rater-01 in again.
+    jar[common.COOKIE] = token
+    again = load()
+    assert acting_for(again) == "rater-01"
+    # Without the cookie (another browser), or with a made-up one, nobody.
+    jar[common.COOKIE] = "x" * 43
+    assert acting_for(load()) == "nobody"
+    jar.clear()
+    assert acting_for(load()) == "nobody"
+
+
+def test_signing_out_ends_the_session_and_clears_the_cookie(store_with_rater):
+    jar, rows = store_with_rater
+    at = load()
+    at.session_state["action"] = "sign in"
+    at = load(at)
+    jar[common.COOKIE] = given_token(cookie_scripts(at)[0])
+    at.session_state["action"] = "sign out"
+    at = load(at)
+    assert acting_for(at) == "nobody"
+    [script] = cookie_scripts(at)
+    assert "Max-Age=0" in script and 'fma_bands_session=" + ""' in script
+    [row] = rows()
+    assert row.ended_at is not None
+    # The cookie the browser may still send names an ended session: a reload asks to sign in.
+    assert acting_for(load()) == "nobody"
+
+
+def test_an_idle_session_is_ended_on_reload_and_the_form_says_why(store_with_rater):
+    from datetime import timedelta
+
+    from fma_bands.store.models import BrowserSession
+
+    jar, rows = store_with_rater
+    at = load()
+    at.session_state["action"] = "sign in"
+    at = load(at)
+    jar[common.COOKIE] = given_token(cookie_scripts(at)[0])
+    [row] = rows()
+    with common.session() as s:
+        stored = s.get(BrowserSession, row.token_hash)
+        assert stored is not None
+        stored.last_seen_at -= timedelta(minutes=31)
+    reloaded = load()
+    assert acting_for(reloaded) == "nobody"
+    assert "signed out after 30 minutes without activity" in reloaded.text[1].value
+    assert rows()[0].ended_at is not None
+    assert "Max-Age=0" in cookie_scripts(reloaded)[0]
+
+
+def test_activity_is_written_about_once_a_minute_not_on_every_run(store_with_rater):
+    from datetime import timedelta
+
+    from fma_bands.store.models import BrowserSession
+
+    _, rows = store_with_rater
+    at = load()
+    at.session_state["action"] = "sign in"
+    at = load(at)
+    key = rows()[0].token_hash
+
+    def seen():
+        return rows()[0].last_seen_at
+
+    def move_back(minutes: int) -> None:
+        with common.session() as s:
+            stored = s.get(BrowserSession, key)
+            assert stored is not None
+            stored.last_seen_at -= timedelta(minutes=minutes)
+
+    move_back(5)
+    before = seen()
+    at = load(at)  # a rerun within the minute: nothing written
+    assert seen() == before and not cookie_scripts(at)
+    at.session_state[common.TOUCHED_AT] -= common.TOUCH_EVERY_S + 1
+    at = load(at)  # a minute on: the activity is recorded, the cookie's lifetime renewed
+    assert seen() > before + timedelta(minutes=4)
+    [script] = cookie_scripts(at)
+    assert "document.cookie.match" in script and "Max-Age=1860" in script
+    # Ended elsewhere (signed out in another tab): the next touch signs this one out too.
+    with common.session() as s:
+        stored = s.get(BrowserSession, key)
+        assert stored is not None
+        stored.ended_at = stored.last_seen_at
+    at.session_state[common.TOUCHED_AT] -= common.TOUCH_EVERY_S + 1
+    at = load(at)
+    assert acting_for(at) == "nobody"
+    assert "signed out" in at.text[1].value

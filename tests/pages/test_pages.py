@@ -418,6 +418,17 @@ def test_the_coordinator_reaches_no_signing_page(study):
     assert "app_pages/attest.py" not in offered and "app_pages/review.py" not in offered
 
 
+def test_raters_and_the_coordinator_reach_the_queries_and_a_steward_does_not(study):
+    from app_pages.main import ADDRESSES
+
+    for user in (study.rater, study.coordinator):
+        assert "app_pages/queries.py" in pages_of(open_app(user))
+    steward = UserPublic(id=study.coordinator.id, pseudonym="steward-01", role="steward")
+    assert "app_pages/queries.py" not in pages_of(open_app(steward))
+    # Signed out, the address shows the sign-in form and keeps the link for afterwards.
+    assert "queries" in ADDRESSES
+
+
 def test_the_study_admin_page_neither_closes_unconfirmed_nor_reopens(study):
     at = open_app(study.coordinator)
     assert "Round 1 is **open**." in texts(at)

@@ -1,6 +1,9 @@
 """The coordinator's day under streamlit's AppTest: the Raters' progress page (progress, pace,
 share of ACCEPT, flags, closing the phase only once confirmed) and the audit log's filters."""
 
+import csv
+import io
+
 from fma_bands.study import audit, marks
 from fma_bands.study.rounds import close_round
 from fma_bands.study.state import study as study_settings
@@ -9,6 +12,7 @@ from tests.page_helpers import (
     DOC,
     GOOD_ANSWERS,
     MED,
+    ORDER,
     TRIAGE,
     as_read,
     click,
@@ -105,8 +109,175 @@ def test_the_audit_log_filters_by_kind_and_who(study):
     assert "verdict: ACCEPT" in table["details"][0]
     [who] = [s for s in at.selectbox if s.label == "Who"]
     who.set_value("coordinator").run()
-    assert at.dataframe[0].value.empty
-    assert any(c.value.startswith("0 matching events") for c in at.caption)
+    assert not at.dataframe  # no empty table: a sentence says so
+    assert [i.value for i in at.info] == ["No event matches these filters."]
     go(at, "app_pages/progress.py")
     go(at, "app_pages/audit_log.py")
     assert len(at.dataframe[0].value) > 1  # a new visit starts from every event
+
+
+def csv_rows(study) -> list[dict[str, str]]:
+    from app_pages.progress_screen import reviews_csv
+
+    with study.store() as s:
+        text = reviews_csv(s, study.library, viewer=study.coordinator)
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_the_reviews_csv_gives_the_round_and_the_band_in_words_and_harness_values(study):
+    study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    study.save(
+        study.rater,
+        MED,
+        submit=True,
+        verdict="AMEND",
+        band=[1, 3],
+        answers=GOOD_ANSWERS,
+        reason="=HYPERLINK(x) tier 2 alone is too narrow",
+    )
+    study.save(study.other, TRIAGE, submit=True, verdict="DECLINE", reason="cannot say")
+    rows = csv_rows(study)
+    by_band = {(r["vignette_id"], r["sub_action"], r["rater"]): r for r in rows}
+    accepted = by_band[(*DOC, "rater-01")]
+    # ACCEPT: the rater's band is the proposal's, written out on the row, never left empty.
+    assert accepted["round"] == "1"
+    assert accepted["band"] == "1 day to 14 days"
+    assert accepted["band_harness"] == "acceptable: {min: 1, max: 14}"
+    assert accepted["sub_action_name"] == "Follow-up interval (days)"
+    amended = by_band[(*MED, "rater-01")]
+    assert amended["band"] == "1 - NSAID, 3 - strong opioid"
+    assert amended["band_harness"] == "acceptable: [1, 3]"
+    # The spreadsheet guard still holds: a formula is text.
+    assert amended["reason"] == "'=HYPERLINK(x) tier 2 alone is too narrow"
+    declined = by_band[(*TRIAGE, "rater-02")]
+    assert (declined["band"], declined["band_harness"]) == ("none: declined", "")
+    assert all("{" not in r["band"] and '"' not in r["band_harness"] for r in rows)
+    # In case order.
+    cases = [int(r["case"]) for r in rows]
+    assert cases == sorted(cases)
+
+
+def test_the_reviews_csv_keeps_each_rounds_review_under_its_round(study, tmp_path):
+    from fma_bands.study.rounds import open_round
+
+    study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    with study.store() as s:
+        close_round(s, actor=study.coordinator)
+        open_round(
+            s, study.library, actor=study.coordinator, number=2, folder=tmp_path, bands=[DOC]
+        )
+    study.save(
+        study.rater,
+        DOC,
+        submit=True,
+        verdict="AMEND",
+        band={"min": 1, "max": 30},
+        answers=GOOD_ANSWERS,
+        reason="the panel convinced me",
+    )
+    rows = [r for r in csv_rows(study) if (r["vignette_id"], r["rater"]) == (DOC[0], "rater-01")]
+    assert [(r["round"], r["verdict"], r["band_harness"]) for r in rows] == [
+        ("1", "ACCEPT", "acceptable: {min: 1, max: 14}"),
+        ("2", "AMEND", "acceptable: {min: 1, max: 30}"),
+    ]
+
+
+def quorum_table(at):
+    [table] = [f.value for f in at.dataframe if "status" in f.value.columns]
+    return table
+
+
+def test_in_round_two_the_figures_are_round_twos_alone(study, tmp_path):
+    from fma_bands.study.rounds import open_round
+
+    for band in (DOC, MED, TRIAGE):
+        study.save(study.rater, band, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    study.save(study.other, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    with study.store() as s:
+        close_round(s, actor=study.coordinator)
+        open_round(
+            s, study.library, actor=study.coordinator, number=2, folder=tmp_path, bands=[DOC]
+        )
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    assert any(h.value == "Round 2 (open)" for h in at.subheader)
+    assert any(c.value.startswith("Every figure on this page is of round 2") for c in at.caption)
+    rows = rows_of(at)
+    # Round 2 re-reviews one band with each rater, and nobody has reviewed it in round 2 yet.
+    assert rows["rater-01"]["submitted"] == "0 of 1"
+    assert rows["rater-01"]["ACCEPT"] == "not yet"
+    bands = quorum_table(at)
+    assert list(bands["vignette"]) == [DOC[0]]
+    assert (bands.iloc[0]["assigned"], bands.iloc[0]["submitted"]) == (2, 0)
+    study.save(
+        study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS, reason="as before"
+    )
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    assert rows_of(at)["rater-01"]["submitted"] == "1 of 1"
+    assert rows_of(at)["rater-01"]["ACCEPT"] == "100% of 1"
+
+
+def test_no_band_short_of_the_quorum_is_said_in_a_sentence_not_an_empty_table(
+    study, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "att"))
+    study.set_policy(tmp_path / "att", quorum=1)
+    for band in (DOC, MED, ORDER, TRIAGE):
+        study.save(study.rater, band, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    assert [i.value for i in at.info] == ["No band of round 1 is short of the quorum."]
+    assert not [f for f in at.dataframe if "status" in f.value.columns]
+    at.toggle(key="quorum:short").set_value(False).run()
+    assert set(quorum_table(at)["status"]) == {"quorum reached"}
+    assert all(not f.value.empty for f in at.dataframe)
+
+
+def test_once_the_round_is_closed_a_short_band_says_what_it_came_to(study, tmp_path, monkeypatch):
+    monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "att"))
+    study.set_policy(tmp_path / "att", quorum=2)
+    study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    open_status = quorum_table(at).set_index("vignette")["status"]
+    assert open_status[DOC[0]] == "needs 1 more"
+    with study.store() as s:
+        close_round(s, actor=study.coordinator)
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    closed_status = quorum_table(at).set_index("vignette")["status"]
+    assert closed_status[DOC[0]] == "round closed 1 short of the quorum"
+    assert closed_status[TRIAGE[0]] == "round closed 2 short of the quorum"
+
+
+def test_the_audit_log_shows_a_whole_page_of_rows_and_counts_them(study, monkeypatch):
+    from streamlit.delta_generator import DeltaGenerator
+
+    heights = []
+    drawn = DeltaGenerator.dataframe
+
+    def dataframe(self, data=None, *args, **kwargs):
+        heights.append((len(data), kwargs.get("height")))
+        return drawn(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "dataframe", dataframe)
+    with study.store() as s:
+        for n in range(60):
+            audit.record(s, kind="note_made", actor="coordinator", payload={"n": n})
+        total = len(audit.events(s))
+    at = open_app(study.coordinator, "app_pages/audit_log.py")
+    [frame] = at.dataframe
+    assert len(frame.value) == 25
+    # Every row of the page is drawn without scrolling inside the grid: 25 rows and a header.
+    assert heights[-1] == (25, 35 * 26 + 3)
+    pages = -(-total // 25)
+    assert f"Rows 1-25 of {total} matching events, newest first; page 1 of {pages}." in [
+        c.value for c in at.caption
+    ]
+    at.session_state["audit_page"] = 2
+    at.run()
+    assert f"Rows 26-50 of {total} matching events, newest first; page 2 of {pages}." in [
+        c.value for c in at.caption
+    ]
+    assert at.dataframe[0].value["seq"].iloc[0] == total - 25
+    at.selectbox(key="audit_size").set_value(100).run()
+    assert len(at.dataframe[0].value) == total
+    assert f"Rows 1-{total} of {total} matching events, newest first." in [
+        c.value for c in at.caption
+    ]

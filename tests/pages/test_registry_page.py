@@ -1,7 +1,9 @@
 """The Band registry page on a three-rater study built through the store (root, enrolments,
-policy and attestations signed into the log, published when round 1 closed): what the harness
-cannot score is shown per band, and bands.yaml is a download or goes to the one export folder,
-never to a typed path. A folder that does not verify grants nothing and offers no export."""
+policy and attestations signed into the log, published when round 1 closed): a short row per
+band with filters, each status and warning explained once above it (what the harness cannot
+score too), one band's full explanation on demand, and bands.yaml is a download or goes to the
+one export folder, never to a typed path. A folder that does not verify grants nothing and
+offers no export."""
 
 import shutil
 
@@ -11,10 +13,12 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from fma_bands.core.actions import sub_action
+from fma_bands.core.labels import HARNESS_WORDS, REASON_WORDS
 from fma_bands.core.vignettes import load_library
 from fma_bands.evidence.harness import harness_note
 from fma_bands.evidence.head import check_head
 from fma_bands.evidence.log import read_evidence
+from fma_bands.evidence.provenance import REASONS, WARNINGS
 from fma_bands.evidence.registry import decide
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.study.state import study as study_settings
@@ -66,30 +70,116 @@ def page(study, tmp_path, monkeypatch):
     st.cache_resource.clear()
 
 
-def test_each_band_the_harness_cannot_score_says_so(study, page):
+def table(page) -> list[dict[str, str]]:
+    [frame] = [d.value for d in page.dataframe if "warnings" in d.value.columns]
+    return frame.to_dict("records")
+
+
+def choose_band(page, title: str) -> list[str]:
+    """Open one band's details; return what the page then says beyond the study's notes."""
+    page.selectbox(key="registry:band").set_value(title).run()
+    assert not page.exception, [e.value for e in page.exception]
+    said = [as_read(e.value) for e in [*page.markdown, *page.caption]]
+    return [s for s in said if not s.startswith("**What the statuses")]
+
+
+def test_the_registry_opens_on_one_short_row_per_band(study, page):
+    library = load_library([DEMO_VIGNETTES])
+    decisions = decide(library, study[0] / "attestations").decisions
+    rows = table(page)
+    assert list(rows[0]) == ["case", "sub-action", "status", "band", "raters", "warnings"]
+    assert [(r["case"], r["sub-action"]) for r in rows] == [
+        (d.vignette_id, sub_action(d.sub_action).label) for d in decisions
+    ]
+    for row, d in zip(rows, decisions, strict=True):
+        assert row["status"].startswith(
+            "clinician-adjudicated" if d.adjudicated else "not adjudicated"
+        )
+        assert row["raters"] == (", ".join(d.adjudicated_by) or "none")
+    # Reasons in a few words, never their codes.
+    refused = [r for r in rows if r["status"].startswith("not adjudicated")]
+    assert {r["status"] for r in refused} == {
+        "not adjudicated: declined, too few signatures",
+        "not adjudicated: no consensus",
+    }
+    shown = " ".join(str(v) for r in rows for v in r.values())
+    for code in (*REASONS, *WARNINGS):
+        if "_" in code:  # "declined" is also a word
+            assert code not in shown, code
+    # Orders in the names clinicians read, not keys.
+    assert "required: ECG; defensible to order: CT pulmonary angiogram" in shown
+
+
+def test_each_band_the_harness_cannot_score_is_tagged_and_said_once(study, page):
     root = study[0]
     decisions = decide(load_library([DEMO_VIGNETTES]), root / "attestations").decisions
-    expected = [
-        harness_note(d.sub_action, d.adjudicated)
-        for d in decisions
-        if sub_action(d.sub_action).kind in ("boolean", "multilabel")
-    ]
-    assert len(expected) >= 2
-    # The bands come a page at a time: every page's notes, in order.
-    pages = -(-len(decisions) // 20)
-    shown_notes = [i.value for i in page.info]
-    for number in range(2, pages + 1):
-        page.get("pagination")[0].set_value(number)
-        page.run()
-        shown_notes += [i.value for i in page.info]
-    assert shown_notes == expected
-    adjudicated_boolean = [
-        d for d in decisions if d.adjudicated and sub_action(d.sub_action).kind == "boolean"
-    ]
-    assert adjudicated_boolean
-    shown = " ".join(shown_notes)
-    assert "Clinician-adjudicated, so ground truth for the record" in shown
+    cannot = [harness_note(d.sub_action, d.adjudicated) is not None for d in decisions]
+    assert sum(cannot) >= 2
+    tagged = ["harness cannot check yet" in r["warnings"] for r in table(page)]
+    assert tagged == cannot
+    # What it means is said once for the study, per kind of band, with how many bands.
+    [notes] = [m.value for m in page.markdown if m.value.startswith("**What the statuses")]
+    notes = as_read(notes)
+    booleans = sum(
+        c and sub_action(d.sub_action).kind == "boolean"
+        for c, d in zip(cannot, decisions, strict=True)
+    )
+    assert f"Harness cannot check yet: yes/no bands, {booleans} of 27 bands: " in notes
+    assert notes.count(HARNESS_WORDS["boolean"].sentence) == 1
+    assert notes.count(HARNESS_WORDS["multilabel"].sentence) == 1
+    # Developer words stay in the export's note, off the screen.
+    assert "TypeError" not in notes and "in_band" not in notes and "x_required" not in notes
+    # Every tag and status reason in the table is explained there, beside its code.
+    assert "Outside scope, 11 of 27 bands: " in notes and "(code: out_of_scope)" in notes
+    assert "(code: no_consensus)" in notes and "(code: quorum_not_met)" in notes
+    assert not page.info and not page.warning  # no box repeated per band
     assert any("25 of 27 bands are clinician-adjudicated." in c.value for c in page.caption)
+    # A boolean band's details say it in full.
+    first = next(d for d, c in zip(decisions, cannot, strict=True) if c and d.adjudicated)
+    said = choose_band(page, f"{first.vignette_id} · {sub_action(first.sub_action).label}")
+    assert any(HARNESS_WORDS[sub_action(first.sub_action).kind].sentence in s for s in said)
+
+
+def test_the_filters_keep_the_bands_asked_for(page):
+    everything = table(page)
+    [status] = [s for s in page.selectbox if s.label == "Status"]
+    status.set_value("not adjudicated").run()
+    rows = table(page)
+    assert [r["status"].startswith("not adjudicated") for r in rows] == [True] * 2
+    [status] = [s for s in page.selectbox if s.label == "Status"]
+    status.set_value("all").run()
+    [actions] = [m for m in page.multiselect if m.label == "Sub-actions"]
+    actions.set_value(["admit"]).run()
+    rows = table(page)
+    assert rows and {r["sub-action"] for r in rows} == {"Admit to hospital"}
+    actions.set_value([]).run()
+    [warning] = [s for s in page.selectbox if s.label == "Warning"]
+    assert warning.options == ["any", "no warning", "outside scope", "harness cannot check yet"]
+    warning.set_value("no warning").run()
+    rows = table(page)
+    assert rows and {r["warnings"] for r in rows} == {"none"}
+    warning.set_value("outside scope").run()
+    rows = table(page)
+    assert len(rows) == 11 and all("outside scope" in r["warnings"] for r in rows)
+    assert len(everything) == 27
+    # A chosen band that a filter then hides is no longer shown.
+    [band] = [s for s in page.selectbox if s.label == "Details of one band"]
+    band.set_value(band.options[0]).run()
+    assert any(m.value.startswith("Band: ") for m in page.markdown)
+    [status] = [s for s in page.selectbox if s.label == "Status"]
+    status.set_value("not adjudicated").run()
+    assert not page.exception
+    assert not any(m.value.startswith("Band: ") for m in page.markdown)
+
+
+def test_a_refused_bands_details_say_why_in_words_beside_each_code(study, page):
+    decisions = decide(load_library([DEMO_VIGNETTES]), study[0] / "attestations").decisions
+    refused = [d for d in decisions if not d.adjudicated]
+    for d in refused:
+        said = "\n".join(choose_band(page, f"{d.vignette_id} · {sub_action(d.sub_action).label}"))
+        for r in d.reasons:
+            assert f"{REASON_WORDS[r.code].sentence} (code: {r.code})" in said, (r, said)
+        assert said.count("(code: ") == len(d.reasons) + len({w.code for w in d.warnings})
 
 
 def test_the_export_is_a_download_or_the_one_export_folder(study, page, tmp_path):
@@ -206,19 +296,23 @@ def test_the_coordinators_passphrase_signs_the_exported_head(study, page, tmp_pa
     assert evidence.root_keys[keyid] == "coordinator"
 
 
-def test_each_band_shows_each_of_its_cuts_and_whether_it_straddles_it(study, page):
+def test_each_bands_details_show_each_of_its_cuts_and_whether_it_straddles_it(study, page):
     from app_pages.common import escaped
     from fma_bands.evidence.export import band_cuts, cut_line
 
     library = load_library([DEMO_VIGNETTES])
     decisions = decide(library, study[0] / "attestations").decisions
-    expected = []
-    for d in decisions[:20]:  # the first page
+    shown = []
+    for d in decisions:
         cuts = band_cuts(library.vignettes[d.vignette_id].proposal(d.sub_action), d.band)
-        if cuts:
-            expected.append("Cuts: " + "; ".join(escaped(cut_line(c)) for c in cuts))
-    shown = [c.value for c in page.caption if c.value.startswith("Cuts: ")]
-    assert shown == expected
+        if not cuts:
+            continue
+        page.selectbox(key="registry:band").set_value(
+            f"{d.vignette_id} · {sub_action(d.sub_action).label}"
+        ).run()
+        line = "Cuts: " + "; ".join(escaped(cut_line(c)) for c in cuts)
+        assert [c.value for c in page.caption if c.value.startswith("Cuts: ")] == [line]
+        shown.append(line)
     # Analgesia's two cuts, and the follow-up cut its proposals name, are among them.
     assert any("any\\_opioid" in line and "strong\\_opioid" in line for line in shown)
     assert any("followup\\_within\\_14" in line for line in shown)

@@ -16,7 +16,7 @@ from sqlmodel import select
 from app_pages import band_form, review_screen
 from app_pages.audit_log_screen import Search, choices, count, search, to_csv
 from app_pages.progress_screen import rater_summaries, reviews_csv
-from app_pages.queue_screen import next_after, rater_queue, resume
+from app_pages.queue_screen import QueueRow, next_after, rater_queue, resume
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.bands import IntervalBand, MultilabelBand, SetBand, parse_band
@@ -35,7 +35,7 @@ from fma_bands.core.labels import (
 )
 from fma_bands.core.vignettes import load_library, parse_vignette
 from fma_bands.store.db import session_scope
-from fma_bands.store.models import Review
+from fma_bands.store.models import BandMark, Review, ScreenDraft
 from fma_bands.study import audit, drafts, marks
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.reviews import ReviewForm, current_review, save
@@ -311,6 +311,85 @@ def test_the_queue_is_in_case_order_with_skips_last(demo):
         # At the end of the queue it goes round, and passes a skipped band until nothing else is
         # left.
         assert next_after(rows, rows[-1].band).band == second.band
+
+
+def _worked(engine, model, rater, band, minutes_ago: int) -> None:
+    """Date the rater's draft, review or skip of `band` `minutes_ago` minutes back, so the
+    order of work does not hang on how fast the test ran."""
+    stamp = {ScreenDraft: "updated_at", Review: "updated_at", BandMark: "created_at"}[model]
+    with session_scope(engine) as s:
+        s.execute(
+            update(model)
+            .where(model.rater_id == rater.id, model.vignette_id == band[0])
+            .where(model.sub_action == band[1])
+            .values({stamp: datetime.now(UTC) - timedelta(minutes=minutes_ago)})
+        )
+
+
+def test_resume_returns_to_the_last_band_worked_on(demo):
+    """Resume (the queue's button, the review page with no band in its address) opens the band
+    the rater last worked on, by time, not the earliest unfinished one; once that band is
+    submitted or skipped, the next one not done after it."""
+    engine, _, a, _ = demo
+
+    def resumed() -> tuple[str, str]:
+        with session_scope(engine) as s:
+            found = resume(rater_queue(s, DEMO, a))
+            sidebar = review_screen.open_screen(s, DEMO, a, None, None)
+        assert found is not None and sidebar is not None and sidebar.band == found.band
+        return found.band
+
+    with session_scope(engine) as s:
+        rows = rater_queue(s, DEMO, a)
+    assert len(rows) > 12 and all(r.worked_at is None for r in rows)
+    assert resumed() == rows[0].band  # nothing worked on yet: the first band
+
+    # A draft begun early on band 3, then band 7 submitted: the rater goes on after band 7.
+    with session_scope(engine) as s:
+        drafts.keep(s, a, *rows[2].band, {"reason": "begun"}, base_version=0)
+        save(s, DEMO, a, *rows[6].band, ReviewForm(verdict="DECLINE", reason="no"),
+             expected_version=0, submit=True)  # fmt: skip
+    _worked(engine, ScreenDraft, a, rows[2].band, 30)
+    _worked(engine, Review, a, rows[6].band, 20)
+    assert resumed() == rows[7].band
+
+    # Band 10 typed into after that: back to band 10, in progress.
+    with session_scope(engine) as s:
+        drafts.keep(s, a, *rows[9].band, {"reason": "half"}, base_version=0)
+    _worked(engine, ScreenDraft, a, rows[9].band, 10)
+    assert resumed() == rows[9].band
+
+    # Band 10 skipped last: the next band after it, not the skipped one.
+    with session_scope(engine) as s:
+        marks.skip(s, DEMO, a, *rows[9].band)
+    _worked(engine, BandMark, a, rows[9].band, 5)
+    assert resumed() == rows[10].band
+
+    # The earlier draft of band 3, kept again now, is where the rater left off.
+    with session_scope(engine) as s:
+        drafts.keep(s, a, *rows[2].band, {"reason": "begun again"}, base_version=0)
+    assert resumed() == rows[2].band
+    with session_scope(engine) as s:
+        worked = {r.band: r.worked_at for r in rater_queue(s, DEMO, a)}
+    assert worked[rows[0].band] is None and worked[rows[2].band] > worked[rows[9].band]
+
+
+def test_resume_at_the_end_of_the_queue_goes_round_or_stops():
+    rows = [
+        QueueRow("v1", "admit", 1, "submitted", False, 1, datetime(2026, 1, 1, 9, tzinfo=UTC)),
+        QueueRow("v2", "admit", 2, "to do", False, None, None),
+        QueueRow("v3", "admit", 3, "submitted", False, 1, datetime(2026, 1, 1, 10, tzinfo=UTC)),
+    ]
+    # The last band worked on is the last of the queue: round to the first not done.
+    assert resume(rows) == rows[1]
+    # Only a skipped band is left, and it was the last worked on: back to it.
+    skipped = QueueRow(
+        "v2", "admit", 2, "skipped", False, None, datetime(2026, 1, 1, 11, tzinfo=UTC)
+    )
+    assert resume([rows[0], skipped, rows[2]]) == skipped
+    # Everything submitted: nowhere to resume.
+    done = QueueRow("v2", "admit", 2, "submitted", False, 1, datetime(2026, 1, 1, 8, tzinfo=UTC))
+    assert resume([rows[0], done, rows[2]]) is None
 
 
 def test_the_queue_reads_in_a_few_queries_whatever_its_length(demo):

@@ -3,12 +3,16 @@ the screen shows at each step, problems beside their fields and gone once fixed,
 keeping its input after an error, automatic drafts surviving a reload, submit and next, skip,
 flags, list and range, orders, blind mode and the re-reading of a bad link."""
 
+import json
 import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_pages.review_screen import ReviewState
+from app_pages.page_script import key_class
+from app_pages.queue_screen import rater_queue
+from app_pages.review_screen import ReviewState, screen_key
+from fma_bands.core.actions import sub_action
 from fma_bands.core.labels import RESULT_MARK, case_numbers, case_token, knowledge_at
 from fma_bands.store.models import Review
 from fma_bands.study import drafts, marks
@@ -43,6 +47,7 @@ fresh_caches, app_env, template, study = (
     page_helpers.study,
 )
 SUBMIT, SKIP = "Submit and next", "Skip for now"
+PICKER = "review_case_picker"  # the case picker's key (app_pages/review.py)
 METRIC_WORDS = re.compile(r"straddl|within-range|flip|dividing line", re.IGNORECASE)
 GOOD = (("q1", "yes"), ("q2", "yes"), ("q3", "no"), ("q4", "no"), ("q6", "yes"))
 
@@ -495,6 +500,79 @@ def test_skip_for_now_moves_on_and_the_queue_comes_back_to_it_last(study):
     # Resume passes the skipped band while others are left.
     resume_button(at).click().run()
     assert band_on_screen(at, study) != TRIAGE
+
+
+def queue_bands(study: page_helpers.Study) -> list[tuple[str, str]]:
+    """The rater's bands in the order of their queue (the study's neutral case numbers)."""
+    with study.store() as s:
+        return [row.band for row in rater_queue(s, study.library, study.rater)]
+
+
+def test_the_queue_resumes_at_the_band_last_worked_on(study):
+    """Resume goes back to the band the rater last worked on, not the earliest unfinished one;
+    once that band is submitted, on to the next one after it."""
+    first, _, third, fourth = queue_bands(study)
+    study.save(study.rater, first, submit=False, verdict="DECLINE")
+    study.save(study.rater, third, submit=False, verdict="ACCEPT")
+    at = open_app(study.rater)
+    resume_button(at).click().run()
+    assert band_on_screen(at, study) == third
+    study.save(study.rater, third, submit=True, verdict="DECLINE", reason="outside my field")
+    at = open_app(study.rater)
+    resume_button(at).click().run()
+    assert band_on_screen(at, study) == fourth
+    # The page with no band in its address opens there too.
+    go(at, "app_pages/review.py")
+    assert band_on_screen(at, study) == fourth
+
+
+def test_the_case_picker_lists_the_queue_and_opens_the_band_chosen(study):
+    bands = queue_bands(study)
+    study.save(study.rater, bands[1], submit=True, verdict="DECLINE", reason="out of my scope")
+    at = open_review(study.rater, bands[0])
+    picker = at.selectbox(key=PICKER)
+    assert picker.label == "Go to a band of your queue"
+    numbers = numbers_of(study)
+    assert picker.options == [
+        f"Case {numbers[vid]} of {len(numbers)} · {sub_action(name).label} "
+        f"({'submitted' if i == 1 else 'to do'})"
+        for i, (vid, name) in enumerate(bands)
+    ]
+    assert picker.value == 0  # the band on screen
+    picker.set_value(2).run()
+    assert not at.exception
+    assert band_on_screen(at, study) == bands[2]
+    assert at.selectbox(key=PICKER).value == 2
+    # Previous band: the picker follows the band on screen.
+    click(at, "← Previous band")
+    assert band_on_screen(at, study) == bands[1]
+    assert at.selectbox(key=PICKER).value == 1
+    assert "Your submitted review" in [s.value for s in at.subheader]
+
+
+def test_the_keyboard_shortcuts_are_said_and_press_the_screens_own_buttons(study):
+    band = queue_bands(study)[1]  # with a band before it and one after it
+    at = open_review(study.rater, band)
+    assert (
+        "Keyboard shortcuts: Alt+S Submit and next · Alt+K Skip for now · Alt+N Next band · "
+        "Alt+P Previous band (Option instead of Alt on a Mac)."
+    ) in [c.value for c in at.caption]
+    [script] = [h.proto.body for h in at.get("html") if "fmaBandsReview" in h.proto.body]
+    config = json.loads(re.search(r"const config = (\{.*?\});", script).group(1))
+    buttons = {
+        "KeyS": key(band, "submit"),
+        "KeyK": key(band, "skip"),
+        "KeyN": "review_next",
+        "KeyP": "review_previous",
+    }
+    # Each shortcut names the element of a button on screen, by the class Streamlit gives it.
+    assert config == {
+        "band": screen_key(*band),
+        "buttons": {code: key_class(widget) for code, widget in buttons.items()},
+    }
+    for widget in buttons.values():
+        assert at.button(key=widget) is not None
+    assert band[0] not in script  # the browser never sees the vignette's id
 
 
 def test_a_second_tab_cannot_overwrite_the_first(study):

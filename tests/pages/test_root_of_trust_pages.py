@@ -85,7 +85,7 @@ def test_the_coordinator_signs_the_policy_with_the_root_passphrase(study, folder
     sign_policy(at, 2, "require", PASSPHRASES["coordinator"])
     assert not at.error
     assert [s.value for s in at.success if s.value.startswith("Policy signed")] == [
-        "Policy signed into the study's log: quorum 2, scope require."
+        "Policy signed into the study's log: quorum 2, scope require, no chair."
     ]
     assert at.text_input(key="policy:passphrase").value == ""  # the passphrase is not kept
     assert log_kinds(study) == [*before, "policy"]
@@ -204,17 +204,21 @@ def test_signing_shows_and_offers_the_receipt(reviewed, folder, served):
         "open, change a review or submit a new one, and you can sign again.",
     ]
     assert at.button(key="FormSubmitter:attest-Sign attestation").disabled
-    [table] = at.table
-    row = dict(zip(table.value.iloc[:, 0], table.value.iloc[:, 1], strict=True))
+    fields = {m.value for m in at.markdown}
     with reviewed.store() as s:
         [record] = s.exec(select(LogRecord).where(LogRecord.kind == "adjudication")).all()
         keyid = json.loads(record.envelope)["signatures"][0]["keyid"]
         sequence, digest, name = record.sequence, record.digest, record.file_name
     assert keyid == reviewed.rater.keyid  # her own key, the one her activation named
-    assert (row["Printed name"], row["Meaning"]) == ("rater-01", "adjudication")
-    assert row["Key fingerprint"] == keyid
-    assert row["Place in the study's log"] == str(sequence)
-    assert row["Head after signing"] == f"{sequence}:{digest}"
+    assert {
+        "**Printed name:** rater\\-01",  # a name is escaped, never markup
+        "**Meaning:** adjudication",
+        f"**Place in the study's log:** {sequence}",
+        "**Key fingerprint**",
+        "**Head after signing**",
+    } <= fields
+    # The long values whole, each in a block of its own (never cut).
+    assert [c.value for c in at.code] == [keyid, f"{sequence}:{digest}"]
     # The receipt to keep: the same key, record and head, and where the record is.
     assert [b.label for b in at.download_button] == ["Download your receipt"]
     assert served["Download your receipt"]["file_name"] == "receipt-rater-01.json"

@@ -1,14 +1,18 @@
-"""Rounds under streamlit's AppTest: the Study admin page opens round 2 for the discordant band
-once confirmed; a round-2 rater's review screen shows round 1 as Rater A, B (no pseudonym, no
-answer of round 2) and asks a reason; the queue holds round 2's band only; the Agreement page
-keeps round 1's alpha and labels round 2 as consensus-building."""
+"""Rounds under streamlit's AppTest: the Study admin page lists round 2's candidates with their
+reasons in words (a band without consensus, a band with a disputed span), chooses them by group
+(every candidate, by reason, by sub-action) and opens round 2 once confirmed; a round-2 rater's
+review screen shows round 1 as Rater A, B (no pseudonym, no answer of round 2) and asks a reason;
+the queue holds round 2's band only; the Agreement page keeps round 1's alpha and labels round 2
+as consensus-building."""
 
-from fma_bands.study.rounds import close_round, open_round
+from fma_bands.study.rounds import REASONS as WHY
+from fma_bands.study.rounds import band_labels, close_round, open_round
 from fma_bands.study.state import study as study_settings
 from tests import page_helpers
 from tests.page_helpers import (
     BANDS,
     GOOD_ANSWERS,
+    MED,
     TRIAGE,
     answer_questions,
     click,
@@ -28,12 +32,25 @@ fresh_caches, app_env, template, study = (
 REASONS = {"rater-01": "high-risk chest pain: ESI 1", "rater-02": "stable vitals: ESI 3"}
 
 
-def round_one(study) -> None:
-    """Every band accepted by both raters but triage's ESI, where they share no value."""
+def round_one(study, amend: dict | None = None) -> None:
+    """Every band accepted by both raters but triage's ESI, where they share no value, and the
+    bands of `amend`, where the first rater amends to the values given."""
+    amend = amend or {}
     for band in BANDS:
         if band == TRIAGE:
             continue
         for rater in (study.rater, study.other):
+            if rater == study.rater and band in amend:
+                study.save(
+                    rater,
+                    band,
+                    submit=True,
+                    verdict="AMEND",
+                    band=amend[band],
+                    answers=GOOD_ANSWERS,
+                    reason="a narrower reading",
+                )
+                continue
             study.save(rater, band, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
     for rater, values in ((study.rater, [1]), (study.other, [3])):
         reason = REASONS[rater.pseudonym]
@@ -62,20 +79,37 @@ def _folder():
     return load_settings().attestations
 
 
-def test_study_admin_opens_round_two_for_the_discordant_band_once_confirmed(study):
+def labels(study) -> dict:
+    with study.store() as s:
+        return band_labels(s, study.library)
+
+
+def candidates_table(at) -> list[dict]:
+    [table] = [d.value for d in at.dataframe if "why" in d.value.columns]
+    return table.to_dict("records")
+
+
+def bands_for_round_two(at) -> list:
+    [chosen] = [m for m in at.multiselect if m.label == "Bands for round 2"]
+    return chosen.value
+
+
+def test_study_admin_opens_round_two_for_the_band_without_consensus_once_confirmed(study):
     round_one(study)
     at = open_app(study.coordinator)
     assert any(m.value == "Round 1 is **closed**." for m in at.markdown)
-    [chosen] = [m for m in at.multiselect if m.label == "Bands for round 2"]
-    assert chosen.value == [TRIAGE]  # the discordant one, by default
-    [discord] = [d.value for d in at.dataframe if "why" in d.value.columns]
-    assert discord.to_dict("records") == [
+    assert bands_for_round_two(at) == [TRIAGE]  # the one candidate, by default
+    label = labels(study)[TRIAGE]
+    assert label.startswith("Case ") and label.endswith(" · draft_triage_01 · ESI acuity level")
+    assert candidates_table(at) == [
         {
-            "band": "draft_triage_01 · ESI acuity level",
+            "band": label,
             "raters with a band": 2,
-            "why": "the raters' bands share no value",
+            "why": "no consensus",
+            "disputed": "1 - resuscitation and 3 - urgent",
         }
     ]
+    assert f"- **no consensus**: {WHY['no_consensus'].sentence}" in [m.value for m in at.markdown]
     [button] = [b for b in at.button if b.label == "Open round 2"]
     assert button.disabled
     with study.store() as s:
@@ -84,13 +118,78 @@ def test_study_admin_opens_round_two_for_the_discordant_band_once_confirmed(stud
     click(at, "Open round 2")
     with study.store() as s:
         assert (study_settings(s).round, study_settings(s).phase) == (2, "open")
-    assert "Round 2 is open for 1 band(s)." in [s.value for s in at.success]
+    assert "Round 2 is open for 1 band." in [s.value for s in at.success]
     assert any(m.value == "Round 2 is **open**." for m in at.markdown)
     assert not [b for b in at.button if b.label == "Open round 2"]
     # Round 2's raters see round 1's panel, so the page no longer calls the round blind.
     captions = " ".join(c.value for c in at.caption)
     assert "see round 1 anonymised" in captions
     assert "blind to each other" not in captions
+
+
+def test_study_admin_chooses_round_two_by_reason_and_by_sub_action(study):
+    """Analgesia: one rater admits tier 1, the other accepts tiers 1 and 2, so they meet in a
+    consensus (tier 1) with a disputed span (tier 2), as the Agreement page shows it; triage has
+    no consensus. Both are candidates, each for its own reason, and each group picks its own."""
+    round_one(study, amend={MED: [1]})
+    at = open_app(study.coordinator)
+    named = labels(study)
+    rows = candidates_table(at)
+    assert [(r["band"], r["why"]) for r in rows] == [
+        (named[MED], "disputed span"),
+        (named[TRIAGE], "no consensus"),
+    ]
+    assert rows[0]["disputed"].startswith("2")
+    legend = [m.value for m in at.markdown if m.value.startswith("- **")]
+    assert legend == [
+        f"- **no consensus**: {WHY['no_consensus'].sentence}\n"
+        f"- **disputed span**: {WHY['disputed_span'].sentence}"
+    ]
+    assert bands_for_round_two(at) == [MED, TRIAGE]  # every candidate, by default
+    at.radio(key="round2:by").set_value("reason").run()
+    [reasons] = [m for m in at.multiselect if m.label == "Reasons"]
+    assert reasons.options == ["no consensus (1 band)", "disputed span (1 band)"]
+    reasons.set_value(["disputed_span"]).run()
+    assert bands_for_round_two(at) == [MED]
+    at.radio(key="round2:by").set_value("sub_action").run()
+    [kinds] = [m for m in at.multiselect if m.label == "Sub-actions"]
+    assert kinds.options == ["Analgesia tier (1 band)", "ESI acuity level (1 band)"]
+    kinds.set_value(["esi_acuity"]).run()
+    assert bands_for_round_two(at) == [TRIAGE]
+    at.radio(key="round2:by").set_value("all").run()
+    assert bands_for_round_two(at) == [MED, TRIAGE]
+    # Any band by hand, then round 2 opens for exactly those.
+    [chosen] = [m for m in at.multiselect if m.label == "Bands for round 2"]
+    chosen.set_value([MED]).run()
+    at.checkbox(key="round_two_sure").check().run()
+    click(at, "Open round 2")
+    assert "Round 2 is open for 1 band." in [s.value for s in at.success]
+    [table] = [d.value for d in at.dataframe if "raters" in d.value.columns]
+    assert list(table["band"]) == [named[MED]]
+
+
+def test_study_admin_lists_the_bands_of_round_two_still_in_dispute(study):
+    """Round 2 closes with triage re-reviewed by one rater only: only that band is still in
+    dispute (too few raters); the bands round 2 did not hold keep their round 1."""
+    round_two(study)
+    study.save(
+        study.rater,
+        TRIAGE,
+        submit=True,
+        verdict="AMEND",
+        band=[2],
+        answers=GOOD_ANSWERS,
+        reason="the panel: 2",
+    )
+    study.set_policy(_folder(), quorum=2)
+    with study.store() as s:
+        close_round(s, actor=study.coordinator)
+    at = open_app(study.coordinator)
+    assert "**Still in dispute after round 2**: 1 band" in [m.value for m in at.markdown]
+    assert [(r["band"], r["why"]) for r in candidates_table(at)] == [
+        (labels(study)[TRIAGE], "too few raters")
+    ]
+    assert not [m for m in at.multiselect if m.label == "Bands for round 2"]
 
 
 def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
@@ -184,4 +283,6 @@ def test_the_agreement_page_keeps_round_one_and_labels_round_two(study):
     rounds.set_value(2).run()
     assert any(c.value.startswith("Round 2, consensus-building") for c in at.caption)
     assert "Krippendorff's alpha: band, round 2" in [h.value for h in at.subheader]
-    assert any(t.value == "Consensus: 2 - emergent" for t in at.text)
+    # Round 2's one band, agreed on after the panel (the table of bands says it in words).
+    [table] = [d.value for d in at.dataframe if "consensus" in d.value.columns]
+    assert list(table["consensus"]) == ["2 - emergent"]

@@ -1,0 +1,153 @@
+"""Chair's decision: once round 2 is closed, the bands whose raters' bands still share no value,
+each with the anonymised panel of its last round; the study's chair chooses the band, says why
+and signs with their own passphrase. The coordinator reads the same list without the form.
+
+What the chair records is the chair's decision, never a rater's review: the registry grants the
+band as decided by the chair, and agreement never counts it (fma_bands.study.chair)."""
+
+import streamlit as st
+
+from app_pages.case_links import case_key
+from app_pages.common import escaped, library, plain, require_user, session, settings
+from fma_bands.core.actions import sub_action
+from fma_bands.core.band_text import parse_notation
+from fma_bands.core.bands import to_file
+from fma_bands.core.errors import AccessDenied, FmaBandsError
+from fma_bands.core.labels import case_label, case_numbers, describe_band, tool_names
+from fma_bands.core.people import UserPublic
+from fma_bands.core.vignettes import Library
+from fma_bands.study import chair
+from fma_bands.study.chair import Dispute
+
+FLASH, ERRORS = "chair_flash", "chair_errors"
+
+
+def form_key(dispute: Dispute, part: str) -> str:
+    return f"chair:{dispute.vignette_id}:{dispute.sub_action}:{part}"
+
+
+def record(lib: Library, user: UserPublic, dispute: Dispute) -> None:
+    """Sign the chair's decision from the form's fields (a callback: it runs before the page
+    draws again); a refusal is said beside the form, which keeps all but the passphrase."""
+    vid, name = dispute.vignette_id, dispute.sub_action
+    typed = st.session_state.get(form_key(dispute, "band"), "")
+    reason = st.session_state.get(form_key(dispute, "reason"), "")
+    passphrase = st.session_state.get(form_key(dispute, "passphrase"), "")
+    st.session_state[form_key(dispute, "passphrase")] = ""
+    try:
+        found = lib.band(vid, name)
+        if found is None:
+            raise FmaBandsError("this band is no longer in the study", field="band")
+        if not typed.strip():
+            raise FmaBandsError("write the band you choose, e.g. {2, 3}", field="band")
+        band = parse_notation(name, typed, orderables=found[0].orderables)
+        with session() as s:
+            chair.decide_band(
+                s,
+                lib,
+                chair=user,
+                passphrase=passphrase,
+                folder=settings().attestations,
+                vid=vid,
+                name=name,
+                band=to_file(band),
+                reason=reason,
+            )
+    except FmaBandsError as exc:
+        st.session_state[ERRORS] = {form_key(dispute, "form"): exc.message}
+        return
+    st.session_state[ERRORS] = {}
+    st.session_state[FLASH] = "The chair's decision is signed and recorded."
+
+
+def show_panel(lib: Library, user: UserPublic, dispute: Dispute) -> None:
+    """The raters' bands and reasons of the band's last round, as Rater A, B, C."""
+    vid, name = dispute.vignette_id, dispute.sub_action
+    vignette = lib.vignettes[vid]
+    with session() as s:
+        found = chair.panel(s, lib, viewer=user, vid=vid, name=name)
+    st.markdown(f"**The raters' bands in round {found.round}, without their names**")
+    for entry in found.entries:
+        band = "declined" if entry.band is None else describe_band(entry.band, tool_names(vignette))
+        said = f"{entry.letter}: {entry.verdict}, {band}"
+        plain(said + (f"; reason: {entry.reason}" if entry.reason else "; no reason given"))
+    for line in found.counts:
+        st.caption(escaped(line))
+
+
+def show_decided(lib: Library, dispute: Dispute) -> None:
+    assert dispute.chaired is not None
+    vignette = lib.vignettes[dispute.vignette_id]
+    st.success(
+        escaped(
+            f"Decided by the study chair, {dispute.chaired.chair}, after round "
+            f"{dispute.chaired.round}: {describe_band(dispute.decision.band, tool_names(vignette))}"
+        ),
+        icon=":material/gavel:",
+    )
+    plain(dispute.chaired.reason, label="The chair's reason")
+
+
+def show_form(lib: Library, user: UserPublic, dispute: Dispute) -> None:
+    with st.form(form_key(dispute, "form"), clear_on_submit=False):
+        st.text_input(
+            "The band you choose",
+            key=form_key(dispute, "band"),
+            help="Written as on a hand-back: a list such as {2, 3}, or a range such as "
+            '{"min": 7, "max": 30}.',
+        )
+        st.text_area("Why you chose it (required)", key=form_key(dispute, "reason"))
+        st.text_input("Your passphrase", type="password", key=form_key(dispute, "passphrase"))
+        st.form_submit_button(
+            "Record the chair's decision",
+            on_click=record,
+            args=(lib, user, dispute),
+            type="primary",
+        )
+    error = st.session_state.get(ERRORS, {}).get(form_key(dispute, "form"))
+    if error:
+        st.error(escaped(error), icon=":material/error:")
+
+
+user = require_user()
+lib = library()
+numbers = case_numbers(lib, case_key())
+st.title("Chair's decision")
+st.caption(
+    "Once round 2 is closed, the study's chair may decide a band whose raters' bands still "
+    "share no value. The decision is signed as the chair's, never as a rater's review, and it "
+    "is never counted as agreement between raters."
+)
+try:
+    with session() as s:
+        named = chair.chair_name(s)
+        disputes = chair.disputes(s, lib, viewer=user, folder=settings().attestations)
+except AccessDenied as exc:
+    st.info(escaped(exc.message), icon=":material/info:")
+    st.stop()
+if FLASH in st.session_state:
+    st.success(escaped(st.session_state.pop(FLASH)), icon=":material/verified:")
+deciding = user.role == "rater" and user.pseudonym == named
+if not disputes:
+    st.info(
+        "No band is in dispute after round 2: no band is refused only because its raters' "
+        "bands share no value."
+    )
+waiting = [d for d in disputes if d.chaired is None]
+st.markdown(
+    escaped(
+        (f"The chair is {named}. " if named else "The policy names no chair yet. ")
+        + f"{len(waiting)} band(s) wait for a decision; "
+        f"{len(disputes) - len(waiting)} decided."
+    )
+)
+for dispute in disputes:
+    label = f"{case_label(numbers, dispute.vignette_id)} · {sub_action(dispute.sub_action).label}"
+    if user.is_coordinator:
+        label += f" ({dispute.vignette_id})"
+    st.subheader(escaped(label))
+    if dispute.chaired is not None:
+        show_decided(lib, dispute)
+    show_panel(lib, user, dispute)
+    if deciding:
+        show_form(lib, user, dispute)

@@ -1,0 +1,85 @@
+"""The current round's due date as the coordinator sets it on Study admin: `due_date_form(user)`.
+
+A fragment: choosing a day or pressing a button reruns this part only, never the whole of
+Study admin."""
+
+from datetime import date
+
+import streamlit as st
+
+from app_pages.common import escaped, session
+from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.people import UserPublic
+from fma_bands.study.due_dates import clear_due, due_date, long_date, set_due, today, when_due
+from fma_bands.study.state import study
+
+FLASH, ERROR = "due_flash", "due_error"
+FIELD = "due:day"
+
+
+def _set(user: UserPublic) -> None:
+    chosen = st.session_state.get(FIELD)
+    try:
+        if not isinstance(chosen, date):
+            raise FmaBandsError("choose the day the round is due", field="due date")
+        with session() as s:
+            due = set_due(s, actor=user, due_on=chosen)
+    except FmaBandsError as exc:
+        st.session_state[ERROR] = exc.message
+        return
+    st.session_state[FLASH] = f"Round {due.round} is now due on {long_date(due.due_on)}."
+
+
+def _clear(user: UserPublic) -> None:
+    try:
+        with session() as s:
+            cleared = clear_due(s, actor=user)
+            number = study(s).round
+    except FmaBandsError as exc:
+        st.session_state[ERROR] = exc.message
+        return
+    st.session_state[FLASH] = (
+        f"Round {number} has no due date now." if cleared else f"Round {number} had no due date."
+    )
+
+
+@st.fragment
+def due_date_form(user: UserPublic) -> None:
+    """The current round's due date, and the form that sets, moves or clears it. Each rater's
+    queue shows it with the number of their bands left."""
+    with session() as s:
+        current = study(s)
+        due = due_date(s, current.round)
+    st.subheader(f"Due date of round {current.round}")
+    if flash := st.session_state.pop(FLASH, None):
+        st.success(flash, icon=":material/check_circle:")
+    if due is None:
+        st.caption(f"Round {current.round} has no due date: raters see no reminder.")
+    else:
+        st.caption(
+            escaped(f"{when_due(due)}; set by {due.set_by}. Each rater's queue reminds them.")
+        )
+    if current.phase != "open":
+        st.caption("The round is closed: a due date is set for an open round only.")
+        st.session_state.pop(ERROR, None)
+        return
+    day = st.date_input(
+        "Due on",
+        value=due.due_on if due else None,
+        min_value=today(),
+        format="YYYY-MM-DD",
+        key=FIELD,
+    )
+    if error := st.session_state.pop(ERROR, None):
+        st.error(escaped(error), icon=":material/error:")
+    left, right = st.columns(2)
+    left.button(
+        "Set the due date", on_click=_set, args=(user,), disabled=day is None, key="due:set"
+    )
+    right.button(
+        "Clear the due date",
+        on_click=_clear,
+        args=(user,),
+        disabled=due is None,
+        key="due:clear",
+    )

@@ -1,0 +1,137 @@
+"""The small scripts the review page runs in the browser itself, for what only the browser can
+do: open a new band at its top (Streamlit keeps the page's scroll position when the band
+changes), press the screen's buttons from the keyboard, and warn before a reload or a closed tab
+would lose text typed into a field but not yet kept (Streamlit sends a field's text to the
+server only when the field loses focus, or on Enter, or Ctrl+Enter in a text area).
+
+Every script is idempotent: its listeners are installed once per browser tab and read the
+band on screen from what the latest run of the page left in `window.fmaBandsReview`."""
+
+import json
+import re
+from dataclasses import dataclass
+
+import streamlit as st
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    key: str  # the letter pressed with Alt (Option on a Mac)
+    label: str  # the button's label, as the page draws it
+    widget: str  # the button's widget key
+
+
+def key_class(widget: str) -> str:
+    """The class Streamlit gives the element holding the widget with key `widget`."""
+    return "st-key-" + re.sub(r"[^a-zA-Z0-9_-]", "-", widget.strip())
+
+
+def shortcut_words(shortcuts: list[Shortcut]) -> str:
+    """The shortcuts in a line a person reads."""
+    keys = " · ".join(f"Alt+{s.key} {s.label}" for s in shortcuts)
+    return f"Keyboard shortcuts: {keys} (Option instead of Alt on a Mac)."
+
+
+_SCRIPT = """
+<script>
+(() => {
+  const config = %(config)s;
+  const w = window;
+  w.fmaBandsReview = config;
+  const onReview = () => w.location.pathname.replace(/\\/+$/, "").endsWith("/review");
+
+  // A new band opens at its top, with its title and the confirmation of the last one in view.
+  if (w.fmaBandsShownBand !== config.band) {
+    w.fmaBandsShownBand = config.band;
+    const top = () => {
+      const main = document.querySelector('[data-testid="stMain"]');
+      if (main) main.scrollTop = 0;
+    };
+    top();
+    // Streamlit may still be replacing the last band's elements: once the run ends, top again.
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (app) {
+      const watch = new MutationObserver(() => {
+        if (app.getAttribute("data-test-script-state") === "notRunning") {
+          watch.disconnect();
+          top();
+        }
+      });
+      watch.observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
+      setTimeout(() => watch.disconnect(), 15000);
+    }
+  }
+
+  if (w.fmaBandsListening) return;
+  w.fmaBandsListening = true;
+
+  const textField = (el) =>
+    !!el &&
+    (el.tagName === "TEXTAREA" ||
+      (el.tagName === "INPUT" &&
+        el.getAttribute("role") !== "combobox" &&
+        !["password", "checkbox", "radio", "hidden", "button", "submit"].includes(el.type)));
+  // Fields typed into whose text Streamlit has not yet sent to the server.
+  const typed = new Set();
+  document.addEventListener(
+    "input",
+    (event) => {
+      const field = event.target;
+      if (onReview() && textField(field) && field.closest('[data-testid="stMain"]')) {
+        typed.add(field);
+      }
+    },
+    true,
+  );
+  // Streamlit sends a field's text when it loses focus.
+  document.addEventListener("focusout", (event) => typed.delete(event.target), true);
+  document.addEventListener(
+    "keydown",
+    (event) => {
+      const field = event.target;
+      // Enter sends a one-line field's text; Ctrl+Enter (Cmd+Enter) a text area's.
+      if (event.key === "Enter" && typed.has(field)) {
+        if (field.tagName === "INPUT" || event.ctrlKey || event.metaKey) typed.delete(field);
+      }
+      if (!event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || !onReview()) return;
+      const wanted = (w.fmaBandsReview.buttons || {})[event.code];
+      if (!wanted) return;
+      const holder = Array.from(
+        document.querySelectorAll('[data-testid="stMain"] .' + CSS.escape(wanted)),
+      ).find((el) => !el.closest('[data-stale="true"]'));
+      const button = holder && holder.querySelector("button");
+      if (!button || button.disabled) return;
+      event.preventDefault();
+      event.stopPropagation();
+      // As a click does, a shortcut first takes the focus from the field being typed in, so
+      // Streamlit sends its text before the button's press.
+      const active = document.activeElement;
+      if (textField(active)) active.blur();
+      button.click();
+    },
+    true,
+  );
+  w.addEventListener("beforeunload", (event) => {
+    for (const field of Array.from(typed)) {
+      if (!field.isConnected) typed.delete(field);
+    }
+    if (typed.size > 0) {
+      event.preventDefault();
+      event.returnValue = "";
+    }
+  });
+})();
+</script>
+"""
+
+
+def review_script(band: str, shortcuts: list[Shortcut]) -> None:
+    """Run the review page's script for the band whose screen key is `band` (never the
+    vignette's id: the browser sees it)."""
+    config = {
+        "band": band,
+        "buttons": {f"Key{s.key.upper()}": key_class(s.widget) for s in shortcuts},
+    }
+    # Nothing in the configuration may close the script element early.
+    encoded = json.dumps(config).replace("<", "\\u003c")
+    st.html(_SCRIPT % {"config": encoded}, unsafe_allow_javascript=True)

@@ -1,0 +1,85 @@
+"""Queries in a real browser on the demo study: rater-01 asks the coordinator about a band of
+their queue, the coordinator (a second browser) replies, rater-01 reads the reply from the
+queue's reminder line, and rater-02 (a third browser) sees nothing of it anywhere a rater can
+look."""
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.case_numbers import in_queue, queue_of
+from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
+from tests.browser.helpers import (
+    follow_link,
+    open_app,
+    open_from_sidebar,
+    press,
+    settle,
+    shoot,
+    sign_in,
+)
+
+QUESTION = "Is the follow-up counted from discharge or from this visit?"
+ANSWER = "From discharge: the clinical core says so in its second line."
+
+
+@pytest.fixture(scope="module")
+def server(demo_server):
+    return demo_server()
+
+
+def signed_in(page: Page, server: AppServer, name: str, landing: str) -> None:
+    open_app(page, server.url)
+    sign_in(page, name, DEMO_ACCOUNTS[name])
+    expect(page.get_by_role("heading", name=landing, level=1)).to_be_visible()
+
+
+def test_a_query_goes_between_one_rater_and_the_coordinator_only(
+    page: Page, browser: Browser, server: AppServer
+):
+    band = in_queue(server, *queue_of(server, "rater-01")[0])
+    signed_in(page, server, "rater-01", "My queue")
+    open_from_sidebar(page, "Queries")
+    expect(page.get_by_role("heading", name="Queries", level=1)).to_be_visible()
+    page.get_by_role("combobox", name="Band").click()
+    page.get_by_role("option", name=band, exact=True).click()
+    page.get_by_label("Your question", exact=True).fill(QUESTION)
+    press(page, "Send the question")
+    expect(page.get_by_text("Your message is sent to the study coordinator.")).to_be_visible()
+    expect(page.get_by_text(QUESTION, exact=True)).to_be_visible()
+    expect(page.get_by_text("Open · awaiting the coordinator's reply", exact=True)).to_be_visible()
+
+    coordinator = browser.new_context().new_page()
+    try:
+        signed_in(coordinator, server, "coordinator", "Study admin")
+        open_from_sidebar(coordinator, "Queries")
+        expect(coordinator.get_by_text("1 query awaits your reply.", exact=True)).to_be_visible()
+        expect(coordinator.get_by_text(QUESTION, exact=True)).to_be_visible()
+        coordinator.get_by_label("Your reply", exact=True).fill(ANSWER)
+        press(coordinator, "Send the reply")
+        expect(coordinator.get_by_text("Your message is sent to rater-01.")).to_be_visible()
+        expect(
+            coordinator.get_by_text("Open · awaiting rater-01's reply", exact=True)
+        ).to_be_visible()
+        shoot(coordinator, "queries-coordinator")
+    finally:
+        coordinator.context.close()
+
+    open_from_sidebar(page, "My queue")
+    expect(page.get_by_text("1 query awaits your reply.", exact=True)).to_be_visible()
+    follow_link(page, "Read and answer your queries")
+    expect(page.get_by_text(ANSWER, exact=True)).to_be_visible()
+    expect(page.get_by_text("Open · awaiting your reply", exact=True)).to_be_visible()
+    shoot(page, "queries-rater")
+
+    other = browser.new_context().new_page()
+    try:
+        signed_in(other, server, "rater-02", "My queue")
+        expect(other.get_by_text("1 query awaits your reply.", exact=True)).to_have_count(0)
+        expect(other.get_by_role("link", name="Read and answer your queries")).to_have_count(0)
+        open_from_sidebar(other, "Queries")
+        expect(other.get_by_text("No query is open.", exact=True)).to_be_visible()
+        settle(other)
+        content = other.content()
+        assert QUESTION not in content and ANSWER not in content and "rater-01" not in content
+    finally:
+        other.context.close()

@@ -1,0 +1,284 @@
+"""The way through a rater's queue in a real browser, measured: Submit and next, Next and
+Previous open the new band at its top with its title and the confirmation in view; the case
+picker jumps to any band of the queue; the keyboard shortcuts press Submit and next, Skip for
+now, Next band and Previous band (text being typed is sent first); and a reload warns before it
+would lose text typed but not yet kept, and loses nothing once the field has lost focus."""
+
+import re
+
+import pytest
+from playwright.sync_api import Dialog, Locator, Page, expect
+
+from fma_bands.core.actions import sub_action
+from tests.browser.case_numbers import in_queue, queue_of
+from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
+from tests.browser.helpers import (
+    LIVE,
+    choose,
+    open_app,
+    open_from_sidebar,
+    press,
+    settle,
+    shoot,
+    sign_in,
+    wait_for_app,
+)
+
+DECLINE = "DECLINE: I cannot adjudicate this band"
+SUBMIT, NEXT, PREVIOUS = "Submit and next", "Next band →", "← Previous band"
+WIDTH, HEIGHT = 1400, 900
+PICKER = "Go to a band of your queue"
+
+
+@pytest.fixture
+def server(demo_server) -> AppServer:
+    """A demo study nobody has reviewed yet: each test starts from its first band."""
+    return demo_server(fresh=True)
+
+
+def start(page: Page, server: AppServer, rater: str = "rater-01") -> None:
+    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+    open_app(page, server.url)
+    sign_in(page, rater, DEMO_ACCOUNTS[rater])
+    open_from_sidebar(page, "Review a band")
+
+
+def scroll_top(page: Page) -> float:
+    """How far down the main area is scrolled (Streamlit scrolls inside stMain, not the
+    window)."""
+    return page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop")
+
+
+def scroll_to_bottom(page: Page) -> None:
+    page.evaluate(
+        "() => { const m = document.querySelector('[data-testid=\"stMain\"]');"
+        " m.scrollTop = m.scrollHeight; }"
+    )
+    assert scroll_top(page) > 300, "the band is too short to show where it opens"
+
+
+def in_view(element: Locator) -> None:
+    """The whole element lies inside the viewport."""
+    expect(element).to_be_visible()
+    box = element.bounding_box()
+    assert box is not None
+    assert box["y"] >= 0 and box["y"] + box["height"] <= HEIGHT, f"out of view: {box}"
+
+
+def on_band(page: Page, band: tuple[str, str], position: int, total: int) -> None:
+    expect(page.get_by_role("heading", name=sub_action(band[1]).label, level=1)).to_be_visible()
+    expect(
+        page.get_by_text(re.compile(rf"band {position} of {total} in your queue"))
+    ).to_be_visible()
+
+
+def at_its_top(page: Page, flash: str | None = None) -> None:
+    """The band opened at its top: nothing scrolled, its title (and the confirmation) in view."""
+    drawn(page)
+    assert scroll_top(page) < 5, f"the band opened {scroll_top(page)} px down"
+    in_view(page.get_by_test_id("stMain").get_by_role("heading", level=1))
+    if flash is not None:
+        in_view(page.get_by_test_id("stMain").locator(LIVE).get_by_text(flash))
+
+
+def decline(page: Page, reason: str) -> None:
+    choose(page, "Verdict", DECLINE)
+    box = page.get_by_label("Reason", exact=True)
+    box.fill(reason)
+    box.blur()
+    settle(page)
+
+
+def press_keys(page: Page, keys: str) -> None:
+    """Press `keys` and wait until the page it leads to is wholly drawn: a shortcut is pressed
+    on live elements only, never on the last run's stale copy a page keeps while it redraws."""
+    drawn(page)
+    page.keyboard.press(keys)
+    # The press starts a run only once the browser has handled it.
+    page.wait_for_timeout(300)
+    drawn(page)
+
+
+def drawn(page: Page) -> None:
+    """Wait until the page is wholly drawn: a move to another band is two runs, with a moment
+    between them when the app looks idle and the last band's elements are still there, stale."""
+    wait_for_app(page)
+    expect(page.locator('[data-stale="true"]')).to_have_count(0)
+    wait_for_app(page)
+
+
+# Where a band opens ------------------------------------------------------------------------
+
+
+def test_submit_and_next_opens_the_next_band_at_its_top(page: Page, server):
+    queue = queue_of(server, "rater-01")
+    start(page, server)
+    on_band(page, queue[0], 1, len(queue))
+    for done in range(3):
+        decline(page, f"Outside what I can judge ({done + 1}).")
+        press(page, SUBMIT)  # the button is at the foot of the band: the page is scrolled
+        on_band(page, queue[done + 1], done + 2, len(queue))
+        at_its_top(page, "Review submitted (revision 1).")
+    shoot(page, "review-after-submit-and-next")
+
+
+def scroll_to_row_of(page: Page, label: str) -> None:
+    """Scroll so the row of the button `label` is at the top edge: the title is out of view."""
+    page.evaluate(
+        """(label) => {
+            const main = document.querySelector('[data-testid="stMain"]');
+            const button = Array.from(main.querySelectorAll("button"))
+                .find((b) => b.innerText.trim() === label);
+            main.scrollTop += button.getBoundingClientRect().top - 4;
+        }""",
+        label,
+    )
+    assert scroll_top(page) > 50, "the title is still in view"
+
+
+def test_next_and_previous_open_the_band_at_its_top(page: Page, server):
+    queue = queue_of(server, "rater-01")
+    start(page, server)
+    scroll_to_row_of(page, NEXT)
+    press(page, NEXT)
+    on_band(page, queue[1], 2, len(queue))
+    at_its_top(page)
+    scroll_to_row_of(page, PREVIOUS)
+    press(page, PREVIOUS)
+    on_band(page, queue[0], 1, len(queue))
+    at_its_top(page)
+    # From the foot of the band, by the keyboard.
+    scroll_to_bottom(page)
+    press_keys(page, "Alt+N")
+    on_band(page, queue[1], 2, len(queue))
+    at_its_top(page)
+    scroll_to_bottom(page)
+    press_keys(page, "Alt+P")
+    on_band(page, queue[0], 1, len(queue))
+    at_its_top(page)
+
+
+# The case picker and the keyboard ------------------------------------------------------------
+
+
+def test_the_case_picker_jumps_to_any_band_of_the_queue(page: Page, server):
+    queue = queue_of(server, "rater-01")
+    start(page, server)
+    decline(page, "Outside what I can judge.")
+    press(page, SUBMIT)
+    picker = page.get_by_test_id("stMain").get_by_role("combobox", name=PICKER)
+    expect(picker).to_have_value(f"{in_queue(server, *queue[1])} (to do)")
+    # Typed into, the box keeps only the bands that match: here the tenth band's case.
+    target = queue[9]
+    picker.click()
+    picker.fill(in_queue(server, *target).split(" · ")[0] + " ")
+    page.get_by_role("option", name=f"{in_queue(server, *target)} (to do)", exact=True).click()
+    wait_for_app(page)
+    on_band(page, target, 10, len(queue))
+    at_its_top(page)
+    expect(picker).to_have_value(f"{in_queue(server, *target)} (to do)")
+    # The first band, submitted, is listed with its status.
+    picker.click()
+    first = f"{in_queue(server, *queue[0])} (submitted)"
+    page.get_by_role("option", name=first, exact=True).click()
+    wait_for_app(page)
+    on_band(page, queue[0], 1, len(queue))
+    expect(page.get_by_role("heading", name="Your submitted review")).to_be_visible()
+
+
+def test_keyboard_shortcuts_press_the_screens_buttons(page: Page, server):
+    queue = queue_of(server, "rater-01")
+    start(page, server)
+    expect(
+        page.get_by_text(
+            "Keyboard shortcuts: Alt+S Submit and next · Alt+K Skip for now · Alt+N Next band "
+            "· Alt+P Previous band (Option instead of Alt on a Mac)."
+        )
+    ).to_be_visible()
+    press_keys(page, "Alt+N")
+    on_band(page, queue[1], 2, len(queue))
+    press_keys(page, "Alt+P")
+    on_band(page, queue[0], 1, len(queue))
+
+    # Skip for now: the band is set aside and the next one opens.
+    press_keys(page, "Alt+K")
+    on_band(page, queue[1], 2, len(queue))
+    expect(
+        page.get_by_text("Skipped for now: this band comes back once the others")
+    ).to_be_visible()
+
+    # Submit and next while the reason is still being typed: the text goes with it.
+    choose(page, "Verdict", DECLINE)
+    reason = "Typed and submitted from the keyboard."
+    page.get_by_label("Reason", exact=True).fill(reason)  # the field keeps the focus
+    press_keys(page, "Alt+S")
+    on_band(page, queue[2], 3, len(queue))
+    at_its_top(page, "Review submitted (revision 1).")
+    press_keys(page, "Alt+P")
+    on_band(page, queue[1], 2, len(queue))
+    expect(page.get_by_role("heading", name="Your submitted review")).to_be_visible()
+    expect(page.get_by_text(reason, exact=True)).to_be_visible()
+
+
+# A reload ------------------------------------------------------------------------------------
+
+
+def reload_and_return(page: Page) -> None:
+    """Reload the page, accepting any "leave page?" question; sign in again if the app asks."""
+    page.reload()
+    wait_for_app(page)
+    if page.get_by_role("heading", name="Sign in", level=1).count():
+        sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
+
+
+def test_a_reload_warns_before_losing_typed_text_and_keeps_what_was_sent(page: Page, server):
+    queue = queue_of(server, "rater-01")
+    seen: list[str] = []
+
+    def answer(dialog: Dialog) -> None:
+        seen.append(dialog.type)
+        dialog.accept()
+
+    page.on("dialog", answer)
+    start(page, server)
+    # The page names its band in the address once it has drawn it.
+    expect(page).to_have_url(re.compile(r"/review\?case=[0-9a-f]+&sub_action=\w+$"))
+    band_address = page.url
+    choose(page, "Verdict", DECLINE)
+    reason = page.get_by_label("Reason", exact=True)
+
+    # Typed, the field still focused: the text is not on the server yet, so a reload asks.
+    reason.fill("Half a sentence not yet sent")
+    reload_and_return(page)
+    assert seen == ["beforeunload"], f"the reload asked {seen}"
+    on_band(page, queue[0], 1, len(queue))
+    expect(page).to_have_url(band_address)
+
+    # Typed and the field left: the text is kept, a reload asks nothing and loses nothing.
+    seen.clear()
+    reason = page.get_by_label("Reason", exact=True)
+    reason.fill("A whole sentence, sent when the field lost focus.")
+    reason.blur()
+    settle(page)
+    note = page.get_by_label("Note for question 1", exact=True)
+    note.fill("A note sent with Enter")
+    note.press("Enter")
+    settle(page)
+    reload_and_return(page)
+    assert seen == [], f"the reload asked {seen} with nothing left unsent"
+    on_band(page, queue[0], 1, len(queue))
+    expect(page.get_by_label("Reason", exact=True)).to_have_value(
+        "A whole sentence, sent when the field lost focus."
+    )
+    expect(page.get_by_label("Note for question 1", exact=True)).to_have_value(
+        "A note sent with Enter"
+    )
+
+    # Ctrl+Enter sends a text area's text too: no question on the next reload.
+    reason = page.get_by_label("Reason", exact=True)
+    reason.fill("Sent with Ctrl+Enter.")
+    reason.press("Control+Enter")
+    settle(page)
+    reload_and_return(page)
+    assert seen == [], f"the reload asked {seen} after Ctrl+Enter"
+    expect(page.get_by_label("Reason", exact=True)).to_have_value("Sent with Ctrl+Enter.")

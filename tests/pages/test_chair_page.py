@@ -1,0 +1,155 @@
+"""The Chair's decision page under streamlit's AppTest, on the study of tests/study/chair_study.py
+(round 2 closed, the ESI band still in dispute, rater-03 the chair): the chair reads the
+anonymised panel and records a decision with their passphrase; a refusal is said beside the form;
+the coordinator reads the list without a form; any other rater is told the page is not theirs."""
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from fma_bands.evidence.provenance import ADJUDICATED
+from fma_bands.evidence.registry import decide
+from fma_bands.store.db import session_scope
+from fma_bands.study import governance
+from tests.conftest import ROOT
+from tests.page_helpers import as_read, open_app, pages_of
+from tests.study import chair_study as cs
+
+PAGE = ROOT / "app_pages" / "chair.py"
+KEY = f"chair:{cs.VID}:esi_acuity"
+BUTTON = "Record the chair's decision"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return cs.build(tmp_path_factory.mktemp("chair-page") / "study")
+
+
+@pytest.fixture
+def study(built, tmp_path, monkeypatch):
+    copied = cs.copy(built, tmp_path / "study")
+    for name, value in {
+        "FMA_BANDS_DATABASE_URL": copied.url,
+        "FMA_BANDS_VIGNETTES": str(copied.root / "vignettes"),
+        "FMA_BANDS_ATTESTATIONS": str(copied.folder),
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield copied
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def open_page(study, who: str) -> AppTest:
+    at = AppTest.from_file(str(PAGE), default_timeout=30)
+    at.session_state["user"] = study.users[who].model_dump()
+    return run(at)
+
+
+def run(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def everything(at: AppTest) -> str:
+    parts = [
+        as_read(e.value)
+        for kind in ("markdown", "caption", "info", "success", "error")
+        for e in getattr(at, kind)
+    ]
+    parts += [e.value for e in at.text]
+    parts += [as_read(e.value) for e in at.subheader]
+    return "\n".join(parts)
+
+
+def submit(at: AppTest, band: str, reason: str, passphrase: str) -> AppTest:
+    at.text_input(key=f"{KEY}:band").input(band)
+    at.text_area(key=f"{KEY}:reason").input(reason)
+    at.text_input(key=f"{KEY}:passphrase").input(passphrase)
+    [button] = [b for b in at.button if b.label == BUTTON]
+    button.click()
+    return run(at)
+
+
+def esi(study):
+    registry = decide(study.library, study.folder)
+    return registry, next(d for d in registry.decisions if d.sub_action == "esi_acuity")
+
+
+def test_the_chair_reads_the_anonymous_panel_and_records_a_decision(study):
+    at = open_page(study, cs.CHAIR)
+    assert at.title[0].value == "Chair's decision"
+    shown = everything(at)
+    assert "The chair is rater-03. 1 band(s) wait for a decision; 0 decided." in shown
+    assert "The raters' bands in round 2, without their names" in shown
+    assert "Rater A: AMEND" in shown and "Rater B: AMEND" in shown
+    assert "rater-01" not in shown and "rater-02" not in shown  # the panel names nobody
+    # A reason people typed is shown as written, never as markup.
+    reason = "**Both** fit: see [the guide](http://example.org) $x$"
+    at = submit(at, "{2, 3}", reason, cs.passphrase(cs.CHAIR))
+    shown = everything(at)
+    assert "The chair's decision is signed and recorded." in shown
+    assert "Decided by the study chair, rater-03, after round 2" in shown
+    assert reason in [e.value for e in at.text]
+    registry, decision = esi(study)
+    assert decision.provenance == ADJUDICATED and cs.ESI in registry.chaired
+    assert registry.chaired[cs.ESI].reason == reason
+
+
+def test_a_wrong_passphrase_or_a_bad_band_is_said_beside_the_form_and_nothing_is_signed(study):
+    at = open_page(study, cs.CHAIR)
+    at = submit(at, "{2, 3}", "both fit", "not the chair's passphrase")
+    assert [as_read(e.value) for e in at.error] == [
+        "that passphrase is not right; nothing was signed"
+    ]
+    # The form keeps what was typed, all but the passphrase.
+    assert at.text_area(key=f"{KEY}:reason").value == "both fit"
+    assert at.text_input(key=f"{KEY}:passphrase").value == ""
+    at = submit(at, "{9}", "both fit", cs.passphrase(cs.CHAIR))
+    [error] = [as_read(e.value) for e in at.error]
+    assert "9" in error
+    at = submit(at, "{2}", "", cs.passphrase(cs.CHAIR))
+    assert [as_read(e.value) for e in at.error] == ["say why the chair chose this band"]
+    assert not list(study.folder.glob("*-chair_decision-*"))
+    assert not esi(study)[1].adjudicated
+
+
+def test_the_coordinator_reads_the_list_without_a_form(study):
+    at = open_page(study, "coordinator")
+    assert f"({cs.VID})" in everything(at)
+    assert not [b for b in at.button if b.label == BUTTON]
+
+
+def test_another_rater_is_told_the_page_is_the_chairs(study):
+    at = open_page(study, "rater-01")
+    assert [as_read(e.value) for e in at.info] == [
+        "only the study coordinator or the study's chair can see the bands in dispute"
+    ]
+    assert not [b for b in at.button if b.label == BUTTON]
+    assert not at.subheader
+
+
+def test_only_the_chair_named_now_has_the_page_in_their_menu(study):
+    def menu(who: str) -> list[str]:
+        return pages_of(open_app(study.users[who]))
+
+    assert "app_pages/chair.py" in menu(cs.CHAIR)
+    assert "app_pages/chair.py" not in menu("rater-01")
+    assert "app_pages/chair.py" in menu("coordinator")
+    engine = cs.engine_of(study)
+    with session_scope(engine) as s:  # the coordinator names another chair
+        governance.set_policy(
+            s,
+            study.folder,
+            actor=study.users["coordinator"],
+            passphrase=cs.ROOT_PASS,
+            quorum=2,
+            scope="warn",
+            chair="rater-01",
+        )
+    engine.dispose()
+    assert "app_pages/chair.py" in menu("rater-01")
+    assert "app_pages/chair.py" not in menu(cs.CHAIR)
