@@ -15,10 +15,32 @@ DEMO_VIGNETTES = ROOT / "vignettes"
 HANDBACK = SHARED / "handback-adjudicator-01.txt"
 
 
+@pytest.hookimpl(trylast=True)  # after tests/browser/conftest.py has marked its tests
 def pytest_collection_modifyitems(items):
     from tests.shared_data import mark
 
     mark(items, SHARED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With pytest-xdist (`-n 2 --dist loadscope`, pyproject.toml) the browser tests run one
+    after another on one worker (each drives a server and chromium: two at once on two cores
+    only slow both and their timings) while the other worker runs the rest, a module at a time
+    so that module fixtures are built once. (xdist's own `loadgroup` reads a node id that pytest
+    9.2 no longer lets it change.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class BrowserTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            if path.startswith("tests/browser/") or path.endswith("_browser.py"):
+                return "browser"
+            return super()._split_scope(nodeid)
+
+    return BrowserTestsTogether(config, log)
 
 
 @pytest.fixture

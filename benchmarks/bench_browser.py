@@ -1,0 +1,651 @@
+"""Browser-level latency of the review page: the real app as a server, on the study
+benchmarks/bench_pages.py uses, driven in headless chromium through Playwright by the rater
+bench_pages times (the first, with the last tenth of the vignettes still to review).
+
+    python -m benchmarks.bench_browser --vignettes 300 --raters 10 --keep DIR --json FILE
+
+Each repeat opens one of the rater's unreviewed interval bands (the urgency score: a lower and
+an upper bound) on "Review a band" and times four interactions, in this order, each from the
+browser's own input event (the click, or the Enter that commits a number) until the page has
+drawn the result and the app is idle again; each one's effect is checked, or the benchmark fails:
+
+- `answer_a_question`: question 1 answered (its radio shown checked); the other questions and
+  the verdict (AMEND) are then answered untimed;
+- `edit_a_bound`: the lower bound typed, then Enter (the new value shown, and kept by the app in
+  the rater's draft in the database); a reason is then typed, untimed;
+- `submit_and_next`: the complete review sent with "Submit and next" ("Review submitted" shown,
+  the next band's title in the h1 and its place in the caption, the review stored as submitted,
+  with the band and reason sent, in the database);
+- `next`: "Next band →" on the band that opened, without submitting it (the band after it: its
+  title in the h1, its place in the caption).
+
+Each is measured in the page, on the browser's clock (performance.now), by an init script: the
+input event's time stamp, and every change of the app's script state (the `stApp` element's
+`data-test-script-state`, which Streamlit's own end-to-end tests wait on) with the time the frame
+after it was painted. The benchmark then waits for the effect, checks it, and waits until the
+state has not changed for 0.4 s, so that a second run (a move to another band may take two) is
+never missed. Per interaction, medians of --repeat runs, in milliseconds:
+
+- `ms`: the input event to the frame painted after the app's last return to `notRunning`: what
+  the rater waits for (browser-level);
+- `to_running_ms`, `running_ms`, `to_paint_ms`: its three parts: until the page first sees the
+  script running, while it is running as the page sees it (the server's runs, their messages and
+  the drawing of them), and from the last `notRunning` to the painted frame;
+- `runs`: how many times the state went from idle to running;
+- `server_ms`: from the first rerun request the browser sent to the last `script_finished` it
+  received, timed by the browser's network stack (the DevTools protocol's websocket frames,
+  outside the page's main thread): the server's runs and the transfer of what they drew,
+  without the browser's drawing; `received_kb` and `messages`: what came over the websocket
+  meanwhile. `ms` minus `server_ms` is the browser's own share.
+
+The raw samples are kept under `samples`. A run works on a fresh copy of the study's database
+(`browser-run.db` beside it), each repeat on a band of its own; the server is started once per
+run, the browser signs in once, and both are stopped at the end. `--server-option KEY=VALUE`
+passes one more of Streamlit's options to the server, to measure what it changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import functools
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.study_files import PASSPHRASE, BenchStudy, build_study, unfinished_vignettes
+from fma_bands.cli.serve import streamlit_command
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path(os.environ.get("FMA_BANDS_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    # Without these chromium keeps calling out to the (closed) network.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
+INTERACTIONS = ("answer_a_question", "edit_a_bound", "next", "submit_and_next")
+BAND = "urgency_score"  # an interval band: "Lower bound" and "Upper bound" number inputs
+TITLE = "Urgency score (0 to 100)"
+NEXT = "Next band →"
+SUBMIT = "Submit and next"
+SUBMITTED = "Review submitted (revision 1)."
+# Not the reason the study's own reviews give, so that the one sent here can be told apart.
+REASON = "Browser benchmark: the lower bound moved by one."
+# The answers a complete review gives to each question the screen asks (q5 only when the
+# proposal records a disputed span: the urgency score's never does).
+ANSWERS = {1: "yes", 2: "yes", 3: "no", 4: "no", 5: "band", 6: "yes"}
+AMEND = "AMEND: correct the band or its clause"
+START_TIMEOUT_S = 60
+TIMEOUT_MS = 60_000  # one wait in the page: a first render on a loaded machine is slow
+QUIET_MS = 400  # the script state unchanged this long: the interaction and its runs are over
+# Streamlit keeps the last run's elements on screen, marked stale, while a rerun redraws.
+LIVE = '[data-testid="stElementContainer"]:not([data-stale="true"])'
+
+# Runs in the page before the app's own scripts: records, on the page's clock, the input
+# events and every change of the app's script state, with the time the frame after it was
+# painted, all since the last reset(). It watches that one attribute only, so that it adds next
+# to nothing to the page's own work.
+INIT_SCRIPT = """
+(() => {
+  const bench = { inputs: [], states: [] };
+  bench.reset = () => { bench.inputs = []; bench.states = []; };
+  bench.read = () => ({ inputs: bench.inputs, states: bench.states });
+  window.__bench = bench;
+  for (const type of ["click", "keydown"]) {
+    document.addEventListener(type, (e) => bench.inputs.push([type, e.timeStamp]), true);
+  }
+  new MutationObserver((records) => {
+    const now = performance.now();
+    for (const record of records) {
+      const entry = { at: now, state: record.target.getAttribute("data-test-script-state"),
+                      painted: null };
+      bench.states.push(entry);
+      // The callback after the next frame's paint.
+      requestAnimationFrame(() => setTimeout(() => { entry.painted = performance.now(); }, 0));
+    }
+  }).observe(document, { subtree: true, attributeFilter: ["data-test-script-state"] });
+})();
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """One `streamlit run app.py` on the study: its address and its log."""
+
+    url: str
+    log: Path
+    process: subprocess.Popen
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=10)
+        # start_new_session made the server a group leader: take down anything it left behind.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return bool(response.read().decode().strip() == "ok")
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@contextlib.contextmanager
+def serve(study: BenchStudy, folder: Path, options: tuple[str, ...] = ()) -> Iterator[Server]:
+    """The real app on the study, as tests/browser/conftest.py starts it; `options` are more
+    of Streamlit's (`runner.postScriptGC=true`), to measure what one changes."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FMA_BANDS_")} | study.env()
+    command = streamlit_command(ROOT / "app.py", host="127.0.0.1", port=port)
+    command += [f"--{option}" for option in options]
+    log = folder / "browser-server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = Server(url, log, process)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _healthy(url):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the app did not start:\n{log.read_text(errors='replace')}")
+            time.sleep(0.1)
+        yield server
+    finally:
+        server.stop()
+
+
+# In the page -----------------------------------------------------------------------------------
+
+
+def wait_for_app(page) -> None:
+    """Connected, the script finished, no placeholder left (tests/browser/helpers.py)."""
+    from playwright.sync_api import expect
+
+    app = page.get_by_test_id("stApp")
+    expect(app).to_have_attribute("data-test-connection-state", "CONNECTED", timeout=TIMEOUT_MS)
+    expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=TIMEOUT_MS)
+    expect(page.locator('[data-testid="stSkeleton"]')).to_have_count(0, timeout=TIMEOUT_MS)
+    if page.get_by_test_id("stException").count():
+        raise RuntimeError(f"the app raised: {page.get_by_test_id('stException').inner_text()}")
+
+
+def drawn(page) -> None:
+    """Wholly drawn: a move to another band is two runs, with a moment between them when the app
+    looks idle and the last band's elements are still there, stale."""
+    from playwright.sync_api import expect
+
+    wait_for_app(page)
+    expect(page.locator('[data-stale="true"]')).to_have_count(0, timeout=TIMEOUT_MS)
+    wait_for_app(page)
+
+
+def quiet(page) -> dict[str, Any]:
+    """What the page recorded, once its script state has not changed for QUIET_MS (the app
+    idle, every frame painted): the interaction and every run it set off are over."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    seen = -1
+    while True:
+        drawn(page)
+        found = page.evaluate("window.__bench.read()")
+        pending = any(s["painted"] is None for s in found["states"])
+        if len(found["states"]) == seen and not pending:
+            return dict(found)
+        if time.monotonic() > deadline:
+            raise RuntimeError("the page did not settle")
+        seen = len(found["states"])
+        page.wait_for_timeout(QUIET_MS)
+
+
+def measure(found: dict[str, Any], what: str) -> dict[str, float]:
+    """One interaction's figures from what the page recorded (see the module's docstring)."""
+    if not found["inputs"]:
+        raise RuntimeError(f"{what}: the page saw no input event")
+    start = found["inputs"][0][1]
+    states = [s for s in found["states"] if s["at"] >= start]
+    busy = [s for s in states if s["state"] != "notRunning"]
+    idle = [s for s in states if s["state"] == "notRunning"]
+    if not busy or not idle or idle[-1]["at"] < busy[-1]["at"]:
+        raise RuntimeError(f"{what}: no finished rerun of the app followed the input: {states}")
+    first, last = busy[0], idle[-1]
+    runs = sum(
+        1
+        for before, now in zip([None, *states], states, strict=False)
+        if now["state"] != "notRunning" and (before is None or before["state"] == "notRunning")
+    )
+    return {
+        "ms": last["painted"] - start,
+        "to_running_ms": first["at"] - start,
+        "running_ms": last["at"] - first["at"],
+        "to_paint_ms": last["painted"] - last["at"],
+        "runs": float(runs),
+    }
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One websocket message, as the browser's network stack sent or received it."""
+
+    at: float  # seconds, on the browser's network clock
+    sent: bool
+    kind: str  # the BackMsg's or ForwardMsg's type; a script_finished with its status
+    size: int  # bytes
+
+
+class Wire:
+    """The app's websocket messages, with the time the browser's network stack (outside the
+    page's busy main thread) sent or received each, through the DevTools protocol."""
+
+    def __init__(self, page) -> None:
+        self.frames: list[Frame] = []
+        session = page.context.new_cdp_session(page)
+        session.on("Network.webSocketFrameSent", lambda e: self._add(e, sent=True))
+        session.on("Network.webSocketFrameReceived", lambda e: self._add(e, sent=False))
+        session.send("Network.enable")
+
+    def _add(self, event: dict, *, sent: bool) -> None:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        frame = event["response"]
+        data = base64.b64decode(frame["payloadData"]) if frame["opcode"] == 2 else b""
+        message = BackMsg() if sent else ForwardMsg()
+        message.ParseFromString(data)  # the app's messages: anything else fails the benchmark
+        kind: str = message.WhichOneof("type") or "?"
+        if isinstance(message, ForwardMsg) and kind == "script_finished":
+            kind += ":" + ForwardMsg.ScriptFinishedStatus.Name(message.script_finished)
+        self.frames.append(Frame(event["timestamp"], sent, kind, len(data)))
+
+
+def on_the_wire(frames: list[Frame], what: str) -> dict[str, float]:
+    """From the first rerun request the browser sent to the last `script_finished` it received,
+    on the network clock: the server's runs and the transfer of what they drew."""
+    requests = [f for f in frames if f.sent and f.kind == "rerun_script"]
+    finished = [f for f in frames if not f.sent and f.kind.startswith("script_finished")]
+    if not requests or not finished or finished[-1].at < requests[0].at:
+        raise RuntimeError(f"{what}: no rerun request and its end on the wire: {frames}")
+    start, end = requests[0].at, finished[-1].at
+    received = [f for f in frames if not f.sent and start <= f.at <= end]
+    return {
+        "server_ms": (end - start) * 1000,
+        "received_kb": sum(f.size for f in received) / 1024,
+        "messages": float(len(received)),
+    }
+
+
+@dataclass
+class Probe:
+    page: Any
+    wire: Wire
+
+
+def rerun_finished(page, what: str) -> None:
+    """Wait until the page has seen the app run since the last reset() and finish: a change sent
+    by a click is not in the app until then (a page that merely looks idle may not have started
+    the run yet), and the next click must not race it."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while True:
+        states = [s["state"] for s in page.evaluate("window.__bench.read()")["states"]]
+        if any(s != "notRunning" for s in states) and states[-1] == "notRunning":
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: the app did not run, or did not finish: {states}")
+        page.wait_for_timeout(20)
+
+
+def untimed(probe: Probe, what: str, act: Callable[[], None]) -> None:
+    """A step between the timed ones, done and settled before the next."""
+    probe.page.evaluate("window.__bench.reset()")
+    act()
+    rerun_finished(probe.page, what)
+    quiet(probe.page)
+
+
+def timed(probe: Probe, what: str, act: Callable[[], None], effect: Callable[[], None]) -> dict:
+    probe.page.evaluate("window.__bench.reset()")
+    probe.wire.frames.clear()
+    act()
+    rerun_finished(probe.page, what)
+    drawn(probe.page)
+    effect()
+    figures = measure(quiet(probe.page), what)
+    return figures | on_the_wire(list(probe.wire.frames), what)
+
+
+def live(page):
+    return page.get_by_test_id("stMain").locator(LIVE)
+
+
+def sign_in(page, name: str) -> None:
+    from playwright.sync_api import expect
+
+    expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible(timeout=TIMEOUT_MS)
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Passphrase", exact=True).fill(PASSPHRASE)
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    drawn(page)
+
+
+def open_band(page, url: str, vid: str, rater: str) -> None:
+    """The band's review screen, signing in first if the browser has no live session."""
+    page.goto(f"{url}/review?vignette={vid}&sub_action={BAND}")
+    drawn(page)
+    if page.get_by_role("heading", name="Sign in", level=1).count():
+        sign_in(page, rater)
+    from playwright.sync_api import expect
+
+    expect(page.get_by_role("heading", name=TITLE, level=1)).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_role("heading", name="Your verdict")).to_be_visible(timeout=TIMEOUT_MS)
+
+
+def choose(page, group: str, option: str) -> None:
+    """Click `option` of the radio group labelled `group` (its input is hidden: its label)."""
+    radios = live(page).get_by_role("radiogroup", name=group, exact=True)
+    radios.get_by_text(option, exact=True).click()
+
+
+def checked(page, group: str, option: str) -> None:
+    from playwright.sync_api import expect
+
+    radios = live(page).get_by_role("radiogroup", name=group, exact=True)
+    expect(radios.get_by_role("radio", name=option, exact=True)).to_be_checked(timeout=TIMEOUT_MS)
+
+
+def on_band(page, title: str, position: int, total: int) -> None:
+    """The band at `position` of the queue is on screen: its title in the h1, its place."""
+    from playwright.sync_api import expect
+
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_role("heading", level=1)).to_have_text(title, timeout=TIMEOUT_MS)
+    expect(main.get_by_text(f"band {position} of {total} in your queue")).to_be_visible(
+        timeout=TIMEOUT_MS
+    )
+
+
+# The study -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """One unreviewed band of the timed rater: where it is in the queue, the titles of the two
+    bands that follow it there, and the proposal's bounds."""
+
+    vid: str
+    position: int  # from 1
+    total: int
+    titles: tuple[str, str]
+    lower: int  # the proposal's lower bound
+    upper: int
+
+
+def targets(study: BenchStudy) -> list[Target]:
+    from app_pages.queue_screen import rater_queue
+    from fma_bands.core.actions import sub_action
+    from fma_bands.core.bands import to_file
+    from fma_bands.store.db import make_engine, session_scope
+
+    engine = make_engine(study.database_url)
+    with session_scope(engine) as s:
+        rows = rater_queue(s, study.library, study.raters[0])
+    engine.dispose()
+    bands = [r.band for r in rows]
+    found = []
+    for vignette in unfinished_vignettes(study.library):
+        at = bands.index((vignette.id, BAND))
+        if rows[at].status != "to do" or at + 2 >= len(rows):
+            continue
+        proposal = vignette.proposal(BAND)
+        assert proposal is not None
+        band = to_file(proposal.acceptable)
+        assert isinstance(band, dict), f"{BAND} is an interval band"
+        found.append(
+            Target(
+                vignette.id,
+                at + 1,
+                len(rows),
+                (
+                    sub_action(rows[at + 1].sub_action).label,
+                    sub_action(rows[at + 2].sub_action).label,
+                ),
+                band["min"],
+                band["max"],
+            )
+        )
+    return found
+
+
+def _stored(study: BenchStudy, vid: str):
+    """The rater's review of the band and their kept draft, read through the domain."""
+    from fma_bands.store.db import make_engine, session_scope
+    from fma_bands.study import drafts
+    from fma_bands.study.reviews import current_review
+
+    engine = make_engine(study.database_url)
+    with session_scope(engine) as s:
+        review = current_review(s, study.library, study.raters[0], vid, BAND)
+        kept = drafts.restore(s, study.raters[0], vid, BAND)
+    engine.dispose()
+    return review, kept
+
+
+# One repeat ------------------------------------------------------------------------------------
+
+
+def one_repeat(probe: Probe, url: str, study: BenchStudy, target: Target) -> dict[str, dict]:
+    """The four interactions on one band, each checked; their figures by interaction."""
+    from playwright.sync_api import expect
+
+    from fma_bands.core.labels import READING_WORDS
+
+    page = probe.page
+    rater = study.raters[0].pseudonym
+    results: dict[str, dict] = {}
+
+    open_band(page, url, target.vid, rater)
+    on_band(page, TITLE, target.position, target.total)
+    results["answer_a_question"] = timed(
+        probe,
+        "answer_a_question",
+        lambda: choose(page, "Answer to question 1", ANSWERS[1]),
+        lambda: checked(page, "Answer to question 1", ANSWERS[1]),
+    )
+    asked = [1]
+    for number, answer in ANSWERS.items():
+        group = f"Answer to question {number}"
+        if number > 1 and live(page).get_by_role("radiogroup", name=group, exact=True).count():
+            shown = str(READING_WORDS[answer]) if number == 5 else answer
+            untimed(probe, group, functools.partial(choose, page, group, shown))
+            checked(page, group, shown)
+            asked.append(number)
+    untimed(probe, "verdict", lambda: choose(page, "Verdict", AMEND))
+    checked(page, "Verdict", AMEND)
+
+    low = live(page).get_by_label("Lower bound", exact=True)
+    expect(low).to_have_value(str(target.lower), timeout=TIMEOUT_MS)  # from the proposal
+    new = target.lower + 1 if target.lower < target.upper else target.lower - 1
+    low.fill(str(new))
+
+    def kept_in_draft() -> None:
+        expect(low).to_have_value(str(new), timeout=TIMEOUT_MS)
+        _, kept = _stored(study, target.vid)
+        if kept is None or kept.entries.get("band:lo") != new:
+            raise RuntimeError(f"edit_a_bound: the draft does not hold {new}: {kept}")
+
+    results["edit_a_bound"] = timed(
+        probe, "edit_a_bound", lambda: low.press("Enter"), kept_in_draft
+    )
+
+    reason = live(page).get_by_label("Reason", exact=True)
+    reason.fill(REASON)
+    untimed(probe, "reason", reason.blur)
+    # Everything on screen is in the app: its draft holds every answer (a click the app lost
+    # would fail the submission, not the benchmark's figures).
+    _, kept = _stored(study, target.vid)
+    entries = kept.entries if kept is not None else {}
+    wanted: dict[str, object] = {f"q{n}:choice": ANSWERS[n] for n in asked}
+    wanted |= {"verdict": "AMEND", "band:lo": new, "reason": REASON}
+    if any(entries.get(k) != v for k, v in wanted.items()):
+        raise RuntimeError(f"the draft lacks what the screen shows: {entries}")
+    submit = live(page).get_by_role("button", name=SUBMIT, exact=True)
+
+    def submitted() -> None:
+        expect(page.get_by_test_id("stMain").get_by_text(SUBMITTED)).to_be_visible(
+            timeout=TIMEOUT_MS
+        )
+        on_band(page, target.titles[0], target.position + 1, target.total)
+        review, _ = _stored(study, target.vid)
+        if review is None or review.status != "submitted" or review.verdict != "AMEND":
+            raise RuntimeError(f"submit_and_next: the review was not stored: {review}")
+        wanted = {"min": min(new, target.upper), "max": max(new, target.upper)}
+        if review.band != wanted or review.reason != REASON:
+            raise RuntimeError(f"submit_and_next: the stored review is not the one sent: {review}")
+
+    results["submit_and_next"] = timed(probe, "submit_and_next", submit.click, submitted)
+
+    # From the band Submit and next opened, on to the one after it.
+    next_button = live(page).get_by_role("button", name=NEXT, exact=True)
+    results["next"] = timed(
+        probe,
+        "next",
+        next_button.click,
+        lambda: on_band(page, target.titles[1], target.position + 2, target.total),
+    )
+    return results
+
+
+def run(
+    *, vignettes: int, raters: int, repeat: int, folder: Path, options: tuple[str, ...] = ()
+) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        raise SystemExit(f"{CHROMIUM} does not exist (apt-get install -y chromium)")
+    started = time.perf_counter()
+    study = build_study(folder, n_vignettes=vignettes, n_raters=raters, reuse=True)
+    built_s = time.perf_counter() - started
+    study = study.working_copy("browser-run.db")
+    bands = targets(study)
+    if repeat > len(bands):
+        raise SystemExit(f"--repeat {repeat} needs {repeat} unreviewed bands: use more vignettes")
+    samples: dict[str, dict[str, list[float]]] = {name: {} for name in INTERACTIONS}
+    load_before = os.getloadavg()[0]
+    with (
+        serve(study, folder, options) as server,
+        sync_playwright() as playwright,
+    ):
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.add_init_script(INIT_SCRIPT)
+            probe = Probe(page, Wire(page))
+            for target in bands[:repeat]:
+                for name, figures in one_repeat(probe, server.url, study, target).items():
+                    for key, value in figures.items():
+                        samples[name].setdefault(key, []).append(round(value, 1))
+                last = {name: {k: v[-1] for k, v in f.items()} for name, f in samples.items()}
+                print(target.vid, last, file=sys.stderr)
+        finally:
+            browser.close()
+    return {
+        "study": {
+            "vignettes": vignettes,
+            "raters": raters,
+            "bands": sum(len(v.proposals) for v in study.library),
+            "reviews": study.reviews,
+            "built_in_s": round(built_s, 1),
+        },
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_average": load_before,
+            "load_average_after": os.getloadavg()[0],
+        },
+        "repeat": repeat,
+        "band": BAND,
+        "server_options": list(options),
+        "interactions": {
+            name: {key: round(statistics.median(values), 1) for key, values in figures.items()}
+            for name, figures in samples.items()
+        },
+        "samples": samples,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vignettes", type=int, default=300)
+    parser.add_argument("--raters", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", dest="out", type=Path, help="write the results here")
+    parser.add_argument(
+        "--keep", type=Path, help="build the study here and keep it (reused if already built)"
+    )
+    parser.add_argument(
+        "--server-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one more of Streamlit's options for the server, e.g. runner.postScriptGC=true "
+        "(the collection after every run, which serve turns off)",
+    )
+    options = parser.parse_args(argv)
+    folder = options.keep or Path(tempfile.mkdtemp(prefix="fma-bench-browser-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        results = run(
+            vignettes=options.vignettes,
+            raters=options.raters,
+            repeat=options.repeat,
+            folder=folder,
+            options=tuple(options.server_option),
+        )
+    finally:
+        if not options.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    text = json.dumps(results, indent=2)
+    if options.out:
+        options.out.write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
