@@ -184,7 +184,10 @@ def _open_round_two(user: UserPublic, candidates: list[Candidate], labels: dict[
         except FmaBandsError as exc:
             st.error(escaped(exc.message))
             return
-        st.session_state.round_flash = f"Round 2 is open for {count_bands(len(opened.bands))}."
+        opened_for = count_bands(len(opened.bands))
+        st.session_state.round_flash = (
+            f"Round 2 opened for {opened_for}: each is in its raters' queues now."
+        )
         st.rerun(scope="app")
 
 

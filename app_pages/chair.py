@@ -18,6 +18,7 @@ from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.study import chair
 from fma_bands.study.chair import Dispute
+from fma_bands.study.rounds import count_bands
 
 FLASH, ERRORS = "chair_flash", "chair_errors"
 
@@ -137,8 +138,8 @@ waiting = [d for d in disputes if d.chaired is None]
 st.markdown(
     escaped(
         (f"The chair is {named}. " if named else "The policy names no chair yet. ")
-        + f"{len(waiting)} band(s) wait for a decision; "
-        f"{len(disputes) - len(waiting)} decided."
+        + f"Waiting for a decision: {count_bands(len(waiting))}; "
+        f"decided: {count_bands(len(disputes) - len(waiting))}."
     )
 )
 for dispute in disputes:

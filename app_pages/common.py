@@ -1,5 +1,6 @@
 """What every page shares: settings, the engine, the vignette library, the signed-in user."""
 
+import hashlib
 import os
 import re
 import threading
@@ -85,10 +86,11 @@ def session() -> Iterator[Session]:
         yield s
 
 
-def _folder_state(folder: Path) -> tuple:
-    # Reload only when a vignette file changes: names, sizes and modification times.
+def _folder_state(folder: Path) -> str:
+    """Reload only when a vignette file changes: a digest of the names, sizes and modification
+    times (a short key: Streamlit's cache hashes a long one slowly, on every call)."""
     if not folder.is_dir():
-        return ()
+        return ""
     state: list[tuple[str, int | None, int | None]] = []
     for p in sorted(folder.glob("*.y*ml")):
         try:
@@ -97,18 +99,18 @@ def _folder_state(folder: Path) -> tuple:
             state.append((p.name, None, None))
         else:
             state.append((p.name, found.st_size, found.st_mtime_ns))
-    return tuple(state)
+    return hashlib.sha256(repr(state).encode()).hexdigest()
 
 
 # A resource, not data: one Library shared read-only by every session, not a copy unpickled on
 # every rerun (docs/performance.md), and its digests computed once.
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _load(folder: str, state: tuple) -> Library:
+def _load(folder: str, state: str) -> Library:
     return load_library([folder])
 
 
 # The folder states this process has already brought the store in line with, per database.
-_synced: set[tuple[str, str, tuple]] = set()
+_synced: set[tuple[str, str, str]] = set()
 # library() holds it while it syncs; the recovery in engine() has a lock of its own.
 _sync_lock = threading.Lock()
 

@@ -53,16 +53,20 @@ def due_date_form(user: UserPublic) -> None:
     st.subheader(f"Due date of round {current.round}")
     if flash := st.session_state.pop(FLASH, None):
         st.success(flash, icon=":material/check_circle:")
+    if current.phase != "open":
+        # A closed round is due no more: its date stays on record, its reminder is gone.
+        was = f" (it was due on {long_date(due.due_on)})" if due is not None else ""
+        st.caption(
+            f"Round {current.round} is closed{was}: a due date is set for an open round only."
+        )
+        st.session_state.pop(ERROR, None)
+        return
     if due is None:
         st.caption(f"Round {current.round} has no due date: raters see no reminder.")
     else:
         st.caption(
             escaped(f"{when_due(due)}; set by {due.set_by}. Each rater's queue reminds them.")
         )
-    if current.phase != "open":
-        st.caption("The round is closed: a due date is set for an open round only.")
-        st.session_state.pop(ERROR, None)
-        return
     day = st.date_input(
         "Due on",
         value=due.due_on if due else None,

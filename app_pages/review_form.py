@@ -597,8 +597,13 @@ def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
         return
     review.forget(screen.key, st.session_state)
     again = " and your attestation signed again" if signed else ""
-    done = "" if following else " Every band in your queue is now submitted."
-    review.flash = f"Review submitted (revision {saved.revision}){again}.{done}"
+    # The band it was for is named: the message stays above the next band while its own form
+    # is worked on, and must not read as that band's.
+    then = "this is the next one" if following else "every band in your queue is now submitted"
+    review.flash = (
+        f"Review submitted (revision {saved.revision}){again}. "
+        f"That was {screen.case} · {screen.action.label}; {then}."
+    )
     review.goto = following.band if following else "queue"
 
 
@@ -607,7 +612,10 @@ def _skip(screen: Screen, review: ReviewState) -> None:
     with session() as s:
         marks.skip(s, lib, user, screen.vignette.id, screen.name)
         following = review_screen.after(s, lib, user, screen.band)
-    review.flash = "Skipped for now: this band comes back once the others are done."
+    review.flash = (
+        f"Skipped for now: {screen.case} · {screen.action.label} comes back once the others "
+        "are done."
+    )
     review.goto = following.band if following else "queue"
 
 

@@ -244,6 +244,7 @@ def open_threads(found: Iterable[Thread]) -> list[Thread]:
 
 
 def awaiting_words(count: int) -> str:
-    """How many queries await a reply, in the same words on the queue and the queries page:
-    "1 query awaits your reply", "3 queries await your reply"."""
-    return f"{count} quer{'y awaits' if count == 1 else 'ies await'} your reply"
+    """How many queries wait for this person, in the same words on the queue and the queries
+    page: "1 query has a new message for you", "3 queries have a new message for you" (an
+    answer to read or a question to answer: either way the other side wrote last)."""
+    return f"{count} quer{'y has' if count == 1 else 'ies have'} a new message for you"

@@ -191,7 +191,11 @@ def test_a_disputed_band_reaches_consensus_in_round_two(study, browser: Browser,
     opener.click()
     wait_for_app(desk)
     assert_no_exception(desk)
-    expect(desk.get_by_text("Round 2 is open for 1 band.", exact=True)).to_be_visible()
+    expect(
+        desk.get_by_text(
+            "Round 2 opened for 1 band: each is in its raters' queues now.", exact=True
+        )
+    ).to_be_visible()
     shoot(desk, "rounds-admin-round-two-open")
 
     for name, reason in (("rater-01", SECRET_REASON), ("rater-02", "The panel: 2 or 3.")):

@@ -83,7 +83,7 @@ def test_the_chair_reads_the_anonymous_panel_and_records_a_decision(study):
     at = open_page(study, cs.CHAIR)
     assert at.title[0].value == "Chair's decision"
     shown = everything(at)
-    assert "The chair is rater-03. 1 band(s) wait for a decision; 0 decided." in shown
+    assert "The chair is rater-03. Waiting for a decision: 1 band; decided: 0 bands." in shown
     assert "The raters' bands in round 2, without their names" in shown
     assert "Rater A: AMEND" in shown and "Rater B: AMEND" in shown
     assert "rater-01" not in shown and "rater-02" not in shown  # the panel names nobody

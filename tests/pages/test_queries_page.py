@@ -12,6 +12,7 @@ from fma_bands.store.models import QueryMessage
 from fma_bands.study import queries
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.due_dates import due_date, long_date, set_due, today
+from fma_bands.study.rounds import close_round
 from tests import page_helpers
 from tests.page_helpers import DOC, MED, as_read, click, open_app, run, shown, title
 
@@ -74,7 +75,7 @@ def test_a_rater_asks_the_coordinator_replies_and_the_rater_reads_the_reply(stud
     assert DOC[0] not in shown(at)
 
     coordinator = open_app(study.coordinator, PAGE)
-    assert "1 query awaits your reply." in infos(coordinator)
+    assert "1 query has a new message for you." in infos(coordinator)
     [box] = [a for a in coordinator.text_area if a.label == "Your reply"]
     box.input(ANSWER)
     click(coordinator, "Send the reply")
@@ -83,7 +84,7 @@ def test_a_rater_asks_the_coordinator_replies_and_the_rater_reads_the_reply(stud
 
     queue = open_app(study.rater)
     assert title(queue) == "My queue"
-    assert "1 query awaits your reply." in infos(queue)
+    assert "1 query has a new message for you." in infos(queue)
     assert "Read and answer your queries" in [link.label for link in queue.get("page_link")]
     reader = open_app(study.rater, PAGE)
     assert ANSWER in [t.value for t in reader.text]
@@ -192,3 +193,16 @@ def test_a_message_is_shown_as_typed_never_as_markup(study):
         at = open_app(user, PAGE)
         assert hostile in [t.value for t in at.text]
         assert not any("example.org" in m.value for m in (*at.markdown, *at.caption))
+
+
+def test_a_closed_round_is_due_no_more_and_its_form_is_gone(study):
+    day = today() + timedelta(days=8)
+    with study.store() as s:
+        set_due(s, actor=study.coordinator, due_on=day)
+        close_round(s, actor=study.coordinator)
+    at = form_app(study.coordinator)
+    assert captions(at) == [
+        f"Round 1 is closed (it was due on {long_date(day)}): a due date is set for an open "
+        "round only."
+    ]
+    assert not at.date_input and not at.button

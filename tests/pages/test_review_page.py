@@ -431,7 +431,7 @@ def test_an_order_can_be_added_by_its_readable_name_and_submitted(demo_rater):
     answer(at, band)
     at.text_area(key=key(band, "reason")).input("Troponin is needed; D-dimer adds nothing.").run()
     click(at, SUBMIT)
-    assert at.success[0].value == "Review submitted (revision 1)."
+    assert at.success[0].value.startswith("Review submitted (revision 1). That was Case ")
     from fma_bands.store.db import make_engine, session_scope
 
     engine = make_engine(url)
@@ -452,7 +452,9 @@ def test_submit_and_next_opens_the_next_band_and_stores_the_review(study):
     at.text_area(key=key(MED, "reason")).input("NSAID or strong opioid; not weak.").run()
     at.segmented_control(key=key(MED, "confidence")).set_value("high").run()
     click(at, SUBMIT)
-    assert [s.value for s in at.success] == ["Review submitted (revision 1)."]
+    [submitted] = [s.value for s in at.success]
+    assert submitted.startswith("Review submitted (revision 1). That was Case ")
+    assert submitted.endswith(" · Analgesia tier; this is the next one.")
     assert band_on_screen(at, study) != MED
     [review] = study.reviews(study.rater, MED)
     assert (review.status, review.verdict, review.band) == ("submitted", "AMEND", [1, 3])
@@ -475,7 +477,7 @@ def test_revising_a_submitted_review_writes_a_new_revision(study):
     assert at.number_input(key=key(DOC, "band", "hi")).value == 30
     at.text_area(key=key(DOC, "reason")).input("Revised: the first month, not beyond.").run()
     click(at, SUBMIT)
-    assert at.success[0].value == "Review submitted (revision 2)."
+    assert at.success[0].value.startswith("Review submitted (revision 2). That was Case ")
     first, second = study.reviews(study.rater, DOC)
     assert (first.revision, second.revision, second.reason) == (
         1,
@@ -581,7 +583,7 @@ def test_a_second_tab_cannot_overwrite_the_first(study):
         tab.radio(key=key(TRIAGE, "verdict")).set_value("DECLINE").run()
     tab_a.text_area(key=key(TRIAGE, "reason")).input("submitted from tab A").run()
     click(tab_a, SUBMIT)
-    assert tab_a.success[0].value == "Review submitted (revision 1)."
+    assert tab_a.success[0].value.startswith("Review submitted (revision 1). That was Case ")
 
     tab_b.text_area(key=key(TRIAGE, "reason")).input("typed in tab B").run()
     click(tab_b, SUBMIT)

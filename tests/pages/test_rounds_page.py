@@ -118,7 +118,9 @@ def test_study_admin_opens_round_two_for_the_band_without_consensus_once_confirm
     click(at, "Open round 2")
     with study.store() as s:
         assert (study_settings(s).round, study_settings(s).phase) == (2, "open")
-    assert "Round 2 is open for 1 band." in [s.value for s in at.success]
+    assert "Round 2 opened for 1 band: each is in its raters' queues now." in [
+        s.value for s in at.success
+    ]
     assert any(m.value == "Round 2 is **open**." for m in at.markdown)
     assert not [b for b in at.button if b.label == "Open round 2"]
     # Round 2's raters see round 1's panel, so the page no longer calls the round blind.
@@ -163,7 +165,9 @@ def test_study_admin_chooses_round_two_by_reason_and_by_sub_action(study):
     chosen.set_value([MED]).run()
     at.checkbox(key="round_two_sure").check().run()
     click(at, "Open round 2")
-    assert "Round 2 is open for 1 band." in [s.value for s in at.success]
+    assert "Round 2 opened for 1 band: each is in its raters' queues now." in [
+        s.value for s in at.success
+    ]
     [table] = [d.value for d in at.dataframe if "raters" in d.value.columns]
     assert list(table["band"]) == [named[MED]]
 

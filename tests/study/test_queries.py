@@ -175,5 +175,5 @@ def test_each_message_is_audited_by_its_length_never_its_words(study):
 
 
 def test_the_count_of_queries_awaiting_a_reply_reads_as_words():
-    assert awaiting_words(1) == "1 query awaits your reply"
-    assert awaiting_words(3) == "3 queries await your reply"
+    assert awaiting_words(1) == "1 query has a new message for you"
+    assert awaiting_words(3) == "3 queries have a new message for you"
