@@ -64,19 +64,29 @@ def heading(screen: Screen, review: ReviewState) -> None:
         )
     back, picker, forward = st.columns([2, 5, 2], vertical_alignment="bottom")
     with picker:
-        case_picker(screen, review)
+        case_picker(screen)
     for column, other, label, key in (
         (back, screen.previous, "← Previous band", PREVIOUS_KEY),
         (forward, screen.following, "Next band →", NEXT_KEY),
     ):
-        # A button that switches page moves the address too, so a reload or a shared link
-        # opens the band on screen (a link to the page already open would not).
-        if other and column.button(label, key=key, help=f"{sub_action(other.sub_action).label}"):
-            st.switch_page("app_pages/review.py", query_params=address(*other.band, key=case_key()))
+        if other:
+            column.button(
+                label,
+                key=key,
+                help=f"{sub_action(other.sub_action).label}",
+                on_click=_go,
+                args=(other.band,),
+            )
     st.caption(shortcut_words(shortcuts(screen)))
 
 
-def case_picker(screen: Screen, review: ReviewState) -> None:
+def _go(band: tuple[str, str]) -> None:
+    """Before the run the click starts: the address names the band, so that run opens it (one
+    run, where switching page took two) and a reload or a shared link opens it too."""
+    st.query_params.from_dict(address(*band, key=case_key()))
+
+
+def case_picker(screen: Screen) -> None:
     """Jump to any band of the queue by its case number or its sub-action (the box filters as
     the rater types), each shown with its status; the band on screen is the one chosen."""
     rows = screen.queue
@@ -88,15 +98,15 @@ def case_picker(screen: Screen, review: ReviewState) -> None:
         format_func=lambda at: picker_label(rows[at], screen.cases),
         key=PICKER_KEY,
         on_change=_pick,
-        args=(rows, review),
+        args=(rows,),
     )
 
 
-def _pick(rows: tuple[QueueRow, ...], review: ReviewState) -> None:
-    """The band chosen in the picker is where the page goes next (follow)."""
+def _pick(rows: tuple[QueueRow, ...]) -> None:
+    """The band chosen in the picker is the one the run this choice starts opens."""
     chosen = st.session_state.get(PICKER_KEY)
     if chosen is not None and 0 <= chosen < len(rows):
-        review.goto = rows[chosen].band
+        _go(rows[chosen].band)
 
 
 def shortcuts(screen: Screen) -> list[Shortcut]:
