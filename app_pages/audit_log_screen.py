@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, func, select
 from sqlmodel import Session, col
 
+from fma_bands.core.actions import SUB_ACTIONS
 from fma_bands.core.people import UserPublic
 from fma_bands.core.spreadsheet import csv_text
 from fma_bands.store.models import AuditEvent
@@ -116,19 +117,35 @@ def _details_of_stored(text: Any) -> str:
 
 
 def details(payload: dict[str, Any]) -> str:
-    """`{"vignette_id": "x", "verdict": "ACCEPT"}` as "vignette id: x; verdict: ACCEPT"."""
+    """`{"vignette_id": "x", "sub_action": "admit"}` as "vignette id: x; sub-action: Admit to
+    hospital": names in words, sub-actions by their labels (the key beside, as the filters and
+    exports name them), nested records in brackets."""
     parts = []
     for name, value in payload.items():
         if value is None or value == [] or value == {}:
             continue
-        if isinstance(value, list):
-            shown = ", ".join(str(v) for v in value[:8]) + (" …" if len(value) > 8 else "")
-        elif isinstance(value, dict):
-            shown = ", ".join(f"{k} {v}" for k, v in value.items())
-        else:
-            shown = str(value)
-        parts.append(f"{name.replace('_', ' ')}: {shown}")
+        parts.append(f"{_name(name)}: {_shown(name, value)}")
     return "; ".join(parts)
+
+
+def _name(name: str) -> str:
+    return "sub-action" if name == "sub_action" else name.replace("_", " ")
+
+
+def _shown(name: str, value: Any) -> str:
+    if isinstance(value, list):
+        shown = [_shown(name, v) for v in value[:8]]
+        return ", ".join(shown) + (" …" if len(value) > 8 else "")
+    if isinstance(value, dict):
+        return f"({details(value)})"
+    text = str(value)
+    if name == "sub_action" and text in SUB_ACTIONS:
+        return f"{SUB_ACTIONS[text].label} ({text})"
+    # A band named "vignette/sub-action", as some events record it.
+    vid, _, action = text.rpartition("/")
+    if vid and action in SUB_ACTIONS:
+        return f"{vid} · {SUB_ACTIONS[action].label}"
+    return text
 
 
 def to_csv(session: Session, viewer: UserPublic, wanted: Search) -> str:

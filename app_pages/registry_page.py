@@ -13,7 +13,7 @@ from app_pages.band_table import chosen_band
 from app_pages.common import escaped, library, require_user, session, settings
 from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.labels import describe_band, tool_names
+from fma_bands.core.labels import case_numbers, describe_band, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.export import (
@@ -41,6 +41,7 @@ from fma_bands.evidence.overview import (
 from fma_bands.evidence.provenance import Decision
 from fma_bands.evidence.registry import Registry, decide
 from fma_bands.study import audit
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.enrolment import root_signer
 from fma_bands.study.impact import (
     PAIRING_LABELS,
@@ -69,7 +70,7 @@ def notes(decisions: list[Decision]) -> None:
 @st.fragment
 def overview(registry: Registry) -> None:
     # Filters, the table and the chosen band rerun only this part of the page.
-    rows = registry_rows(registry, lib)
+    rows = registry_rows(registry, lib, numbers)
     statuses = {"all": None, ADJUDICATED_STATUS: True, NOT_ADJUDICATED_STATUS: False}
     left, middle, right = st.columns([2, 3, 2])
     with left:
@@ -211,6 +212,8 @@ def _decided(
 
 with session() as s:
     pinned, published = study(s).study_id, published_head(s)
+    # The case numbers raters read ("Case 3 of 12"), beside each id in the table.
+    numbers = case_numbers(lib, case_key(s))
 try:
     registry = _decided(lib.digests, folder_digests(folder), pinned, published)
 except FmaBandsError as exc:

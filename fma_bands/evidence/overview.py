@@ -42,15 +42,22 @@ class RegistryRow:
     band: str
     raters: str
     tags: tuple[str, ...]  # short words, each explained once in the study's notes
+    # The case's number as raters read it ("Case 3 of 12"), when the study's numbering is
+    # known (the registry itself decides from the files alone, which do not hold it).
+    number: int | None = None
+
+    @property
+    def case(self) -> str:
+        return self.vignette_id if self.number is None else f"{self.number} · {self.vignette_id}"
 
     @property
     def title(self) -> str:
-        return f"{self.vignette_id} · {self.action}"
+        return f"{self.case} · {self.action}"
 
     def cells(self) -> dict[str, str]:
         """The row as the table shows it, by column heading."""
         return {
-            "case": self.vignette_id,
+            "case": self.case,
             "sub-action": self.action,
             "status": self.status,
             "band": self.band,
@@ -100,8 +107,11 @@ def status(d: Decision) -> str:
     return f"{NOT_ADJUDICATED_STATUS}: {', '.join(why)}" if why else NOT_ADJUDICATED_STATUS
 
 
-def registry_rows(registry: Registry, library: Library) -> list[RegistryRow]:
-    """Every band of the registry as a short row, in the registry's order."""
+def registry_rows(
+    registry: Registry, library: Library, numbers: Mapping[str, int] | None = None
+) -> list[RegistryRow]:
+    """Every band of the registry as a short row, in the registry's order; with the study's
+    case `numbers`, each case also by the number raters read it by."""
     rows = []
     for d in registry.decisions:
         vignette = library.vignettes.get(d.vignette_id)
@@ -116,6 +126,7 @@ def registry_rows(registry: Registry, library: Library) -> list[RegistryRow]:
                 band=describe_band(d.band, names),
                 raters=", ".join(d.adjudicated_by) or "none",
                 tags=_tags(d),
+                number=(numbers or {}).get(d.vignette_id),
             )
         )
     return rows

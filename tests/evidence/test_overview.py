@@ -73,6 +73,10 @@ def test_each_band_is_one_row_in_words():
     assert orders["band"] == "required: ECG; defensible to order: ECG, Troponin"
     assert orders["raters"] == "none"
     assert rows[0].title == "demo_med_border_01 · Analgesia tier"
+    # With the study's case numbers, each case also by the number raters read it by.
+    numbered = registry_rows(registry(), load_library([DEMO_VIGNETTES]), {"demo_med_border_01": 7})
+    assert numbered[0].cells()["case"] == "7 · demo_med_border_01"
+    assert numbered[0].title == "7 · demo_med_border_01 · Analgesia tier"
 
 
 def test_what_many_bands_share_is_said_once_with_whom_and_how_many():

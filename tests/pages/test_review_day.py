@@ -551,7 +551,9 @@ def test_the_audit_log_filters_by_kind_who_and_date(demo):
         flagged = search(s, coordinator, Search(kinds=("band_flagged",)))
         assert [(r["who"], r["what"]) for r in flagged] == [("adjudicator-01", "band flagged")]
         details = set(flagged[0]["details"].split("; "))
-        assert {"vignette id: demo_doc_border_01", "sub action: admit"} <= details
+        assert {"vignette id: demo_doc_border_01", "sub-action: Admit to hospital (admit)"} <= (
+            details
+        )
         assert count(s, coordinator, Search(actor="coordinator")) >= 3
         assert count(s, coordinator, Search(since=today + timedelta(days=1))) == 0
         assert count(s, coordinator, Search(until=today)) == audit.verify(s).n_events

@@ -1,0 +1,23 @@
+"""The audit log's details column (app_pages/audit_log_screen.py): an event's record in words."""
+
+from app_pages.audit_log_screen import details
+
+
+def test_details_name_sub_actions_by_their_labels_and_nested_records_in_brackets():
+    said = details(
+        {
+            "round": 2,
+            "bands": [
+                {"vignette_id": "demo_doc_inter_01", "sub_action": "admit", "raters": ["r1", "r2"]}
+            ],
+            "band": "demo_doc_inter_01/followup_days",
+            "reason": None,
+            "sub_action": "not_a_sub_action",
+        }
+    )
+    assert said == (
+        "round: 2; bands: (vignette id: demo_doc_inter_01; sub-action: Admit to hospital "
+        "(admit); raters: r1, r2); band: demo_doc_inter_01 · Follow-up interval (days); "
+        "sub-action: not_a_sub_action"
+    )
+    assert "{" not in said and "'" not in said  # never a Python record
