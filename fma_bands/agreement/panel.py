@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from fma_bands.core.actions import SUB_ACTIONS
 from fma_bands.core.band_text import describe, describe_values
 from fma_bands.core.bands import (
     AnyBand,
@@ -109,8 +110,15 @@ def consensus_text(c: Consensus) -> str | None:
 
 def disputed_text(name: str, c: Consensus, names: Mapping[str, str] | None = None) -> str | None:
     """What some but not all raters admit, as ranges (orders by the names clinicians read,
-    `names`: core.labels.tool_names); None when nothing is disputed."""
-    return describe_values(name, c.disputed, names) if c.disputed else None
+    `names`: core.labels.tool_names); None when nothing is disputed. A yes/no band's is said
+    as the answer in dispute: a bare "no" would read as "no disputed span"."""
+    if not c.disputed:
+        return None
+    text = describe_values(name, c.disputed, names)
+    action = SUB_ACTIONS.get(name)
+    if action is None or action.kind != "boolean":
+        return text
+    return "both answers, yes and no" if len(c.disputed) == 2 else f"the answer {text}"
 
 
 def band_json(b: BandAgreement) -> dict[str, Any]:

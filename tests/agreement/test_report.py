@@ -205,6 +205,21 @@ def test_disputed_spans_read_as_ranges():
     assert band["disputed_span"] == [*range(1, 7), *range(15, 31)]  # the harness form
 
 
+def test_a_yes_no_bands_disputed_span_is_said_as_the_answer_in_dispute():
+    ratings = [
+        rate("v1", "admit", "a", [True]),
+        rate("v1", "admit", "b", [True, False]),
+    ]
+    [band] = report_to_json(agreement_report(ratings, bootstrap=0))["bands"]
+    assert band["consensus_text"] == "yes"
+    # A bare "no" would read as "no disputed span".
+    assert band["disputed_text"] == "the answer no"
+    assert band["disputed_span"] == [False]
+    apart = [rate("v1", "admit", "a", [True]), rate("v1", "admit", "b", [False])]
+    [band] = report_to_json(agreement_report(apart, bootstrap=0))["bands"]
+    assert band["disputed_text"] == "both answers, yes and no"
+
+
 @pytest.mark.parametrize(
     ("rating", "message"),
     [
