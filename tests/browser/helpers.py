@@ -204,7 +204,9 @@ def registry_band(page: Page, vignette: str, label: str):
     # Typed, since the list of every band is long: it draws only the options in view.
     page.get_by_role("combobox", name="Details of one band").click()
     page.keyboard.type(f"{vignette} · {label}")
-    page.get_by_role("option", name=f"{vignette} · {label}", exact=True).click()
+    # Its title begins with the case's number as raters read it ("7 · draft_triage_01 · ...").
+    title = re.compile(rf"^\d+ · {re.escape(vignette)} · {re.escape(label)}$")
+    page.get_by_role("option", name=title).click()
     wait_for_app(page)
     return (
         page.get_by_test_id("stLayoutWrapper")
