@@ -48,17 +48,26 @@ _SCRIPT = """
       if (main) main.scrollTop = 0;
     };
     top();
-    // Streamlit may still be replacing the last band's elements: once the run ends, top again.
+    // Streamlit may still be replacing the last band's elements: once this run ends, top
+    // again. Only this run's end: a run already over, or the person's first click or key, ends
+    // the watch, so the page never jumps under their hand at the end of a later run.
     const app = document.querySelector('[data-testid="stApp"]');
-    if (app) {
+    if (app && app.getAttribute("data-test-script-state") !== "notRunning") {
+      const stop = () => {
+        watch.disconnect();
+        document.removeEventListener("pointerdown", stop, true);
+        document.removeEventListener("keydown", stop, true);
+      };
       const watch = new MutationObserver(() => {
         if (app.getAttribute("data-test-script-state") === "notRunning") {
-          watch.disconnect();
+          stop();
           top();
         }
       });
       watch.observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
-      setTimeout(() => watch.disconnect(), 15000);
+      document.addEventListener("pointerdown", stop, true);
+      document.addEventListener("keydown", stop, true);
+      setTimeout(stop, 15000);
     }
   }
 
