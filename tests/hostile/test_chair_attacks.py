@@ -16,7 +16,6 @@ from fma_bands.evidence.log import read_evidence
 from fma_bands.evidence.provenance import ADJUDICATED
 from fma_bands.evidence.registry import decide
 from fma_bands.store.db import session_scope
-from fma_bands.study import governance
 from fma_bands.study.enrolment import root_signer
 from fma_bands.study.governance import set_policy
 from fma_bands.study.ledger import write_copies
@@ -160,18 +159,7 @@ def test_a_chair_replaced_afterwards_takes_their_decision_back(study):
     the_chairs_decision(study)
     registry, _ = by_band(study)
     assert cs.ESI in registry.chaired
-    engine = cs.engine_of(study)
-    with session_scope(engine) as s:  # the coordinator names another chair
-        governance.set_policy(
-            s,
-            study.folder,
-            actor=study.users["coordinator"],
-            passphrase=cs.ROOT_PASS,
-            quorum=2,
-            scope="warn",
-            chair="rater-01",
-        )
-    engine.dispose()
+    cs.name_chair(study, "rater-01")  # the coordinator names another chair
     registry, decisions = by_band(study)
     assert registry.valid, registry.file_problems
     assert not_granted(decisions[cs.ESI])

@@ -9,8 +9,6 @@ from streamlit.testing.v1 import AppTest
 
 from fma_bands.evidence.provenance import ADJUDICATED
 from fma_bands.evidence.registry import decide
-from fma_bands.store.db import session_scope
-from fma_bands.study import governance
 from tests.conftest import ROOT
 from tests.page_helpers import as_read, open_app, pages_of
 from tests.study import chair_study as cs
@@ -139,17 +137,6 @@ def test_only_the_chair_named_now_has_the_page_in_their_menu(study):
     assert "app_pages/chair.py" in menu(cs.CHAIR)
     assert "app_pages/chair.py" not in menu("rater-01")
     assert "app_pages/chair.py" in menu("coordinator")
-    engine = cs.engine_of(study)
-    with session_scope(engine) as s:  # the coordinator names another chair
-        governance.set_policy(
-            s,
-            study.folder,
-            actor=study.users["coordinator"],
-            passphrase=cs.ROOT_PASS,
-            quorum=2,
-            scope="warn",
-            chair="rater-01",
-        )
-    engine.dispose()
+    cs.name_chair(study, "rater-01")  # the coordinator names another chair
     assert "app_pages/chair.py" in menu("rater-01")
     assert "app_pages/chair.py" not in menu(cs.CHAIR)

@@ -196,6 +196,24 @@ def engine_of(study: ChairStudy):
     return make_engine(study.url)
 
 
+def name_chair(study: ChairStudy, name: str) -> None:
+    """The coordinator signs a policy naming `name` chair (quorum 2, scope warn, as built)."""
+    engine = engine_of(study)
+    try:
+        with session_scope(engine) as s:
+            governance.set_policy(
+                s,
+                study.folder,
+                actor=study.users["coordinator"],
+                passphrase=ROOT_PASS,
+                quorum=2,
+                scope="warn",
+                chair=name,
+            )
+    finally:
+        engine.dispose()
+
+
 def decide_as_chair(study: ChairStudy, band=(2, 3), reason="both readings fit: ESI 2 or 3", **kw):
     """rater-03 records the chair's decision on the ESI band (a receipt)."""
     engine = engine_of(study)
