@@ -44,6 +44,7 @@ from fma_bands.core.labels import (
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import CHOICES, QUESTIONS, READINGS
 from fma_bands.study import drafts, marks
+from fma_bands.study.reviews import MAX_CORRECTION, MAX_NOTE, MAX_REASON
 from fma_bands.study.state import verdicts_for
 
 VERDICT_WORDS = {
@@ -253,6 +254,7 @@ def _questions(screen: Screen, review: ReviewState, band: BandState, errors: dic
             f"{q}:note",
             f"Note for question {number}",
             placeholder=hint,
+            max_chars=MAX_NOTE,
         )
         show_errors(errors, q)
 
@@ -375,7 +377,16 @@ def _corrections(screen: Screen, review: ReviewState, band: BandState, errors: d
     st.markdown("**The proposal's clause, source and reasoning** (correct any that is wrong)")
     proposal = screen.proposal
     for key, label in CORRECTION_LABELS.items():
-        _widget(screen, review, band, st.text_area, f"fix:{key}", label, height=100)
+        _widget(
+            screen,
+            review,
+            band,
+            st.text_area,
+            f"fix:{key}",
+            label,
+            height=100,
+            max_chars=MAX_CORRECTION,
+        )
         now = (band.entries.get(f"fix:{key}") or "").strip()
         if now != (getattr(proposal, key) or "").strip():
             st.caption(f"Changed from the proposal's {key}.")
@@ -499,6 +510,7 @@ def _reason_and_confidence(
         st.text_area,
         "reason",
         "Reason",
+        max_chars=MAX_REASON,
         help="One sentence: why you accept, amend or decline."
         if screen.round == 1
         else f"Round {screen.round}, required: why you keep or revise your band after the panel.",

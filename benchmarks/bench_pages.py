@@ -21,7 +21,6 @@ import functools
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -45,7 +44,9 @@ class PageCase:
     page: str
     role: str  # "rater" or "coordinator"
     params: dict[str, str] = field(default_factory=dict)
-    interactions: dict[str, Callable] = field(default_factory=dict)
+    # name -> (what a person does, then what must show afterwards: a timed run whose effect is
+    # missing is a failed benchmark, never a figure)
+    interactions: dict[str, tuple[Callable, Callable]] = field(default_factory=dict)
     # The fragment whose widgets the interactions change, where the page has several: a click
     # in a browser reruns that one alone, never the page's other fragments.
     fragment: str | None = None
@@ -99,34 +100,104 @@ def _unfinished(study: BenchStudy) -> list[tuple[str, str]]:
     return [(v.id, "esi_acuity") for v in unfinished_vignettes(study.library)]
 
 
-def _widget(kind: str, label: str, value) -> Callable:
-    def act(at, band):
+class NoEffect(RuntimeError):
+    """A timed interaction that did not do what it was timed for."""
+
+
+def _expect(found, wanted, what: str) -> None:
+    if found != wanted:
+        raise NoEffect(f"{what}: expected {wanted!r}, found {found!r}")
+
+
+def _widget(kind: str, label: str, value) -> tuple[Callable, Callable]:
+    """Set the widget of this kind and label; afterwards it must hold the value."""
+
+    def find(at):
         [widget] = [w for w in getattr(at, kind) if w.label == label]
-        widget.set_value(value)
+        return widget
 
-    return act
+    def check(at, band):
+        _expect(find(at).value, value, f"{kind} {label!r}")
+
+    return (lambda at, band: find(at).set_value(value)), check
 
 
-def _review_interactions() -> dict[str, Callable]:
+def _captions(at) -> list[str]:
+    return [c.value for c in at.caption]
+
+
+def _next_page(key: str, shown: Callable[[object], list[str]]) -> tuple[Callable, Callable]:
+    """Turn the page picker `key` to page 2; afterwards the page shows other rows."""
+    before: list[list[str]] = []
+
+    def act(at, band):
+        before[:] = [shown(at)]
+        at.get("pagination")[0].set_value(2)
+
+    def check(at, band):
+        _expect(at.get("pagination")[0].value, 2, f"{key}'s page")
+        if shown(at) == before[0]:
+            raise NoEffect(f"{key}: page 2 shows what page 1 showed")
+
+    return act, check
+
+
+def _stored_review(study: BenchStudy, band: tuple[str, str]) -> tuple[str | None, dict]:
+    """The status of the timed rater's review of the band and the entries of their kept draft,
+    read through the domain."""
+    from fma_bands.store.db import make_engine, session_scope
+    from fma_bands.study import drafts
+    from fma_bands.study.reviews import current_review
+
+    engine = make_engine(os.environ["FMA_BANDS_DATABASE_URL"])
+    try:
+        with session_scope(engine) as session:
+            review = current_review(session, study.library, study.raters[0], *band)
+            kept = drafts.restore(session, study.raters[0], *band)
+            status = getattr(review, "status", None)
+            return status, dict(kept.entries) if kept is not None else {}
+    finally:
+        engine.dispose()
+
+
+def _review_interactions(study: BenchStudy) -> dict[str, tuple[Callable, Callable]]:
     from app_pages.review_screen import screen_key
 
-    def radio(part: str, value) -> Callable:
-        return lambda at, band: at.radio(key=f"{screen_key(*band)}:{part}").set_value(value)
+    def radio(part: str, value) -> tuple[Callable, Callable]:
+        def check(at, band):
+            _expect(at.radio(key=f"{screen_key(*band)}:{part}").value, value, part)
+
+        return (
+            lambda at, band: at.radio(key=f"{screen_key(*band)}:{part}").set_value(value)
+        ), check
+
+    def answered(at, band):
+        radio("q1:choice", "no")[1](at, band)
+        _expect(_stored_review(study, band)[1].get("q1:choice"), "no", "q1 in the kept draft")
+
+    opened: list[dict] = []
 
     def submit(at, band):
-        # The answers first, each its own click; the timed run is the one the button causes.
+        # The answers and a verdict first, each its own click; the timed run is the button's.
         key = screen_key(*band)
         for q, choice in (("q1", "yes"), ("q2", "yes"), ("q3", "no"), ("q4", "no"), ("q6", "yes")):
             at.radio(key=f"{key}:{q}:choice").set_value(choice).run()
+        at.radio(key=f"{key}:verdict").set_value("ACCEPT").run()
         at.text_area(key=f"{key}:reason").input("benchmark").run()
         [button] = [b for b in at.button if b.label == "Submit and next"]
+        opened[:] = [dict(at.query_params)]
         button.click()
 
+    def submitted(at, band):
+        _expect(_stored_review(study, band)[0], "submitted", f"the review of {band}")
+        if dict(at.query_params) == opened[0]:
+            raise NoEffect(f"Submit and next did not open another band ({opened[0]})")
+
     return {
-        "answer_a_question": radio("q1:choice", "no"),
+        "answer_a_question": (radio("q1:choice", "no")[0], answered),
         "choose_a_verdict": radio("verdict", "AMEND"),
         "switch_list_and_range": radio("band:form", "a range"),
-        "submit_and_next": submit,
+        "submit_and_next": (submit, submitted),
     }
 
 
@@ -139,26 +210,24 @@ def cases(study: BenchStudy) -> list[PageCase]:
             "rater",
             interactions={
                 "filter_by_status": _widget("selectbox", "Show", "submitted"),
-                "next_page": lambda at, band: at.get("pagination")[0].set_value(2),
+                "next_page": _next_page("queue_page", _links),
             },
         ),
-        PageCase("review", "app_pages/review.py", "rater", interactions=_review_interactions()),
+        PageCase(
+            "review", "app_pages/review.py", "rater", interactions=_review_interactions(study)
+        ),
         PageCase(
             "library",
             "app_pages/library.py",
             "rater",
-            interactions={"next_page": lambda at, band: at.get("pagination")[0].set_value(2)},
+            interactions={"next_page": _next_page("library_page", _links)},
         ),
         PageCase(
             "vignette",
             "app_pages/vignette.py",
             "rater",
             {"id": vid},
-            {
-                "choose_a_case": lambda at, band: at.selectbox(key="vignette_id").set_value(
-                    list(study.library.vignettes)[1]
-                )
-            },
+            {"choose_a_case": _choose_a_case(list(study.library.vignettes)[1])},
         ),
         PageCase("attest", "app_pages/attest.py", "rater"),
         PageCase("admin", "app_pages/admin.py", "coordinator"),
@@ -167,7 +236,12 @@ def cases(study: BenchStudy) -> list[PageCase]:
             "app_pages/progress.py",
             "coordinator",
             interactions={
-                "tick_the_confirmation": lambda at, band: at.checkbox(key="close_sure").check()
+                "tick_the_confirmation": (
+                    lambda at, band: at.checkbox(key="close_sure").check(),
+                    lambda at, band: _expect(
+                        at.checkbox(key="close_sure").value, True, "the confirmation"
+                    ),
+                )
             },
             fragment="close_phase",
         ),
@@ -178,9 +252,47 @@ def cases(study: BenchStudy) -> list[PageCase]:
             "audit_log",
             "app_pages/audit_log.py",
             "coordinator",
-            interactions={"filter_by_kind": _widget("multiselect", "What", ["flag_resolved"])},
+            interactions={"filter_by_kind": _filter_by_kind(len(study.raters))},
         ),
     ]
+
+
+def _filter_by_kind(raters: int) -> tuple[Callable, Callable]:
+    """Show the audit log's identity records alone: one for each rater."""
+
+    def act(at, band):
+        [widget] = [w for w in at.multiselect if w.label == "What"]
+        widget.set_value(["identity_recorded"])
+
+    def check(at, band):
+        wanted = f"of {raters} matching events"
+        if not any(wanted in text for text in _captions(at)):
+            raise NoEffect(f"the filtered audit log does not say '{wanted}': {_captions(at)}")
+
+    return act, check
+
+
+def _links(at) -> list[str]:
+    return [link.label for link in at.get("page_link")]
+
+
+def _titles(at) -> list[str]:
+    return [e.value for kind in ("title", "subheader", "markdown") for e in getattr(at, kind)]
+
+
+def _choose_a_case(vignette_id: str) -> tuple[Callable, Callable]:
+    before: list[list[str]] = []
+
+    def act(at, band):
+        before[:] = [[t.value for t in at.title]]
+        at.selectbox(key="vignette_id").set_value(vignette_id)
+
+    def check(at, band):
+        _expect(at.selectbox(key="vignette_id").value, vignette_id, "the case chosen")
+        if [t.value for t in at.title] == before[0]:
+            raise NoEffect(f"the page's title stayed {before[0]} once {vignette_id} was chosen")
+
+    return act, check
 
 
 def _forget_reports() -> None:
@@ -257,11 +369,12 @@ def time_page(study: BenchStudy, case: PageCase, repeat: int) -> dict[str, float
         _check(at, f"{case.name} first load")
         _timed(samples, "rerun_ms", at.run)
         _check(at, f"{case.name} rerun")
-        for name, act in case.interactions.items():
+        for name, (act, expect) in case.interactions.items():
             act(at, band)
             FRAGMENT_MS.clear()
             _timed(samples, f"{name}_ms", at.run)
             _check(at, f"{case.name}: {name}")
+            expect(at, band)
             # Callbacks alone (FRAGMENT_MS holds one entry) mean no fragment ran.
             if len(FRAGMENT_MS) > 1 and name != "submit_and_next":  # that one opens a page
                 ran = [
@@ -290,36 +403,62 @@ COMMANDS = {
 FINDINGS = ("vignettes", "verify")
 
 
+# The command run as `python -m fma_bands.cli` runs it, writing its peak resident set (VmHWM,
+# kept for the process's own image since it started) to a file as it exits. The operating
+# system's own count (wait4's ru_maxrss) would not do: it keeps the high-water mark of the
+# image the child was forked from, this benchmark's, which holds a whole study.
+PEAK_WRAPPER = """
+import atexit, os, sys
+from fma_bands.cli import main
+def peak():
+    with open("/proc/self/status") as status, open(os.environ["FMA_BENCH_PEAK"], "w") as out:
+        out.write(next(l for l in status if l.startswith("VmHWM:")).split()[1])
+atexit.register(peak)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def time_command(study: BenchStudy, args: list[str], repeat: int, tmp: Path) -> dict[str, float]:
-    """Medians of the whole process: wall time, and its CPU time (user and system)."""
+    """Medians of the whole process: wall time, its CPU time (user and system) and its peak
+    memory (resident set)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FMA_BANDS_")}
     # Coordinator commands (agreement) name and authenticate the coordinator, as a person would.
     secret = tmp / "coordinator.passphrase"
     secret.write_text(PASSPHRASE + "\n", encoding="utf-8")
     env |= study.env() | {"FMA_BANDS_AS": "coordinator", "FMA_BANDS_PASSPHRASE_FILE": str(secret)}
-    command = [sys.executable, "-m", "fma_bands.cli", *(a.format(tmp=tmp) for a in args)]
+    command = [sys.executable, "-c", PEAK_WRAPPER, *(a.format(tmp=tmp) for a in args)]
+    env["FMA_BENCH_PEAK"] = str(tmp / "peak.kb")
     allowed = (0, 1) if args[0] in FINDINGS else (0,)
-    timings, cpu = [], []
+    timings, cpu, peak = [], [], []
     for _ in range(repeat):
-        start, used = time.perf_counter(), _children_cpu()
-        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-        timings.append((time.perf_counter() - start) * 1000)
-        cpu.append((_children_cpu() - used) * 1000)
-        if result.returncode not in allowed:
-            raise RuntimeError(f"{' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+        with tempfile.TemporaryFile() as output:
+            start = time.perf_counter()
+            child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
+            # wait4: this child's CPU time, never the sum of every child so far.
+            _, status, usage = os.wait4(child.pid, 0)
+            timings.append((time.perf_counter() - start) * 1000)
+            child.returncode = os.waitstatus_to_exitcode(status)
+            cpu.append((usage.ru_utime + usage.ru_stime) * 1000)
+            peak.append(int((tmp / "peak.kb").read_text()) / 1024)
+            if child.returncode not in allowed:
+                output.seek(0)
+                said = output.read().decode(errors="replace")
+                raise RuntimeError(f"{' '.join(args)} failed:\n{said}")
     return {
         "process_ms": round(statistics.median(timings), 1),
         "process_cpu_ms": round(statistics.median(cpu), 1),
+        "peak_mb": round(statistics.median(peak), 1),
     }
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def run(
-    *, vignettes: int, raters: int, repeat: int, folder: Path, pages: list[str] | None = None
+    *,
+    vignettes: int,
+    raters: int,
+    repeat: int,
+    folder: Path,
+    pages: list[str] | None = None,
+    commands_only: bool = False,
 ) -> dict:
     _time_fragments()
     started = time.perf_counter()
@@ -346,7 +485,7 @@ def run(
         "commands": {},
     }
     for case in cases(study):
-        if pages and case.name not in pages:
+        if commands_only or (pages and case.name not in pages):
             continue
         try:
             results["pages"][case.name] = time_page(study, case, repeat)
@@ -368,6 +507,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", dest="out", type=Path, help="write the results here")
     parser.add_argument("--page", action="append", help="only these pages (no commands)")
+    parser.add_argument("--commands", action="store_true", help="only the commands (no pages)")
     parser.add_argument(
         "--keep", type=Path, help="build the study here and keep it (reused if already built)"
     )
@@ -380,6 +520,7 @@ def main(argv: list[str] | None = None) -> None:
             repeat=options.repeat,
             folder=folder,
             pages=options.page,
+            commands_only=options.commands,
         )
     finally:
         if not options.keep:

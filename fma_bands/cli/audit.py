@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from fma_bands.cli.base import cli, done, print_json, settings, store
+from fma_bands.cli.base import cli, done, forget_statements, print_json, settings, store
 from fma_bands.core.errors import FmaBandsError
 
 
@@ -33,6 +33,7 @@ def verify(exports: tuple[str, ...], as_json: bool) -> None:
     kept = [exported_audit_head(path) for path in exports]
     with store() as session:
         anchors = audit_anchors(session, settings().attestations) + kept
+        forget_statements()
         report = log.verify(session, anchors=sorted(anchors))
     if as_json:
         print_json(

@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -369,7 +369,28 @@ def read_secret(path: str | Path) -> str:
     return lines[0]
 
 
-def print_json(data: Any) -> None:
-    # One line: json's C encoder writes it, several times faster than an indented dump of a
-    # study's whole registry (`| python -m json.tool` indents it for people).
-    click.echo(json.dumps(data))
+def forget_statements() -> None:
+    """A command decides once: the signed statements it read are not kept for a next time
+    (the app's server keeps them; a large study's are hundreds of megabytes)."""
+    from fma_bands.evidence.envelope import clear_cache
+
+    clear_cache()
+
+
+def print_json(data: Any, *, each: tuple[str, Iterable[Any]] | None = None) -> None:
+    """`data` as JSON on one line: json's C encoder writes it, several times faster than an
+    indented dump of a study's whole registry (`| python -m json.tool` indents it for people).
+    `each` is (key, members): a list written as its last member, one member at a time, so that
+    the tens of megabytes of a large study's list are never held at once."""
+    if each is None:
+        click.echo(json.dumps(data))
+        return
+    key, members = each
+    head = json.dumps({**data, key: []})
+    assert head.endswith("[]}")
+    out = sys.stdout
+    out.write(head[:-2])
+    for index, member in enumerate(members):
+        out.write(("" if index == 0 else ", ") + json.dumps(member))
+    out.write("]}\n")
+    out.flush()

@@ -9,6 +9,7 @@ from fma_bands.cli.base import (
     cli,
     complete_library,
     done,
+    forget_statements,
     pinned,
     print_json,
     settings,
@@ -58,6 +59,7 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
         study=study_id,
         since=since,
     )
+    forget_statements()
     sequence, digest = decided.head
 
     def cuts(d: Any) -> list[dict[str, Any]]:
@@ -74,10 +76,10 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
                 "valid": decided.valid,
                 "study": decided.study,
                 "head": {"sequence": sequence, "digest": digest} if digest else None,
-                "bands": [d.as_dict() | {"thresholds": cuts(d)} for d in decided.decisions],
                 "problems": [p.as_dict() for p in decided.problems],
                 "strays": [p.as_dict() for p in decided.strays],
-            }
+            },
+            each=("bands", (d.as_dict() | {"thresholds": cuts(d)} for d in decided.decisions)),
         )
         done(0 if decided.valid else 1)
     if decided.policy_problem:
@@ -139,20 +141,24 @@ def export(
     attestations folder does not verify, unless --provisional."""
     from fma_bands.evidence.export import check_harness, every_band, export_document, write_bands
     from fma_bands.evidence.provenance import ADJUDICATED
+    from fma_bands.evidence.registry import decide
 
     check_output(out, "export")
     study_id, since = pinned(study)
     audit_head = stored_audit_head()
+    signer = _head_signer() if sign_head else None
+    found = complete_library()
+    decided = decide(
+        found, settings().attestations, quorum=quorum, scope=scope, study=study_id, since=since
+    )
+    forget_statements()
     document = export_document(
-        complete_library(),
+        found,
         settings().attestations,
-        quorum=quorum,
-        scope=scope,
+        registry=decided,
         relative_to=Path(out).parent,
-        study=study_id,
-        since=since,
         provisional=provisional,
-        head_signer=_head_signer() if sign_head else None,
+        head_signer=signer,
         audit_head=audit_head,
     )
     path = write_bands(out, document)

@@ -3,6 +3,7 @@ attestation), and bounded reads of YAML and JSON that refuse a hostile file by n
 
 import codecs
 import contextlib
+import io
 import itertools
 import json
 import math
@@ -10,8 +11,10 @@ import os
 import re
 import secrets
 import stat
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 import yaml
 
@@ -19,9 +22,15 @@ from fma_bands.core.errors import FmaBandsError
 
 
 def write_atomically(
-    path: str | Path, data: bytes | str, *, overwrite: bool = True, shared: bool = False
+    path: str | Path,
+    data: bytes | str | Callable[[IO[str]], None],
+    *,
+    overwrite: bool = True,
+    shared: bool = False,
 ) -> Path:
     """Write via a temporary file in the same folder, fsync, then rename over the target.
+    `data` may be a function that writes UTF-8 text to the stream it is given (a large file
+    never held whole).
 
     The file is its owner's only (0600), as a secret must be from its first byte; `shared`
     gives it the mode the umask gives any new file (0644 under the usual 022), for what
@@ -44,7 +53,13 @@ def write_atomically(
         fd = os.open(tmp, flags, 0o666 if shared else 0o600)
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(payload)
+                if callable(payload):
+                    text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
+                    payload(text)
+                    text.flush()
+                    text.detach()  # the handle is closed below, once
+                else:
+                    handle.write(payload)
                 handle.flush()
                 os.fsync(handle.fileno())
             if not overwrite and path.exists():
@@ -357,16 +372,65 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+# Objects of at most this many members whose values are scalars or shared objects themselves
+# are shared between documents read with `shared=True`; longer objects only share their short
+# strings. A study's signed statements repeat the same small objects (answers, bands) and
+# strings (digests, ids) hundreds of thousands of times: shared, they take a fifth of the memory.
+_SHARED_MEMBERS = 8
+_SHARED_TEXT = 80
+_SHARED_LIMIT = 200_000  # objects kept for sharing; the table starts again when it is full
+_shared: dict[tuple[Any, ...], dict[str, Any]] = {}
+_shared_ids: dict[int, dict[str, Any]] = {}
+
+
+def _shared_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """_object, returning the object read before when one with the same members was."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        return _object(pairs)  # refuses the key given twice, by name
+    if len(pairs) > _SHARED_MEMBERS:
+        for key, value in pairs:
+            if type(value) is str and len(value) <= _SHARED_TEXT:
+                found[key] = sys.intern(value)
+        return found
+    members: list[tuple[Any, ...]] = []
+    for key, value in pairs:
+        kind = type(value)
+        if kind is str or value is None:
+            members.append((key, value))
+        elif kind is dict:
+            if id(value) not in _shared_ids:
+                return found  # holds an object not shared: not shared either
+            # A shared object stays alive while the table holds it, so its id names it.
+            members.append((key, id(value)))
+        elif kind is int or kind is bool or kind is float:
+            members.append((key, kind, value))
+        else:  # a list
+            return found
+    signature = tuple(members)
+    known = _shared.get(signature)
+    if known is not None:
+        return known
+    if len(_shared) >= _SHARED_LIMIT:
+        _shared.clear()
+        _shared_ids.clear()
+    _shared[signature] = _shared_ids[id(found)] = found
+    return found
+
+
 _JSON = json.JSONDecoder(object_pairs_hook=_object)
+_SHARED_JSON = json.JSONDecoder(object_pairs_hook=_shared_object)
 _LONG_NUMBER = re.compile(f"[0-9]{{{MAX_DIGITS + 1},}}")
 
 
-def load_json(text: str, *, source: str) -> Any:
+def load_json(text: str, *, source: str, shared: bool = False) -> Any:
     """JSON data nested at most MAX_DEPTH deep (deeper is refused, never a RecursionError),
-    without a key given twice, an integer too long for Python to read, or a NUL in a string."""
+    without a key given twice, an integer too long for Python to read, or a NUL in a string.
+    With `shared`, small objects and short strings equal to ones read before are the very same
+    objects: the caller must never change what it gets."""
     too_deep = FmaBandsError(f"nested more than {MAX_DEPTH} levels deep", file=source)
     try:
-        data = _JSON.decode(text)
+        data = (_SHARED_JSON if shared else _JSON).decode(text)
     except RecursionError:
         raise too_deep from None
     except json.JSONDecodeError as exc:
@@ -382,24 +446,45 @@ def load_json(text: str, *, source: str) -> Any:
             file=source,
             line=line,
         ) from None
-    # Level by level, so checking depth cannot itself recurse too far; only containers are
-    # carried to the next level (a signed statement holds a great many scalars, so the
-    # children are chained in C and filtered in one comprehension rather than a loop).
-    containers = (dict, list)
-    level = [data] if isinstance(data, containers) else []
-    depth = 0
-    while level:
-        depth += 1
-        if depth > MAX_DEPTH:
-            raise too_deep
-        children = itertools.chain.from_iterable(
-            value.values() if type(value) is dict else value for value in level
-        )
-        level = [c for c in children if isinstance(c, containers)]
+    if _depth(data, text) > MAX_DEPTH:
+        raise too_deep
     # A NUL can only be written escaped (json refuses a raw one), so most text is never walked.
     if "\\u0000" in text:
         _refuse_nul(data, source)
     return data
+
+
+# Outside its strings JSON text is ASCII: keeping only quotes and brackets (and whatever
+# strings hold beyond ASCII), then keeping what lies outside the strings, leaves the brackets.
+_QUOTES_AND_BRACKETS = str.maketrans({chr(c): None for c in range(128) if chr(c) not in '"[]{}'})
+_LEAF = re.compile(r"\[\]|\{\}")
+
+
+def _depth(data: Any, text: str) -> int:
+    """How deep the JSON data nests (a scalar: 0). Where no string holds an escaped quote,
+    from the text: strings cut out, then the innermost pairs of brackets removed, a level a
+    pass; else level by level through the data. Neither can recurse too far."""
+    if '\\"' not in text:
+        # Every quote opens or closes a string: the pieces between them alternate outside,
+        # inside, outside.
+        brackets = "".join(text.translate(_QUOTES_AND_BRACKETS).split('"')[::2])
+        depth = 0
+        while brackets and depth <= MAX_DEPTH:
+            depth += 1
+            brackets = _LEAF.sub("", brackets)
+        return depth + (1 if brackets else 0)
+    # Only containers are carried to the next level: a signed statement holds a great many
+    # scalars, so the children are chained in C and filtered in one comprehension.
+    containers = (dict, list)
+    level = [data] if isinstance(data, containers) else []
+    depth = 0
+    while level and depth <= MAX_DEPTH:
+        depth += 1
+        children = itertools.chain.from_iterable(
+            value.values() if type(value) is dict else value for value in level
+        )
+        level = [c for c in children if isinstance(c, containers)]
+    return depth + (1 if level else 0)
 
 
 def _refuse_nul(data: Any, source: str) -> None:

@@ -1,11 +1,15 @@
 """One envelope file of attestations/ read and checked offline: parsed, its signatures verified
 against the keys a caller trusts, its statement's place in the study's log read. What one process
 has worked out about each file is cached by the SHA-256 of its bytes, so nothing is verified
-twice.
+twice. A study's signed payloads are a few hundred megabytes at a thousand vignettes: an
+envelope holds its payload only until `release`, and reads it again from its file should a
+signature need checking after that.
 """
 
 import base64
+import codecs
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -19,6 +23,7 @@ from fma_bands.evidence.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     STATEMENT_TYPE,
     Parsed,
+    honest_keys,
     parse_envelope,
     verify_parsed,
 )
@@ -52,7 +57,11 @@ class CheckedEnvelope:
     claimed: dict[str, Any] | None = None  # the statement, before any signature is checked
     payload_sha256: str | None = None  # the record's digest: what the next record links to
     file_sha256: str | None = None
-    parsed: Parsed | None = field(default=None, repr=False)
+    payload_type: str | None = None
+    signatures: tuple[tuple[str, bytes], ...] | None = field(default=None, repr=False)
+    payload: bytes | None = field(default=None, repr=False)  # until release()
+    raw: bytes | None = field(default=None, repr=False)  # its bytes: a file's until release()
+    from_file: bool = False  # a file can be read again; bytes held in memory cannot
     statement: dict[str, Any] | None = None  # set once the signature and place are verified
     keyid: str | None = None
     pseudonym: str | None = None
@@ -99,23 +108,25 @@ class CheckedEnvelope:
         self.error, self.statement = (code, message), None
         return self
 
+    def release(self) -> None:
+        """Let the payload go: its statement is read, and a signature still to check reads the
+        payload again from the file (or the bytes in memory), which must not have changed."""
+        self.payload = None
+        if self.from_file:
+            self.raw = None
+
 
 # What one process has already worked out about envelope files, keyed by the SHA-256 of the
-# exact bytes read (never by name, size or time): the parse, and each verification's outcome
-# under the exact set of keys it was checked against. A file changed by one byte has another
-# digest and is parsed and verified afresh. Statements held here are shared: never change them.
+# exact bytes read (never by name, size or time): the parse (without the payload), and whether
+# each signature verifies under the public key it was checked against. A file changed by one
+# byte has another digest and is parsed and verified afresh. Statements held here are shared:
+# never change them.
 _CACHE_ENTRIES = 4096
-_parsed: OrderedDict[str, tuple[Parsed | None, str | None, Any, tuple[str, str] | None]] = (
-    OrderedDict()
-)
-_verified: OrderedDict[tuple[str, frozenset[tuple[str, str]]], "_Outcome"] = OrderedDict()
+_Parse = tuple[str | None, tuple[tuple[str, bytes], ...] | None, str | None, Any]
+_parsed: OrderedDict[str, tuple[_Parse, tuple[str, str] | None]] = OrderedDict()
+# (file digest, keyid, public key) -> None when that key's signature verifies, else the refusal
+_verified: OrderedDict[tuple[str, str, str], tuple[str, str] | None] = OrderedDict()
 _lock = threading.Lock()  # pages run in several threads of one server
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    error: tuple[str, str] | None
-    keyids: tuple[str, ...]
 
 
 def clear_cache() -> None:
@@ -125,10 +136,13 @@ def clear_cache() -> None:
         _verified.clear()
 
 
+_MISSING = object()
+
+
 def _recall(cache: OrderedDict, key: Any) -> Any:
     with _lock:
-        found = cache.get(key)
-        if found is not None:
+        found = cache.get(key, _MISSING)
+        if found is not _MISSING:
             cache.move_to_end(key)
         return found
 
@@ -151,33 +165,52 @@ def load_envelope(path: Path) -> CheckedEnvelope:
         return CheckedEnvelope(Path(path)).fail(
             "malformed", f"not a readable envelope: {exc.message}"
         )
-    return envelope_from_bytes(Path(path), data)
+    return _checked(Path(path), data, from_file=True)
 
 
 def envelope_from_bytes(path: Path, data: bytes) -> CheckedEnvelope:
     """An envelope held in memory (the store's copy of a record), parsed as load_envelope
     parses a file; `path` only names it."""
-    checked = CheckedEnvelope(Path(path))
+    return _checked(Path(path), data, from_file=False)
+
+
+def _checked(path: Path, data: bytes, from_file: bool) -> CheckedEnvelope:
+    checked = CheckedEnvelope(path, raw=data, from_file=from_file)
     checked.file_sha256 = hashlib.sha256(data).hexdigest()
     known = _recall(_parsed, checked.file_sha256)
-    if known is None:
-        known = _parse(data, str(path))
-        _remember(_parsed, checked.file_sha256, known)
-    checked.parsed, checked.payload_sha256, checked.claimed, error = known
+    if known is _MISSING:
+        parsed, error = _parse(data, str(path))
+        _remember(_parsed, checked.file_sha256, (_without_payload(parsed), error))
+        checked.payload = parsed[0][0] if parsed[0] is not None else None
+    else:
+        parsed, error = known
+    parse, checked.payload_sha256, checked.claimed = parsed[1:]
+    if parse is not None:
+        checked.payload_type, checked.signatures = parse
     if error is not None:
         checked.fail(*error)
     return checked
 
 
-def _parse(
-    data: bytes, source: str
-) -> tuple[Parsed | None, str | None, Any, tuple[str, str] | None]:
-    """The envelope's parse, its payload's digest, the statement it claims, and what is wrong
-    with it as an fma-bands record (None when nothing is, before any signature is checked)."""
+# The envelope's parse (payload, type, signatures) when well formed, its payload's digest and
+# the statement it claims.
+_Parsed = tuple[Parsed | None, tuple[str, tuple[tuple[str, bytes], ...]] | None, str | None, Any]
+
+
+def _without_payload(parsed: _Parsed) -> _Parsed:
+    return (None, *parsed[1:])
+
+
+def _parse(data: bytes, source: str) -> tuple[_Parsed, tuple[str, str] | None]:
+    """The envelope's parse and what is wrong with it as an fma-bands record (None when
+    nothing is, before any signature is checked)."""
     try:
         envelope = load_json(decode_text(data, what="envelope", file=source), source=source)
     except FmaBandsError as exc:
-        return None, None, None, ("malformed", f"not a readable JSON envelope: {exc.message}")
+        return (None, None, None, None), (
+            "malformed",
+            f"not a readable JSON envelope: {exc.message}",
+        )
     parsed: Parsed | None = None
     try:
         parsed = parse_envelope(envelope)
@@ -186,21 +219,23 @@ def _parse(
         try:
             payload = base64.b64decode(envelope["payload"], validate=True)
         except (KeyError, TypeError, ValueError):
-            return None, None, None, ("malformed", f"not a DSSE envelope: {exc.message}")
+            return (None, None, None, None), ("malformed", f"not a DSSE envelope: {exc.message}")
+    parse = (parsed[1], tuple(parsed[2])) if parsed is not None else None
     digest = hashlib.sha256(payload).hexdigest()
     try:
-        claimed = load_json(decode_text(payload, what="signed statement"), source=source)
+        text = decode_text(payload, what="signed statement")
+        claimed = load_json(text, source=source, shared=True)
     except FmaBandsError as exc:
         reason = f"the signed payload is not a JSON statement: {exc.message}"
-        return parsed, digest, None, ("malformed", reason)
+        return (parsed, parse, digest, None), ("malformed", reason)
+    found: _Parsed = (parsed, parse, digest, claimed)
     if parsed is None:
-        return parsed, digest, claimed, ("malformed", "not a well-formed DSSE envelope")
+        return found, ("malformed", "not a well-formed DSSE envelope")
     if parsed[1] != IN_TOTO_PAYLOAD_TYPE:
-        return parsed, digest, claimed, ("malformed", f"payloadType is {parsed[1]}, not in-toto")
+        return found, ("malformed", f"payloadType is {parsed[1]}, not in-toto")
     if not _well_formed(claimed):
-        problem = ("malformed", "the payload is not an fma-bands in-toto statement")
-        return parsed, digest, claimed, problem
-    return parsed, digest, claimed, None
+        return found, ("malformed", "the payload is not an fma-bands in-toto statement")
+    return found, None
 
 
 def _well_formed(statement: Any) -> bool:
@@ -222,24 +257,68 @@ def _well_formed(statement: Any) -> bool:
 
 
 def verify_signers(checked: CheckedEnvelope, trusted: dict[str, str]) -> list[str] | None:
-    """The keyids among `trusted` whose signatures verify, or None with checked.error set."""
-    if checked.error or checked.parsed is None or checked.file_sha256 is None:
+    """The keyids among `trusted` whose signatures verify, or None with checked.error set: a
+    signature by a trusted key that does not verify refuses the envelope (bad_signature), and
+    so does an envelope with no signature by a trusted key (unknown_key)."""
+    if checked.error or checked.signatures is None or checked.file_sha256 is None:
         if not checked.error:
             checked.fail("malformed", "not a well-formed DSSE envelope")
         return None
-    key = (checked.file_sha256, frozenset(trusted.items()))
-    outcome = _recall(_verified, key)
-    if outcome is None:
-        try:
-            verified = verify_parsed(checked.parsed, trusted)
-            outcome = _Outcome(None, tuple(verified.keyids))
-        except FmaBandsError as exc:
-            outcome = _Outcome((exc.code or "malformed", exc.message), ())
-        _remember(_verified, key, outcome)
-    if outcome.error is not None:
-        checked.fail(*outcome.error)
+    # A key listed under an id that is not its own hash is no key: nobody can enrol a key under
+    # someone else's keyid.
+    keys = {keyid: trusted[keyid] for keyid in honest_keys(trusted)}
+    verified = []
+    for keyid, _ in checked.signatures:
+        if keyid not in keys:
+            continue
+        refusal = check_signature(checked, keyid, keys[keyid])
+        if refusal is not None:
+            checked.fail(*refusal)
+            return None
+        verified.append(keyid)
+    if not verified:
+        checked.fail("unknown_key", "no signature is by an enrolled key")
         return None
-    return list(outcome.keyids)
+    return verified
+
+
+def check_signature(
+    checked: CheckedEnvelope, keyid: str, public_key: str
+) -> tuple[str, str] | None:
+    """Whether the envelope's signature by `keyid` verifies under `public_key`: None when it
+    does, else the refusal. Worked out once per file digest and key."""
+    assert checked.file_sha256 is not None and checked.signatures is not None
+    key = (checked.file_sha256, keyid, public_key)
+    known = _recall(_verified, key)
+    if known is not _MISSING:
+        return known  # type: ignore[no-any-return]
+    payload = checked.payload if checked.payload is not None else _read_again(checked)
+    if payload is None:
+        # Not remembered: it says nothing about these bytes and this key.
+        return ("malformed", "the file changed while it was read: read the folder again")
+    signature = [(k, s) for k, s in checked.signatures if k == keyid]
+    try:
+        verify_parsed((payload, checked.payload_type or "", signature), {keyid: public_key})
+        outcome: tuple[str, str] | None = None
+    except FmaBandsError as exc:
+        outcome = (exc.code or "malformed", exc.message)
+    _remember(_verified, key, outcome)
+    return outcome
+
+
+def _read_again(checked: CheckedEnvelope) -> bytes | None:
+    """The payload of the exact bytes parsed before (still held, or read again from the file),
+    or None when the file no longer holds them."""
+    data = checked.raw
+    if data is None:
+        try:
+            data = read_bounded_bytes(checked.path, limit=MAX_ENVELOPE_BYTES, what="envelope")
+        except FmaBandsError:
+            return None
+        if hashlib.sha256(data).hexdigest() != checked.file_sha256:
+            return None
+    # The same bytes that parsed and passed every check before: only the payload is wanted.
+    return parse_envelope(json.loads(data.removeprefix(codecs.BOM_UTF8)))[0]
 
 
 def envelope_files(folder: Path) -> list[Path]:

@@ -469,7 +469,11 @@ def dump_bands(document: Mapping[str, Any], *, dumper: type | None = None) -> st
 
 def write_bands(path: str | Path, document: Mapping[str, Any]) -> Path:
     """Write bands.yaml atomically: readers see the old file or the new one, never half."""
-    return write_atomically(path, dump_bands(document), shared=True)
+    return write_atomically(
+        path,
+        lambda stream: yaml_writer.dump_to(stream, dict(document), width=100),
+        shared=True,
+    )
 
 
 def write_export(

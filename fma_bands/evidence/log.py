@@ -25,6 +25,7 @@ from fma_bands.evidence.envelope import (
     ENVELOPE_SUFFIX,
     TYPE_OF,
     CheckedEnvelope,
+    check_signature,
     envelope_files,
     load_envelope,
     verify_signers,
@@ -595,12 +596,52 @@ def read_evidence(
     if not folder.is_dir():
         evidence.problems.append(Problem("", "folder_invalid", f"{folder} is not a folder"))
         return evidence
-    loaded = [load_envelope(p) for p in envelope_files(folder)]
+    loaded = checked_early(load_envelope(p) for p in envelope_files(folder))
     walk_log(loaded, evidence, study=study, since=since)
     if evidence.study is not None and not evidence.problems:
         # Against a broken chain the copies cannot be checked: they would only seem edited.
         _check_copies(evidence)
     return evidence
+
+
+def checked_early(envelopes: Iterable[CheckedEnvelope]) -> list[CheckedEnvelope]:
+    """The envelopes, each with its signatures checked as it is read against the public keys
+    the records before it announce (the root's keys, each activation's key) and its payload
+    then let go, so that the whole log is never held at once. Announced is not trusted: the
+    walk decides which key counts where, and finds these outcomes cached (a signature checked
+    under a key the walk does not trust is never used)."""
+    announced: dict[str, str] = {}  # keyid -> public key, as records claim them
+    loaded = []
+    for env in envelopes:
+        announced.update(_announced_keys(env))
+        for keyid, _ in env.signatures or ():
+            if keyid in announced:
+                check_signature(env, keyid, announced[keyid])
+        env.release()
+        loaded.append(env)
+    return loaded
+
+
+def _announced_keys(env: CheckedEnvelope) -> dict[str, str]:
+    """keyid -> public key of the keys a root record or an activation claims to bring."""
+    try:
+        if env.kind == "root":
+            keys = env.predicate["root"]["keys"]
+            return {k["keyid"]: k["public_key"] for k in keys if _key_pair(k)}
+        if env.kind == "activation":
+            activation = env.predicate["activation"]
+            return {activation["keyid"]: activation["public_key"]} if _key_pair(activation) else {}
+    except (AssertionError, KeyError, TypeError):
+        pass
+    return {}
+
+
+def _key_pair(found: Any) -> bool:
+    return (
+        isinstance(found, dict)
+        and isinstance(found.get("keyid"), str)
+        and isinstance(found.get("public_key"), str)
+    )
 
 
 def walk_log(

@@ -7,6 +7,7 @@ an editor can redo every decision with no database. adjudicators.yaml and policy
 for people, never read for a decision.
 """
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,7 @@ class Registry:
         return {(d.vignette_id, d.sub_action): d.grant() for d in self.decisions}
 
 
-@dataclass
+@dataclass(slots=True)  # one per signed review: a large study holds hundreds of thousands
 class _Entry:
     pseudonym: str
     record: dict[str, Any]
@@ -107,6 +108,7 @@ class _Entry:
     review: dict[str, Any]
     subject_digest: str | None
     digest: str
+    attestation: dict[str, Any]  # as a grant lists it: one, shared by the record's reviews
 
     @property
     def round(self) -> int:
@@ -210,6 +212,12 @@ def _entries(env: CheckedEnvelope, evidence: Evidence) -> list[_Entry]:
     adjudicator = evidence.adjudicators[env.pseudonym]
     record = dict(adjudicator.record, n_keys=len(adjudicator.keys))
     signed_at, sequence, digest = env.signed_at, env.position[1], env.digest
+    listed = {
+        "file": env.path.name,
+        "keyid": env.keyid,
+        "signed_at": signed_at,
+        "sequence": sequence,
+    }
     return [
         _Entry(
             pseudonym=env.pseudonym,
@@ -221,6 +229,7 @@ def _entries(env: CheckedEnvelope, evidence: Evidence) -> list[_Entry]:
             review=review,
             subject_digest=subjects.get(subject_name(review["vignette_id"], review["sub_action"])),
             digest=digest,
+            attestation=listed,
         )
         for review in env.predicate["reviews"]
     ]
@@ -501,10 +510,7 @@ def _record_grant(
     decision.adjudicated_by = tuple(sorted(e.pseudonym for e, _ in counted))
     ordered = sorted(counted, key=lambda c: c[0].pseudonym)
     # File names only: the export says which folder they are in.
-    decision.attestations = [
-        {"file": e.file, "keyid": e.keyid, "signed_at": e.signed_at, "sequence": e.sequence}
-        for e, _ in ordered
-    ]
+    decision.attestations = [e.attestation for e, _ in ordered]
     decision.verdicts = [
         Verdict(
             e.pseudonym,
@@ -579,10 +585,16 @@ def _account_warnings_of(signers: list[tuple[str, dict[str, Any]]]) -> list[Reas
     warnings = []
     for pseudonym, record in signers:
         if record.get("demo"):
-            warnings.append(Reason("demo_account", f"{WARNINGS['demo_account']}: {pseudonym}"))
+            warnings.append(_account_warning("demo_account", pseudonym))
         if record.get("n_keys", 1) > 1:
-            warnings.append(Reason("key_changed", f"{WARNINGS['key_changed']}: {pseudonym}"))
+            warnings.append(_account_warning("key_changed", pseudonym))
     return warnings
+
+
+@functools.lru_cache(maxsize=1024)
+def _account_warning(code: str, pseudonym: str) -> Reason:
+    """The same warning for every band the account signed: one object, not one per band."""
+    return Reason(code, f"{WARNINGS[code]}: {pseudonym}")
 
 
 def _refusal(entry: _Entry, vignette: Vignette, proposal: Proposal, band_digest: str) -> str | None:

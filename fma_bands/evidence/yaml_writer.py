@@ -5,15 +5,19 @@ export a wait a user notices (docs/performance.md, "bands.yaml").
 yaml.dump builds a node for every value (the representer), asks the resolver twice about every
 scalar's tag (the serializer), and only then hands events to the emitter; for bands.yaml, about
 148,000 scalars but only a few hundred distinct ones, that was nearly all of its time. For plain
-data the events follow from the values alone, so `dump` builds them in one walk, each distinct
+data the events follow from the values alone, so `dump` makes them in a walk, each distinct
 scalar's event once (with the implicit flags the serializer would give it), and hands them to
 the same emitter. Anything else (another type, a subclass, a list or dict reached twice, which
 yaml.dump writes as an anchor and alias, nesting deeper than any export) goes to yaml.dump.
+`dump_to` writes to a stream as the events are made: a large study's export (a hundred
+megabytes of text, millions of events) is never held whole.
 """
 
+import io
+import itertools
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import IO, Any
 
 import yaml
 from yaml.events import (
@@ -71,36 +75,52 @@ class _Events:
     """The events yaml.dump's serializer emits for plain data, in its order."""
 
     def __init__(self, resolver: yaml.resolver.BaseResolver) -> None:
-        self.events: list[Event] = [StreamStartEvent(), DocumentStartEvent()]
         self.scalars: dict[type, dict[Any, ScalarEvent]] = {kind: {} for kind in _SCALARS}
-        self.containers: set[int] = set()
         self.resolver = resolver
 
-    def add(self, data: Any, depth: int = 0) -> None:
-        kind = type(data)
-        if kind is dict or kind is list:
-            if depth > MAX_DEPTH or id(data) in self.containers:
-                raise _NotPlain
-            self.containers.add(id(data))  # the document keeps each alive: ids stay distinct
-            if kind is dict:
-                self.events.append(_MAPPING)
-                for key, value in data.items():
-                    self.add(key, depth + 1)
-                    self.add(value, depth + 1)
-                self.events.append(_MAPPING_END)
+    def check(self, data: Any) -> None:
+        """Walk the data once: _NotPlain if yaml.dump must write it; else every distinct
+        scalar's event is made (and the emitter can be chosen from the strings)."""
+        containers: set[int] = set()
+        for _ in self.of(data, containers):
+            pass
+
+    def of(self, data: Any, containers: set[int] | None = None) -> Iterator[Event]:
+        """The data's events, from a walk with a stack of its own (a generator a level would
+        pass every event up through each level above it)."""
+        stack: list[Iterator[Any]] = [iter((data,))]
+        ends: list[Event | None] = [None]
+        while stack:
+            for value in stack[-1]:
+                kind = type(value)
+                if kind is dict or kind is list:
+                    if len(stack) > MAX_DEPTH:
+                        raise _NotPlain
+                    if containers is not None:
+                        if id(value) in containers:
+                            raise _NotPlain
+                        containers.add(id(value))  # the document keeps each alive
+                    if kind is dict:
+                        yield _MAPPING
+                        stack.append(itertools.chain.from_iterable(value.items()))
+                        ends.append(_MAPPING_END)
+                    else:
+                        yield _SEQUENCE
+                        stack.append(iter(value))
+                        ends.append(_SEQUENCE_END)
+                    break
+                seen = self.scalars.get(kind)
+                if seen is None:
+                    raise _NotPlain
+                event = seen.get(value)
+                if event is None:
+                    event = seen[value] = self.scalar(kind, value)
+                yield event
             else:
-                self.events.append(_SEQUENCE)
-                for value in data:
-                    self.add(value, depth + 1)
-                self.events.append(_SEQUENCE_END)
-            return
-        seen = self.scalars.get(kind)
-        if seen is None:
-            raise _NotPlain
-        event = seen.get(data)
-        if event is None:
-            event = seen[data] = self.scalar(kind, data)
-        self.events.append(event)
+                stack.pop()
+                end = ends.pop()
+                if end is not None:
+                    yield end
 
     def scalar(self, kind: type, data: Any) -> ScalarEvent:
         # As Serializer.serialize_node: is the tag the one the text implies, or the default?
@@ -112,8 +132,10 @@ class _Events:
         )
         return ScalarEvent(None, tag, implicit, text)
 
-    def done(self) -> list[Event]:
-        return [*self.events, DocumentEndEvent(), StreamEndEvent()]
+    def document(self, data: Any) -> Iterator[Event]:
+        yield from (StreamStartEvent(), DocumentStartEvent())
+        yield from self.of(data)
+        yield from (DocumentEndEvent(), StreamEndEvent())
 
 
 class QuotingAsCore:
@@ -149,17 +171,23 @@ def dump(data: Any, *, width: int, dumper: type | None = None) -> str:
     same text, for `dumper` a safe dumper (the safe representer and the default resolver,
     perhaps QuotingAsCore); without one, this module's SafeDumper, or its libyaml twin where
     that writes what PyYAML's own would."""
+    text = io.StringIO()
+    dump_to(text, data, width=width, dumper=dumper)
+    return text.getvalue()
+
+
+def dump_to(stream: IO[str], data: Any, *, width: int, dumper: type | None = None) -> None:
+    """dump's text, written to `stream` as it is made."""
     quoting = dumper is None or issubclass(dumper, QuotingAsCore)
     walk = _Events(_Resolver() if quoting else yaml.resolver.Resolver())
     try:
-        walk.add(data)
+        walk.check(data)
     except _NotPlain:
         chosen = dumper or emitter_for(_strings(data))
-        return yaml.dump(data, Dumper=chosen, sort_keys=False, allow_unicode=True, width=width)
+        yaml.dump(data, stream, Dumper=chosen, sort_keys=False, allow_unicode=True, width=width)
+        return
     chosen = dumper or emitter_for(iter(walk.scalars[str]))
-    text = yaml.emit(walk.done(), Dumper=chosen, allow_unicode=True, width=width)
-    assert text is not None, "yaml.emit returns the text when given no stream"
-    return text
+    yaml.emit(walk.document(data), stream=stream, Dumper=chosen, allow_unicode=True, width=width)
 
 
 def emitter_for(strings: Iterator[str]) -> type:

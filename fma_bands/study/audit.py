@@ -3,6 +3,7 @@
 Each event is chained to the one before, so a later edit, deletion or reordering of rows shows.
 """
 
+import itertools
 import json
 import re
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from sqlmodel import Session, col
 
 from fma_bands.core.canonical import sha256_digest
 from fma_bands.store.models import AuditEvent
-from fma_bands.study.audit_hash import columns, content_digests, event_hash, stored_events
+from fma_bands.study.audit_hash import columns, content_digests, each_stored_event, event_hash
 
 GENESIS = "sha256:" + "0" * 64
 """The prev_hash of the first event: there is nothing before it."""
@@ -163,12 +164,16 @@ def verify(
       `expected_head`, and a missing or different event at that seq is reported: a log
       rewritten and re-chained from there on, or cut.
     """
-    rows = stored_events(session)
-    seq_of_hash = {row.hash: row.seq for row in rows}
+    # Every event's place first (small), then the events themselves a batch at a time: an event
+    # may be chained after one that comes later in the log.
+    places = select(col(AuditEvent.seq), col(AuditEvent.hash)).order_by(col(AuditEvent.seq))
+    hash_of_seq = {seq: digest for seq, digest in session.execute(places)}
+    seq_of_hash = {digest: seq for seq, digest in hash_of_seq.items()}
     problems: list[AuditProblem] = []
     previous = None
     expected_seq, expected_prev = 1, GENESIS
-    for row, digest in zip(rows, content_digests(rows), strict=True):
+    rows, hashed = itertools.tee(each_stored_event(session))
+    for row, digest in zip(rows, content_digests(hashed), strict=True):
         content_ok = digest == row.hash
         # An intact event in its place, as nearly all are, skips _check: it would find nothing.
         if not (content_ok and row.seq == expected_seq and row.prev_hash == expected_prev):
@@ -177,13 +182,13 @@ def verify(
         expected_seq, expected_prev = row.seq + 1, row.hash
     last = None if previous is None else (previous.seq, previous.hash)
     if expected_head is not None:
-        problems.extend(_check_head(expected_head, rows, seq_of_hash, last))
+        problems.extend(_check_head(expected_head, hash_of_seq, seq_of_hash, last))
     for seq, digest, source in anchors:
-        for problem in _check_head((seq, digest), rows, seq_of_hash, last):
+        for problem in _check_head((seq, digest), hash_of_seq, seq_of_hash, last):
             problems.append(
                 AuditProblem(problem.seq, problem.kind, f"{source} carries it: {problem.message}")
             )
-    return AuditReport(ok=not problems, n_events=len(rows), head=last, problems=problems)
+    return AuditReport(ok=not problems, n_events=len(hash_of_seq), head=last, problems=problems)
 
 
 def _check(row, previous, seq_of_hash: dict[str, int], content_ok: bool) -> list[AuditProblem]:
@@ -247,7 +252,7 @@ def _check(row, previous, seq_of_hash: dict[str, int], content_ok: bool) -> list
 
 def _check_head(
     expected: tuple[int, str],
-    rows: list,
+    hash_of_seq: dict[int, str],
     seq_of_hash: dict[str, int],
     last: tuple[int, str] | None,
 ) -> list[AuditProblem]:
@@ -260,8 +265,8 @@ def _check_head(
             f"the recorded head, event {seq} ({_short(digest)}), is now numbered "
             f"{seq_of_hash[digest]}"
         )
-    elif any(row.seq == seq for row in rows):
-        found = next(row.hash for row in rows if row.seq == seq)
+    elif seq in hash_of_seq:
+        found = hash_of_seq[seq]
         message = (
             f"event {seq} has hash {_short(found)}, not the recorded head {_short(digest)}: "
             f"the log was cut and rewritten from event {seq} on ({now})"

@@ -7,7 +7,7 @@ text that is not JSON) was written by someone else, and is reported as edited.
 """
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -72,6 +72,12 @@ def stored_columns(session: Session) -> tuple[Any, Any]:
 
 def stored_events(session: Session) -> list[StoredEvent]:
     """The whole log in seq order, as stored."""
+    return list(each_stored_event(session))
+
+
+def each_stored_event(session: Session, batch: int = 5000) -> Iterator[StoredEvent]:
+    """stored_events one at a time, read from the database `batch` at a time: a large study's
+    log is hundreds of thousands of events, never held at once."""
     at, payload = stored_columns(session)
     query = select(
         col(AuditEvent.seq),
@@ -84,10 +90,11 @@ def stored_events(session: Session) -> list[StoredEvent]:
     ).order_by(col(AuditEvent.seq))
     # Named tuples, as a row's attributes are slow to read: they cost verify a tenth of a second.
     # (Through the session, not its connection, so that it flushes first as it always did.)
-    return [StoredEvent(*row) for row in session.execute(query).all()]
+    for rows in session.execute(query.execution_options(yield_per=batch)).partitions():
+        yield from (StoredEvent(*row) for row in rows)
 
 
-def content_digests(events: list[StoredEvent]) -> Iterator[str | None]:
+def content_digests(events: Iterable[StoredEvent]) -> Iterator[str | None]:
     """event_hash of each stored event, in order; None for content fma-bands does not write,
     which no hash can vouch for (verify reports it as edited)."""
     # Payload text -> its canonical JSON. Raters reviewing the same proposal record the same

@@ -16,10 +16,13 @@ from sqlmodel import Session, col, delete, select
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.people import UserPublic
 from fma_bands.store.models import ScreenDraft, utcnow
+from fma_bands.study.reviews import MAX_CORRECTION, MAX_NOTE, MAX_REASON
 from fma_bands.study.state import lock_study, round_bands
 
-# A screen holds a few notes and a band: far less than this, which refuses a flood at once.
-MAX_BYTES = 64 * 1024
+# A screen holds a reason, six notes, three corrections and a band, each bounded
+# (study/reviews.py): json writes each character of text in at most 12 bytes (an escaped pair of
+# surrogates), so a screen filled to every bound is kept, and a flood refused at once.
+MAX_BYTES = 12 * (MAX_REASON + 6 * MAX_NOTE + 3 * MAX_CORRECTION) + 64 * 1024
 _SCALARS = (str, int, bool, type(None))
 
 

@@ -22,12 +22,14 @@ from fma_bands.core.files import json_text, write_atomically
 from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
 from fma_bands.evidence.envelope import (
     ENVELOPE_SUFFIX,
+    CheckedEnvelope,
     envelope_from_bytes,
     load_envelope,
     stamp,
 )
 from fma_bands.evidence.log import (
     Evidence,
+    checked_early,
     file_name,
     read_evidence,
     record_statement,
@@ -274,7 +276,9 @@ def store_evidence(session: Session) -> Evidence:
     which come from the folder alone."""
     current = study(session)
     rows = session.exec(select(LogRecord).order_by(col(LogRecord.sequence))).all()
-    loaded = [envelope_from_bytes(Path(r.file_name), r.envelope.encode()) for r in rows]
+    loaded = checked_early(
+        envelope_from_bytes(Path(r.file_name), r.envelope.encode()) for r in rows
+    )
     return walk_log(loaded, Evidence(Path(".")), study=current.study_id)
 
 
@@ -296,19 +300,27 @@ def published_head(session: Session) -> tuple[int, str] | None:
 def audit_anchors(session: Session, folder: Path | None = None) -> list[tuple[int, str, str]]:
     """(seq, hash, record) of the audit head every signed record carries, from the store's log
     and from the folder (whose copies a database administrator cannot rewrite)."""
-    found: dict[tuple[int, str], str] = {}
-    loaded = [
-        envelope_from_bytes(Path(r.file_name), r.envelope.encode())
-        for r in session.exec(select(LogRecord).order_by(col(LogRecord.sequence)))
-    ]
-    if folder is not None:  # only records that verify in their place: a planted file is no anchor
-        loaded += read_evidence(folder).chain
-    for env in loaded:
+    from_store: dict[tuple[int, str], str] = {}
+    from_folder: dict[tuple[int, str], str] = {}
+
+    def anchor(env: CheckedEnvelope, found: dict[tuple[int, str], str]) -> None:
         try:
             head_of = env.predicate["audit_head"]
             seq, digest = head_of["seq"], head_of["hash"]
         except (AssertionError, KeyError, TypeError):
-            continue
+            return
         if isinstance(seq, int) and isinstance(digest, str):
             found.setdefault((seq, digest), env.path.name)
+
+    # The folder first: its records are verified as they are read, and the store's copies of
+    # the same bytes are then parsed already. A record at a time: a large study's records are
+    # hundreds of megabytes, never held at once.
+    if folder is not None:  # only records that verify in their place: a planted file is no anchor
+        for env in read_evidence(folder).chain:
+            anchor(env, from_folder)
+    query = select(col(LogRecord.file_name), col(LogRecord.envelope))
+    rows = session.execute(query.order_by(col(LogRecord.sequence)).execution_options(yield_per=50))
+    for name, text in rows:
+        anchor(envelope_from_bytes(Path(name), text.encode()), from_store)
+    found = from_folder | from_store  # the store's name where both carry a head
     return [(seq, digest, name) for (seq, digest), name in sorted(found.items())]

@@ -69,6 +69,11 @@ class ReviewData(BaseModel):
 
 # A clause or a reasoning is a paragraph or two; this is far more and refuses a flood at once.
 MAX_CORRECTION = 4000
+# The same for a review's reason and each answer's note: a review is signed with its texts, and
+# a signed record must stay within what every reader of the folder accepts (study/signing.py).
+MAX_REASON = 4000
+MAX_NOTE = 2000
+ANSWER_PARTS = ("choice", "note")
 
 
 class ReviewForm(BaseModel):
@@ -143,9 +148,17 @@ def check_form(
             if form.verdict == "ACCEPT" and mode == "blind"
             else f"choose one of {', '.join(allowed)}"
         )
-    for key in form.answers:
+    for key, answer in form.answers.items():
         if key not in QUESTION_KEYS:
             errors[key] = "not a protocol question"
+        elif unknown := sorted(set(answer) - set(ANSWER_PARTS)):
+            errors[key] = f"an answer is a choice and a note, not {', '.join(unknown)}"
+        elif len(answer.get("note") or "") > MAX_NOTE:
+            errors[key] = f"keep the note under {MAX_NOTE} characters"
+        elif len(answer.get("choice") or "") > 40:
+            errors[key] = "answer yes, no or unsure"
+    if len(form.reason or "") > MAX_REASON:
+        errors["reason"] = f"keep the reason under {MAX_REASON} characters"
     _, problems = check_corrections(
         form.corrections,
         verdict=form.verdict,

@@ -12,6 +12,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlmodel import Session, col, select
 
+from fma_bands.core.canonical import canonical_json
 from fma_bands.core.errors import FmaBandsError, WrongPassphrase
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import DECLARATIONS, MEANINGS
@@ -28,9 +29,12 @@ from fma_bands.study.state import authorize, lock_study, study
 from fma_bands.study.users import unlock_signing_key
 
 NOT_SIGNED = "that passphrase is not right; nothing was signed"
-# Reviews per signed record: an attestation of a whole large study is split into records of at
-# most this many bands, each well inside what a reader of the folder accepts.
+# An attestation of a whole large study is split into records of at most this many bands and
+# this many bytes of reviews, each well inside what every reader of the folder accepts
+# (MAX_ENVELOPE_BYTES: the payload grows by a third in base64). The texts of one review are
+# bounded (study/reviews.py), so one review alone always fits.
 BANDS_PER_RECORD = 200
+REVIEW_BYTES_PER_RECORD = 1024 * 1024
 
 
 def shown_time(stamp: str) -> str:
@@ -244,10 +248,7 @@ def _sign_reviews(
     time, each naming the rater, their declarations and the study's mode and round (read under
     the lock the records are appended under, so a mode change cannot slip in between)."""
     current = lock_study(session)
-    parts = [
-        signing.reviews[i : i + BANDS_PER_RECORD]
-        for i in range(0, len(signing.reviews), BANDS_PER_RECORD)
-    ] or [[]]  # exemption reviews alone still make one record
+    parts = split_reviews(signing.reviews) or [[]]  # exemption reviews alone make one record
     rows = []
     for index, reviews in enumerate(parts, start=1):
         subjects = [
@@ -289,6 +290,26 @@ def _sign_reviews(
             )
         )
     return rows
+
+
+def split_reviews(reviews: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The reviews in order, in parts of at most BANDS_PER_RECORD reviews and
+    REVIEW_BYTES_PER_RECORD bytes of canonical JSON (a review larger than that alone is a part
+    of its own)."""
+    parts: list[list[dict[str, Any]]] = []
+    size = 0
+    for review in reviews:
+        grown = len(canonical_json(review))
+        if (
+            not parts
+            or len(parts[-1]) >= BANDS_PER_RECORD
+            or size + grown > REVIEW_BYTES_PER_RECORD
+        ):
+            parts.append([])
+            size = 0
+        parts[-1].append(review)
+        size += grown
+    return parts
 
 
 def _confirm_imports(

@@ -103,9 +103,9 @@ def test_a_signature_edited_after_it_was_verified_is_still_refused(files, verifi
     assert not is_granted(study, folder)
 
 
-def test_the_same_bytes_under_other_keys_are_verified_again(files, verifications):
-    """An outcome is cached under the exact keys it was checked against: the attestation
-    checked against adjudicator-02's key is verified afresh, and refused."""
+def test_the_same_bytes_under_other_keys_are_never_taken_as_verified(files, verifications):
+    """An outcome is cached under the key it was checked against: the attestation, verified
+    under adjudicator-01's key, is refused under adjudicator-02's (no signature is by it)."""
     _, folder, envelope = files
     evidence = read_evidence(folder)
     keyid = keyid_in(envelope)
@@ -114,11 +114,59 @@ def test_the_same_bytes_under_other_keys_are_verified_again(files, verifications
     [key_01] = evidence.adjudicators["adjudicator-01"].keys
     [key_02] = evidence.adjudicators["adjudicator-02"].keys
     assert verify_signers(load_envelope(envelope), {key_01.keyid: key_01.public_key}) == [keyid]
-    assert verifications.count(keyid) == before  # the same keys: from the cache
+    assert verifications.count(keyid) == before  # the same key: from the cache
     other = load_envelope(envelope)
     assert verify_signers(other, {key_02.keyid: key_02.public_key}) is None
     assert other.error[0] == "unknown_key"
-    assert verifications.count(keyid) == before + 1
+    # A key that is not its own hash is no key, whatever its id says.
+    third = load_envelope(envelope)
+    assert verify_signers(third, {key_01.keyid: key_02.public_key}) is None
+    assert third.error[0] == "unknown_key"
+
+
+# The log read without holding it: each payload let go once its signatures are checked ----------
+
+
+def test_the_folder_is_read_holding_no_payload_and_checking_each_signature_once(
+    files, verifications
+):
+    _, folder, _ = files
+    evidence = read_evidence(folder)
+    assert evidence.valid and evidence.chain
+    assert all(env.payload is None for env in evidence.chain)
+    signatures = sum(
+        len(json.loads(p.read_text())["signatures"]) for p in folder.glob("*.dsse.json")
+    )
+    assert len(verifications) == signatures
+
+
+def test_a_key_announced_after_the_records_it_signed_is_checked_from_the_files_again(
+    files, verifications
+):
+    """File names are no order: an activation renamed to sort after the attestation it keys
+    leaves the attestation's signature unchecked while it is read, so the walk reads its
+    payload again from the file, which has not changed."""
+    study, folder, envelope = files
+    [activation] = folder.glob("*-activation-adjudicator-01-*.dsse.json")
+    activation.rename(folder / ("zz-" + activation.name))
+    evidence = read_evidence(folder)
+    assert evidence.valid, evidence.summary()
+    assert verifications.count(keyid_in(envelope)) == 2
+    assert is_granted(study, folder)
+
+
+def test_a_file_changed_after_its_payload_was_let_go_is_refused_not_trusted(files, verifications):
+    _, folder, envelope = files
+    evidence = read_evidence(folder)
+    [key_01] = evidence.adjudicators["adjudicator-01"].keys
+    read = load_envelope(envelope)
+    read.release()
+    statement = statement_of(envelope)
+    statement["predicate"]["reviews"][0]["verdict"] = "ACCEPT"
+    replace_payload(envelope, statement)
+    clear_cache()  # nothing remembered: the payload must be read again, and it has changed
+    assert verify_signers(read, {key_01.keyid: key_01.public_key}) is None
+    assert read.error == ("malformed", "the file changed while it was read: read the folder again")
 
 
 def test_a_record_edited_after_it_was_verified_is_still_refused(files, verifications):

@@ -5,7 +5,14 @@ refuses to convert; each refusal names the file, the line and the field."""
 import pytest
 
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.files import decode_text, load_json, load_yaml, read_json, read_yaml
+from fma_bands.core.files import (
+    MAX_DEPTH,
+    decode_text,
+    load_json,
+    load_yaml,
+    read_json,
+    read_yaml,
+)
 
 BIG = "9" * 5000
 
@@ -134,3 +141,41 @@ def test_utf16_is_named_as_such(data):
 
 def test_a_utf8_byte_order_mark_is_dropped():
     assert decode_text(b"\xef\xbb\xbfline one\n", what="file") == "line one\n"
+
+
+def nested_json(depth: int, inner: str = "1") -> str:
+    text = inner
+    for level in range(depth):
+        text = f'{{"k{level}": {text}}}' if level % 2 else f"[{text}]"
+    return text
+
+
+@pytest.mark.parametrize("inner", ["1", '"say \\"hi\\" [[[["', '"[[[[{{{{ é"'])
+def test_json_nested_to_the_limit_reads_and_one_level_more_is_refused(inner):
+    """Brackets inside strings are no nesting, with or without an escaped quote beside them
+    (two ways of measuring the depth, both checked)."""
+    assert load_json(nested_json(MAX_DEPTH, inner), source="f.json") is not None
+    assert load_json(nested_json(MAX_DEPTH, inner), source="f.json", shared=True) is not None
+    for shared in (False, True):
+        with pytest.raises(FmaBandsError, match="nested more than 32 levels deep"):
+            load_json(nested_json(MAX_DEPTH + 1, inner), source="f.json", shared=shared)
+
+
+def test_shared_json_gives_equal_small_objects_and_short_strings_once():
+    first = load_json('{"a": {"choice": "yes"}, "b": "sha256:00ff"}', source="one", shared=True)
+    second = load_json('[{"choice": "yes"}, {"choice": "no"}]', source="two", shared=True)
+    assert first["a"] is second[0] and second[1] == {"choice": "no"}
+    # A true, a 1 and a 1.0 are three values, never one shared object.
+    kinds = load_json('[{"x": true}, {"x": 1}, {"x": 1.0}]', source="three", shared=True)
+    assert [type(o["x"]) for o in kinds] == [bool, int, float]
+    # An object of many members is the caller's own, its short strings shared.
+    many = '{"sha": "sha256:00ff", ' + ", ".join(f'"m{i}": {i}' for i in range(9)) + "}"
+    one, two = (load_json(many, source="big", shared=True) for _ in range(2))
+    assert one == two and one is not two and one["sha"] is two["sha"]
+    # Read without sharing, nothing is shared.
+    assert load_json('{"choice": "yes"}', source="four") is not first["a"]
+
+
+def test_shared_json_still_refuses_a_key_given_twice():
+    with pytest.raises(FmaBandsError, match="gives the key 'min' twice"):
+        load_json('{"a": {"min": 1, "min": 3}}', source="f.json", shared=True)

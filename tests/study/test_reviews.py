@@ -629,3 +629,41 @@ def test_only_an_amend_in_review_mode_corrects_the_proposal(study):
     with pytest.raises(FmaBandsError) as blind:
         submit(engine, library, a, *DOC, amend_doc({"clause": NEW_CLAUSE}))
     assert blind.value.fields["corrections"].startswith("only an AMEND of a proposal on screen")
+
+
+ACCEPT_DOC = ("draft_documentation_01", "followup_days")
+
+
+@pytest.mark.parametrize(
+    ("answers", "reason", "field", "message"),
+    [
+        (GOOD_ANSWERS, "x" * 4001, "reason", "keep the reason under 4000 characters"),
+        (
+            {**GOOD_ANSWERS, "q1": {"choice": "no", "note": "y" * 2001}},
+            "fine",
+            "q1",
+            "keep the note under 2000 characters",
+        ),
+        (
+            {**GOOD_ANSWERS, "q2": {"choice": "yes", "extra": "z"}},
+            "fine",
+            "q2",
+            "an answer is a choice and a note, not extra",
+        ),
+    ],
+)
+def test_a_reason_or_note_past_its_bound_is_refused_draft_or_submission(
+    study, answers, reason, field, message
+):
+    """Every text of a review is signed with it: one without bound could make a signed record
+    larger than any reader of the folder accepts."""
+    engine, library, _, a, _ = study
+    form = ReviewForm(verdict="ACCEPT", answers=answers, reason=reason)
+    for final in (False, True):
+        with session_scope(engine) as s, pytest.raises(FmaBandsError) as refused:
+            save(s, library, a, *ACCEPT_DOC, form, expected_version=0, submit=final)
+        assert refused.value.fields[field] == message
+    with session_scope(engine) as s:
+        assert current_review(s, library, a, *ACCEPT_DOC) is None
+    at_bound = ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS, reason="x" * 4000)
+    assert submit(engine, library, a, *ACCEPT_DOC, at_bound).reason == "x" * 4000

@@ -19,17 +19,27 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey
 from sqlmodel import col, select
 
+from fma_bands.core.canonical import canonical_json
 from fma_bands.core.errors import AccessDenied, FmaBandsError, WrongPassphrase
-from fma_bands.core.protocol import DECLARATIONS, IDENTITY_FIELDS, statement_text
-from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE
-from fma_bands.evidence.envelope import TYPE_OF
+from fma_bands.core.files import json_text
+from fma_bands.core.protocol import (
+    CORRECTED_TEXTS,
+    DECLARATIONS,
+    IDENTITY_FIELDS,
+    QUESTION_KEYS,
+    statement_text,
+)
+from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, STATEMENT_TYPE, sign_envelope
+from fma_bands.evidence.envelope import MAX_ENVELOPE_BYTES, TYPE_OF
 from fma_bands.evidence.export import export_document, load_adjudicators, load_bands, write_bands
-from fma_bands.evidence.log import proposal_digest, read_evidence
+from fma_bands.evidence.keys import keyid_for, public_key_b64_of
+from fma_bands.evidence.log import proposal_digest, read_evidence, record_statement
 from fma_bands.evidence.provenance import ADJUDICATED, Decision
 from fma_bands.evidence.registry import Registry, decide
 from fma_bands.store.db import make_engine, session_scope, upgrade
@@ -42,9 +52,24 @@ from fma_bands.study.handback import import_handback
 from fma_bands.study.identity import check_revealed, reveal_identity, set_identity
 from fma_bands.study.ledger import Receipt, publish
 from fma_bands.study.library import sync_vignettes
-from fma_bands.study.reviews import ReviewForm, current_review, save
+from fma_bands.study.reviews import (
+    MAX_CORRECTION,
+    MAX_NOTE,
+    MAX_REASON,
+    ReviewForm,
+    current_review,
+    save,
+)
 from fma_bands.study.rounds import close_round
-from fma_bands.study.signing import attest, on_file, resign, revoke
+from fma_bands.study.signing import (
+    BANDS_PER_RECORD,
+    REVIEW_BYTES_PER_RECORD,
+    attest,
+    on_file,
+    resign,
+    revoke,
+    split_reviews,
+)
 from fma_bands.study.signing import manifestation as manifestation_of
 from fma_bands.study.signing_plan import plan
 from fma_bands.study.state import study as study_settings
@@ -978,6 +1003,57 @@ def test_a_large_attestation_is_split_into_records_of_at_most_bands_per_record(
     assert len(lines) == 2 and all(line.endswith("in the attestations folder") for line in lines)
     assert ["3 bands" in lines[0], "1 bands" in lines[1]] == [True, True]
     assert event["payload"]["records"] == [f for _, _, f in receipt.records]
+
+
+def test_reviews_are_split_by_their_size_too(engine, shared_library, tmp_path, monkeypatch):
+    """Long texts make fewer reviews fit in a record: each part stays within its bytes, and
+    the parts together grant what one record would."""
+    monkeypatch.setattr("fma_bands.study.signing.REVIEW_BYTES_PER_RECORD", 1)
+    study = build_study(engine, shared_library, tmp_path)
+    assert len(study.receipt.records) == len(HANDBACK_BANDS)  # one review to a record
+    evidence = read_evidence(study.folder)
+    assert evidence.valid, evidence.problems
+    decisions = by_band(decide(shared_library, study.folder))
+    assert {name: d.provenance for name, d in decisions.items()} == {
+        name: ADJUDICATED for name in HANDBACK_BANDS
+    }
+
+
+def test_a_record_of_reviews_filled_to_every_bound_stays_within_the_readers_bound():
+    """A review whose every text is at its bound, in characters UTF-8 writes in four bytes: a
+    record of as many as fit is still an envelope every reader of the folder accepts."""
+    wide = "\U0001d11e"  # a musical symbol: four bytes of UTF-8
+    worst = {
+        "vignette_id": "v" * 64,
+        "sub_action": "controlled_substance_caution",
+        "verdict": "AMEND",
+        "reason": wide * MAX_REASON,
+        "answers": {q: {"choice": "unsure", "note": wide * MAX_NOTE} for q in QUESTION_KEYS},
+        "corrections": {k: wide * MAX_CORRECTION for k in CORRECTED_TEXTS},
+        **{d: "sha256:" + "0" * 64 for d in ("band_digest", "context_digest", "proposal_digest")},
+    }
+    reviews = [dict(worst, vignette_id=f"{i:064d}") for i in range(3 * BANDS_PER_RECORD)]
+    parts = split_reviews(reviews)
+    assert [r for part in parts for r in part] == reviews
+    assert all(len(part) <= BANDS_PER_RECORD for part in parts)
+    sizes = [sum(len(canonical_json(r)) for r in part) for part in parts]
+    assert max(sizes) <= REVIEW_BYTES_PER_RECORD
+    largest = parts[sizes.index(max(sizes))]
+    key = Ed25519PrivateKey.generate()
+    statement = record_statement(
+        "adjudication",
+        study="fma-" + "0" * 32,
+        sequence=10**9,
+        previous="sha256:" + "0" * 64,
+        signer={"pseudonym": "adjudicator-01", "keyid": keyid_for(public_key_b64_of(key))},
+        signed_at="2026-12-03T12:00:00.000000Z",
+        subject=[{"name": "x" * 100, "digest": {"sha256": "0" * 64}} for _ in largest],
+        body={"reviews": largest, "declarations": {"statement": wide * 10_000}},
+        audit_head={"seq": 10**9, "hash": "sha256:" + "0" * 64},
+    )
+    keyid = keyid_for(public_key_b64_of(key))
+    envelope = sign_envelope(canonical_json(statement), IN_TOTO_PAYLOAD_TYPE, key, keyid)
+    assert len(json_text(envelope).encode()) < MAX_ENVELOPE_BYTES
 
 
 def test_a_rater_revokes_one_attestation_record_by_its_file_name(engine, shared_library, tmp_path):
