@@ -372,13 +372,16 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-# Objects of at most this many members whose values are scalars or shared objects themselves
-# are shared between documents read with `shared=True`; longer objects only share their short
-# strings. A study's signed statements repeat the same small objects (answers, bands) and
-# strings (digests, ids) hundreds of thousands of times: shared, they take a fifth of the memory.
+# Objects of at most this many members whose keys and values are short strings, numbers or
+# shared objects themselves are shared between documents read with `shared=True`; longer
+# objects only share their short strings. A study's signed statements repeat the same small
+# objects (answers, bands) and strings (digests, ids) hundreds of thousands of times: shared,
+# they take a fifth of the memory. Only short texts are kept for sharing, and only so many
+# objects (the table starts again when full), so what the table holds after the documents are
+# gone stays small whatever a file holds.
 _SHARED_MEMBERS = 8
 _SHARED_TEXT = 80
-_SHARED_LIMIT = 200_000  # objects kept for sharing; the table starts again when it is full
+_SHARED_LIMIT = 100_000
 _shared: dict[tuple[Any, ...], dict[str, Any]] = {}
 _shared_ids: dict[int, dict[str, Any]] = {}
 
@@ -396,6 +399,8 @@ def _shared_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     members: list[tuple[Any, ...]] = []
     for key, value in pairs:
         kind = type(value)
+        if len(key) > _SHARED_TEXT or (kind is str and len(value) > _SHARED_TEXT):
+            return found
         if kind is str or value is None:
             members.append((key, value))
         elif kind is dict:

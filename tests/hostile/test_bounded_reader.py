@@ -179,3 +179,16 @@ def test_shared_json_gives_equal_small_objects_and_short_strings_once():
 def test_shared_json_still_refuses_a_key_given_twice():
     with pytest.raises(FmaBandsError, match="gives the key 'min' twice"):
         load_json('{"a": {"min": 1, "min": 3}}', source="f.json", shared=True)
+
+
+def test_shared_json_keeps_no_long_text_for_sharing():
+    """What the sharing table holds outlives the document: only short texts go in it, so a
+    file of many small objects holding long strings leaves nothing large behind."""
+    long = "x" * 1000
+    text = "[" + ", ".join(f'{{"n": {i}, "t": "{long}"}}' for i in range(50)) + "]"
+    first, second = (load_json(text, source="f.json", shared=True) for _ in range(2))
+    assert first == second and all(a is not b for a, b in zip(first, second, strict=True))
+    keyed = '{"' + "k" * 100 + '": 1}'
+    assert load_json(keyed, source="g", shared=True) is not load_json(
+        keyed, source="g", shared=True
+    )

@@ -257,7 +257,7 @@ def test_a_draft_is_kept_for_its_rater_only(demo):
         with pytest.raises(AccessDenied):
             drafts.restore(s, coordinator, *FOLLOWUP)
         with pytest.raises(FmaBandsError, match="too large"):
-            drafts.keep(s, a, *FOLLOWUP, {"reason": "x" * 70_000}, base_version=0)
+            drafts.keep(s, a, *FOLLOWUP, {"reason": "x" * drafts.MAX_BYTES}, base_version=0)
         with pytest.raises(FmaBandsError, match="text, numbers and lists"):
             drafts.keep(s, a, *FOLLOWUP, {"reason": {"nested": 1}}, base_version=0)
         drafts.discard(s, a, *FOLLOWUP)
