@@ -322,8 +322,9 @@ REASON_WORDS = {
         "One signing key belongs to two raters, so nothing it signs counts: reset one of them.",
     ),
     "wrong_subject": CodeWords(
-        "signed for another case",
-        "A signature covers an identical band of another case, not this one.",
+        "same band signed elsewhere",
+        "Another case with the same band has a signed review, but a signature counts only for "
+        "the case it names: this case's band still needs its own.",
     ),
     "digest_mismatch": CodeWords(
         "band changed after signing",

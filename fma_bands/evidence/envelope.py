@@ -44,7 +44,8 @@ PREDICATE_TYPES = {f"https://fma-bands.org/log/{kind}/v2": kind for kind in KIND
 TYPE_OF = {kind: uri for uri, kind in PREDICATE_TYPES.items()}
 ENVELOPE_SUFFIX = ".dsse.json"
 STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
-# An attestation of 250 bands is about 0.6 MB: signing splits larger ones (study/signing.py).
+# Signing splits an attestation into records of at most 200 bands and 1 MiB of reviews
+# (study/signing.py), so every record the app signs is well inside this.
 MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
 
 

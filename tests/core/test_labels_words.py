@@ -40,3 +40,11 @@ def test_a_code_without_words_still_reads_as_words():
     words = code_words("brand_new_code", REASON_WORDS)
     assert words.short == "brand new code" and words.sentence == "Brand new code."
     assert code_sentence("brand_new_code", REASON_WORDS).endswith("(code: brand_new_code)")
+
+
+def test_a_band_signed_only_on_another_case_is_said_as_still_needing_its_own():
+    """Not as a mistake someone made: nobody signed the wrong case, the signature just does not
+    carry over."""
+    words = REASON_WORDS["wrong_subject"]
+    assert words.short == "same band signed elsewhere"
+    assert "still needs its own" in words.sentence
