@@ -254,7 +254,7 @@ def _questions(screen: Screen, review: ReviewState, band: BandState, errors: dic
             f"{q}:note",
             f"Note for question {number}",
             placeholder=hint,
-            max_chars=MAX_NOTE,
+            help=f"At most {MAX_NOTE:,} characters.",
         )
         show_errors(errors, q)
 
@@ -385,7 +385,7 @@ def _corrections(screen: Screen, review: ReviewState, band: BandState, errors: d
             f"fix:{key}",
             label,
             height=100,
-            max_chars=MAX_CORRECTION,
+            help=f"At most {MAX_CORRECTION:,} characters.",
         )
         now = (band.entries.get(f"fix:{key}") or "").strip()
         if now != (getattr(proposal, key) or "").strip():
@@ -510,10 +510,15 @@ def _reason_and_confidence(
         st.text_area,
         "reason",
         "Reason",
-        max_chars=MAX_REASON,
-        help="One sentence: why you accept, amend or decline."
-        if screen.round == 1
-        else f"Round {screen.round}, required: why you keep or revise your band after the panel.",
+        # No max_chars: the browser would drop a longer paste whole; the domain refuses it
+        # beside the field instead, the text still there to shorten.
+        help=(
+            "One sentence: why you accept, amend or decline."
+            if screen.round == 1
+            else f"Round {screen.round}, required: why you keep or revise your band after the "
+            "panel."
+        )
+        + f" At most {MAX_REASON:,} characters.",
     )
     show_errors(errors, "reason")
     _widget(

@@ -123,8 +123,7 @@ class CheckedEnvelope:
 # byte has another digest and is parsed and verified afresh. Statements held here are shared:
 # never change them.
 _CACHE_ENTRIES = 4096
-_Parse = tuple[str | None, tuple[tuple[str, bytes], ...] | None, str | None, Any]
-_parsed: OrderedDict[str, tuple[_Parse, tuple[str, str] | None]] = OrderedDict()
+_parsed: OrderedDict[str, tuple["_Parsed", tuple[str, str] | None]] = OrderedDict()
 # (file digest, keyid, public key) -> None when that key's signature verifies, else the refusal
 _verified: OrderedDict[tuple[str, str, str], tuple[str, str] | None] = OrderedDict()
 _lock = threading.Lock()  # pages run in several threads of one server
