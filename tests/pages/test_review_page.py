@@ -238,6 +238,18 @@ def test_a_wrong_band_is_said_in_words_and_its_picture_stays(study):
     assert message_beside(at, key(DOC, "band", "hi")) is None
 
 
+def test_a_reason_past_its_limit_is_kept_and_refused_beside_the_field(study):
+    """The field takes any length (a browser's maxlength would drop a longer paste whole, without
+    a word); Submit refuses it beside the field, the text still there to shorten."""
+    at = open_review(study.rater, MED)
+    reason = at.text_area(key=key(MED, "reason"))
+    assert not reason.max_chars and "At most 4,000 characters." in (reason.help or "")
+    reason.input("x" * 4001).run()
+    click(at, "Submit and next")
+    assert message_beside(at, key(MED, "reason")) == "keep the reason under 4000 characters"
+    assert at.text_area(key=key(MED, "reason")).value == "x" * 4001
+
+
 def test_a_flag_without_a_note_keeps_the_form_and_says_why(study):
     at = open_review(study.rater, MED)
     at.text_area(key=key(MED, "reason")).input("half a thought").run()
