@@ -33,7 +33,12 @@ from fma_bands.study.case_keys import case_key
 from fma_bands.study.coverage import BandProgress, band_progress
 from fma_bands.study.reviews import ReviewData
 from fma_bands.study.state import authorize, study
-from fma_bands.study.submissions import attested_band, submitted_bands, submitted_reviews
+from fma_bands.study.submissions import (
+    attested_band,
+    submitted_bands,
+    submitted_reviews,
+    submitted_rows,
+)
 from fma_bands.study.users import pseudonyms
 
 # A gap longer than this between two submissions is a pause, not time spent on a band.
@@ -151,7 +156,7 @@ def round_band_progress(
     for vid, name, rater_id in session.execute(query.where(col(RoundBand.round) == round)):
         raters[(vid, name)].add(names[rater_id])
     verdicts: dict[tuple[str, str], dict[str, str | None]] = defaultdict(dict)
-    for review in submitted_bands(session, library, viewer=viewer, round=round):
+    for review in submitted_bands(submitted_rows(session, viewer=viewer, round=round), library):
         verdicts[(review.vignette_id, review.sub_action)][review.rater] = review.verdict
     rows = []
     for band in (b for b in study_bands(library) if b in raters):

@@ -120,22 +120,26 @@ def agreement(
     diagnostics, alpha by ambiguity stratum and sample-size planning."""
     from fma_bands.agreement import report_to_json
     from fma_bands.agreement.diagnostics import diagnostics_json
-    from fma_bands.study.ratings import PURPOSES, ROUND_NOTES, study_findings
+    from fma_bands.study.ratings import PURPOSES, ROUND_NOTES, study_findings, study_ratings
 
     out = None if folder is None else matrices_folder(folder)
     with store() as session:
+        viewer = coordinator(session)
         found, _ = synced(session)
         findings = study_findings(
             session,
             found,
-            viewer=coordinator(session),
+            viewer=viewer,
             bootstrap=bootstrap,
             seed=seed,
             round=number,
             fresh=fresh,
             width=width,
         )
-    written = [] if out is None else write_matrices(out, findings.ratings)
+        ratings = (
+            () if out is None else tuple(study_ratings(session, found, viewer=viewer, round=number))
+        )
+    written = [] if out is None else write_matrices(out, ratings)
     if as_json:
         data = {
             "round": number,

@@ -1,13 +1,13 @@
 """The coordinator's diagnostics of a round (agreement.diagnostics: each rater, alpha by ambiguity
 stratum, planning) kept beside the reports in table kept_report, under the SHA-256 of everything
-they are computed from: the report's own key (the ratings, B, seed and the agreement code, this
-package's modules among them), the vignettes' ambiguity and the width planned for. Asked for again
-by the Agreement page and `fma-bands agreement`, they are read back instead of simulated again.
-Only ever a copy, as a kept report is (kept_reports.py).
+they are computed from: the report's own key (the reviews the ratings are made from, B, seed and
+the agreement code, this package's modules among them), the vignettes' ambiguity and the width
+planned for. Asked for again by the Agreement page and `fma-bands agreement`, they are read back
+instead of simulated again. Only ever a copy, as a kept report is (kept_reports.py).
 """
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -27,12 +27,13 @@ from fma_bands.core.canonical import canonical_text_float_free, sha256_of_canoni
 from fma_bands.store.models import KeptReport
 from fma_bands.study.kept_reports import KEEP, report_key
 
-FORMAT = 1  # of the kept body; a new format is a new key
+FORMAT = 2  # of the kept body and its key; a new format is a new key
 
 
 def kept_diagnostics(
     session: Session,
-    ratings: list[Rating],
+    source: str,
+    ratings: Callable[[], list[Rating]],
     ambiguity: Mapping[str, str | None],
     *,
     pooled: Mapping[str, Alpha],
@@ -41,10 +42,11 @@ def kept_diagnostics(
     seed: int,
     fresh: bool = False,
 ) -> Diagnostics:
-    """diagnostics(ratings, ...), from the kept copy when there is one, else computed and kept;
-    `fresh` computes them again whatever is kept, and keeps that instead. `pooled` is each
-    mode's pooled band alpha of the report of the same ratings, B and seed."""
-    key = diagnostics_key(ratings, ambiguity, width=width, bootstrap=bootstrap, seed=seed)
+    """diagnostics(ratings(), ...) of the ratings read from `source` (kept_reports.source_key),
+    from the kept copy when there is one, else computed and kept; `fresh` computes them again
+    whatever is kept, and keeps that instead. `pooled` is each mode's pooled band alpha of the
+    report of the same ratings, B and seed."""
+    key = diagnostics_key(source, ambiguity, width=width, bootstrap=bootstrap, seed=seed)
     found = session.get(KeptReport, key)
     if found is not None and not fresh:
         try:
@@ -55,14 +57,14 @@ def kept_diagnostics(
         session.delete(found)
         session.flush()
     computed = diagnostics(
-        ratings, ambiguity, pooled=pooled, width=width, bootstrap=bootstrap, seed=seed
+        ratings(), ambiguity, pooled=pooled, width=width, bootstrap=bootstrap, seed=seed
     )
     _keep(session, key, computed)
     return computed
 
 
 def diagnostics_key(
-    ratings: list[Rating],
+    source: str,
     ambiguity: Mapping[str, str | None],
     *,
     width: float,
@@ -74,7 +76,7 @@ def diagnostics_key(
     inputs = {
         "kept": "diagnostics",
         "format": FORMAT,
-        "report": report_key(ratings, bootstrap=bootstrap, seed=seed),
+        "report": report_key(source, bootstrap=bootstrap, seed=seed),
         "width": repr(width),
         "ambiguity": sorted([vid, stratum] for vid, stratum in ambiguity.items()),
     }

@@ -8,28 +8,30 @@ draws from one, per process, until a review changes.
 
 A kept report is only ever a copy. Its key covers every input, so a changed review, vignette,
 B, seed or line of the agreement code is a new key and a fresh computation; a row that cannot be
-read back is computed again. The ratings themselves are read from the reviews every time: only
-the arithmetic on them is skipped.
+read back is computed again. The key is taken from the reviews as stored and the vignettes'
+digests (source_key), before any review is turned into a rating: a kept report is found by
+reading the rows, and the ratings are only made when the report is computed.
 """
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import RowMapping, delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from fma_bands.agreement import Alpha, BandAgreement, Rating, Report, agreement_report
-from fma_bands.core.bands import AnyBand, BandReader, Consensus, to_file
+from fma_bands.core.bands import BandReader, Consensus, to_file
 from fma_bands.core.canonical import canonical_text_float_free, sha256_of_canonical
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import KeptReport
 
-FORMAT = 2  # of the kept body; a new format is a new key
+FORMAT = 3  # of the kept body and its key; a new format is a new key
 KEEP = 8  # reports kept: each round's, for a few states of the reviews
 # The code a report depends on: a change to any of these files changes every key.
 _SOURCES = (
@@ -43,16 +45,18 @@ _SOURCES = (
 
 def kept_report(
     session: Session,
-    ratings: list[Rating],
+    source: str,
+    ratings: Callable[[], list[Rating]],
     library: Library,
     *,
     bootstrap: int,
     seed: int,
     fresh: bool = False,
 ) -> Report:
-    """agreement_report(ratings), from the kept copy when there is one, else computed and kept;
-    `fresh` computes it again whatever is kept, and keeps that instead."""
-    key = report_key(ratings, bootstrap=bootstrap, seed=seed)
+    """agreement_report of the ratings read from `source` (source_key), from the kept copy when
+    there is one, else computed from `ratings()` and kept; `fresh` computes it again whatever
+    is kept, and keeps that instead."""
+    key = report_key(source, bootstrap=bootstrap, seed=seed)
     found = session.get(KeptReport, key)
     if found is not None and not fresh:
         try:
@@ -62,32 +66,37 @@ def kept_report(
     if found is not None:
         session.delete(found)
         session.flush()
-    report = agreement_report(ratings, bootstrap=bootstrap, seed=seed)
+    report = agreement_report(ratings(), bootstrap=bootstrap, seed=seed)
     _keep(session, key, report)
     return report
 
 
-def report_key(ratings: list[Rating], *, bootstrap: int, seed: int) -> str:
-    """The SHA-256 of what a report is computed from; the ratings in a fixed order."""
-    rows = sorted(
-        [r.vignette_id, r.sub_action, r.rater, r.verdict, r.mode, _band(r.band), _band(r.proposal)]
-        for r in ratings
-    )
+def source_key(rows: Sequence[RowMapping], names: dict[int, str], library: Library) -> str:
+    """The SHA-256 of what one round's ratings are made from: the latest submitted reviews as
+    stored (every column a rating or its staleness reads, in the order the read gives them),
+    their raters' pseudonyms, and the vignettes' digests (which reviews are current, and the
+    proposal an ACCEPT vouches for)."""
+    digest = hashlib.sha256(f"fma-bands ratings source {FORMAT}\n".encode())
+    digest.update(f"{library.digests!r}\n".encode())
+    # repr, one review a line: the columns hold text, numbers, None and the band's JSON (lists,
+    # dicts, booleans), whose repr differs whenever their values do, and holds no newline.
+    for row in rows:
+        digest.update(f"{tuple(row.values())!r} {names[row['rater_id']]!r}\n".encode())
+    return digest.hexdigest()
+
+
+def report_key(source: str, *, bootstrap: int, seed: int) -> str:
+    """The SHA-256 of what a report is computed from: its ratings' source_key, B, seed and the
+    agreement code."""
     inputs = {
         "format": FORMAT,
         "code": code_digest(),
         "bootstrap": bootstrap,
         "seed": seed,
-        "ratings": rows,
+        "source": source,
     }
-    # Ratings hold text, integers and booleans only, so canonical_json's search for floats in
-    # every row (which would cost as much as reading them) is left out.
     text = canonical_text_float_free(inputs)
     return sha256_of_canonical(text.encode()).removeprefix("sha256:")
-
-
-def _band(band: AnyBand | None) -> Any:
-    return None if band is None else [band.form, to_file(band)]
 
 
 @lru_cache(maxsize=1)

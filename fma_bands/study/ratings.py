@@ -1,7 +1,7 @@
 """Submitted reviews as the ratings the agreement statistics take, and the study's report and
 Agreement screen from them, one round at a time.
 
-Blinding is checked where the reviews are read (submissions.submitted_bands); this module only
+Blinding is checked where the reviews are read (submissions.submitted_rows); this module only
 turns them into numbers.
 """
 
@@ -23,9 +23,15 @@ from fma_bands.core.vignettes import Library
 from fma_bands.store.models import Review
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.kept_diagnostics import kept_diagnostics
-from fma_bands.study.kept_reports import kept_report
+from fma_bands.study.kept_reports import kept_report, source_key
 from fma_bands.study.reviews import ReviewData
-from fma_bands.study.submissions import SubmittedBand, attested_band, submitted_bands
+from fma_bands.study.submissions import (
+    Submitted,
+    SubmittedBand,
+    attested_band,
+    submitted_bands,
+    submitted_rows,
+)
 
 ROUND_LABELS = {1: "Round 1: independent", 2: "Round 2: consensus-building"}
 ROUND_NOTES = {
@@ -60,9 +66,13 @@ def study_ratings(
     enforced). Round 1 is the independent round, the reliability the paper reports; a later
     round only re-reviews some bands after the panel, so it is consensus-building, and never
     changes round 1's figures."""
+    return ratings_of(submitted_rows(session, viewer=viewer, round=round), library)
+
+
+def ratings_of(found: Submitted, library: Library) -> list[Rating]:
+    """The ratings of the current reviews among submitted_rows."""
     read = BandReader()
-    bands = submitted_bands(session, library, viewer=viewer, round=round)
-    return [rating(r, library, read) for r in bands]
+    return [rating(r, library, read) for r in submitted_bands(found, library)]
 
 
 def study_report(
@@ -77,9 +87,18 @@ def study_report(
 ) -> Report:
     """The agreement report of one round's ratings (verdicts compared in review mode only),
     kept once computed (kept_reports.py): the same ratings are not bootstrapped twice, unless
-    `fresh` asks for it."""
-    ratings = study_ratings(session, library, viewer=viewer, round=round)
-    return kept_report(session, ratings, library, bootstrap=bootstrap, seed=seed, fresh=fresh)
+    `fresh` asks for it. A kept report is found from the stored reviews alone: the ratings are
+    made only when it is computed."""
+    found = submitted_rows(session, viewer=viewer, round=round)
+    return kept_report(
+        session,
+        source_key(found.rows, found.names, library),
+        lambda: ratings_of(found, library),
+        library,
+        bootstrap=bootstrap,
+        seed=seed,
+        fresh=fresh,
+    )
 
 
 def study_ambiguity(library: Library) -> dict[str, str | None]:
@@ -89,9 +108,8 @@ def study_ambiguity(library: Library) -> dict[str, str | None]:
 
 @dataclass(frozen=True)
 class Findings:
-    """One round's ratings, their agreement report, and the coordinator's diagnostics."""
+    """One round's agreement report, and the coordinator's diagnostics."""
 
-    ratings: tuple[Rating, ...]
     report: Report
     diagnostics: Diagnostics
 
@@ -113,15 +131,27 @@ def study_findings(
     strata are never shown to raters."""
     if not viewer.is_coordinator:
         raise AccessDenied("only a coordinator sees the per-rater diagnostics and the strata")
-    ratings = study_ratings(session, library, viewer=viewer, round=round)
-    report = kept_report(session, ratings, library, bootstrap=bootstrap, seed=seed, fresh=fresh)
+    found = submitted_rows(session, viewer=viewer, round=round)
+    source = source_key(found.rows, found.names, library)
+    made: list[list[Rating]] = []
+
+    def ratings() -> list[Rating]:
+        # Made once, and only if the report or the diagnostics are computed.
+        if not made:
+            made.append(ratings_of(found, library))
+        return made[0]
+
+    report = kept_report(
+        session, source, ratings, library, bootstrap=bootstrap, seed=seed, fresh=fresh
+    )
     pooled = {
         mode: a
         for mode in report.modes
         if (a := report.metrics.get(report_key(mode, POOLED, report.modes), {}).get("band"))
     }
-    found = kept_diagnostics(
+    kept = kept_diagnostics(
         session,
+        source,
         ratings,
         study_ambiguity(library),
         pooled=pooled,
@@ -130,7 +160,7 @@ def study_findings(
         seed=seed,
         fresh=fresh,
     )
-    return Findings(tuple(ratings), report, found)
+    return Findings(report, kept)
 
 
 def study_screen(

@@ -4,11 +4,12 @@ as whole reviews, as the bands agreement reads, as the band each vouches for, an
 progress.
 """
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import RowMapping
+from sqlalchemy import ColumnElement, RowMapping, Text, cast
 from sqlalchemy import select as core_select
 from sqlmodel import Session, select
 
@@ -69,7 +70,8 @@ class SubmittedBand:
     mode: str
 
 
-# The columns SubmittedBand is read from, with those that say whether the review is current.
+# The columns SubmittedBand is read from, with those that say whether the review is current;
+# the band as its JSON text (BAND_TEXT), read only where a rating is made.
 _BAND_COLUMNS = (
     "vignette_id",
     "sub_action",
@@ -84,24 +86,39 @@ _BAND_COLUMNS = (
 )
 
 
-def submitted_bands(
-    session: Session, library: Library, *, viewer: UserPublic, round: int | None = None
-) -> list[SubmittedBand]:
-    """Every rater's current (not stale) latest submitted review of every band (of one round,
-    with `round`), as submitted_reviews gives them but only the columns agreement reads:
-    every review is read in one query, without its answers."""
+@dataclass(frozen=True)
+class Submitted:
+    """Everyone's latest submitted reviews (of one round, with `round`) as stored, with the
+    columns agreement reads (the band as its JSON text), before their staleness is judged; and
+    the raters' pseudonyms."""
+
+    rows: list[RowMapping]
+    names: dict[int, str]
+
+
+def submitted_rows(session: Session, *, viewer: UserPublic, round: int | None = None) -> Submitted:
+    """Every rater's latest submitted review of every band, stale ones too (blinding enforced),
+    read in one query without their answers."""
     _may_see_others(session, viewer)
-    names = pseudonyms(session)
+    table = Review.__table__  # type: ignore[attr-defined]
+    # As text: decoding every band would cost more than the read, and a kept report needs none.
+    columns = [cast(table.c.band, Text).label(n) if n == "band" else n for n in _BAND_COLUMNS]
+    return Submitted(_latest_submitted(session, columns=columns, round=round), pseudonyms(session))
+
+
+def submitted_bands(found: Submitted, library: Library) -> list[SubmittedBand]:
+    """Of submitted_rows, the current (not stale) reviews, as the bands agreement reads."""
+    names = found.names
     return [
         SubmittedBand(
             r["vignette_id"],
             r["sub_action"],
             names[r["rater_id"]],
             r["verdict"],
-            r["band"],
+            None if r["band"] is None else json.loads(r["band"]),
             r["mode"],
         )
-        for r in _latest_submitted(session, columns=_BAND_COLUMNS, round=round)
+        for r in found.rows
         if is_current_row(r, library)
     ]
 
@@ -120,7 +137,7 @@ def band_reviews(
 def _latest_submitted(
     session: Session,
     vignette_ids: list[str] | None = None,
-    columns: Sequence[str] | None = None,
+    columns: Sequence[str | ColumnElement[Any]] | None = None,
     *,
     rater_id: int | None = None,
     status: str | None = "submitted",
@@ -131,7 +148,8 @@ def _latest_submitted(
     `round`, the latest of that round only (a later round never changes an earlier one's
     figures). Core rows: building an ORM object per review would cost more than the pages."""
     table = Review.__table__  # type: ignore[attr-defined]
-    query = core_select(*(table.c[n] for n in columns)) if columns else core_select(table)
+    chosen = [table.c[n] if isinstance(n, str) else n for n in columns or ()]
+    query = core_select(*chosen) if chosen else core_select(table)
     if status is not None:
         query = query.where(table.c.status == status)
     if rater_id is not None:

@@ -16,8 +16,10 @@ from fma_bands.study.kept_diagnostics import (
     diagnostics_key,
     diagnostics_to_json,
 )
+from fma_bands.study.kept_reports import source_key
 from fma_bands.study.ratings import study_ambiguity, study_findings, study_ratings, study_report
 from fma_bands.study.rounds import close_round
+from fma_bands.study.submissions import submitted_rows
 from tests.study.test_ratings import study  # noqa: F401 (a fixture)
 
 
@@ -26,9 +28,10 @@ def test_the_findings_are_the_report_and_the_diagnostics_of_its_ratings(study): 
     with session_scope(engine) as s:
         found = study_findings(s, library, viewer=coordinator, bootstrap=50, seed=3, width=0.3)
         report = study_report(s, library, viewer=coordinator, bootstrap=50, seed=3)
+        ratings = study_ratings(s, library, viewer=coordinator)
     assert report_to_json(found.report) == report_to_json(report)
     again = diagnostics(
-        list(found.ratings),
+        ratings,
         study_ambiguity(library),
         pooled={"review": report.metrics[POOLED]["band"]},
         width=0.3,
@@ -70,10 +73,12 @@ def test_the_diagnostics_are_kept_and_read_back_until_an_input_changes(study, mo
         with pytest.raises(AssertionError, match="computed again"):
             findings(**options)
     with session_scope(engine) as s:
-        ratings = study_ratings(s, library, viewer=coordinator)
+        stored = submitted_rows(s, viewer=coordinator, round=1)
+    source = source_key(stored.rows, stored.names, library)
     stated = study_ambiguity(library)
-    key = diagnostics_key(ratings, stated, width=0.2, bootstrap=40, seed=2)
-    assert key != diagnostics_key(ratings, stated, width=0.2, bootstrap=40, seed=3)
+    key = diagnostics_key(source, stated, width=0.2, bootstrap=40, seed=2)
+    assert key == diagnostics_key(source, dict(stated), width=0.2, bootstrap=40, seed=2)
+    assert key != diagnostics_key(source, stated, width=0.2, bootstrap=40, seed=3)
     restated = {vid: "borderline" if a == "clear" else "clear" for vid, a in stated.items()}
-    assert key != diagnostics_key(ratings, restated, width=0.2, bootstrap=40, seed=2)
-    assert key == diagnostics_key(list(reversed(ratings)), stated, width=0.2, bootstrap=40, seed=2)
+    assert key != diagnostics_key(source, restated, width=0.2, bootstrap=40, seed=2)
+    assert key != diagnostics_key(source[::-1], stated, width=0.2, bootstrap=40, seed=2)

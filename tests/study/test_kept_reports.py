@@ -1,9 +1,11 @@
 """Agreement reports kept under the digest of what they were computed from (kept_reports.py): a
-kept report reads back as the very report computed, is used only for the same ratings, B, seed
-and code, and a missing, unreadable or outdated copy is computed again."""
+kept report reads back as the very report computed, is used only for the same stored reviews,
+vignettes, B, seed and code, is found without making a rating, and a missing, unreadable or
+outdated copy is computed again."""
 
 import dataclasses
 import json
+from types import MappingProxyType
 
 import pytest
 from sqlmodel import select
@@ -13,14 +15,17 @@ from fma_bands.core.vignettes import load_library
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.store.models import KeptReport
 from fma_bands.study import kept_reports
+from fma_bands.study import ratings as ratings_module
 from fma_bands.study.kept_reports import (
     KEEP,
     kept_report,
     report_from_json,
     report_json,
     report_key,
+    source_key,
 )
 from fma_bands.study.ratings import study_ratings, study_report
+from fma_bands.study.submissions import Submitted, submitted_rows
 from fma_bands.study.users import require_user
 from tests.agreement.demo import THREE_RATERS, demo_study
 from tests.conftest import DEMO_VIGNETTES
@@ -89,20 +94,59 @@ def test_the_same_ratings_are_computed_once_and_the_copy_is_the_same(demo, compu
     assert fresh == first
 
 
-def test_a_changed_rating_or_code_is_another_key(demo, monkeypatch):
+def stored(engine) -> Submitted:
+    with session_scope(engine) as s:
+        return submitted_rows(s, viewer=require_user(s, "coordinator"), round=1)
+
+
+def test_a_changed_review_vignette_pseudonym_or_code_is_another_key(demo, monkeypatch):
     engine, library = demo
-    _, ratings = ratings_of(engine, library)
-    key = report_key(ratings, bootstrap=100, seed=5)
-    assert report_key(list(reversed(ratings)), bootstrap=100, seed=5) == key  # order is not
-    changed = [*ratings[:-1], dataclasses.replace(ratings[-1], verdict="DECLINE")]
-    assert report_key(changed, bootstrap=100, seed=5) != key
-    assert report_key(ratings[:-1], bootstrap=100, seed=5) != key
-    # The proposal a rating was judged against says whether it was left unchanged.
-    i = next(i for i, r in enumerate(ratings) if r.proposal is not None)
-    unproposed = [*ratings[:i], dataclasses.replace(ratings[i], proposal=None), *ratings[i + 1 :]]
-    assert report_key(unproposed, bootstrap=100, seed=5) != key
+    found = stored(engine)
+    rows, names = found.rows, found.names
+    source = source_key(rows, names, library)
+    assert source_key(list(rows), dict(names), library) == source  # the same reviews again
+    key = report_key(source, bootstrap=100, seed=5)
+
+    def changed(i: int, **values) -> list:
+        return [*rows[:i], MappingProxyType({**rows[i], **values}), *rows[i + 1 :]]
+
+    amended = next(i for i, r in enumerate(rows) if r["verdict"] == "AMEND")
+    for other in (
+        changed(0, verdict="DECLINE"),
+        changed(amended, band=json.dumps(["another value"])),
+        changed(0, mode="blind"),
+        changed(0, proposal_digest="sha256:another proposal"),  # now stale
+        rows[:-1],
+    ):
+        assert source_key(other, names, library) != source
+    renamed = {**names, rows[0]["rater_id"]: "rater-99"}
+    assert source_key(rows, renamed, library) != source
+    # An edited vignette (here: another proposal's text) is another key: which reviews are
+    # current, and the band an ACCEPT vouches for, are read from the vignettes.
+    vignette = next(iter(library))
+    proposal = dataclasses.replace(vignette.proposals[0], clause="an edited clause")
+    edited = dataclasses.replace(vignette, proposals=(proposal, *vignette.proposals[1:]))
+    again = dataclasses.replace(library, vignettes={**library.vignettes, vignette.id: edited})
+    assert source_key(rows, names, again) != source
+    assert report_key(source, bootstrap=100, seed=6) != key
+    assert report_key(source, bootstrap=50, seed=5) != key
     monkeypatch.setattr(kept_reports, "code_digest", lambda: "another version of the code")
-    assert report_key(ratings, bootstrap=100, seed=5) != key
+    assert report_key(source, bootstrap=100, seed=5) != key
+
+
+def test_a_kept_report_is_found_without_making_a_rating(demo, computed, monkeypatch):
+    engine, library = demo
+    coordinator, _ = ratings_of(engine, library)
+    with session_scope(engine) as s:
+        first = study_report(s, library, viewer=coordinator, bootstrap=100, seed=5)
+
+    def made(*args, **kwargs):
+        raise AssertionError("a rating was made")
+
+    monkeypatch.setattr(ratings_module, "rating", made)
+    with session_scope(engine) as s:
+        assert study_report(s, library, viewer=coordinator, bootstrap=100, seed=5) == first
+    assert len(computed) == 1
 
 
 def test_the_code_digest_follows_the_agreement_code(tmp_path, monkeypatch):
@@ -133,10 +177,11 @@ def test_the_code_digest_follows_the_agreement_code(tmp_path, monkeypatch):
 
 def test_an_unreadable_copy_is_computed_again_and_replaced(demo, computed):
     engine, library = demo
-    coordinator, ratings = ratings_of(engine, library)
+    coordinator, _ = ratings_of(engine, library)
     with session_scope(engine) as s:
         first = study_report(s, library, viewer=coordinator, bootstrap=0)
-    key = report_key(ratings, bootstrap=0, seed=DEFAULT_SEED)
+    found = stored(engine)
+    key = report_key(source_key(found.rows, found.names, library), bootstrap=0, seed=DEFAULT_SEED)
     for body in ('{"metrics": {}}', "not json", '{"bands": 7}'):
         with session_scope(engine) as s:
             s.get(KeptReport, key).body = body
@@ -151,12 +196,14 @@ def test_an_unreadable_copy_is_computed_again_and_replaced(demo, computed):
 def test_only_the_newest_reports_are_kept(demo, computed):
     engine, library = demo
     _, ratings = ratings_of(engine, library)
+    found = stored(engine)
+    source = source_key(found.rows, found.names, library)
     for seed in range(KEEP + 3):
         with session_scope(engine) as s:
-            kept_report(s, ratings, library, bootstrap=10, seed=seed)
+            kept_report(s, source, lambda: ratings, library, bootstrap=10, seed=seed)
     with session_scope(engine) as s:
         kept = s.exec(select(KeptReport)).all()
-        newest = report_key(ratings, bootstrap=10, seed=KEEP + 2)
+        newest = report_key(source, bootstrap=10, seed=KEEP + 2)
     assert len(kept) == KEEP
     assert newest in {row.key for row in kept}
 
