@@ -7,7 +7,7 @@ from app_pages.common import escaped, require_user, session, settings
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import IDENTITY_FIELDS
-from fma_bands.study.identity import is_recorded, reveal_identity, set_identity
+from fma_bands.study.identity import is_recorded, reveal_identity, revealed_text, set_identity
 from fma_bands.study.users import list_users
 
 DONE = "identity:done"
@@ -99,7 +99,38 @@ with st.form("identity"):
 if save:
     record(user, who, values, passphrase)
 
+
+def reveal(who: str) -> None:
+    """The private record for an editor who asks: read on screen, and as the file an editor
+    checks against the published commitment. Revealing is audited."""
+    try:
+        with session() as s:
+            revealed = reveal_identity(
+                s, actor=user, pseudonym=who, key_path=settings().identity_key
+            )
+    except FmaBandsError as exc:
+        st.error(escaped(exc))
+        return
+    st.subheader(f"{who}'s private identity")
+    record = revealed["record"]
+    st.dataframe(
+        [{"field": f.replace("_", " ").capitalize(), "value": record.get(f, "")} for f in record],
+        hide_index=True,
+    )
+    st.caption(
+        "For the editor only. The file below holds this record with its salt; the editor checks "
+        "it against the commitment published in the study's roster with "
+        "`fma-bands identity check FILE`. This reveal is in the audit log."
+    )
+    st.download_button(
+        "Download the record for the editor (YAML)",
+        data=revealed_text(revealed),
+        file_name=f"identity-{who}.yaml",
+        mime="application/yaml",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+
+
 if recorded.get(who) and st.button(f"Reveal {who}'s identity (audited)"):
-    with session() as s:
-        revealed = reveal_identity(s, actor=user, pseudonym=who, key_path=settings().identity_key)
-    st.json(revealed)
+    reveal(who)

@@ -17,7 +17,7 @@ if note := st.session_state.get(SIGNED_OUT_NOTE):
     st.info(note, icon=":material/schedule:")
 st.write("Sign in with your study name and the passphrase you chose.")
 with st.form("sign_in"):
-    pseudonym = st.text_input("Name", placeholder="your study name, e.g. rater-01")
+    pseudonym = st.text_input("Study name", placeholder="as the coordinator gave it, e.g. rater-01")
     passphrase = st.text_input("Passphrase", type="password")
     submitted = st.form_submit_button("Sign in", type="primary")
 st.page_link(

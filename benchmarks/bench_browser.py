@@ -359,7 +359,7 @@ def sign_in(page, name: str) -> None:
     from playwright.sync_api import expect
 
     expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible(timeout=TIMEOUT_MS)
-    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Study name", exact=True).fill(name)
     page.get_by_label("Passphrase", exact=True).fill(PASSPHRASE)
     page.get_by_role("button", name="Sign in", exact=True).click()
     drawn(page)

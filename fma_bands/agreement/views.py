@@ -380,9 +380,15 @@ def band_row(
     reader: str | None = None,
     cases: Mapping[str, int] | None = None,
 ) -> BandRow:
-    """A band's short row; for a rater (`reader`) the case by its neutral label."""
+    """A band's short row: the case by its number and id for the coordinator (as the Band
+    registry lists them), by its neutral label for a rater (`reader`)."""
     c = b.consensus
-    case = b.vignette_id if reader is None else case_label(cases or {}, b.vignette_id)
+    if reader is not None:
+        case = case_label(cases or {}, b.vignette_id)
+    elif cases and b.vignette_id in cases:
+        case = f"{cases[b.vignette_id]} · {b.vignette_id}"
+    else:
+        case = b.vignette_id
     action = sub_action(b.sub_action).label
     agreed = consensus_text(c)
     if isinstance(c.band, MultilabelBand):  # orders by the names clinicians read, not keys
@@ -491,7 +497,8 @@ def band_view(
         rows.append(Row("consensus", c.band, band_from_values(b.sub_action, c.disputed)))
     raters = f"{b.n_raters} rater{'s' if b.n_raters != 1 else ''} with a band"
     if reader is None:
-        case, query = b.vignette_id, {"id": b.vignette_id}
+        query = {"id": b.vignette_id}
+        case = f"{case_label(cases, b.vignette_id)} · {b.vignette_id}" if cases else b.vignette_id
     else:
         # Without the study's key for case tokens, no link at all rather than one naming the id.
         query = address(b.vignette_id, key=case_key) if case_key else {}

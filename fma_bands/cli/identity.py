@@ -1,7 +1,6 @@
 """`fma-bands identity set`, `reveal` and `check`: a rater's private identity and commitment."""
 
 import click
-import yaml
 
 from fma_bands.cli.base import (
     acting_passphrase,
@@ -56,16 +55,13 @@ def set_(name: str, source: str) -> None:
 @click.argument("name")
 def reveal(name: str) -> None:
     """Print the private record with its salt, for an editor (audited)."""
-    from fma_bands.study.identity import reveal_identity
+    from fma_bands.study.identity import reveal_identity, revealed_text
 
     with store() as session:
         revealed = reveal_identity(
             session, actor=coordinator(session), pseudonym=name, key_path=settings().identity_key
         )
-    click.echo(
-        "# Private identity record: for the editor only; check with `fma-bands identity check`."
-    )
-    click.echo(yaml.safe_dump(revealed, sort_keys=False, allow_unicode=True), nl=False)
+    click.echo(revealed_text(revealed), nl=False)
 
 
 @identity.command()

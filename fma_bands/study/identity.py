@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import yaml
 from cryptography.exceptions import InvalidTag
 from sqlmodel import Session, select
 
@@ -159,6 +160,14 @@ def reveal_identity(
         "salt": opened["salt"],
         "record": opened["record"],
     }
+
+
+def revealed_text(revealed: dict[str, Any]) -> str:
+    """A revealed record as the editor receives it: YAML that `fma-bands identity check` reads."""
+    header = (
+        "# Private identity record: for the editor only; check with `fma-bands identity check`.\n"
+    )
+    return header + yaml.safe_dump(revealed, sort_keys=False, allow_unicode=True)
 
 
 def check_revealed(revealed: Any, adjudicators: dict[str, dict[str, Any]]) -> tuple[bool, str]:

@@ -6,6 +6,7 @@ on demand; the coordinator's figures of an open round are marked
 provisional."""
 
 import json
+import re
 
 import pytest
 import streamlit as st
@@ -102,6 +103,8 @@ def test_the_crash_sequence_draws_every_band_and_no_traceback(monkeypatch, tmp_p
     assert len(charts(at)) == 1  # the alpha chart
     if viewer != "coordinator":  # a rater reads neutral case labels, never an id
         assert not any(r["case"].startswith("demo_") for r in rows)
+    else:  # the coordinator reads each case by its number and id, as the Band registry does
+        assert all(re.fullmatch(r"\d+ · demo_\w+", r["case"]) for r in rows), rows
     assert [r["consensus"] for r in rows].count("yes") == 2  # both controlled-substance bands
     for row in rows:  # every band picture draws
         open_band(at, row)

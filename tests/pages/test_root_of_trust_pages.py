@@ -10,7 +10,7 @@ from sqlmodel import col, select
 
 from fma_bands.evidence.log import read_evidence
 from fma_bands.evidence.policy import Policy
-from fma_bands.store.models import LogRecord, User
+from fma_bands.store.models import AuditEvent, LogRecord, User
 from fma_bands.study.enrolment import activate, enrol
 from fma_bands.study.governance import awaiting, policy_in_force
 from fma_bands.study.identity import set_identity
@@ -142,6 +142,20 @@ def test_a_rater_identity_is_signed_into_the_roster_with_the_root_passphrase(
     assert commitment and published["identity_commitment"] == commitment
     at.selectbox[0].set_value("rater-01").run()
     assert any("Recording it again replaces it" in c.value for c in at.caption)
+
+    # Revealed for an editor: a table of the fields in words and the file the editor checks
+    # (the same record the command prints), never raw JSON; the reveal is audited.
+    click(at, "Reveal rater-01's identity (audited)")
+    assert not at.exception and not at.get("json")
+    [table] = [d.value for d in at.dataframe if "field" in d.value.columns]
+    assert dict(zip(table["field"], table["value"], strict=True)) == {
+        f.replace("_", " ").capitalize(): v for f, v in IDENTITY.items()
+    }
+    [download] = at.get("download_button")
+    assert download.proto.label == "Download the record for the editor (YAML)"
+    with study.store() as s:
+        kinds = [e.kind for e in s.exec(select(AuditEvent))]
+    assert kinds[-1] == "identity_revealed"
 
 
 # Signing: the receipt, and the seal ------------------------------------------------------
