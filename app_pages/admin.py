@@ -79,6 +79,11 @@ def rounds(user: UserPublic) -> None:
             f"{who} The round is closed on Raters' progress, once confirmed; a closed round is "
             "frozen (no edit, no import) and never reopened."
         )
+        st.page_link(
+            "app_pages/progress.py",
+            label=f"Close round {now.number} on Raters' progress",
+            icon=":material/lock:",
+        )
     elif not closed_first:
         st.info(f"Round {now.number} is closed: its reviews are frozen and no round follows it.")
     if now.bands:

@@ -127,6 +127,9 @@ def test_study_admin_opens_round_two_for_the_band_without_consensus_once_confirm
     captions = " ".join(c.value for c in at.caption)
     assert "see round 1 anonymised" in captions
     assert "blind to each other" not in captions
+    # Where to close it is a link away, not a hunt through the pages.
+    links = [(p.proto.label, p.proto.page) for p in at.get("page_link")]
+    assert ("Close round 2 on Raters' progress", "progress") in links, links
 
 
 def test_study_admin_chooses_round_two_by_reason_and_by_sub_action(study):
