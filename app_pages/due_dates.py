@@ -67,7 +67,7 @@ def due_date_form(user: UserPublic) -> None:
         st.caption(
             escaped(f"{when_due(due)}; set by {due.set_by}. Each rater's queue reminds them.")
         )
-    day = st.date_input(
+    st.date_input(
         "Due on",
         value=due.due_on if due else None,
         min_value=today(),
@@ -77,9 +77,9 @@ def due_date_form(user: UserPublic) -> None:
     if error := st.session_state.pop(ERROR, None):
         st.error(escaped(error), icon=":material/error:")
     left, right = st.columns(2)
-    left.button(
-        "Set the due date", on_click=_set, args=(user,), disabled=day is None, key="due:set"
-    )
+    # Never greyed out for want of a day: a day typed into the field counts only once the field
+    # is left, and the click that leaves it is this one (an empty field is refused in words).
+    left.button("Set the due date", on_click=_set, args=(user,), key="due:set")
     right.button(
         "Clear the due date",
         on_click=_clear,

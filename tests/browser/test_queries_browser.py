@@ -3,12 +3,16 @@ their queue, the coordinator (a second browser) replies, rater-01 reads the repl
 queue's reminder line, and rater-02 (a third browser) sees nothing of it anywhere a rater can
 look."""
 
+from datetime import date, timedelta
+
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from fma_bands.study.due_dates import long_date
 from tests.browser.case_numbers import in_queue, queue_of
 from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
+    assert_no_exception,
     follow_link,
     open_app,
     open_from_sidebar,
@@ -16,6 +20,7 @@ from tests.browser.helpers import (
     settle,
     shoot,
     sign_in,
+    wait_for_app,
 )
 
 QUESTION = "Is the follow-up counted from discharge or from this visit?"
@@ -85,3 +90,24 @@ def test_a_query_goes_between_one_rater_and_the_coordinator_only(
         assert QUESTION not in content and ANSWER not in content and "rater-01" not in content
     finally:
         other.context.close()
+
+
+def test_a_due_date_typed_is_set_by_the_first_click(page: Page, server: AppServer):
+    """The coordinator types a day into "Due on" and clicks "Set the due date" straight away:
+    the click that leaves the field sets the day (the button is never greyed out waiting for
+    the field to be left)."""
+    signed_in(page, server, "coordinator", "Study admin")
+    day = date.today() + timedelta(days=9)
+    field = page.get_by_test_id("stMain").get_by_role("group", name="Due on", exact=True)
+    # Typed as a person types it: year, month and day, each part moving on to the next.
+    field.get_by_role("spinbutton", name="year, Due on").click()
+    page.keyboard.type(day.strftime("%Y%m%d"))
+    button = page.get_by_role("button", name="Set the due date", exact=True)
+    expect(button).to_be_enabled()
+    button.click()
+    wait_for_app(page)
+    assert_no_exception(page)
+    expect(page.get_by_text(f"Round 1 is now due on {long_date(day)}.")).to_be_visible()
+    shoot(page, "due-date-set")
+    press(page, "Clear the due date")
+    expect(page.get_by_text("Round 1 has no due date now.")).to_be_visible()

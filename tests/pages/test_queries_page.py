@@ -161,6 +161,10 @@ def form_app(user: UserPublic) -> AppTest:
 def test_the_due_date_form_sets_and_clears_the_rounds_due_date(study):
     at = form_app(study.coordinator)
     assert "Round 1 has no due date: raters see no reminder." in captions(at)
+    click(at, "Set the due date")  # no day chosen: said in words, nothing set
+    assert errors(at) == ["choose the day the round is due"]
+    with study.store() as s:
+        assert due_date(s) is None
     day = today() + timedelta(days=3)
     at.date_input(key="due:day").set_value(day)
     run(at)
