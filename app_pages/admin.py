@@ -121,7 +121,11 @@ def _candidate_table(candidates: list[Candidate], labels: dict[Band, str]) -> No
 def _still_in_dispute(number: int, candidates: list[Candidate], labels: dict[Band, str]) -> None:
     """After the last round: the bands still in dispute, as `fma-bands round show` lists them."""
     if not candidates:
-        st.caption(f"No band is still in dispute after round {number}.")
+        st.caption(
+            f"No band re-reviewed in round {number} is still in dispute. A band is "
+            "clinician-adjudicated only once its raters' signed reviews meet the quorum: the "
+            "Band registry says which are."
+        )
         return
     st.markdown(f"**Still in dispute after round {number}**: {count_bands(len(candidates))}")
     _candidate_table(candidates, labels)
@@ -446,8 +450,9 @@ st.subheader("Progress by rater")
 if progress:
     st.dataframe(progress, hide_index=True)
     st.caption(
-        "Of each rater's assigned bands: those submitted and current, drafts open, submitted "
-        "reviews made stale by a changed vignette, and how many are assigned."
+        "Of each rater's assigned bands, every round together (each band's latest review): "
+        "those submitted and current, drafts open, submitted reviews made stale by a changed "
+        "vignette, and how many are assigned. Raters' progress shows each round on its own."
     )
 else:
     st.write("No rater is enrolled yet: enrol them on the Raters page.")

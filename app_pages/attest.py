@@ -78,9 +78,10 @@ WIDTHS = {
     "verdict": 70,
     "band attested": 180,
     "band": 180,
-    "corrected": 70,
+    "corrected": 110,
     "revision": 60,
     "origin": 125,
+    "as signed before": 120,
     "entered": 150,
     "reason": 150,
 }
@@ -157,7 +158,9 @@ def exemptions_covered(exempting: ExemptionSigning) -> None:
                 "verdict": r["verdict"],
                 "direction": direction_words(r["direction"]) if r["direction"] else "",
                 "reason": r["reason"],
-                "as signed before": f"{r['attribute']}/{r['sub_action']}" not in exempting.fresh,
+                "as signed before": "no: new or changed"
+                if f"{r['attribute']}/{r['sub_action']}" in exempting.fresh
+                else "yes, unchanged",
             }
             for r in exempting.reviews
         ],

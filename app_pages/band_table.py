@@ -8,6 +8,24 @@ import streamlit as st
 
 PLACEHOLDER = "Choose a band to read its details"
 ROW = 35  # pixels: Streamlit's default row height
+# The grid wraps a cell's text only in rows taller than 64 pixels; a line of text is 20 pixels
+# high, and a column holds about 13 characters a line in 100 pixels. Every row is as tall as
+# the tallest (the grid has one height for all), so at most three lines: a longer text (an
+# orders band) is whole in the band's details under the table.
+SHORTEST_WRAPPING_ROW, LINE, CHARACTERS_PER_PIXEL, MAX_LINES = 66, 20, 0.13, 3
+
+
+def row_height(cells: Sequence[Mapping[str, str]], widths: Mapping[str, int]) -> int:
+    """A row as tall as the longest cell needs (up to MAX_LINES), wrapped within its column's
+    width; a table whose every cell fits on one line keeps the default height."""
+    lines = 1
+    for row in cells:
+        for name, text in row.items():
+            if name in widths:
+                per_line = max(1, int(widths[name] * CHARACTERS_PER_PIXEL))
+                lines = max(lines, -(-len(str(text)) // per_line))
+    lines = min(lines, MAX_LINES)
+    return ROW if lines == 1 else max(SHORTEST_WRAPPING_ROW, LINE * lines + 16)
 
 
 def chosen_band(
@@ -18,20 +36,26 @@ def chosen_band(
     columns: Sequence[str],
     label: str = "Details of one band",
     in_sight: int = 10,
+    widths: Mapping[str, int] | None = None,
 ) -> int | None:
     """Draw the table of `cells` (one row per band, headed `columns`) and, under it, a choice of
     band by its title; return the index of the chosen band, or None.
 
     A row newly selected in the table becomes the chosen band; a band a filter has since hidden
     is no longer chosen, so no stale details stay on screen. `key` names both widgets; the table
-    shows `in_sight` rows at a time and scrolls the rest inside itself."""
+    shows `in_sight` rows at a time and scrolls the rest inside itself. With `widths` (pixels by
+    column), each column is that wide and every cell's text wraps within it, whole."""
     table, chosen, last = f"{key}:table", f"{key}:band", f"{key}:selected"
+    widths = widths or {}
+    height = row_height(cells, widths)
     event = st.dataframe(
         list(cells),
         hide_index=True,
         width="stretch",
-        # A row is 35 pixels, the header as much, and two of border.
-        height=ROW * (min(len(cells), in_sight) + 1) + 2,
+        # The rows in sight, the header (35 pixels) and two of border.
+        row_height=height,
+        height=height * min(len(cells), in_sight) + ROW + 2,
+        column_config={name: st.column_config.Column(width=w) for name, w in widths.items()},
         column_order=list(columns),
         on_select="rerun",
         selection_mode="single-row",

@@ -124,7 +124,8 @@ try:
         named = chair.chair_name(s)
         disputes = chair.disputes(s, lib, viewer=user, folder=settings().attestations)
 except AccessDenied as exc:
-    st.info(escaped(exc.message), icon=":material/info:")
+    # A sentence on its own here, not the end of "error: ...".
+    st.info(escaped(exc.message[:1].upper() + exc.message[1:]), icon=":material/info:")
     st.stop()
 if FLASH in st.session_state:
     st.success(escaped(st.session_state.pop(FLASH)), icon=":material/verified:")

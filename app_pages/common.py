@@ -149,6 +149,21 @@ def study_chair(s: Session) -> str | None:
     return _chairs[key]
 
 
+def warm_study() -> Library | None:
+    """What the first page of a fresh server process does before drawing anything: the database
+    brought to the schema and the folder published (engine), the vignettes loaded and synced
+    (library), the store's log read and checked (study_chair: its statements are then held
+    parsed). The server does it as it starts (app_pages/server.py), so that the first person to
+    open a page does not wait for it; whatever goes wrong here, the pages meet and say (None)."""
+    try:
+        found = library()
+        with session() as s:
+            study_chair(s)
+    except Exception:  # the page that meets it says it, in words
+        return None
+    return found
+
+
 def _not_synced(exc: FmaBandsError) -> NoReturn:
     """The files were refused (no vignette loaded), the study left as it was: the page says so
     instead of drawing a study without its vignettes. Where the files are is the coordinator's

@@ -59,9 +59,11 @@ def quorum_progress(lib: Library, user: UserPublic, current: StudyPublic) -> Non
             else f"Round {current.round} has no band to review."
         )
         return
+    numbers = case_numbers(lib, case_key())  # the case as raters read it, beside its id
     st.dataframe(
         [
             {
+                "case": numbers.get(r.vignette_id),
                 "vignette": r.vignette_id,
                 "sub-action": sub_action(r.sub_action).label,
                 "assigned": r.assigned,

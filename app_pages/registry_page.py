@@ -67,6 +67,19 @@ def notes(decisions: list[Decision]) -> None:
         st.markdown("**What the statuses and warnings below mean**\n\n" + "\n".join(lines))
 
 
+# The table's columns in pixels: with the grid's column of row choices, together what the main
+# column of a 1280-pixel window holds beside the open sidebar; what a column cannot show on one
+# line wraps within it (band_table.row_height).
+WIDTHS = {
+    "case": 125,
+    "sub-action": 145,
+    "status": 160,
+    "band": 155,
+    "raters": 80,
+    "warnings": 115,
+}
+
+
 @st.fragment
 def overview(registry: Registry) -> None:
     # Filters, the table and the chosen band rerun only this part of the page.
@@ -96,7 +109,11 @@ def overview(registry: Registry) -> None:
         "explanation."
     )
     chosen_index = chosen_band(
-        [r.cells() for r in shown], [r.title for r in shown], key="registry", columns=COLUMNS
+        [r.cells() for r in shown],
+        [r.title for r in shown],
+        key="registry",
+        columns=COLUMNS,
+        widths=WIDTHS,
     )
     if chosen_index is not None:
         row = shown[chosen_index]
@@ -109,7 +126,8 @@ def _decision(d: Decision) -> None:
     reason, warning and harness note in words."""
     label, icon = sub_action(d.sub_action).label, "verified" if d.adjudicated else "pending"
     vid, provenance = escaped(d.vignette_id), escaped(d.provenance)
-    st.markdown(f":material/{icon}: **{vid}** · {label}: {provenance}")
+    case = f"{numbers[d.vignette_id]} · {vid}" if d.vignette_id in numbers else vid
+    st.markdown(f":material/{icon}: **{case}** · {label}: {provenance}")
     vignette = lib.vignettes.get(d.vignette_id)
     names = tool_names(vignette) if vignette is not None else {}
     st.markdown(f"Band: {escaped(describe_band(d.band, names))}")

@@ -38,6 +38,15 @@ never missed. Per interaction, medians of --repeat runs, in milliseconds:
   without the browser's drawing; `received_kb` and `messages`: what came over the websocket
   meanwhile. `ms` minus `server_ms` is the browser's own share.
 
+With `--pages`, it times instead the pages a coordinator opens first, each repeat on a server
+started afresh, once it says it has read the study (`ready`: the seconds from its first answer
+to that line), in a browser context of its own (nothing cached): `sign_in_cold` (the address
+opened to the sign-in form drawn), `sign_in_warm` (the address opened again), `landing` (Sign in
+pressed to Study admin drawn), `agreement_cold` and `registry_cold` (the sidebar's link to the
+page drawn, the first time this server draws it), then `agreement_warm` and `registry_warm` (the
+same links again). Each is the wall time from the action to the page's heading shown, the app
+idle and nothing stale on screen, in milliseconds.
+
 The raw samples are kept under `samples`. A run works on a fresh copy of the study's database
 (`browser-run.db` beside it), each repeat on a band of its own; the server is started once per
 run, the browser signs in once, and both are stopped at the end. `--server-option KEY=VALUE`
@@ -552,6 +561,107 @@ def one_repeat(probe: Probe, url: str, study: BenchStudy, target: Target) -> dic
     return results
 
 
+# The cold pages ---------------------------------------------------------------------------------
+
+PAGES = (
+    "sign_in_cold",
+    "sign_in_warm",
+    "landing",
+    "agreement_cold",
+    "registry_cold",
+    "agreement_warm",
+    "registry_warm",
+)
+
+
+def ready(server: Server) -> float:
+    """Seconds from the server answering to its saying the study is read (app_pages/server.py):
+    a person opens the address after a start, not in its first instant."""
+    from app_pages.server import READY
+
+    started = time.monotonic()
+    while READY not in server.log.read_text(errors="replace"):
+        if server.process.poll() is not None or time.monotonic() - started > START_TIMEOUT_S:
+            raise RuntimeError(f"the app did not read the study:\n{server.log.read_text()}")
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def page_loads(page, url: str) -> dict[str, float]:
+    """One server's first page loads as the coordinator, in the order of PAGES, each checked:
+    its heading shown, the app idle, nothing stale."""
+    from playwright.sync_api import expect
+
+    def until(title: str, act: Callable[[], object]) -> float:
+        started = time.perf_counter()
+        act()
+        heading = page.get_by_test_id("stMain").get_by_role("heading", name=title, level=1)
+        expect(heading).to_be_visible(timeout=TIMEOUT_MS)
+        drawn(page)
+        return (time.perf_counter() - started) * 1000
+
+    def follow(title: str) -> None:
+        page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True).click()
+
+    def signing_in() -> None:
+        page.get_by_label("Study name", exact=True).fill("coordinator")
+        page.get_by_label("Passphrase", exact=True).fill(PASSPHRASE)
+        page.get_by_role("button", name="Sign in", exact=True).click()
+
+    found = {
+        "sign_in_cold": until("Sign in", lambda: page.goto(url)),
+        "sign_in_warm": until("Sign in", lambda: page.goto(url)),
+    }
+    found["landing"] = until("Study admin", signing_in)
+    for when in ("cold", "warm"):
+        found[f"agreement_{when}"] = until("Agreement", lambda: follow("Agreement"))
+        found[f"registry_{when}"] = until("Band registry", lambda: follow("Band registry"))
+    return found
+
+
+def run_pages(
+    *, vignettes: int, raters: int, repeat: int, folder: Path, options: tuple[str, ...] = ()
+) -> dict:
+    """`--pages`: PAGES, on a fresh server and browser context per repeat."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        raise SystemExit(f"{CHROMIUM} does not exist (apt-get install -y chromium)")
+    study = build_study(folder, n_vignettes=vignettes, n_raters=raters, reuse=True)
+    study = study.working_copy("browser-run.db")
+    samples: dict[str, list[float]] = {name: [] for name in ("ready", *PAGES)}
+    load_before = os.getloadavg()[0]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            for _ in range(repeat):
+                with serve(study, folder, options) as server:
+                    samples["ready"].append(round(ready(server) * 1000, 1))
+                    context = browser.new_context(viewport={"width": 1400, "height": 900})
+                    try:
+                        found = page_loads(context.new_page(), server.url)
+                    finally:
+                        context.close()
+                for name, ms in found.items():
+                    samples[name].append(round(ms, 1))
+                print({name: v[-1] for name, v in samples.items()}, file=sys.stderr)
+        finally:
+            browser.close()
+    return {
+        "study": {"vignettes": vignettes, "raters": raters, "reviews": study.reviews},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_average": load_before,
+            "load_average_after": os.getloadavg()[0],
+        },
+        "repeat": repeat,
+        "server_options": list(options),
+        "pages": {name: round(statistics.median(v), 1) for name, v in samples.items()},
+        "samples": samples,
+    }
+
+
 def run(
     *, vignettes: int, raters: int, repeat: int, folder: Path, options: tuple[str, ...] = ()
 ) -> dict:
@@ -620,6 +730,12 @@ def main(argv: list[str] | None = None) -> None:
         "--keep", type=Path, help="build the study here and keep it (reused if already built)"
     )
     parser.add_argument(
+        "--pages",
+        action="store_true",
+        help="time the coordinator's first pages (sign-in, Agreement, Band registry) on a "
+        "fresh server, cold and warm, instead of the review page's interactions",
+    )
+    parser.add_argument(
         "--server-option",
         action="append",
         default=[],
@@ -631,7 +747,7 @@ def main(argv: list[str] | None = None) -> None:
     folder = options.keep or Path(tempfile.mkdtemp(prefix="fma-bench-browser-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        results = run(
+        results = (run_pages if options.pages else run)(
             vignettes=options.vignettes,
             raters=options.raters,
             repeat=options.repeat,

@@ -16,6 +16,8 @@ from fma_bands.core.errors import FmaBandsError
 # The script Streamlit runs: installed beside app_pages/ (pyproject.toml, [tool.setuptools]),
 # found without importing it, since the command line never imports the pages.
 APP_MODULE = "fma_bands_app"
+# Streamlit's command line, once the pages' modules are imported (app_pages/server.py).
+SERVER_MODULE = "app_pages.server"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8501
 
@@ -98,7 +100,7 @@ def streamlit_command(script: Path, *, host: str, port: int) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "streamlit",
+        SERVER_MODULE,
         "run",
         str(script),
         *(f"--{name}={value}" for name, value in options.items()),

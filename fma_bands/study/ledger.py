@@ -6,6 +6,7 @@ one rater's work to another during a round. The rater's receipt is theirs at onc
 """
 
 import hashlib
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -270,16 +271,31 @@ def _write_if_changed(path: Path, text: str) -> None:
     write_atomically(path, text, shared=True)
 
 
+# The store's chain as last walked, per database, study and head: pages ask what is in force on
+# every rerun, and the log changes only by a record appended (a new head). Shared: read only.
+_walked: dict[tuple[str, str | None, tuple[int, str] | None], Evidence] = {}
+_walked_lock = threading.Lock()
+
+
 def store_evidence(session: Session) -> Evidence:
     """What the store's whole chain establishes, sealed records included: for the app's own
     questions (what a rater signed, what awaits a steward), never for the registry's grants,
-    which come from the folder alone."""
+    which come from the folder alone. Walked once per head; the caller must not change it."""
     current = study(session)
+    key = (str(session.get_bind().engine.url), current.study_id, head(session))
+    found = _walked.get(key)
+    if found is not None:
+        return found
     rows = session.exec(select(LogRecord).order_by(col(LogRecord.sequence))).all()
     loaded = checked_early(
         envelope_from_bytes(Path(r.file_name), r.envelope.encode()) for r in rows
     )
-    return walk_log(loaded, Evidence(Path(".")), study=current.study_id)
+    found = walk_log(loaded, Evidence(Path(".")), study=current.study_id)
+    with _walked_lock:
+        if len(_walked) >= 8:
+            _walked.clear()
+        _walked[key] = found
+    return found
 
 
 def published_head(session: Session) -> tuple[int, str] | None:

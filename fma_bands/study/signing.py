@@ -67,7 +67,8 @@ def manifestation(session: Session, receipt: Receipt) -> dict[str, str]:
 
 
 def on_file(session: Session, pseudonym: str) -> list[str]:
-    """One line for each of the rater's unrevoked attestation records, and where it is."""
+    """One line for each of the rater's unrevoked attestation records: when it was signed, what
+    it covers, where it is, and its record and file (what an editor or a revocation names)."""
     current = study(session)
     revoked = ledger.store_evidence(session).revoked
     query = select(LogRecord).where(LogRecord.kind == "adjudication", LogRecord.signer == pseudonym)
@@ -83,10 +84,13 @@ def on_file(session: Session, pseudonym: str) -> list[str]:
             or current.phase == "closed"
             else f"sealed until round {row.sealed_round} closes"
         )
+        # The file last: what a person reads first is when they signed and what it covers.
+        n = len(predicate["reviews"])
         lines.append(
-            f"{row.file_name}: signed {shown_time(predicate['signed_at'])} "
+            f"Signed {shown_time(predicate['signed_at'])} "
             f"({predicate['signature_manifestation']['meaning']}), "
-            f"{len(predicate['reviews'])} bands, {where}"
+            f"{n} band{'s' if n != 1 else ''}, {where} (record {row.sequence}, "
+            f"file {row.file_name})"
         )
     return lines
 
@@ -103,7 +107,9 @@ def _check_request(meaning: str, declarations: list[str]) -> None:
     if unknown:
         raise FmaBandsError(f"unknown declaration(s): {', '.join(unknown)}")
     if missing:
-        raise FmaBandsError(f"every declaration is required; missing: {', '.join(missing)}")
+        # Each in the words the rater reads, with the name the command line gives it beside.
+        said = "; ".join(f'"{DECLARATIONS[d]}" ({d})' for d in missing)
+        raise FmaBandsError(f"every declaration is required; missing: {said}")
     if meaning not in MEANINGS:
         raise FmaBandsError(f"meaning must be one of {', '.join(MEANINGS)}")
 

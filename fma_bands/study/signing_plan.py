@@ -67,7 +67,11 @@ def covered_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[
     words: dict[tuple[str, str], str] = {}
     for r in signing.reviews:
         label = subject_name(r["vignette_id"], r["sub_action"])
-        origin = "app" if r.get("origin", "app") == "app" else "paper hand-back, confirmed by you"
+        origin = (
+            "reviewed in the app"
+            if r.get("origin", "app") == "app"
+            else "paper hand-back, confirmed by you"
+        )
         attested = r.get("attested_band")
         if attested is not None:
             key = (r["sub_action"], json.dumps(attested, sort_keys=True))
@@ -80,13 +84,22 @@ def covered_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[
                 "verdict": r["verdict"],
                 "band attested": "none (declined)" if attested is None else words[key],
                 # What an AMEND corrected besides the band: signed, and exported (bands.yaml).
-                "corrected": ", ".join(k.replace("_", " ") for k in r.get("corrections") or {}),
+                "corrected": _corrected(r),
                 "revision": r.get("revision"),
                 "origin": origin,
-                "as signed before": label in carried,
+                "as signed before": "yes, unchanged" if label in carried else "no: new or changed",
             }
         )
     return rows
+
+
+def _corrected(review: Mapping[str, Any]) -> str:
+    """What the review changed of the proposal, in words: an AMEND's corrections besides the
+    band, or that it changed the band only; an ACCEPT or a DECLINE changed nothing."""
+    corrections = review.get("corrections") or {}
+    if corrections:
+        return ", ".join(k.replace("_", " ") for k in corrections)
+    return "the band only" if review["verdict"] == "AMEND" else "nothing"
 
 
 def imported_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[str, Any]]:

@@ -220,4 +220,5 @@ def rater_progress(
     return rows
 
 
-_PROGRESS_COLUMNS = (*_BAND_COLUMNS, "status")
+# Counts need no band: reading each one's JSON would cost more than the rest of the read.
+_PROGRESS_COLUMNS = (*(c for c in _BAND_COLUMNS if c not in ("band", "verdict")), "status")

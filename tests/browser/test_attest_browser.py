@@ -268,8 +268,8 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
             overflow = block.locator("pre").evaluate("e => e.scrollWidth - e.clientWidth")
             assert overflow <= 1, overflow
         expect(page.get_by_role("heading", name="Your attestations on file")).to_be_visible()
-        expect(page.get_by_text(f"{name}: signed ")).to_contain_text(
-            "4 bands, sealed until round 1 closes"
+        expect(page.get_by_text(f"file {name})")).to_contain_text(
+            "4 bands, sealed until round 1 closes (record "
         )
         shoot(page, "attest-signed")
         assert_private_identity_absent(page)

@@ -119,7 +119,9 @@ def sign_attestation(page: Page) -> None:
     assert_no_exception(page)
     expect(page.get_by_text("Signed. Your signature and your receipt:")).to_be_visible()
     expect(page.get_by_role("button", name="Download your receipt")).to_be_visible()
-    expect(page.get_by_text(re.compile(r"1 bands, sealed until round 1 closes$"))).to_be_visible()
+    expect(
+        page.get_by_text(re.compile(r"^Signed .*, 1 band, sealed until round 1 closes \(record "))
+    ).to_be_visible()
     shoot(page, "enrolled-rater-signed")
 
 

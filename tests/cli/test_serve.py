@@ -50,7 +50,8 @@ def test_serve_runs_the_installed_script_on_loopback_with_the_study_options(hand
     result, [(program, argv, _)] = handed_over("serve")
     assert result.exit_code == 0, result.output
     assert program == sys.executable
-    assert argv[:4] == [sys.executable, "-m", "streamlit", "run"]
+    # Streamlit's own command line, once the pages' modules are imported (app_pages/server.py).
+    assert argv[:4] == [sys.executable, "-m", "app_pages.server", "run"]
     # The installed app script (a checkout's, installed editable), beside app_pages/.
     script = Path(argv[4])
     assert script.name == "fma_bands_app.py" and (script.parent / "app_pages" / "main.py").is_file()
@@ -226,7 +227,9 @@ def test_serve_starts_the_app_from_any_folder_on_loopback(folder):
         assert listening_addresses(port) == {"127.0.0.1"}
         # The process that answers is the command itself, become the server (a signal to it
         # reaches the server).
-        assert b"streamlit" in Path(f"/proc/{process.pid}/cmdline").read_bytes()
+        assert (
+            b"\x00app_pages.server\x00run\x00" in Path(f"/proc/{process.pid}/cmdline").read_bytes()
+        )
         text = log.read_text()
         assert f"fma-bands: the app is at http://127.0.0.1:{port}" in text
     finally:

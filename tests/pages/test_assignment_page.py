@@ -7,6 +7,8 @@ rater ever sees it."""
 import pytest
 from sqlalchemy import text
 
+from fma_bands.core.labels import case_numbers
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.impact import read_runs, reviewed_impact
 from tests import page_helpers
 from tests.page_helpers import (
@@ -131,6 +133,8 @@ def test_progress_shows_each_band_against_the_quorum(study, tmp_path, monkeypatc
     assert TRIAGE[0] not in list(bands["vignette"])  # reached: left out while the toggle is on
     doc = bands[bands["vignette"] == DOC[0]].iloc[0]
     assert (doc["assigned"], doc["submitted"], doc["declined"]) == (2, 2, 1)
+    with study.store() as s:  # the case as raters read it, beside its id
+        assert doc["case"] == case_numbers(study.library, case_key(s))[DOC[0]]
     assert doc["status"] == "cannot reach quorum: needs 1 more, 0 to come"
     at.toggle(key="quorum:short").set_value(False).run()
     every = frames(at)[1]

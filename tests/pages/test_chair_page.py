@@ -123,8 +123,9 @@ def test_the_coordinator_reads_the_list_without_a_form(study):
 
 def test_another_rater_is_told_the_page_is_the_chairs(study):
     at = open_page(study, "rater-01")
+    # A sentence on its own: it starts with a capital.
     assert [as_read(e.value) for e in at.info] == [
-        "only the study coordinator or the study's chair can see the bands in dispute"
+        "Only the study coordinator or the study's chair can see the bands in dispute"
     ]
     assert not [b for b in at.button if b.label == BUTTON]
     assert not at.subheader

@@ -20,11 +20,15 @@ def test_the_sign_page_says_what_each_amend_corrected():
         reviews=[
             entry("a", "AMEND", corrections={"clause": "New.", "disputed_span": None}),
             entry("b", "ACCEPT"),
-        ]
+            entry("c", "AMEND"),
+        ],
+        carried=["c/esi_acuity"],
     )
-    rows = covered_rows(signing, {"a": 1, "b": 2})
-    assert [(r["case"], r["corrected"]) for r in rows] == [
-        ("Case 1 of 2", "clause, disputed span"),
-        ("Case 2 of 2", ""),
+    rows = covered_rows(signing, {"a": 1, "b": 2, "c": 3})
+    # Every cell says something in words: no empty column, no tick box that looks editable.
+    assert [(r["case"], r["corrected"], r["as signed before"], r["origin"]) for r in rows] == [
+        ("Case 1 of 3", "clause, disputed span", "no: new or changed", "reviewed in the app"),
+        ("Case 2 of 3", "nothing", "no: new or changed", "reviewed in the app"),
+        ("Case 3 of 3", "the band only", "yes, unchanged", "reviewed in the app"),
     ]
     assert rows[0]["band attested"] == "2 - emergent, 3 - urgent"
