@@ -114,7 +114,14 @@ def reveal(who: str) -> None:
     st.subheader(f"{who}'s private identity")
     record = revealed["record"]
     st.dataframe(
-        [{"field": f.replace("_", " ").capitalize(), "value": record.get(f, "")} for f in record],
+        [
+            {"field": f.replace("_", " ").capitalize(), "value": record[f]}
+            # In the order the form asks for them; a field the form no longer has, last.
+            for f in [
+                *(f for f in IDENTITY_FIELDS if f in record),
+                *sorted(set(record) - set(IDENTITY_FIELDS)),
+            ]
+        ],
         hide_index=True,
     )
     st.caption(

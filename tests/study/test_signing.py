@@ -1003,8 +1003,10 @@ def test_a_large_attestation_is_split_into_records_of_at_most_bands_per_record(
     with session_scope(engine) as s:
         lines = on_file(s, "adjudicator-01")
         [event] = audit.events(s, kinds=["attestation_signed"])
-    assert len(lines) == 2 and all(line.endswith("in the attestations folder") for line in lines)
-    assert ["3 bands" in lines[0], "1 bands" in lines[1]] == [True, True]
+    assert len(lines) == 2 and all("in the attestations folder (record " in ln for ln in lines)
+    assert ["3 bands" in lines[0], "1 band," in lines[1]] == [True, True]
+    # When and what first, the record and its file last, in words.
+    assert all(ln.startswith("Signed ") and ln.endswith(".dsse.json)") for ln in lines)
     assert event["payload"]["records"] == [f for _, _, f in receipt.records]
 
 
