@@ -266,8 +266,10 @@ def test_an_attestation_signed_in_an_open_round_is_sealed_until_it_closes(review
     [published] = folder.glob("*-adjudication-rater-01-*.dsse.json")
     at = open_app(reviewed.rater, "app_pages/attest.py")
     [line] = [as_read(c.value) for c in at.caption if "-adjudication-rater-01-" in as_read(c.value)]
-    assert line.startswith(published.name)
-    assert line.endswith("4 bands, in the attestations folder")
+    record = int(published.name.split("-")[0])
+    assert line.endswith(
+        f"4 bands, in the attestations folder (record {record}, file {published.name})"
+    )
     assert "sealed until" not in shown(at)
 
 
