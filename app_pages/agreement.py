@@ -60,17 +60,6 @@ WIDTHS = {
 }
 # Three lines of text to a row: streamlit wraps a cell's text only in rows taller than 4rem.
 ROW_HEIGHT = 66
-# The table of bands' columns in pixels: with the grid's column of row choices, together what the
-# main column of a 1280-pixel window holds beside the open sidebar; what a column cannot show on
-# one line wraps within it (band_table.row_height).
-BAND_WIDTHS = {
-    "case": 140,
-    "sub-action": 145,
-    "outcome": 115,
-    "raters": 115,
-    "consensus": 135,
-    "disputed span": 130,
-}
 PROVISIONAL = (
     "Round open: provisional figures. Reviews still to come change them, and raters see none "
     "of them until the round closes."
@@ -122,7 +111,6 @@ def bands(screen: Screen) -> None:
         key="agreement",
         columns=BAND_COLUMNS,
         in_sight=8,
-        widths=BAND_WIDTHS,
     )
     if index is not None:
         [band] = screen.bands(shown[index].index, shown[index].index + 1)

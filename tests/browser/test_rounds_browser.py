@@ -261,7 +261,10 @@ def test_a_disputed_band_reaches_consensus_in_round_two(study, browser: Browser,
         for frame in desk.get_by_test_id("stDataFrame").all():
             headers = frame.locator('[role="columnheader"]').all_inner_texts()
             if "consensus" in headers:
-                bands.update(dataframe_rows(frame))
+                # The coordinator reads each case by its number and id: "1 · demo_...".
+                bands.update(
+                    (case.split(" · ")[-1], row) for case, row in dataframe_rows(frame).items()
+                )
         assert VID in bands, bands
 
     eventually(desk, read_bands)
