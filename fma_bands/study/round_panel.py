@@ -1,6 +1,6 @@
 """The anonymised panel a round-2 rater sees (docs/design.md, Who reviews what): every round-1 band
 of the band's raters as Rater A, B, C, how many admit each value, and the round-1 reasons, never a
-name.
+name: a reason that names a user of the study by their pseudonym shows "[a rater]" there instead.
 
 The letters follow a digest of what each rater answered, so their order says nothing of who
 answered (not their id, name, enrolment or submission time), and they are drawn afresh for each
@@ -9,8 +9,9 @@ before are read: a round-2 answer never reaches another rater while round 2 is o
 """
 
 import hashlib
+import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from string import ascii_uppercase
 
@@ -28,6 +29,9 @@ from fma_bands.store.models import Review
 from fma_bands.study.reviews import ReviewData, as_data
 from fma_bands.study.state import round_bands, study
 from fma_bands.study.submissions import attested_band
+from fma_bands.study.users import pseudonyms
+
+UNNAMED = "[a rater]"
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ def panel(
     vignette = library.vignettes.get(vid)
     names = tool_names(vignette) if vignette is not None else {}
     reviews = latest_of_round(session, library, vid, name, earlier)
-    return build(vid, name, earlier, reviews, names)
+    return build(vid, name, earlier, reviews, names, hide=pseudonyms(session).values())
 
 
 def build(
@@ -80,12 +84,15 @@ def build(
     number: int,
     reviews: Iterable[tuple[ReviewData, AnyBand | None]],
     names: Mapping[str, str] | None = None,
+    hide: Iterable[str] = (),
 ) -> Panel:
     """The panel of these reviews (with the band each vouches for), lettered by digest; tests
-    are counted under `names` (key -> the name a rater reads, core.labels.tool_names)."""
+    are counted under `names` (key -> the name a rater reads, core.labels.tool_names); each
+    pseudonym of `hide` a reason names is UNNAMED."""
     keyed = sorted(((_digest(vid, name, r, band), r, band) for r, band in reviews), key=_first)
+    unnamed = _unnamer(hide)
     entries = tuple(
-        PanelEntry(f"Rater {_letter(i)}", r.verdict or "", band, r.reason)
+        PanelEntry(f"Rater {_letter(i)}", r.verdict or "", band, unnamed(r.reason))
         for i, (_, r, band) in enumerate(keyed)
     )
     counted = [e.band for e in entries if e.band]
@@ -99,6 +106,18 @@ def in_words(name: str, values: Iterable[Value], names: Mapping[str, str]) -> st
         return describe_values(name, values)
     shown = sorted(names.get(str(v)) or humanise(str(v)) for v in set(values))
     return ", ".join(shown) if shown else "none"
+
+
+def _unnamer(hide: Iterable[str]) -> Callable[[str | None], str | None]:
+    """A function putting UNNAMED for each of the pseudonyms in a text, in any case, where the
+    pseudonym stands as a word of its own (rater-01 in "rater-01's", not in "rater-011")."""
+    names = sorted({n for n in hide if n}, key=len, reverse=True)
+    if not names:
+        return lambda text: text
+    found = re.compile(
+        r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])", re.IGNORECASE
+    )
+    return lambda text: None if text is None else found.sub(UNNAMED, text)
 
 
 def _first(item: tuple) -> str:

@@ -458,6 +458,34 @@ def test_the_panel_letters_follow_the_answers_not_who_gave_them(engine, library,
     assert by_name == ["rater-b2", "rater-a1", "rater-c3"]
 
 
+def test_a_reason_that_names_a_rater_shows_no_name_in_the_panel(engine, library, tmp_path):
+    """A round-1 reason that names its author or another rater ("rater-a1 here", "as RATER-B2
+    said") shows "[a rater]" in the round-2 panel; a longer word that only starts like a
+    pseudonym is left alone."""
+    folder = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, folder)
+    said = {
+        "rater-a1": "rater-a1 here: emergent, as RATER-B2 said (see rater-a1's note)",
+        "rater-b2": "stable; not rater-b22 nor prerater-c3, whoever they are",
+        "rater-c3": "could deteriorate at any moment",
+    }
+    for name in RATERS:
+        verdict, values, _ = ROUND_ONE[name]
+        review(engine, library, raters[name], ESI, verdict, values, said[name])
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator)
+        open_round(s, library, actor=coordinator, number=2, folder=folder, bands=[ESI])
+        shown = panel(s, library, viewer=raters["rater-c3"], vid=VID, name="esi_acuity")
+    assert shown is not None
+    assert sorted(e.reason or "" for e in shown.entries) == sorted(
+        [
+            "[a rater] here: emergent, as [a rater] said (see [a rater]'s note)",
+            "stable; not rater-b22 nor prerater-c3, whoever they are",
+            "could deteriorate at any moment",
+        ]
+    )
+
+
 def test_round_one_agreement_stands_after_round_two(second):
     engine, library, _, coordinator, raters = second
     with session_scope(engine) as s:
