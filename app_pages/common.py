@@ -149,18 +149,15 @@ def study_chair(s: Session) -> str | None:
     return _chairs[key]
 
 
-def warm_study() -> Library | None:
+def warm_study() -> Library:
     """What the first page of a fresh server process does before drawing anything: the database
     brought to the schema and the folder published (engine), the vignettes loaded and synced
     (library), the store's log read and checked (study_chair: its statements are then held
     parsed). The server does it as it starts (app_pages/server.py), so that the first person to
-    open a page does not wait for it; whatever goes wrong here, the pages meet and say (None)."""
-    try:
-        found = library()
-        with session() as s:
-            study_chair(s)
-    except Exception:  # the page that meets it says it, in words
-        return None
+    open a page does not wait for it."""
+    found = library()
+    with session() as s:
+        study_chair(s)
     return found
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 # Said on the server's output once the study is read; benchmarks wait for it.
 READY = "fma-bands: the study is read: the first page opens without reading it"
+NOT_READ = "fma-bands: the study could not be read ahead; the first page reads it and says why"
 # Streamlit imports these itself the first time a page draws a table or a chart.
 LIBRARIES = ("pandas", "pyarrow", "altair")
 
@@ -57,15 +58,27 @@ def read_study_once_running(timeout: float = 60.0) -> None:
     from streamlit import runtime
 
     from app_pages.common import warm_study
+    from fma_bands.core.errors import FmaBandsError
 
     deadline = time.monotonic() + timeout
     while not runtime.exists():
         if time.monotonic() > deadline:
             return
         time.sleep(0.05)
-    found = warm_study()
-    if found is not None:
+    # Streamlit warns of each of its calls made outside a page's run: this is one, on purpose.
+    outside = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    level = outside.level
+    outside.setLevel(logging.ERROR)
+    try:
+        found = warm_study()
+    except FmaBandsError as exc:
+        print(f"{NOT_READ}: {exc}", file=sys.stderr, flush=True)
+    except Exception as exc:  # the page that meets it says it, in words
+        print(f"{NOT_READ} ({type(exc).__name__})", file=sys.stderr, flush=True)
+    else:
         print(f"{READY} ({len(found)} vignettes)", file=sys.stderr, flush=True)
+    finally:
+        outside.setLevel(level)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from app_pages.server import READY
 from fma_bands.cli import cli
 from fma_bands.cli import serve as serve_module
 from tests.conftest import DEMO_VIGNETTES
@@ -232,6 +233,14 @@ def test_serve_starts_the_app_from_any_folder_on_loopback(folder):
         )
         text = log.read_text()
         assert f"fma-bands: the app is at http://127.0.0.1:{port}" in text
+        # Before anyone opens a page, the server reads the study: the database is made and the
+        # vignettes synced into it, and its output says so.
+        while READY not in log.read_text():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline + 60, log.read_text()
+            time.sleep(0.2)
+        assert f"{READY} (12 vignettes)" in log.read_text()
+        assert (folder / "fma-bands.db").is_file()
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -240,3 +249,4 @@ def test_serve_starts_the_app_from_any_folder_on_loopback(folder):
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
     assert "Traceback" not in log.read_text()
+    assert "missing ScriptRunContext" not in log.read_text()  # the reading ahead is quiet
