@@ -618,7 +618,7 @@ def test_attestations_signed_while_the_round_is_open_are_sealed_until_it_closes(
         rows = s.exec(query.order_by(LogRecord.sequence)).all()
         assert sorted((r.signer, r.sealed_round) for r in rows) == [(n, 1) for n in RATERS]
         [line] = on_file(s, "rater-a1")
-        assert line.endswith("sealed until round 1 closes")
+        assert ", sealed until round 1 closes (record " in line
     files = sorted(f for r in receipts.values() for _, _, f in r.records)
     assert [f for _, _, f in receipts["rater-a1"].records] == [rows[0].file_name]
     assert receipts["rater-a1"].as_dict()["in_folder"] == "when round 1 closes"
@@ -638,7 +638,7 @@ def test_attestations_signed_while_the_round_is_open_are_sealed_until_it_closes(
         assert evidence.chain[sequence].digest == digest
     with session_scope(engine) as s:
         [line] = on_file(s, "rater-a1")
-        assert line.endswith("in the attestations folder")
+        assert ", in the attestations folder (record " in line
     decisions = {(d.vignette_id, d.sub_action): d for d in decide(library, folder).decisions}
     assert decisions[URGENCY].adjudicated
     assert decisions[URGENCY].adjudicated_by == RATERS
