@@ -50,7 +50,10 @@ def test_a_query_goes_between_one_rater_and_the_coordinator_only(
     page.get_by_label("Your question", exact=True).fill(QUESTION)
     press(page, "Send the question")
     expect(page.get_by_text("Your message is sent to the study coordinator.")).to_be_visible()
-    expect(page.get_by_text(QUESTION, exact=True)).to_be_visible()
+    # Sent once: the field is emptied (a question left in it could be sent twice), and the
+    # question is in the thread, as text.
+    expect(page.get_by_label("Your question", exact=True)).to_have_value("")
+    expect(page.get_by_test_id("stText").get_by_text(QUESTION, exact=True)).to_be_visible()
     expect(page.get_by_text("Open · awaiting the coordinator's reply", exact=True)).to_be_visible()
 
     coordinator = browser.new_context().new_page()
