@@ -561,6 +561,16 @@ def one_repeat(probe: Probe, url: str, study: BenchStudy, target: Target) -> dic
     return results
 
 
+def machine(load_before: float) -> dict[str, Any]:
+    """The machine a run was measured on, with its load before and after."""
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average": load_before,
+        "load_average_after": os.getloadavg()[0],
+    }
+
+
 # The cold pages ---------------------------------------------------------------------------------
 
 PAGES = (
@@ -649,12 +659,7 @@ def run_pages(
             browser.close()
     return {
         "study": {"vignettes": vignettes, "raters": raters, "reviews": study.reviews},
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "load_average": load_before,
-            "load_average_after": os.getloadavg()[0],
-        },
+        "machine": machine(load_before),
         "repeat": repeat,
         "server_options": list(options),
         "pages": {name: round(statistics.median(v), 1) for name, v in samples.items()},
@@ -703,12 +708,7 @@ def run(
             "reviews": study.reviews,
             "built_in_s": round(built_s, 1),
         },
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "load_average": load_before,
-            "load_average_after": os.getloadavg()[0],
-        },
+        "machine": machine(load_before),
         "repeat": repeat,
         "band": BAND,
         "server_options": list(options),

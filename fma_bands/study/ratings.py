@@ -6,6 +6,7 @@ turns them into numbers.
 """
 
 from dataclasses import dataclass
+from functools import cache, partial
 
 from sqlalchemy import func
 from sqlmodel import Session, select
@@ -133,13 +134,8 @@ def study_findings(
         raise AccessDenied("only a coordinator sees the per-rater diagnostics and the strata")
     found = submitted_rows(session, viewer=viewer, round=round)
     source = source_key(found.rows, found.names, library)
-    made: list[list[Rating]] = []
-
-    def ratings() -> list[Rating]:
-        # Made once, and only if the report or the diagnostics are computed.
-        if not made:
-            made.append(ratings_of(found, library))
-        return made[0]
+    # Made once, and only if the report or the diagnostics are computed.
+    ratings = cache(partial(ratings_of, found, library))
 
     report = kept_report(
         session, source, ratings, library, bootstrap=bootstrap, seed=seed, fresh=fresh
