@@ -33,7 +33,6 @@ from fma_bands.study.rounds import (
 )
 from fma_bands.study.rounds import state as round_state
 from fma_bands.study.state import set_mode, study
-from fma_bands.study.submissions import rater_progress
 from fma_bands.study.users import list_users
 
 MODE_LABELS = {
@@ -45,7 +44,7 @@ MODE_LABELS = {
 # Review rounds --------------------------------------------------------------------------------
 
 BY = {
-    "all": "every candidate",
+    "all": "every candidate someone reviewed",
     "reason": "by reason",
     "sub_action": "by sub-action",
 }
@@ -149,18 +148,25 @@ def _choose_group(candidates: list[Candidate]) -> None:
 
 
 def _open_round_two(user: UserPublic, candidates: list[Candidate], labels: dict[Band, str]) -> None:
-    """Round 2 for the bands the coordinator chooses: by default every candidate of round 1,
-    or a group of them (by reason, by sub-action), or any band by hand."""
+    """Round 2 for the bands the coordinator chooses: by default every candidate of round 1
+    someone reviewed, or a group of them (by reason, by sub-action), or any band by hand."""
     lib = library()
     st.markdown("**Open round 2** for the bands still in dispute")
     state = st.session_state
     if "round2:bands" not in state:
-        state["round2:bands"] = [c.band for c in candidates]
+        state["round2:bands"] = choose(candidates)
     if candidates:
+        unreviewed = len(candidates) - len(choose(candidates))
         st.caption(
             f"{count_bands(len(candidates)).capitalize()} to re-review after round 1: those the "
             "registry would refuse, and those the Agreement page shows with a disputed span "
             "(what some but not all raters admit, in the last column)."
+            + (
+                f" {count_bands(unreviewed).capitalize()} no one reviewed in round 1: listed, "
+                "not chosen (round 2 would have no bands to show), unless you choose them."
+                if unreviewed
+                else ""
+            )
         )
         _candidate_table(candidates, labels)
         _groups(candidates)
@@ -357,12 +363,12 @@ user = require_user("coordinator")
 lib = library()
 with session() as s:
     current = study(s)
-    progress = rater_progress(s, lib, viewer=user)
+    enrolled_raters = len(list_users(s, role="rater"))
 
 st.title("Study admin")
 where = escaped(settings().vignettes)
 vignettes = f"{len(lib)} vignette{'' if len(lib) == 1 else 's'}"
-enrolled = f"{len(progress)} rater{'' if len(progress) == 1 else 's'} enrolled"
+enrolled = f"{enrolled_raters} rater{'' if enrolled_raters == 1 else 's'} enrolled"
 st.caption(f"{vignettes} from {where}; {enrolled}.")
 if lib.problems:
     problems = f"{len(lib.problems)} problem{'' if len(lib.problems) == 1 else 's'}"
@@ -447,12 +453,12 @@ if sign_policy:
 assignment(lib, user)
 
 st.subheader("Progress by rater")
-if progress:
-    st.dataframe(progress, hide_index=True)
-    st.caption(
-        "Of each rater's assigned bands, every round together (each band's latest review): "
-        "those submitted and current, drafts open, submitted reviews made stale by a changed "
-        "vignette, and how many are assigned. Raters' progress shows each round on its own."
+if enrolled_raters:
+    # One place for it: the counts read every rater's reviews, a cost every click here would pay.
+    st.page_link(
+        "app_pages/progress.py",
+        label="Each rater's submitted, draft and stale reviews, by round, on Raters' progress",
+        icon=":material/groups:",
     )
 else:
     st.write("No rater is enrolled yet: enrol them on the Raters page.")

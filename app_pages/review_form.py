@@ -97,6 +97,11 @@ def review_form(screen: Screen, review: ReviewState, signed: bool) -> None:
         _own_band(screen, review, band, errors)
         if screen.shows_proposal:
             _corrections(screen, review, band, errors)
+        notice = review_screen.amendment_notice(
+            band.entries, screen.proposal, screen.vignette, screen.mode
+        )
+        if notice is not None:
+            st.info(notice, icon=":material/edit_note:")
     _reason_and_confidence(screen, review, band, errors)
     if signed:
         _passphrase(band, errors)
@@ -214,7 +219,14 @@ def _questions(screen: Screen, review: ReviewState, band: BandState, errors: dic
         words, explained = QUESTION_WORDS[q]
         st.markdown(f"**{number}. {words}**")
         if q == "q5" and screen.proposal.disputed_span is None:
-            st.caption("No disputed span is recorded for this band.")
+            st.caption(
+                "The proposal records no disputed span for this band: nothing to answer here."
+                + (
+                    " Where round 1's raters differed is in the panel above."
+                    if screen.panel is not None
+                    else ""
+                )
+            )
             continue
         if explained:
             st.caption(explained)

@@ -29,7 +29,15 @@ from fma_bands.core.protocol import CORRECTABLE, CORRECTED_TEXTS, QUESTION_KEYS
 from fma_bands.core.vignettes import Library, Proposal, Vignette
 from fma_bands.study import drafts, marks, round_panel
 from fma_bands.study.case_keys import case_key
-from fma_bands.study.reviews import ReviewData, ReviewForm, check_form, current_review, save
+from fma_bands.study.reviews import (
+    AMENDS_NOTHING,
+    ReviewData,
+    ReviewForm,
+    amends_nothing,
+    check_form,
+    current_review,
+    save,
+)
 from fma_bands.study.signing import resign
 from fma_bands.study.state import sees_proposals, study
 
@@ -317,6 +325,15 @@ def problems(
             if (k == "band" and band_problem is not None) or k in corrections
         }
     return errors
+
+
+def amendment_notice(
+    entries: dict[str, Any], proposal: Proposal, vignette: Vignette, mode: str
+) -> str | None:
+    """What to say beside an AMEND that keeps the proposal's band and corrects nothing."""
+    form, _ = form_from(entries, proposal, vignette)
+    found = amends_nothing(form, vignette=vignette, proposal=proposal, mode=mode)
+    return AMENDS_NOTHING if found else None
 
 
 def keep(

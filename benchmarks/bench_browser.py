@@ -20,18 +20,22 @@ drawn the result and the app is idle again; each one's effect is checked, or the
   title in the h1, its place in the caption).
 
 Each is measured in the page, on the browser's clock (performance.now), by an init script: the
-input event's time stamp, and every change of the app's script state (the `stApp` element's
-`data-test-script-state`, which Streamlit's own end-to-end tests wait on) with the time the frame
-after it was painted. The benchmark then waits for the effect, checks it, and waits until the
-state has not changed for 0.4 s, so that a second run (a move to another band may take two) is
-never missed. Per interaction, medians of --repeat runs, in milliseconds:
+input event's time stamp, every change of the app's script state (the `stApp` element's
+`data-test-script-state`, which Streamlit's own end-to-end tests wait on) and every message the
+app's websocket delivers, each with the time the frame after it was painted. The benchmark waits
+until the browser has sent the run's request and received its end (on the wire, below), then for
+the effect, checks it, and waits until nothing has changed for 0.4 s, so that a second run (a
+move to another band may take two) is never missed. The script state alone cannot tell a run
+happened: when a short run's messages arrive together, the page handles them in one task and
+the attribute goes from `notRunning` to `notRunning`, never showing `running`. Per interaction,
+medians of --repeat runs, in milliseconds:
 
-- `ms`: the input event to the frame painted after the app's last return to `notRunning`: what
-  the rater waits for (browser-level);
+- `ms`: the input event to the frame painted after the last of the app's return to
+  `notRunning` and its last message: what the rater waits for (browser-level);
 - `to_running_ms`, `running_ms`, `to_paint_ms`: its three parts: until the page first sees the
-  script running, while it is running as the page sees it (the server's runs, their messages and
-  the drawing of them), and from the last `notRunning` to the painted frame;
-- `runs`: how many times the state went from idle to running;
+  script running or a message of it, while it runs as the page sees it (the server's runs, their
+  messages and the drawing of them), and from the end to the painted frame;
+- `runs`: how many runs of the app finished (its `script_finished` messages on the wire);
 - `server_ms`: from the first rerun request the browser sent to the last `script_finished` it
   received, timed by the browser's network stack (the DevTools protocol's websocket frames,
   outside the page's main thread): the server's runs and the transfer of what they drew,
@@ -107,7 +111,7 @@ ANSWERS = {1: "yes", 2: "yes", 3: "no", 4: "no", 5: "band", 6: "yes"}
 AMEND = "AMEND: correct the band or its clause"
 START_TIMEOUT_S = 60
 TIMEOUT_MS = 60_000  # one wait in the page: a first render on a loaded machine is slow
-QUIET_MS = 400  # the script state unchanged this long: the interaction and its runs are over
+QUIET_MS = 400  # nothing new on the page this long: the interaction and its runs are over
 # Streamlit keeps the last run's elements on screen, marked stale, while a rerun redraws.
 LIVE = '[data-testid="stElementContainer"]:not([data-stale="true"])'
 
@@ -117,23 +121,37 @@ LIVE = '[data-testid="stElementContainer"]:not([data-stale="true"])'
 # to nothing to the page's own work.
 INIT_SCRIPT = """
 (() => {
-  const bench = { inputs: [], states: [] };
-  bench.reset = () => { bench.inputs = []; bench.states = []; };
-  bench.read = () => ({ inputs: bench.inputs, states: bench.states });
+  const bench = { inputs: [], states: [], messages: [] };
+  bench.reset = () => { bench.inputs = []; bench.states = []; bench.messages = []; };
+  bench.read = () => ({ inputs: bench.inputs, states: bench.states, messages: bench.messages });
   window.__bench = bench;
   for (const type of ["click", "keydown"]) {
     document.addEventListener(type, (e) => bench.inputs.push([type, e.timeStamp]), true);
   }
+  // The callback after the next frame's paint.
+  const paint = (entry) =>
+    requestAnimationFrame(() => setTimeout(() => { entry.painted = performance.now(); }, 0));
   new MutationObserver((records) => {
     const now = performance.now();
     for (const record of records) {
       const entry = { at: now, state: record.target.getAttribute("data-test-script-state"),
                       painted: null };
       bench.states.push(entry);
-      // The callback after the next frame's paint.
-      requestAnimationFrame(() => setTimeout(() => { entry.painted = performance.now(); }, 0));
+      paint(entry);
     }
   }).observe(document, { subtree: true, attributeFilter: ["data-test-script-state"] });
+  // Each message the app's websocket delivers, heard before the app's own listener.
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", () => {
+        const entry = { at: performance.now(), painted: null };
+        bench.messages.push(entry);
+        paint(entry);
+      });
+    }
+  };
 })();
 """
 
@@ -229,44 +247,49 @@ def drawn(page) -> None:
 
 
 def quiet(page) -> dict[str, Any]:
-    """What the page recorded, once its script state has not changed for QUIET_MS (the app
-    idle, every frame painted): the interaction and every run it set off are over."""
+    """What the page recorded, once neither its script state nor its messages have changed for
+    QUIET_MS (the app idle, every frame painted): the interaction and its runs are over."""
     deadline = time.monotonic() + TIMEOUT_MS / 1000
-    seen = -1
+    seen = (-1, -1)
     while True:
         drawn(page)
         found = page.evaluate("window.__bench.read()")
-        pending = any(s["painted"] is None for s in found["states"])
-        if len(found["states"]) == seen and not pending:
+        entries = [*found["states"], *found["messages"]]
+        pending = any(e["painted"] is None for e in entries)
+        if (len(found["states"]), len(found["messages"])) == seen and not pending:
             return dict(found)
         if time.monotonic() > deadline:
             raise RuntimeError("the page did not settle")
-        seen = len(found["states"])
+        seen = (len(found["states"]), len(found["messages"]))
         page.wait_for_timeout(QUIET_MS)
 
 
 def measure(found: dict[str, Any], what: str) -> dict[str, float]:
-    """One interaction's figures from what the page recorded (see the module's docstring)."""
+    """One interaction's page figures from what the page recorded (see the module's
+    docstring): from the input to the later of the last return to `notRunning` and the last
+    message, each painted. `runs` is counted on the wire (on_the_wire)."""
     if not found["inputs"]:
         raise RuntimeError(f"{what}: the page saw no input event")
     start = found["inputs"][0][1]
     states = [s for s in found["states"] if s["at"] >= start]
-    busy = [s for s in states if s["state"] != "notRunning"]
+    messages = [m for m in found.get("messages", []) if m["at"] >= start]
+    if states and states[-1]["state"] != "notRunning":
+        raise RuntimeError(f"{what}: the app was still running: {states}")
     idle = [s for s in states if s["state"] == "notRunning"]
-    if not busy or not idle or idle[-1]["at"] < busy[-1]["at"]:
-        raise RuntimeError(f"{what}: no finished rerun of the app followed the input: {states}")
-    first, last = busy[0], idle[-1]
-    runs = sum(
-        1
-        for before, now in zip([None, *states], states, strict=False)
-        if now["state"] != "notRunning" and (before is None or before["state"] == "notRunning")
+    ends = [*idle[-1:], *messages[-1:]]
+    if not ends:
+        raise RuntimeError(f"{what}: no run of the app followed the input: {states}")
+    first = min(
+        (*(s for s in states if s["state"] != "notRunning"), *messages[:1]),
+        key=lambda e: e["at"],
+        default=ends[0],
     )
+    last = max(ends, key=lambda e: e["at"])
     return {
         "ms": last["painted"] - start,
         "to_running_ms": first["at"] - start,
         "running_ms": last["at"] - first["at"],
         "to_paint_ms": last["painted"] - last["at"],
-        "runs": float(runs),
     }
 
 
@@ -318,6 +341,7 @@ def on_the_wire(frames: list[Frame], what: str) -> dict[str, float]:
         "server_ms": (end - start) * 1000,
         "received_kb": sum(f.size for f in received) / 1024,
         "messages": float(len(received)),
+        "runs": float(sum(f.at >= start for f in finished)),
     }
 
 
@@ -327,25 +351,28 @@ class Probe:
     wire: Wire
 
 
-def rerun_finished(page, what: str) -> None:
-    """Wait until the page has seen the app run since the last reset() and finish: a change sent
-    by a click is not in the app until then (a page that merely looks idle may not have started
-    the run yet), and the next click must not race it."""
+def rerun_finished(probe: Probe, what: str) -> None:
+    """Wait until, since the wire was cleared, the browser has sent a run's request and received
+    that run's end: a change sent by a click is not in the app until then (a page that merely
+    looks idle may not have started the run yet), and the next click must not race it."""
     deadline = time.monotonic() + TIMEOUT_MS / 1000
     while True:
-        states = [s["state"] for s in page.evaluate("window.__bench.read()")["states"]]
-        if any(s != "notRunning" for s in states) and states[-1] == "notRunning":
+        frames = list(probe.wire.frames)
+        asked = [f.at for f in frames if f.sent and f.kind == "rerun_script"]
+        ended = [f.at for f in frames if not f.sent and f.kind.startswith("script_finished")]
+        if asked and ended and ended[-1] >= asked[0]:
             return
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{what}: the app did not run, or did not finish: {states}")
-        page.wait_for_timeout(20)
+            raise RuntimeError(f"{what}: the app did not run, or did not finish: {frames}")
+        probe.page.wait_for_timeout(20)
 
 
 def untimed(probe: Probe, what: str, act: Callable[[], None]) -> None:
     """A step between the timed ones, done and settled before the next."""
     probe.page.evaluate("window.__bench.reset()")
+    probe.wire.frames.clear()
     act()
-    rerun_finished(probe.page, what)
+    rerun_finished(probe, what)
     quiet(probe.page)
 
 
@@ -353,7 +380,7 @@ def timed(probe: Probe, what: str, act: Callable[[], None], effect: Callable[[],
     probe.page.evaluate("window.__bench.reset()")
     probe.wire.frames.clear()
     act()
-    rerun_finished(probe.page, what)
+    rerun_finished(probe, what)
     drawn(probe.page)
     effect()
     figures = measure(quiet(probe.page), what)

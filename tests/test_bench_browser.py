@@ -79,7 +79,22 @@ def test_a_move_to_another_band_is_measured_to_its_last_run():
         "to_running_ms": 50.0,
         "running_ms": 550.0,
         "to_paint_ms": 5.0,
-        "runs": 2.0,
+    }
+
+
+def test_a_run_the_page_never_showed_running_is_measured_from_its_messages():
+    """Its messages arrived together and the page drew them in one task: the script state never
+    changed, so the page's record of the app's messages times it."""
+    found = {
+        "inputs": [["click", 100.0]],
+        "states": [],
+        "messages": [{"at": at, "painted": at + 8} for at in (90.0, 180.0, 181.0, 182.0)],
+    }
+    assert measure(found, "answer_a_question") == {
+        "ms": 90.0,
+        "to_running_ms": 80.0,
+        "running_ms": 2.0,
+        "to_paint_ms": 8.0,
     }
 
 
@@ -89,8 +104,13 @@ def test_a_move_to_another_band_is_measured_to_its_last_run():
         {"inputs": [], "states": states(("running", 1.0), ("notRunning", 2.0))},
         {"inputs": [["click", 10.0]], "states": states(("running", 1.0), ("notRunning", 2.0))},
         {"inputs": [["keydown", 1.0]], "states": states(("running", 2.0))},
+        {
+            "inputs": [["click", 10.0]],
+            "states": [],
+            "messages": [{"at": 5.0, "painted": 6.0}],  # before the click: not its run
+        },
     ],
-    ids=["no input", "no rerun after the input", "a rerun still running"],
+    ids=["no input", "no rerun after the input", "a rerun still running", "an earlier message"],
 )
 def test_an_interaction_that_set_off_no_finished_rerun_is_an_error(found):
     with pytest.raises(RuntimeError):
@@ -110,5 +130,6 @@ def test_the_server_is_timed_from_the_request_to_the_last_run_finished():
     found = on_the_wire(frames, "next")
     assert round(found["server_ms"], 6) == 500.0
     assert found["messages"] == 5 and found["received_kb"] == (1000 + 2048 + 1024 + 140) / 1024
+    assert found["runs"] == 2  # one ended early for the rerun, then the rerun
     with pytest.raises(RuntimeError):
         on_the_wire(frames[1:], "next")  # no request: nothing to time from

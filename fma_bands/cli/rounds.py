@@ -64,7 +64,10 @@ def show(as_json: bool) -> None:
     "bands",
     multiple=True,
     metavar="VID:SUB",
-    help="A band to re-review (repeatable); by default every candidate of round 1 (round show).",
+    help=(
+        "A band to re-review (repeatable); by default every candidate of round 1 (round show) "
+        "that someone reviewed."
+    ),
 )
 def open_(number: int, bands: tuple[str, ...]) -> None:
     """Open round NUMBER (2) for the chosen bands, once round 1 is closed."""

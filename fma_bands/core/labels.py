@@ -143,9 +143,15 @@ def describe_band(band: AnyBand, names: Mapping[str, str] | None = None) -> str:
     """The band in plain words, orders by their readable names."""
     if isinstance(band, MultilabelBand):
         name = (names or {}).get
-        required = ", ".join(name(k) or humanise(k) for k in band.required) or "none"
-        defensible = ", ".join(name(k) or humanise(k) for k in band.defensible)
-        return f"required: {required}; defensible to order: {defensible}"
+        required = ", ".join(name(k) or humanise(k) for k in band.required)
+        others = [k for k in band.defensible if k not in band.required]
+        defensible = ", ".join(name(k) or humanise(k) for k in others)
+        # Every required order is defensible too: each test is named once, where it stands.
+        if not required:
+            return f"defensible to order: {defensible}; none required"
+        return f"required: {required}; " + (
+            f"also defensible: {defensible}" if defensible else "nothing else defensible"
+        )
     return describe(band)
 
 

@@ -192,6 +192,35 @@ def check_form(
     return band, errors
 
 
+# What the screen says beside an AMEND that changes nothing: DESIGN allows one (the clause may be
+# corrected in words alone, as a paper hand-back does), so it is said, never refused.
+AMENDS_NOTHING = (
+    "Your AMEND keeps the proposal's band and corrects none of its texts or its disputed span: "
+    "your reason is the whole amendment, so say there what is wrong. If the band and its clause "
+    "stand as written, choose ACCEPT."
+)
+
+
+def amends_nothing(form: ReviewForm, *, vignette: Vignette, proposal: Proposal, mode: str) -> bool:
+    """Whether `form` is a complete AMEND of a proposal on screen that keeps its band and
+    corrects nothing else."""
+    if mode != "review" or form.verdict != "AMEND" or form.band is None:
+        return False
+    try:
+        band = parse_band(proposal.sub_action, form.band, orderables=vignette.orderables)
+    except FmaBandsError:
+        return False  # the band's own problem is said beside it
+    corrections, problems = check_corrections(
+        form.corrections,
+        verdict=form.verdict,
+        mode=mode,
+        proposal=proposal,
+        band=band,
+        orderables=vignette.orderables,
+    )
+    return not problems and not corrections and band == proposal.acceptable
+
+
 def check_corrections(
     raw: Mapping[str, Any] | None,
     *,

@@ -65,6 +65,12 @@ REASONS = {
         "The raters' bands meet in a consensus, but some raters admit values the others do "
         "not: the disputed span the Agreement page shows.",
     ),
+    "not_reviewed": Reason(
+        "no one reviewed",
+        "No rater submitted a review of it in the round, so a new round would have no bands to "
+        "show its raters: it is listed but never chosen by default; choose it by hand to have "
+        "it reviewed now.",
+    ),
 }
 
 
@@ -199,6 +205,7 @@ def round_two_candidates(
     authorize(session, viewer, "see_progress")
     policy = policy_in_force(session) or Policy()
     ratings = study_ratings(session, library, viewer=viewer, round=round)
+    reviewed = {(r.vignette_id, r.sub_action) for r in ratings}
     agreements = {(a.vignette_id, a.sub_action): a for a in band_agreements(ratings)}
     specialties = {u.pseudonym: u.specialty or "" for u in list_users(session, role="rater")}
     numbers = case_numbers(library, case_key(session))
@@ -227,6 +234,8 @@ def round_two_candidates(
                 reasons.append("out_of_scope")
             if agreed is not None and agreed.rule == "applied" and agreed.disputed:
                 reasons.append("disputed_span")
+            if band not in reviewed:
+                reasons.append("not_reviewed")
             if not reasons:
                 continue
             disputed = (
@@ -259,13 +268,15 @@ def choose(
     reasons: Iterable[str] = (),
     sub_actions: Iterable[str] = (),
 ) -> list[Band]:
-    """The candidates of a group, in their order: those with any of `reasons` (every reason
-    when none is given) and of any of `sub_actions` (every sub-action when none is given)."""
+    """The candidates of a group, in their order: those with any of `reasons` (when none is
+    given, every candidate someone reviewed: a band no one reviewed is chosen only by its own
+    reason or by hand) and of any of `sub_actions` (every sub-action when none is given)."""
     wanted, kinds = set(reasons), set(sub_actions)
     return [
         c.band
         for c in candidates
-        if (not wanted or wanted & set(c.reasons)) and (not kinds or c.sub_action in kinds)
+        if (wanted & set(c.reasons) if wanted else "not_reviewed" not in c.reasons)
+        and (not kinds or c.sub_action in kinds)
     ]
 
 
@@ -405,10 +416,10 @@ def _chosen(
     session: Session, library: Library, actor: UserPublic, bands: Iterable[Band] | None
 ) -> list[Band]:
     if bands is None:
-        chosen = [c.band for c in round_two_candidates(session, library, viewer=actor)]
+        chosen = choose(round_two_candidates(session, library, viewer=actor))
         if not chosen:
             raise FmaBandsError(
-                "no band is a candidate for round 2 after round 1 (every band has a consensus "
+                "no band reviewed in round 1 is a candidate for round 2 (each has a consensus "
                 "with no disputed span, its quorum and a rater in scope): name the bands to "
                 "re-review, if any"
             )

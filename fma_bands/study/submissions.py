@@ -11,13 +11,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, RowMapping, Text, cast
 from sqlalchemy import select as core_select
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from fma_bands.core.bands import AnyBand, BandReader, parse_band
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
-from fma_bands.store.models import Review, User
-from fma_bands.study.assignment import load as load_assignments
+from fma_bands.store.models import Review
 from fma_bands.study.reviews import ReviewData, as_data, is_current_row
 from fma_bands.study.state import authorize
 from fma_bands.study.users import pseudonyms
@@ -181,44 +180,3 @@ def attested_band(
     if read is not None:
         return read(review.sub_action, review.band, vignette.orderables)
     return parse_band(review.sub_action, review.band, orderables=vignette.orderables)
-
-
-def rater_progress(
-    session: Session, library: Library, *, viewer: UserPublic
-) -> list[dict[str, Any]]:
-    """Per rater: of the bands assigned to them, those submitted (current, not stale), drafts
-    open and submitted reviews made stale, and how many are assigned.
-
-    Counts only, never contents; still the coordinator's alone, since even how far another rater
-    has got is none of a rater's business during the phase."""
-    authorize(session, viewer, "see_progress")
-    raters = session.exec(select(User).where(User.role == "rater").order_by(User.pseudonym))
-    assignments = load_assignments(session)
-    # What each rater's queue would say, from one query for all raters (each rater's latest
-    # revision of each band, of any status) instead of one queue per rater.
-    latest: dict[int, list[RowMapping]] = {}
-    for row in _latest_submitted(session, columns=_PROGRESS_COLUMNS, status=None):
-        latest.setdefault(row["rater_id"], []).append(row)
-    rows = []
-    for rater in raters:
-        theirs = assignments.bands_of(library, rater.pseudonym)
-        mine = [
-            r
-            for r in latest.get(rater.id or 0, [])
-            if (r["vignette_id"], r["sub_action"]) in theirs
-        ]
-        current = [r for r in mine if is_current_row(r, library)]
-        rows.append(
-            {
-                "rater": rater.pseudonym,
-                "submitted": sum(r["status"] == "submitted" for r in current),
-                "drafts": sum(r["status"] == "draft" for r in mine),
-                "stale": len(mine) - len(current),
-                "assigned": len(theirs),
-            }
-        )
-    return rows
-
-
-# Counts need no band: reading each one's JSON would cost more than the rest of the read.
-_PROGRESS_COLUMNS = (*(c for c in _BAND_COLUMNS if c not in ("band", "verdict")), "status")

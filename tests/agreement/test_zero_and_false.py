@@ -91,12 +91,9 @@ def test_an_orders_band_is_shown_by_the_names_clinicians_read():
     )
     (view,) = shown.bands()
     assert view.names == names  # the picture's lines
-    assert (
-        view.consensus
-        == "Consensus: required: Full blood count; defensible to order: Full blood count"
-    )
+    assert view.consensus == "Consensus: required: Full blood count; nothing else defensible"
     assert screen(agreement_report(ratings, bootstrap=0), {}).bands()[0].consensus == (
-        "Consensus: required: CBC; defensible to order: CBC"  # no names given: humanised keys
+        "Consensus: required: CBC; nothing else defensible"  # no names given: humanised keys
     )
 
 

@@ -48,3 +48,19 @@ def test_a_band_signed_only_on_another_case_is_said_as_still_needing_its_own():
     words = REASON_WORDS["wrong_subject"]
     assert words.short == "same band signed elsewhere"
     assert "still needs its own" in words.sentence
+
+
+def test_an_orders_band_names_each_test_once_where_it_stands():
+    from fma_bands.core.bands import MultilabelBand
+    from fma_bands.core.labels import describe_band
+
+    def orders(required: tuple[str, ...], defensible: tuple[str, ...]) -> str:
+        band = MultilabelBand(sub_action="orders", required=required, defensible=defensible)
+        return describe_band(band, {"ecg": "ECG", "troponin": "Troponin", "cbc": "CBC"})
+
+    assert (
+        orders(("ecg",), ("cbc", "ecg", "troponin"))
+        == "required: ECG; also defensible: CBC, Troponin"
+    )
+    assert orders(("ecg",), ("ecg",)) == "required: ECG; nothing else defensible"
+    assert orders((), ("ecg", "troponin")) == "defensible to order: ECG, Troponin; none required"

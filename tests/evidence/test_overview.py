@@ -70,7 +70,7 @@ def test_each_band_is_one_row_in_words():
     }
     assert boolean["warnings"] == "demo account, harness cannot check yet"
     assert orders["status"] == "not adjudicated: no signed review"
-    assert orders["band"] == "required: ECG; defensible to order: ECG, Troponin"
+    assert orders["band"] == "required: ECG; also defensible: Troponin"
     assert orders["raters"] == "none"
     assert rows[0].title == "demo_med_border_01 · Analgesia tier"
     # With the study's case numbers, each case also by the number raters read it by.

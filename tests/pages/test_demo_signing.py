@@ -96,7 +96,7 @@ def test_a_demo_rater_signs_with_nothing_done_by_the_coordinator(demo):
         for row, band in zip(covered.to_dict("records"), expected, strict=True)
         if band == ORDERS
     ]
-    assert orders == "required: X-ray ankle; defensible to order: X-ray ankle"
+    assert orders == "required: X-ray ankle; nothing else defensible"
     sign(at, "rater-01-demo")
     assert "Signed. Your signature and your receipt:" in [s.value for s in at.success]
     assert not at.error, [e.value for e in at.error]

@@ -134,6 +134,13 @@ def test_coordinator_signs_in_to_study_admin(study):
     at = sign_in_as(open_app(), "coordinator", PASSPHRASES["coordinator"])
     assert title(at) == "Study admin"
     assert at.session_state["user"]["role"] == "coordinator"
+    # Its caption counts the enrolled raters; their progress is one link away, never repeated.
+    assert "; 2 raters enrolled." in at.caption[0].value
+    links = [(p.proto.label, p.proto.page) for p in at.get("page_link")]
+    label = "Each rater's submitted, draft and stale reviews, by round, on Raters' progress"
+    assert (label, "progress") in links, links
+    assert "Progress by rater" in [h.value for h in at.subheader]
+    assert not [d for d in at.dataframe if "stale" in d.value.columns]
 
 
 # Queue -------------------------------------------------------------------------------------

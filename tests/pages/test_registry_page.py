@@ -113,7 +113,7 @@ def test_the_registry_opens_on_one_short_row_per_band(study, page):
         if "_" in code:  # "declined" is also a word
             assert code not in shown, code
     # Orders in the names clinicians read, not keys.
-    assert "required: ECG; defensible to order: CT pulmonary angiogram" in shown
+    assert "required: ECG; also defensible: CT pulmonary angiogram" in shown
 
 
 def test_each_band_the_harness_cannot_score_is_tagged_and_said_once(study, page):
@@ -191,6 +191,14 @@ def test_a_refused_bands_details_say_why_in_words_beside_each_code(study, page):
 def test_the_export_is_a_download_or_the_one_export_folder(study, page, tmp_path):
     root = study[0]
     assert [b.label for b in page.download_button] == ["Download bands.yaml"]
+    # What the download holds is said beside it: pressing it shows nothing on the page.
+    decisions = decide(load_library([DEMO_VIGNETTES]), root / "attestations").decisions
+    granted = sum(d.adjudicated for d in decisions)
+    assert (
+        f"bands.yaml holds all {len(decisions)} bands: {granted} clinician-adjudicated, the other "
+        f"{len(decisions) - granted} as the vignette files propose them, not adjudicated; its "
+        "head is not signed."
+    ) in " ".join(c.value for c in page.caption)
     # No field where the browser could name a server path: the one field is a passphrase.
     assert [t.key for t in page.text_input] == ["export:passphrase"]
     exports = tmp_path / "exports"

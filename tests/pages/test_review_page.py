@@ -299,6 +299,30 @@ def test_a_hidden_editor_comes_back_with_its_band(study):
     assert at.number_input(key=key(DOC, "band", "hi")).value == 28
 
 
+def test_an_amend_that_changes_nothing_is_said_beside_it_not_refused(study):
+    """DESIGN lets an AMEND keep the values and correct the clause in words alone, so an AMEND
+    that keeps the proposal's band and texts is said beside the band, and goes once anything
+    is amended."""
+    from fma_bands.study.reviews import AMENDS_NOTHING
+
+    def said(at) -> bool:
+        return AMENDS_NOTHING in [i.value for i in at.info]
+
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
+    assert said(at)
+    upper = at.number_input(key=key(DOC, "band", "hi"))
+    proposed = upper.value
+    upper.set_value(proposed - 1).run()
+    assert not said(at)
+    at.number_input(key=key(DOC, "band", "hi")).set_value(proposed).run()
+    assert said(at)
+    at.text_area(key=key(DOC, "fix:clause")).input("The clause, corrected in one place.").run()
+    assert not said(at)
+    at.radio(key=key(DOC, "verdict")).set_value("ACCEPT").run()
+    assert not said(at)
+
+
 # List and range, orders ------------------------------------------------------------------------
 
 

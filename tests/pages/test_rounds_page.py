@@ -32,12 +32,13 @@ fresh_caches, app_env, template, study = (
 REASONS = {"rater-01": "high-risk chest pain: ESI 1", "rater-02": "stable vitals: ESI 3"}
 
 
-def round_one(study, amend: dict | None = None) -> None:
-    """Every band accepted by both raters but triage's ESI, where they share no value, and the
-    bands of `amend`, where the first rater amends to the values given."""
+def round_one(study, amend: dict | None = None, skip: tuple = ()) -> None:
+    """Every band accepted by both raters but triage's ESI, where they share no value, the
+    bands of `amend`, where the first rater amends to the values given, and those of `skip`,
+    which no one reviews."""
     amend = amend or {}
     for band in BANDS:
-        if band == TRIAGE:
+        if band == TRIAGE or band in skip:
             continue
         for rater in (study.rater, study.other):
             if rater == study.rater and band in amend:
@@ -175,6 +176,28 @@ def test_study_admin_chooses_round_two_by_reason_and_by_sub_action(study):
     assert list(table["band"]) == [named[MED]]
 
 
+def test_a_band_no_one_reviewed_in_round_one_is_listed_but_not_chosen(study):
+    """The analgesia band has no review at all: it is a candidate (no quorum), said to be one no
+    one reviewed, and left out of the default choice and of "every candidate someone
+    reviewed"; its own reason chooses it."""
+    round_one(study, skip=(MED,))
+    at = open_app(study.coordinator)
+    named = labels(study)
+    assert [(r["band"], r["raters with a band"], r["why"]) for r in candidates_table(at)] == [
+        (named[MED], 0, "too few raters; no one reviewed"),
+        (named[TRIAGE], 2, "no consensus"),
+    ]
+    assert bands_for_round_two(at) == [TRIAGE]
+    captions = " ".join(c.value for c in at.caption)
+    assert "1 band no one reviewed in round 1: listed, not chosen" in captions
+    at.radio(key="round2:by").set_value("reason").run()
+    [reasons] = [m for m in at.multiselect if m.label == "Reasons"]
+    reasons.set_value(["not_reviewed"]).run()
+    assert bands_for_round_two(at) == [MED]
+    at.radio(key="round2:by").set_value("all").run()
+    assert bands_for_round_two(at) == [TRIAGE]
+
+
 def test_study_admin_lists_the_bands_of_round_two_still_in_dispute(study):
     """Round 2 closes with triage re-reviewed by one rater only: only that band is still in
     dispute (too few raters); the bands round 2 did not hold keep their round 1."""
@@ -209,6 +232,11 @@ def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
     assert any(m.value.startswith("**Rater A: AMEND**") for m in at.markdown)
     assert any(m.value.startswith("**Rater B: AMEND**") for m in at.markdown)
     assert "Admitted by 1 of 2: 1 - resuscitation and 3 - urgent" in texts
+    # Question 5 is about the proposal's own disputed span, not the panel's: it says so.
+    assert (
+        "The proposal records no disputed span for this band: nothing to answer here. Where "
+        "round 1's raters differed is in the panel above."
+    ) in [c.value for c in at.caption]
     # No pseudonym on a rater's screen in round 2 but in the sidebar's own account line.
     assert "rater-02" not in screen
     assert screen.count("rater-01") == shown(open_app(study.rater)).count("rater-01")

@@ -470,8 +470,8 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
     from fma_bands.study.marks import all_flags
     from fma_bands.study.queries import ask, write
     from fma_bands.study.rounds import open_round
+    from fma_bands.study.rounds import state as round_state
     from fma_bands.study.state import RULES, authorize
-    from fma_bands.study.submissions import rater_progress
 
     engine, library, coordinator, a, _ = study
     attempts = {
@@ -507,7 +507,7 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
         "import_handback": lambda s, who: import_handback(
             s, library, actor=who, rater_pseudonym="adjudicator-01", text="", source="x"
         ),
-        "see_progress": lambda s, who: rater_progress(s, library, viewer=who),
+        "see_progress": lambda s, who: round_state(s, viewer=who),
         "record_identity": lambda s, who: set_identity(
             s,
             actor=who,

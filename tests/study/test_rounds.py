@@ -294,7 +294,10 @@ def test_without_any_candidate_round_two_must_be_given_its_bands(engine, library
     with session_scope(engine) as s:
         close_round(s, actor=coordinator, folder=folder)
         assert round_two_candidates(s, library, viewer=coordinator) == []
-    with session_scope(engine) as s, pytest.raises(FmaBandsError, match="no band is a candidate"):
+    with (
+        session_scope(engine) as s,
+        pytest.raises(FmaBandsError, match="no band reviewed in round 1 is a candidate"),
+    ):
         open_round(s, library, actor=coordinator, number=2, folder=folder)
 
 
@@ -354,7 +357,9 @@ def test_round_two_opens_for_the_discordant_bands_only_once_round_one_is_closed(
         close_round(s, actor=coordinator)
         # After round 2, only its own bands can still be in dispute: urgency keeps round 1.
         after = round_two_candidates(s, library, viewer=coordinator, round=2)
-    assert [(c.band, c.reasons) for c in after] == [(ESI, ("quorum_not_met",))]
+    # No one reviewed it in round 2: it is listed as such, and chosen only by that reason.
+    assert [(c.band, c.reasons) for c in after] == [(ESI, ("quorum_not_met", "not_reviewed"))]
+    assert choose(after) == [] and choose(after, reasons=["not_reviewed"]) == [ESI]
     with session_scope(engine) as s, pytest.raises(FmaBandsError, match="held already"):
         open_round(s, library, actor=coordinator, number=2, folder=folder)
     with (
