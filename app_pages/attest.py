@@ -2,6 +2,7 @@
 once confirmed), the passphrase again, and the signature manifestation once signed."""
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,12 @@ from fma_bands.core.labels import (
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.core.vignettes import Library
+from fma_bands.study import ledger
 from fma_bands.study.exemptions import ExemptionSigning, exemption_signing
 from fma_bands.study.identity import is_recorded
 from fma_bands.study.signing import attest, manifestation, on_file
 from fma_bands.study.signing_plan import SigningPlan, covered_rows, imported_rows, plan
+from fma_bands.study.store_state import per_state
 
 
 def band_words(lib: Library, review: dict[str, Any]) -> str:
@@ -109,7 +112,22 @@ def band_table(rows: list[dict[str, Any]]) -> None:
     )
 
 
-def reviews_covered(lib: Library, signing: SigningPlan, numbers: dict[str, int]) -> None:
+@dataclass(frozen=True)
+class Tables:
+    """The tables of a signing plan, in case order with every band in words."""
+
+    imported: list[dict[str, Any]]
+    covered: list[dict[str, Any]]
+
+
+def tables(lib: Library, signing: SigningPlan, numbers: dict[str, int]) -> Tables:
+    return Tables(
+        in_case_order(lib, numbers, signing.imported, imported_rows(signing, numbers)),
+        in_case_order(lib, numbers, signing.reviews, covered_rows(signing, numbers)),
+    )
+
+
+def reviews_covered(signing: SigningPlan, shown: Tables, numbers: dict[str, int]) -> None:
     """What the signature would cover, and each review it leaves out with the reason."""
     if signing.imported:
         st.subheader("Imported from your paper hand-back")
@@ -117,8 +135,7 @@ def reviews_covered(lib: Library, signing: SigningPlan, numbers: dict[str, int])
             "Entered by the coordinator from your paper hand-back. Your signature covers them "
             "only if you confirm that they are your own verdicts."
         )
-        imported = imported_rows(signing, numbers)
-        band_table(in_case_order(lib, numbers, signing.imported, imported))
+        band_table(shown.imported)
         st.checkbox("These are my verdicts: cover them with my signature", key="attest:confirm")
     n = len(signing.reviews)
     st.subheader(
@@ -132,8 +149,7 @@ def reviews_covered(lib: Library, signing: SigningPlan, numbers: dict[str, int])
         )
     if signing.reviews:
         st.caption("In case order. Click a cell to read it on its own.")
-        covered = covered_rows(signing, numbers)
-        band_table(in_case_order(lib, numbers, signing.reviews, covered))
+        band_table(shown.covered)
     elif signing.imported:
         st.info(
             "Nothing to sign yet: confirm the imported reviews above, or review bands yourself."
@@ -212,13 +228,17 @@ def sign_attestation(
 
 user = require_user("rater")
 lib, folder = library(), settings().attestations
-numbers = case_numbers(lib, case_key())
+key = case_key()
+numbers = case_numbers(lib, key)
 if "signed" in st.session_state:  # signed: the form starts afresh (after an error it keeps all)
     st.session_state.update({f"declare:{k}": False for k in DECLARATIONS})
     st.session_state["attest:passphrase"] = ""
 confirm = st.session_state.get("attest:confirm", False)
 with session() as s:
-    signing = plan(s, lib, user, confirm_imported=confirm)
+    # Made once per state of the store (store_state): signing itself always plans afresh.
+    asked = ("signing plan", user.id, confirm, lib.digests, key, ledger.head(s))
+    signing = per_state(s, asked, lambda: plan(s, lib, user, confirm_imported=confirm))
+    shown = per_state(s, (*asked, "tables"), lambda: tables(lib, signing, numbers))
     exempting = exemption_signing(s, user)
     identity_recorded = is_recorded(s, [user.pseudonym])[user.pseudonym]
 
@@ -260,7 +280,7 @@ if not identity_recorded:
 
 st.subheader("Statement")
 st.write(signing.statement(exemptions=bool(exempting.reviews)))
-reviews_covered(lib, signing, numbers)
+reviews_covered(signing, shown, numbers)
 exemptions_covered(exempting)
 
 if failed := st.session_state.pop("attest:failed", None):

@@ -6,6 +6,7 @@ A rater who accepts nearly everything is a weak signal (docs/design.md, The revi
 page may say so, and nothing here ever penalises it.
 """
 
+import dataclasses
 import itertools
 import json
 import statistics
@@ -33,6 +34,7 @@ from fma_bands.study.case_keys import case_key
 from fma_bands.study.coverage import BandProgress, band_progress
 from fma_bands.study.reviews import ReviewData
 from fma_bands.study.state import authorize, study
+from fma_bands.study.store_state import per_state
 from fma_bands.study.submissions import (
     attested_band,
     submitted_bands,
@@ -81,20 +83,41 @@ def rater_summaries(
 ) -> list[RaterSummary]:
     """One summary per enrolled rater of round `round`'s work: its bands (every band assigned
     to them in round 1; from round 2 the bands the round re-reviews with them) and the reviews
-    made in it, so that round 2's figures never count round 1's work. Seven queries whatever
-    the study's size."""
+    made in it, so that round 2's figures never count round 1's work. What is recorded (reviews,
+    enrolments, assignments, rounds, flags) is read once per state of the store (store_state);
+    the screens' unsaved drafts and the skips, which are not recorded, on every call."""
     authorize(session, viewer, "see_progress")
+    later = _round_bands_by_rater(session, round) if round > 1 else None
+    work = per_state(
+        session,
+        ("rater work", round, library.digests),
+        lambda: _rater_work(session, library, round),
+    )
+    kept = _drafts_by_rater(session, later)
+    marks = _marks_by_rater(session, later)
+    return [
+        dataclasses.replace(
+            summary,
+            in_progress=summary.in_progress + kept.get(rater_id, 0),
+            skipped=marks[rater_id]["skip"],
+            open_flags=marks[rater_id]["flag"],
+        )
+        for rater_id, summary in work
+    ]
+
+
+def _rater_work(session: Session, library: Library, round: int) -> list[tuple[int, RaterSummary]]:
+    """Each rater's summary from what is recorded: drafts counted are stored reviews only, and
+    no skip or flag yet (rater_summaries adds them)."""
+    later = _round_bands_by_rater(session, round) if round > 1 else None
     raters = session.execute(
         select(col(User.id), col(User.pseudonym), col(User.specialty))
         .where(col(User.role) == "rater")
         .order_by(col(User.pseudonym))
     ).all()
     latest = _latest_by_rater(session, round)
-    later = _round_bands_by_rater(session, round) if round > 1 else None
-    kept = _drafts_by_rater(session, later)
-    marks = _marks_by_rater(session, later)
     assignments = load_assignments(session)
-    summaries = []
+    work = []
     for rater_id, pseudonym, specialty in raters:
         mine = latest.get(rater_id, {})
         theirs = assignments.bands_of(library, pseudonym) if later is None else later[rater_id]
@@ -116,23 +139,22 @@ def rater_summaries(
         judged = [r for r in current if r[2] == "review"]
         times = sorted(r[5] for r in mine.values() if r[5])
         pace, paced = _pace(times)
-        summaries.append(
-            RaterSummary(
-                pseudonym=pseudonym,
-                specialty=specialty,
-                submitted=len(current),
-                assigned=len(theirs),
-                in_progress=kept.get(rater_id, 0) + sum(r[0] == "draft" for r in mine.values()),
-                skipped=marks[rater_id]["skip"],
-                open_flags=marks[rater_id]["flag"],
-                pace_minutes=pace,
-                paced_bands=paced,
-                accepts=sum(r[1] == "ACCEPT" for r in judged),
-                judged=len(judged),
-                last_submitted=times[-1] if times else None,
-            )
+        summary = RaterSummary(
+            pseudonym=pseudonym,
+            specialty=specialty,
+            submitted=len(current),
+            assigned=len(theirs),
+            in_progress=sum(r[0] == "draft" for r in mine.values()),
+            skipped=0,
+            open_flags=0,
+            pace_minutes=pace,
+            paced_bands=paced,
+            accepts=sum(r[1] == "ACCEPT" for r in judged),
+            judged=len(judged),
+            last_submitted=times[-1] if times else None,
         )
-    return summaries
+        work.append((rater_id, summary))
+    return work
 
 
 def _pace(times: list[datetime]) -> tuple[float | None, int]:

@@ -325,10 +325,8 @@ st.download_button(
 # A download says nothing once pressed: what the file holds is said beside the button.
 granted = sum(d.adjudicated for d in registry.decisions)
 st.caption(
-    f"bands.yaml holds all {len(registry.decisions)} bands: {granted} clinician-adjudicated, "
-    f"the other {len(registry.decisions) - granted} as the vignette files propose them, not "
-    f"adjudicated; its head is {'signed' if head_signer else 'not signed'}. The browser saves "
-    "it with its other downloads (look there once pressed); the harness reads it as it is."
+    f"All {len(registry.decisions)} bands, {granted} clinician-adjudicated; head "
+    f"{'signed' if head_signer else 'not signed'}. Saved with your browser's downloads."
 )
 if st.button(f"Write bands.yaml to the export folder, {escaped(export_dir)}"):
     try:

@@ -312,10 +312,12 @@ def _clear_caches() -> None:
     import streamlit as st
 
     from fma_bands.evidence.envelope import clear_cache
+    from fma_bands.study import store_state
 
     st.cache_data.clear()
     st.cache_resource.clear()
     clear_cache()  # envelopes parsed and verified, by digest: a first load verifies them all
+    store_state.forget()  # what the pages read once per state of the store
 
 
 def _timed(samples: dict[str, list[float]], key: str, run: Callable[[], object]) -> None:

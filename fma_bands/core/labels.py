@@ -16,6 +16,7 @@ import hmac
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from fma_bands.core.actions import STEPS, SUB_ACTIONS
 from fma_bands.core.band_text import describe
@@ -42,6 +43,7 @@ _SPELLINGS = {
 _WORD_SPELLINGS = {"xray": "X-ray", "x-ray": "X-ray"}
 
 
+@lru_cache(maxsize=4096)  # asked for every test of every band a page lists
 def humanise(key: str) -> str:
     """`pdmp_query` as "PDMP query", `d_dimer` as "D-dimer", `cxr` as "CXR"."""
     if key.lower() in _SPELLINGS:

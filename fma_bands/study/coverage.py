@@ -18,6 +18,7 @@ from fma_bands.store.models import Review
 from fma_bands.study.assignment import Assignments, load, study_bands
 from fma_bands.study.governance import policy_in_force
 from fma_bands.study.state import authorize
+from fma_bands.study.store_state import per_state
 
 QUORUM = "cannot reach quorum"
 SCOPE = "scope not covered"
@@ -151,12 +152,9 @@ class BandProgress:
         }
 
 
-def band_progress(
-    session: Session, library: Library, *, viewer: UserPublic, quorum: int | None
-) -> list[BandProgress]:
-    """Every band's current reviews against the quorum (three queries)."""
-    authorize(session, viewer, "see_progress")
-    found = load(session)
+def _latest_submitted(session: Session) -> dict[tuple[str, str, int], tuple]:
+    """Each rater's latest submitted revision of each band: (revision, verdict, context, band
+    and proposal digests, mode) by (vignette, sub-action, rater id)."""
     columns = ("vignette_id", "sub_action", "rater_id", "revision", "verdict", "context_digest")
     digests = ("band_digest", "proposal_digest", "mode")
     query = select(*(col(getattr(Review, c)) for c in (*columns, *digests))).where(
@@ -168,6 +166,25 @@ def band_progress(
         key = (vid, name, rater)
         if key not in latest or revision > latest[key][0]:
             latest[key] = (revision, *rest)
+    return latest
+
+
+def band_progress(
+    session: Session, library: Library, *, viewer: UserPublic, quorum: int | None
+) -> list[BandProgress]:
+    """Every band's current reviews against the quorum, from what is recorded (reviews and
+    assignments), read once per state of the store (store_state)."""
+    authorize(session, viewer, "see_progress")
+    return per_state(
+        session,
+        ("band progress", quorum, library.digests),
+        lambda: _band_progress(session, library, quorum),
+    )
+
+
+def _band_progress(session: Session, library: Library, quorum: int | None) -> list[BandProgress]:
+    found = load(session)
+    latest = _latest_submitted(session)
     # What a current review was made of (the digests of Library.is_current), once per band.
     now = {
         (v.id, p.sub_action): (v.context_digest_for(p.sub_action), p.band_digest, p.proposal_digest)

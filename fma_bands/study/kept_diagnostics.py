@@ -11,9 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from fma_bands.agreement import Alpha, Rating
 from fma_bands.agreement.diagnostics import (
@@ -25,7 +24,7 @@ from fma_bands.agreement.diagnostics import (
 from fma_bands.agreement.planning import Plan
 from fma_bands.core.canonical import canonical_text_float_free, sha256_of_canonical
 from fma_bands.store.models import KeptReport
-from fma_bands.study.kept_reports import KEEP, report_key
+from fma_bands.study.kept_reports import prune, report_key
 
 FORMAT = 2  # of the kept body and its key; a new format is a new key
 
@@ -91,8 +90,7 @@ def _keep(session: Session, key: str, found: Diagnostics) -> None:
             session.add(KeptReport(key=key, body=body))
     except IntegrityError:
         return
-    newest = select(KeptReport.key).order_by(col(KeptReport.made_at).desc()).limit(KEEP)
-    session.execute(delete(KeptReport).where(col(KeptReport.key).not_in(newest)))
+    prune(session, states=False)
 
 
 # --- the kept form: every field, read back to the same objects ----------------------------------

@@ -9,8 +9,14 @@ draws from one, per process, until a review changes.
 A kept report is only ever a copy. Its key covers every input, so a changed review, vignette,
 B, seed or line of the agreement code is a new key and a fresh computation; a row that cannot be
 read back is computed again. The key is taken from the reviews as stored and the vignettes'
-digests (source_key), before any review is turned into a rating: a kept report is found by
-reading the rows, and the ratings are only made when the report is computed.
+digests (source_key), before any review is turned into a rating: the ratings are only made when
+the report is computed.
+
+Nor are the reviews read while the store has not changed: the source_key taken in a state of
+the store is kept under that state (state_key): the audit log's head, which every save of a
+review, hand-back, enrolment, mode and round appends to in its own transaction, with the
+vignettes' digests. A change made to the database outside fma-bands, which the audit log does
+not record, is seen once anything is next recorded, or at once with `fresh`.
 """
 
 import hashlib
@@ -32,7 +38,8 @@ from fma_bands.core.vignettes import Library
 from fma_bands.store.models import KeptReport
 
 FORMAT = 3  # of the kept body and its key; a new format is a new key
-KEEP = 8  # reports kept: each round's, for a few states of the reviews
+KEEP = 8  # reports kept: each round's, for a few states of the reviews; as many states
+STATE = "state:"  # the key's prefix of a state's source_key, kept beside the reports
 # The code a report depends on: a change to any of these files changes every key.
 _SOURCES = (
     "agreement",
@@ -85,6 +92,43 @@ def source_key(rows: Sequence[RowMapping], names: dict[int, str], library: Libra
     return digest.hexdigest()
 
 
+def state_key(head: tuple[int, str] | None, library: Library, round: int | None) -> str | None:
+    """The SHA-256 of a state of the store and the files: the audit log's head (None when
+    nothing was ever recorded: no state to keep), the vignettes' digests and the round."""
+    if head is None:
+        return None
+    digest = hashlib.sha256(f"fma-bands store state {FORMAT}\n{head!r} {round!r}\n".encode())
+    digest.update(f"{library.digests!r}\n".encode())
+    return digest.hexdigest()
+
+
+def known_source(session: Session, state: str) -> str | None:
+    """The source_key taken in `state`, if one was kept."""
+    found = session.get(KeptReport, STATE + state)
+    return None if found is None else found.body
+
+
+def keep_source(session: Session, state: str, source: str) -> None:
+    """Keep the source_key taken in `state` (only the newest KEEP states)."""
+    try:
+        with session.begin_nested():
+            session.add(KeptReport(key=STATE + state, body=source))
+    except IntegrityError:
+        return  # kept meanwhile by another process: the same
+    prune(session, states=True)
+
+
+def prune(session: Session, *, states: bool) -> None:
+    """Only the newest KEEP of the kept states, or of the kept reports and diagnostics: a new
+    state never pushes out a report, which costs a bootstrap to make again."""
+    kind = col(KeptReport.key).startswith(STATE)
+    chosen = kind if states else ~kind
+    newest = select(KeptReport.key).where(chosen).order_by(col(KeptReport.made_at).desc())
+    session.execute(
+        delete(KeptReport).where(chosen, col(KeptReport.key).not_in(newest.limit(KEEP)))
+    )
+
+
 def report_key(source: str, *, bootstrap: int, seed: int) -> str:
     """The SHA-256 of what a report is computed from: its ratings' source_key, B, seed and the
     agreement code."""
@@ -124,8 +168,7 @@ def _keep(session: Session, key: str, report: Report) -> None:
             session.add(KeptReport(key=key, body=body))
     except IntegrityError:
         return
-    newest = select(KeptReport.key).order_by(col(KeptReport.made_at).desc()).limit(KEEP)
-    session.execute(delete(KeptReport).where(col(KeptReport.key).not_in(newest)))
+    prune(session, states=False)
 
 
 # --- the kept form: everything a Report holds, bands in the file form ---------------------------

@@ -5,6 +5,7 @@ Blinding is checked where the reviews are read (submissions.submitted_rows); thi
 turns them into numbers.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
 
@@ -22,10 +23,18 @@ from fma_bands.core.labels import case_numbers, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import Review
+from fma_bands.study import audit
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.kept_diagnostics import kept_diagnostics
-from fma_bands.study.kept_reports import kept_report, source_key
+from fma_bands.study.kept_reports import (
+    keep_source,
+    kept_report,
+    known_source,
+    source_key,
+    state_key,
+)
 from fma_bands.study.reviews import ReviewData
+from fma_bands.study.state import authorize
 from fma_bands.study.submissions import (
     Submitted,
     SubmittedBand,
@@ -76,6 +85,26 @@ def ratings_of(found: Submitted, library: Library) -> list[Rating]:
     return [rating(r, library, read) for r in submitted_bands(found, library)]
 
 
+def ratings_source(
+    session: Session, library: Library, *, viewer: UserPublic, round: int, fresh: bool = False
+) -> tuple[str, Callable[[], Submitted]]:
+    """The source_key of one round's ratings, and the reviews it was taken from, read at most
+    once and only when asked for (blinding enforced). The source_key is the one kept for the
+    store's present state (kept_reports.state_key) unless `fresh`; else the reviews are read
+    and the key taken from them is kept for that state."""
+    authorize(session, viewer, "see_reviews")
+    # The head first: a review saved after it makes a newer state, never an older one.
+    state = state_key(audit.head(session), library, round)
+    read = cache(partial(submitted_rows, session, viewer=viewer, round=round))
+    if state is not None and not fresh and (source := known_source(session, state)):
+        return source, read
+    found = read()
+    source = source_key(found.rows, found.names, library)
+    if state is not None:
+        keep_source(session, state, source)
+    return source, read
+
+
 def study_report(
     session: Session,
     library: Library,
@@ -88,13 +117,14 @@ def study_report(
 ) -> Report:
     """The agreement report of one round's ratings (verdicts compared in review mode only),
     kept once computed (kept_reports.py): the same ratings are not bootstrapped twice, unless
-    `fresh` asks for it. A kept report is found from the stored reviews alone: the ratings are
-    made only when it is computed."""
-    found = submitted_rows(session, viewer=viewer, round=round)
+    `fresh` asks for it. A kept report is found by the state of the store (ratings_source),
+    without reading the reviews while it stands: they are read for a new state, and made
+    ratings only when the report is computed."""
+    source, read = ratings_source(session, library, viewer=viewer, round=round, fresh=fresh)
     return kept_report(
         session,
-        source_key(found.rows, found.names, library),
-        lambda: ratings_of(found, library),
+        source,
+        lambda: ratings_of(read(), library),
         library,
         bootstrap=bootstrap,
         seed=seed,
@@ -132,10 +162,9 @@ def study_findings(
     strata are never shown to raters."""
     if not viewer.is_coordinator:
         raise AccessDenied("only a coordinator sees the per-rater diagnostics and the strata")
-    found = submitted_rows(session, viewer=viewer, round=round)
-    source = source_key(found.rows, found.names, library)
+    source, read = ratings_source(session, library, viewer=viewer, round=round, fresh=fresh)
     # Made once, and only if the report or the diagnostics are computed.
-    ratings = cache(partial(ratings_of, found, library))
+    ratings = cache(lambda: ratings_of(read(), library))
 
     report = kept_report(
         session, source, ratings, library, bootstrap=bootstrap, seed=seed, fresh=fresh

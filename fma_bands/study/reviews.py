@@ -192,8 +192,9 @@ def check_form(
     return band, errors
 
 
-# What the screen says beside an AMEND that changes nothing: DESIGN allows one (the clause may be
-# corrected in words alone, as a paper hand-back does), so it is said, never refused.
+# What the screen says beside an AMEND that changes nothing: docs/design.md allows one (the
+# clause may be corrected in words alone, as a paper hand-back does), so it is said, never
+# refused.
 AMENDS_NOTHING = (
     "Your AMEND keeps the proposal's band and corrects none of its texts or its disputed span: "
     "your reason is the whole amendment, so say there what is wrong. If the band and its clause "

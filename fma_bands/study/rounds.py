@@ -416,12 +416,18 @@ def _chosen(
     session: Session, library: Library, actor: UserPublic, bands: Iterable[Band] | None
 ) -> list[Band]:
     if bands is None:
-        chosen = choose(round_two_candidates(session, library, viewer=actor))
+        candidates = round_two_candidates(session, library, viewer=actor)
+        chosen = choose(candidates)
         if not chosen:
+            unreviewed = (
+                f"; {count_bands(len(candidates))} no one reviewed, chosen only by name"
+                if candidates
+                else ""
+            )
             raise FmaBandsError(
                 "no band reviewed in round 1 is a candidate for round 2 (each has a consensus "
-                "with no disputed span, its quorum and a rater in scope): name the bands to "
-                "re-review, if any"
+                f"with no disputed span, its quorum and a rater in scope{unreviewed}): name the "
+                "bands to re-review, if any"
             )
         return chosen
     chosen = list(dict.fromkeys(bands))

@@ -50,10 +50,11 @@ class SigningPlan:
 
     @property
     def fresh(self) -> list[dict[str, Any]]:
+        carried = set(self.carried)  # a list's membership test would be one pass per review
         return [
             r
             for r in self.reviews
-            if subject_name(r["vignette_id"], r["sub_action"]) not in self.carried
+            if subject_name(r["vignette_id"], r["sub_action"]) not in carried
         ]
 
 

@@ -163,7 +163,10 @@ def test_round_show(fma):
     # Codes in JSON, each beside its sentence, in the same order.
     for candidate in candidates:
         assert candidate["reason_text"] == [REASONS[c].sentence for c in candidate["reasons"]]
-    fma(*COORDINATOR, "round", "open", "2")
+    # No one reviewed in round 1 here: round 2 takes its bands only by name.
+    named = candidates[0]["vignette_id"] + ":" + candidates[0]["sub_action"]
+    assert all("not_reviewed" in c["reasons"] for c in candidates)
+    fma(*COORDINATOR, "round", "open", "2", "--band", named)
     second = fma(*COORDINATOR, "round", "show", "--json")
     assert json.loads(second)["round"] == 2 and json.loads(second)["bands"]
     check_outputs("round show", [open_, closed, second])

@@ -195,10 +195,9 @@ def test_the_export_is_a_download_or_the_one_export_folder(study, page, tmp_path
     decisions = decide(load_library([DEMO_VIGNETTES]), root / "attestations").decisions
     granted = sum(d.adjudicated for d in decisions)
     assert (
-        f"bands.yaml holds all {len(decisions)} bands: {granted} clinician-adjudicated, the other "
-        f"{len(decisions) - granted} as the vignette files propose them, not adjudicated; its "
-        "head is not signed."
-    ) in " ".join(c.value for c in page.caption)
+        f"All {len(decisions)} bands, {granted} clinician-adjudicated; head not signed. Saved "
+        "with your browser's downloads."
+    ) in [c.value for c in page.caption]
     # No field where the browser could name a server path: the one field is a passphrase.
     assert [t.key for t in page.text_input] == ["export:passphrase"]
     exports = tmp_path / "exports"

@@ -300,9 +300,9 @@ def test_a_hidden_editor_comes_back_with_its_band(study):
 
 
 def test_an_amend_that_changes_nothing_is_said_beside_it_not_refused(study):
-    """DESIGN lets an AMEND keep the values and correct the clause in words alone, so an AMEND
-    that keeps the proposal's band and texts is said beside the band, and goes once anything
-    is amended."""
+    """docs/design.md lets an AMEND keep the values and correct the clause in words alone, so
+    an AMEND that keeps the proposal's band and texts is said beside the band, and goes once
+    anything is amended."""
     from fma_bands.study.reviews import AMENDS_NOTHING
 
     def said(at) -> bool:

@@ -14,15 +14,18 @@ from fma_bands.agreement import DEFAULT_SEED, agreement_report, report_to_json
 from fma_bands.core.vignettes import load_library
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.store.models import KeptReport
-from fma_bands.study import kept_reports
+from fma_bands.study import audit, kept_reports
 from fma_bands.study import ratings as ratings_module
 from fma_bands.study.kept_reports import (
     KEEP,
+    STATE,
+    keep_source,
     kept_report,
     report_from_json,
     report_json,
     report_key,
     source_key,
+    state_key,
 )
 from fma_bands.study.ratings import study_ratings, study_report
 from fma_bands.study.submissions import Submitted, submitted_rows
@@ -149,6 +152,80 @@ def test_a_kept_report_is_found_without_making_a_rating(demo, computed, monkeypa
     assert len(computed) == 1
 
 
+def test_while_the_store_stands_a_kept_report_is_found_without_reading_a_review(
+    demo, computed, monkeypatch
+):
+    """The source of a report is kept under the store's state (the audit log's head): asked
+    again in the same state, no review is read; once anything is recorded, the reviews are read
+    again and the same report is found, not computed; `fresh` reads them whatever is kept."""
+    engine, library = demo
+    coordinator, _ = ratings_of(engine, library)
+    with session_scope(engine) as s:
+        # The report, and the coordinator's diagnostics kept beside it.
+        first = ratings_module.study_findings(
+            s, library, viewer=coordinator, bootstrap=100, seed=7
+        ).report
+    reads = []
+    real = ratings_module.submitted_rows
+
+    def read(*args, **kwargs):
+        reads.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ratings_module, "submitted_rows", read)
+    with session_scope(engine) as s:
+        assert study_report(s, library, viewer=coordinator, bootstrap=100, seed=7) == first
+        assert (
+            ratings_module.study_findings(
+                s, library, viewer=coordinator, bootstrap=100, seed=7
+            ).report
+            == first
+        )
+    assert reads == []
+    with session_scope(engine) as s:
+        audit.record(s, kind="test_event", actor="coordinator", payload={})
+    with session_scope(engine) as s:
+        assert study_report(s, library, viewer=coordinator, bootstrap=100, seed=7) == first
+    assert len(reads) == 1
+    with session_scope(engine) as s:
+        assert study_report(s, library, viewer=coordinator, bootstrap=100, seed=7) == first
+    assert len(reads) == 1  # the new state is kept too
+    with session_scope(engine) as s:
+        study_report(s, library, viewer=coordinator, bootstrap=100, seed=7, fresh=True)
+    assert len(reads) == 2
+    assert len(computed) == 2  # the first, and the fresh one
+    # Blinding is asked of the store even when no review is read.
+    asked = []
+    real_authorize = ratings_module.authorize
+
+    def authorize(session, viewer, action):
+        asked.append((viewer.pseudonym, action))
+        return real_authorize(session, viewer, action)
+
+    monkeypatch.setattr(ratings_module, "authorize", authorize)
+    with session_scope(engine) as s:
+        study_report(s, library, viewer=coordinator, bootstrap=100, seed=7)
+    assert asked == [("coordinator", "see_reviews")] and len(reads) == 2
+
+
+def test_kept_states_never_push_out_a_report(demo, computed):
+    engine, library = demo
+    _, ratings = ratings_of(engine, library)
+    found = stored(engine)
+    source = source_key(found.rows, found.names, library)
+    for seed in range(KEEP):
+        with session_scope(engine) as s:
+            kept_report(s, source, lambda: ratings, library, bootstrap=10, seed=seed)
+    for n in range(KEEP + 3):
+        with session_scope(engine) as s:
+            keep_source(s, state_key((n + 1, f"head {n}"), library, 1) or "", source)
+    with session_scope(engine) as s:
+        keys = [row.key for row in s.exec(select(KeptReport))]
+    assert sum(k.startswith(STATE) for k in keys) == KEEP
+    assert {report_key(source, bootstrap=10, seed=n) for n in range(KEEP)} <= set(keys)
+    assert state_key(None, library, 1) is None  # nothing ever recorded: no state to keep
+
+
 def test_the_code_digest_follows_the_agreement_code(tmp_path, monkeypatch):
     kept_reports.code_digest.cache_clear()
     try:
@@ -213,8 +290,11 @@ def test_the_command_prints_the_same_report_kept_or_fresh(tmp_path):
     first = made.fma("agreement", "--json", "--bootstrap", "200")
     engine = make_engine(made.url)
     with session_scope(engine) as s:
-        # The report, and the coordinator's diagnostics kept beside it (kept_diagnostics).
-        assert len(s.exec(select(KeptReport)).all()) == 2
+        # The report, and the coordinator's diagnostics kept beside it (kept_diagnostics), and
+        # the state of the store they were found in.
+        keys = [row.key for row in s.exec(select(KeptReport))]
+        assert sum(not k.startswith(STATE) for k in keys) == 2
+        assert sum(k.startswith(STATE) for k in keys) == 1
     engine.dispose()
     assert made.fma("agreement", "--json", "--bootstrap", "200") == first
     assert made.fma("agreement", "--json", "--bootstrap", "200", "--fresh") == first
