@@ -55,6 +55,26 @@ def test_the_progress_page_shows_each_raters_progress_and_flags(study):
     assert any(c.value == "No rater has flagged a band." for c in at.caption)
 
 
+def test_the_figures_follow_a_save_and_what_is_not_recorded_too(study):
+    """Reviews are read once per state of the store (store_state): a save is recorded, so the
+    next run counts it; a skip and a screen's unsaved draft are not recorded, and are read on
+    every run all the same."""
+    from fma_bands.study import drafts
+
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    assert rows_of(at)["rater-01"]["submitted"] == "0 of 4"
+    run(at)  # nothing new: the same figures
+    assert rows_of(at)["rater-01"]["submitted"] == "0 of 4"
+    study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    run(at)
+    assert rows_of(at)["rater-01"]["submitted"] == "1 of 4"
+    with study.store() as s:
+        marks.skip(s, study.library, study.rater, *MED)
+        drafts.keep(s, study.rater, *TRIAGE, {"verdict": "DECLINE"}, base_version=0)
+    run(at)
+    assert (rows_of(at)["rater-01"]["skipped"], rows_of(at)["rater-01"]["in progress"]) == (1, 1)
+
+
 def test_the_progress_page_is_the_coordinators_alone(study):
     at = open_app(study.rater)
     try:
