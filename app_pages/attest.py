@@ -29,6 +29,7 @@ from fma_bands.study.exemptions import ExemptionSigning, exemption_signing
 from fma_bands.study.identity import is_recorded
 from fma_bands.study.signing import attest, manifestation, on_file
 from fma_bands.study.signing_plan import SigningPlan, covered_rows, imported_rows, plan
+from fma_bands.study.state import study
 from fma_bands.study.store_state import per_state
 
 
@@ -127,7 +128,9 @@ def tables(lib: Library, signing: SigningPlan, numbers: dict[str, int]) -> Table
     )
 
 
-def reviews_covered(signing: SigningPlan, shown: Tables, numbers: dict[str, int]) -> None:
+def reviews_covered(
+    signing: SigningPlan, shown: Tables, numbers: dict[str, int], round_open: bool
+) -> None:
     """What the signature would cover, and each review it leaves out with the reason."""
     if signing.imported:
         st.subheader("Imported from your paper hand-back")
@@ -143,8 +146,13 @@ def reviews_covered(signing: SigningPlan, shown: Tables, numbers: dict[str, int]
     )
     if signing.reviews and not signing.fresh:
         st.success(
-            "Everything you have submitted is signed, exactly as it is now. While a round is "
-            "open, change a review or submit a new one, and you can sign again.",
+            "Everything you have submitted is signed, exactly as it is now. "
+            + (
+                "While the round is open, change a review or submit a new one, and you can sign "
+                "again."
+                if round_open
+                else "No round is open: there is nothing more to sign unless a new round opens."
+            ),
             icon=":material/verified:",
         )
     if signing.reviews:
@@ -241,6 +249,7 @@ with session() as s:
     shown = per_state(s, (*asked, "tables"), lambda: tables(lib, signing, numbers))
     exempting = exemption_signing(s, user)
     identity_recorded = is_recorded(s, [user.pseudonym])[user.pseudonym]
+    round_open = study(s).phase == "open"
 
 st.title("Sign your attestation")
 st.caption(
@@ -280,7 +289,7 @@ if not identity_recorded:
 
 st.subheader("Statement")
 st.write(signing.statement(exemptions=bool(exempting.reviews)))
-reviews_covered(signing, shown, numbers)
+reviews_covered(signing, shown, numbers, round_open)
 exemptions_covered(exempting)
 
 if failed := st.session_state.pop("attest:failed", None):

@@ -132,8 +132,10 @@ if FLASH in st.session_state:
 deciding = user.role == "rater" and user.pseudonym == named
 if not disputes:
     st.info(
-        "No band is in dispute after round 2: no band is refused only because its raters' "
-        "bands share no value."
+        "No band awaits the chair: the chair decides only a band refused after round 2 because "
+        "its raters' bands share no value, and there is none. A band short of its quorum, or "
+        'with a disputed span, is listed on Study admin under "Still in dispute after round '
+        '2": more reviews or signatures settle it, not the chair.'
     )
 waiting = [d for d in disputes if d.chaired is None]
 st.markdown(

@@ -30,7 +30,7 @@ def status_words(row: BandProgress, closed: bool) -> str:
     """The band's status, which once its round is closed says what it came to, not what is
     still to do: nobody can add a review to a closed round."""
     if closed and row.needed:
-        return f"round closed {row.needed} short of the quorum"
+        return f"round closed, {row.needed} short of the quorum"
     return row.status
 
 

@@ -158,7 +158,7 @@ def panel(screen: Screen) -> None:
     if rows:
         chart(band_spec(screen.name, rows, orderables=screen.vignette.orderables, names=names))
     for line in found.counts:
-        st.text(line.capitalize())
+        st.text(line)
     for entry in found.entries:
         with st.container(border=True):
             said = "declined" if entry.band is None else describe_band(entry.band, names)
@@ -173,7 +173,8 @@ def submitted(screen: Screen, rater: UserPublic) -> None:
     st.subheader("Your submitted review")
     if screen.status == "changed since submitted":
         st.warning("The vignette or its proposal changed after you submitted: please revise.")
-    revised = f" (revised {stored.revision - 1} time(s))" if stored.revision > 1 else ""
+    times = stored.revision - 1
+    revised = f" (revised {'once' if times == 1 else f'{times} times'})" if times else ""
     st.markdown(f"**Verdict:** {stored.verdict}{revised}")
     if stored.band is not None:
         mine = parse_band(screen.name, stored.band, orderables=screen.vignette.orderables)

@@ -148,12 +148,15 @@ def _counts(name: str, bands: list[AnyBand], names: Mapping[str, str]) -> tuple[
         return ()
     lines = []
     if isinstance(bands[0], MultilabelBand):
-        for part, word in (("required", "required by"), ("defensible", "defensible to")):
-            tally = Counter(v for b in bands for v in getattr(b, part))
-            lines += _by_count(name, tally, n, word, names)
+        # Every required test is defensible too: a rater's test is counted once, where it
+        # stands for them (required, or defensible without being required).
+        required = Counter(v for b in bands for v in b.required)
+        lines += _by_count(name, required, n, "Required by", names)
+        only = Counter(v for b in bands for v in b.defensible if v not in b.required)
+        lines += _by_count(name, only, n, "Defensible, not required, for", names)
         return tuple(lines)
     tally = Counter(v for b in bands for v in b.values())
-    return tuple(_by_count(name, tally, n, "admitted by", names))
+    return tuple(_by_count(name, tally, n, "Admitted by", names))
 
 
 def _by_count(name: str, tally: Counter, n: int, word: str, names: Mapping[str, str]) -> list[str]:

@@ -95,12 +95,15 @@ def covered_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[
 
 
 def _corrected(review: Mapping[str, Any]) -> str:
-    """What the review changed of the proposal, in words: an AMEND's corrections besides the
-    band, or that it changed the band only; an ACCEPT or a DECLINE changed nothing."""
-    corrections = review.get("corrections") or {}
-    if corrections:
-        return ", ".join(k.replace("_", " ") for k in corrections)
-    return "the band only" if review["verdict"] == "AMEND" else "nothing"
+    """What the review changed of the proposal, in words: an AMEND's band where it differs from
+    the one proposed (in blind mode no band was shown: the rater's own), then its corrections
+    besides the band; an ACCEPT or a DECLINE changed nothing, nor did an AMEND that kept all."""
+    if review["verdict"] != "AMEND":
+        return "nothing"
+    proposed = review.get("proposed_band")
+    changed = ["the band"] if proposed is None or proposed != review.get("attested_band") else []
+    changed += [k.replace("_", " ") for k in review.get("corrections") or {}]
+    return ", ".join(changed) or "nothing: the reason says what is wrong"
 
 
 def imported_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[str, Any]]:

@@ -262,8 +262,8 @@ def test_once_the_round_is_closed_a_short_band_says_what_it_came_to(study, tmp_p
         close_round(s, actor=study.coordinator)
     at = open_app(study.coordinator, "app_pages/progress.py")
     closed_status = quorum_table(at).set_index("vignette")["status"]
-    assert closed_status[DOC[0]] == "round closed 1 short of the quorum"
-    assert closed_status[TRIAGE[0]] == "round closed 2 short of the quorum"
+    assert closed_status[DOC[0]] == "round closed, 1 short of the quorum"
+    assert closed_status[TRIAGE[0]] == "round closed, 2 short of the quorum"
 
 
 def test_the_audit_log_shows_a_whole_page_of_rows_and_counts_them(study, monkeypatch):

@@ -22,6 +22,7 @@ from tests import page_helpers
 from tests.page_helpers import (
     BANDS,
     DOC,
+    GOOD_ANSWERS,
     MED,
     ORDER,
     TRIAGE,
@@ -297,6 +298,16 @@ def test_a_hidden_editor_comes_back_with_its_band(study):
     assert not at.number_input
     at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
     assert at.number_input(key=key(DOC, "band", "hi")).value == 28
+
+
+def test_a_submitted_review_says_how_often_it_was_revised_in_words(study):
+    study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    at = open_review(study.rater, DOC)
+    assert "**Verdict:** ACCEPT" in [m.value for m in at.markdown]
+    for times in ("once", "2 times"):
+        study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+        at = open_review(study.rater, DOC)
+        assert f"**Verdict:** ACCEPT (revised {times})" in [m.value for m in at.markdown]
 
 
 def test_an_amend_that_changes_nothing_is_said_beside_it_not_refused(study):

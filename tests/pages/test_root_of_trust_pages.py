@@ -214,10 +214,17 @@ def test_signing_shows_and_offers_the_receipt(reviewed, folder, served):
     assert [s.value for s in at.success] == [
         "Signed. Your signature and your receipt:",
         # Signed exactly as it is now: nothing is offered to sign again.
-        "Everything you have submitted is signed, exactly as it is now. While a round is "
+        "Everything you have submitted is signed, exactly as it is now. While the round is "
         "open, change a review or submit a new one, and you can sign again.",
     ]
     assert at.button(key="FormSubmitter:attest-Sign attestation").disabled
+    with reviewed.store() as s:
+        close_round(s, actor=reviewed.coordinator)
+    closed = open_app(reviewed.rater, "app_pages/attest.py")
+    assert (
+        "Everything you have submitted is signed, exactly as it is now. No round is open: there "
+        "is nothing more to sign unless a new round opens."
+    ) in [s.value for s in closed.success]
     fields = {m.value for m in at.markdown}
     with reviewed.store() as s:
         [record] = s.exec(select(LogRecord).where(LogRecord.kind == "adjudication")).all()

@@ -18,17 +18,31 @@ def entry(vid: str, verdict: str, **more) -> dict:
 def test_the_sign_page_says_what_each_amend_corrected():
     signing = SigningPlan(
         reviews=[
-            entry("a", "AMEND", corrections={"clause": "New.", "disputed_span": None}),
+            entry(
+                "a",
+                "AMEND",
+                proposed_band=[2, 3],
+                corrections={"clause": "New.", "disputed_span": None},
+            ),
             entry("b", "ACCEPT"),
-            entry("c", "AMEND"),
+            entry("c", "AMEND", proposed_band=[2]),
+            entry("d", "AMEND", proposed_band=[2, 3]),  # kept the band and every text
+            entry("e", "AMEND", proposed_band=[3], corrections={"clause": "New."}),
         ],
         carried=["c/esi_acuity"],
     )
-    rows = covered_rows(signing, {"a": 1, "b": 2, "c": 3})
+    rows = covered_rows(signing, {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})
     # Every cell says something in words: no empty column, no tick box that looks editable.
     assert [(r["case"], r["corrected"], r["as signed before"], r["origin"]) for r in rows] == [
-        ("Case 1 of 3", "clause, disputed span", "no: new or changed", "reviewed in the app"),
-        ("Case 2 of 3", "nothing", "no: new or changed", "reviewed in the app"),
-        ("Case 3 of 3", "the band only", "yes, unchanged", "reviewed in the app"),
+        ("Case 1 of 5", "clause, disputed span", "no: new or changed", "reviewed in the app"),
+        ("Case 2 of 5", "nothing", "no: new or changed", "reviewed in the app"),
+        ("Case 3 of 5", "the band", "yes, unchanged", "reviewed in the app"),
+        (
+            "Case 4 of 5",
+            "nothing: the reason says what is wrong",
+            "no: new or changed",
+            "reviewed in the app",
+        ),
+        ("Case 5 of 5", "the band, clause", "no: new or changed", "reviewed in the app"),
     ]
     assert rows[0]["band attested"] == "2 - emergent, 3 - urgent"
