@@ -150,9 +150,10 @@ def _counts(name: str, bands: list[AnyBand], names: Mapping[str, str]) -> tuple[
     if isinstance(bands[0], MultilabelBand):
         # Every required test is defensible too: a rater's test is counted once, where it
         # stands for them (required, or defensible without being required).
-        required = Counter(v for b in bands for v in b.required)
+        orders = [b for b in bands if isinstance(b, MultilabelBand)]
+        required = Counter(v for b in orders for v in b.required)
         lines += _by_count(name, required, n, "Required by", names)
-        only = Counter(v for b in bands for v in b.defensible if v not in b.required)
+        only = Counter(v for b in orders for v in b.defensible if v not in b.required)
         lines += _by_count(name, only, n, "Defensible, not required, for", names)
         return tuple(lines)
     tally = Counter(v for b in bands for v in b.values())
