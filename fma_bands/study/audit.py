@@ -126,6 +126,24 @@ def head(session: Session) -> tuple[int, str] | None:
     return None if row is None else (row.seq, row.hash)
 
 
+# Events that record an act which changes nothing else the store holds: a sign-in (every
+# command a coordinator runs signs in), a refused passphrase or activation, an identity read.
+READINGS = frozenset({"sign_in", "passphrase_failed", "activation_failed", "identity_revealed"})
+
+
+def state_head(session: Session) -> tuple[int, str] | None:
+    """(seq, hash) of the newest event that records a change (any kind but READINGS, so a kind
+    added later counts as a change), or None if there is none: the state of what the store
+    holds besides the log, as store_state and the kept reports key what they keep."""
+    row = session.execute(
+        select(col(AuditEvent.seq), col(AuditEvent.hash))
+        .where(col(AuditEvent.kind).not_in(READINGS))
+        .order_by(col(AuditEvent.seq).desc())
+        .limit(1)
+    ).first()
+    return None if row is None else (row.seq, row.hash)
+
+
 def events(
     session: Session, *, limit: int | None = None, kinds: list[str] | None = None
 ) -> list[dict]:

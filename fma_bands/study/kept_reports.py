@@ -13,10 +13,11 @@ digests (source_key), before any review is turned into a rating: the ratings are
 the report is computed.
 
 Nor are the reviews read while the store has not changed: the source_key taken in a state of
-the store is kept under that state (state_key): the audit log's head, which every save of a
-review, hand-back, enrolment, mode and round appends to in its own transaction, with the
-vignettes' digests. A change made to the database outside fma-bands, which the audit log does
-not record, is seen once anything is next recorded, or at once with `fresh`.
+the store is kept under that state (state_key): the audit log's newest change (audit.
+state_head: a sign-in is none), which every save of a review, hand-back, enrolment, mode and
+round appends to in its own transaction, with the vignettes' digests. A change made to the
+database outside fma-bands, which the audit log does not record, is seen once a change is next
+recorded, or at once with `fresh`.
 """
 
 import hashlib
@@ -93,8 +94,9 @@ def source_key(rows: Sequence[RowMapping], names: dict[int, str], library: Libra
 
 
 def state_key(head: tuple[int, str] | None, library: Library, round: int | None) -> str | None:
-    """The SHA-256 of a state of the store and the files: the audit log's head (None when
-    nothing was ever recorded: no state to keep), the vignettes' digests and the round."""
+    """The SHA-256 of a state of the store and the files: the audit log's newest change
+    (audit.state_head; None when none was ever recorded: no state to keep), the vignettes'
+    digests and the round."""
     if head is None:
         return None
     digest = hashlib.sha256(f"fma-bands store state {FORMAT}\n{head!r} {round!r}\n".encode())

@@ -94,7 +94,7 @@ def ratings_source(
     and the key taken from them is kept for that state."""
     authorize(session, viewer, "see_reviews")
     # The head first: a review saved after it makes a newer state, never an older one.
-    state = state_key(audit.head(session), library, round)
+    state = state_key(audit.state_head(session), library, round)
     read = cache(partial(submitted_rows, session, viewer=viewer, round=round))
     if state is not None and not fresh and (source := known_source(session, state)):
         return source, read

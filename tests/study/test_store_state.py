@@ -1,6 +1,6 @@
 """Reads kept for one state of the store (store_state.py): asked again while nothing new is
 recorded in the audit log, a question is not read again; anything recorded, another question,
-another database or a log with nothing in it reads afresh."""
+or a log with nothing in it reads afresh; a sign-in is no change."""
 
 from fma_bands.store.db import session_scope
 from fma_bands.study import audit, store_state
@@ -27,7 +27,12 @@ def test_a_question_is_read_once_per_state_of_the_store(engine):
         assert per_state(s, "q", read("first")) == "first"
         assert per_state(s, "q", read("unread")) == "first"
         assert per_state(s, ("q", 2), read("another question")) == "another question"
+    # A sign-in, a refused passphrase, an identity read: recorded, yet no change of the store.
+    for kind in sorted(audit.READINGS):
+        with session_scope(engine) as s:
+            audit.record(s, kind=kind, actor="coordinator", payload={})
     with session_scope(engine) as s:
+        assert per_state(s, "q", read("unread after a sign-in")) == "first"
         audit.record(s, kind="test_event", actor="coordinator", payload={"n": 2})
     with session_scope(engine) as s:
         assert per_state(s, "q", read("after a record")) == "after a record"
