@@ -385,7 +385,8 @@ def show_proposal(proposal: Proposal, vignette: Vignette) -> None:
     reasoning (text from files, shown as written). Never what the band does to the study's
     metrics: raters judge clinical defensibility only."""
     names = tool_names(vignette)
-    plain(describe_band(proposal.acceptable, names), label="Acceptable")
+    # "Acceptable: no" would read as a verdict on the proposal: say whose values these are.
+    plain(describe_band(proposal.acceptable, names), label="The proposed band: what it accepts")
     if proposal.disputed_span is not None:
         plain(describe_band(proposal.disputed_span, names), label="Disputed span")
         st.caption("The disputed span holds values the band's authors could not settle.")

@@ -122,15 +122,15 @@ def close_phase(number: int, user: UserPublic) -> None:
         "reopens a closed round"
         + (": bands still in dispute go to round 2, opened on Study admin." if number == 1 else ".")
     )
-    sure = st.checkbox("I understand: close the review phase now", key="close_sure")
-    if st.button("Close the review phase", type="primary", disabled=not sure):
+    sure = st.checkbox(f"I understand: close round {number} now", key="close_sure")
+    if st.button(f"Close round {number}", type="primary", disabled=not sure):
         try:
             with session() as s:
                 close_round(s, actor=user, folder=settings().attestations)
         except FmaBandsError as exc:  # closed meanwhile, in another tab or by a command
             st.error(escaped(exc.message))
             return
-        st.session_state.raters_flash = "The review phase is closed."
+        st.session_state.raters_flash = f"Round {number} is closed: its reviews are frozen."
         st.rerun(scope="app")
 
 

@@ -176,9 +176,12 @@ def tick(page: Page, label: str) -> None:
 def close_the_round(page: Page) -> None:
     """The coordinator closes the open round on Raters' progress, confirming first."""
     open_from_sidebar(page, "Raters' progress")
-    tick(page, "I understand: close the review phase now")
-    press(page, "Close the review phase")
-    expect(page.get_by_text("The review phase is closed.", exact=True)).to_be_visible()
+    heading = page.get_by_role("heading", name=re.compile(r"^Close round \d+$"))
+    number = heading.inner_text().removeprefix("Close round ")
+    tick(page, f"I understand: close round {number} now")
+    press(page, f"Close round {number}")
+    said = f"Round {number} is closed: its reviews are frozen."
+    expect(page.get_by_text(said, exact=True)).to_be_visible()
 
 
 def settle(page: Page) -> None:

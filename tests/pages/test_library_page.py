@@ -94,7 +94,7 @@ def test_vignette_page_shows_core_results_and_proposal(app):
     shown = open_vignette(app, "draft_documentation_01")
     assert app.title[0].value.startswith("Case ")
     assert "poorly-controlled diabetes" in shown
-    assert "**Acceptable**" in shown and "1 day to 14 days" in shown
+    assert "**The proposed band: what it accepts**" in shown and "1 day to 14 days" in shown
     assert "**Disputed span**" in shown and "15 days to 30 days" in shown
     assert "CANARY" not in shown
     # Follow-up is decided at documentation: the results are shown, each marked, with the
@@ -117,7 +117,7 @@ def test_a_triage_band_is_never_shown_beside_results(app):
         shown = text_of(app)
         assert not app.exception
         vignette = app_library().vignettes[vid]
-        assert "**Acceptable**" in shown  # the triage band is on the page
+        assert "**The proposed band: what it accepts**" in shown  # the triage band is on the page
         for result in vignette.tool_results.values():
             assert result not in shown, (vid, result)
         assert RESULT_MARK not in shown

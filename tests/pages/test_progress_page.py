@@ -88,16 +88,16 @@ def test_the_progress_page_is_the_coordinators_alone(study):
 def test_closing_the_phase_asks_first_and_says_what_it_does(study):
     at = open_app(study.coordinator, "app_pages/progress.py")
     assert any("freezes every review" in m.value for m in at.markdown)
-    [close] = [b for b in at.button if b.label == "Close the review phase"]
+    [close] = [b for b in at.button if b.label == "Close round 1"]
     assert close.disabled
     with study.store() as s:
         assert study_settings(s).phase == "open"
     at.checkbox(key="close_sure").check().run()
-    click(at, "Close the review phase")
+    click(at, "Close round 1")
     with study.store() as s:
         assert study_settings(s).phase == "closed"
-    assert [s.value for s in at.success] == ["The review phase is closed."]
-    assert not [b for b in at.button if b.label == "Close the review phase"]
+    assert [s.value for s in at.success] == ["Round 1 is closed: its reviews are frozen."]
+    assert not [b for b in at.button if b.label == "Close round 1"]
 
 
 def test_a_round_closed_meanwhile_is_said_so_not_closed_twice(study, monkeypatch):
@@ -109,7 +109,7 @@ def test_a_round_closed_meanwhile_is_said_so_not_closed_twice(study, monkeypatch
     # A browser reruns only the button's fragment, which has not read the round since; AppTest
     # reruns the whole page, so the page is made to read what it read before.
     monkeypatch.setattr("fma_bands.study.state.study", lambda session: seen)
-    click(at, "Close the review phase")
+    click(at, "Close round 1")
     assert [as_read(e.value) for e in at.error] == [
         "round 1 is closed already: its reviews are frozen, and a closed round is never reopened"
     ]
