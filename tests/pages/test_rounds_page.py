@@ -222,6 +222,23 @@ def test_study_admin_lists_the_bands_of_round_two_still_in_dispute(study):
     assert not [m for m in at.multiselect if m.label == "Bands for round 2"]
 
 
+def test_with_nothing_for_the_chair_the_chair_page_says_where_the_rest_is(study):
+    """Round 2 ends in a consensus on triage: no band awaits the chair, and the page says so
+    without calling the study settled (Study admin lists any band still in dispute)."""
+    round_two(study)
+    for rater in (study.rater, study.other):
+        study.save(
+            rater, TRIAGE, submit=True, verdict="AMEND", band=[2], answers=GOOD_ANSWERS, reason="2"
+        )
+    with study.store() as s:
+        close_round(s, actor=study.coordinator)
+    at = open_app(study.coordinator, "app_pages/chair.py")
+    assert not at.exception
+    said = " ".join(i.value for i in at.info)
+    assert said.startswith("No band awaits the chair: the chair decides only a band refused")
+    assert 'listed on Study admin under "Still in dispute after round 2"' in said
+
+
 def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
     round_two(study)
     at = open_review(study.rater, TRIAGE)
