@@ -156,7 +156,7 @@ def _open_round_two(user: UserPublic, candidates: list[Candidate], labels: dict[
     if "round2:bands" not in state:
         state["round2:bands"] = choose(candidates)
     if candidates:
-        unreviewed = len(candidates) - len(choose(candidates))
+        unreviewed = sum("not_reviewed" in c.reasons for c in candidates)
         st.caption(
             f"{count_bands(len(candidates)).capitalize()} to re-review after round 1: those the "
             "registry would refuse, and those the Agreement page shows with a disputed span "

@@ -108,7 +108,8 @@ def rater_summaries(
 
 def _rater_work(session: Session, library: Library, round: int) -> list[tuple[int, RaterSummary]]:
     """Each rater's summary from what is recorded: drafts counted are stored reviews only, and
-    no skip or flag yet (rater_summaries adds them)."""
+    no skip or flag yet (rater_summaries adds them). Everything read here is read after the
+    state it is kept under, the round's bands too."""
     later = _round_bands_by_rater(session, round) if round > 1 else None
     raters = session.execute(
         select(col(User.id), col(User.pseudonym), col(User.specialty))

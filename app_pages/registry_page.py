@@ -244,11 +244,11 @@ if not registry.valid:
     )
     for problem in registry.problems:
         st.error(escaped(str(problem)))
+granted = sum(d.adjudicated for d in registry.decisions)
 st.caption(
     f"Decided from the vignette files and the attestations folder alone, under the policy: "
     f"quorum {registry.policy.quorum}, scope {registry.policy.scope}. "
-    f"{sum(d.adjudicated for d in registry.decisions)} of {len(registry.decisions)} bands are "
-    "clinician-adjudicated."
+    f"{granted} of {len(registry.decisions)} bands are clinician-adjudicated."
 )
 for problem in registry.strays:
     st.warning(escaped(f"{problem} (not part of the study's log: it changes nothing)"))
@@ -323,7 +323,6 @@ st.download_button(
     on_click="ignore",
 )
 # A download says nothing once pressed: what the file holds is said beside the button.
-granted = sum(d.adjudicated for d in registry.decisions)
 st.caption(
     f"All {len(registry.decisions)} bands, {granted} clinician-adjudicated; head "
     f"{'signed' if head_signer else 'not signed'}. Saved with your browser's downloads."

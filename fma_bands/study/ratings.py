@@ -1,8 +1,9 @@
 """Submitted reviews as the ratings the agreement statistics take, and the study's report and
 Agreement screen from them, one round at a time.
 
-Blinding is checked where the reviews are read (submissions.submitted_rows); this module only
-turns them into numbers.
+Blinding is checked where the reviews are read (submissions.submitted_rows), and before a kept
+report is looked for without reading them (ratings_source); this module only turns them into
+numbers.
 """
 
 from collections.abc import Callable
@@ -93,7 +94,7 @@ def ratings_source(
     store's present state (kept_reports.state_key) unless `fresh`; else the reviews are read
     and the key taken from them is kept for that state."""
     authorize(session, viewer, "see_reviews")
-    # The head first: a review saved after it makes a newer state, never an older one.
+    # The state first: a review saved after it makes a newer state, never an older one.
     state = state_key(audit.state_head(session), library, round)
     read = cache(partial(submitted_rows, session, viewer=viewer, round=round))
     if state is not None and not fresh and (source := known_source(session, state)):

@@ -159,14 +159,7 @@ def check_form(
             errors[key] = "answer yes, no or unsure"
     if len(form.reason or "") > MAX_REASON:
         errors["reason"] = f"keep the reason under {MAX_REASON} characters"
-    _, problems = check_corrections(
-        form.corrections,
-        verdict=form.verdict,
-        mode=mode,
-        proposal=proposal,
-        band=band,
-        orderables=vignette.orderables,
-    )
+    _, problems = _corrections_of(form, band, vignette=vignette, proposal=proposal, mode=mode)
     errors.update(problems)
     if not final:
         return band, errors
@@ -211,7 +204,17 @@ def amends_nothing(form: ReviewForm, *, vignette: Vignette, proposal: Proposal, 
         band = parse_band(proposal.sub_action, form.band, orderables=vignette.orderables)
     except FmaBandsError:
         return False  # the band's own problem is said beside it
-    corrections, problems = check_corrections(
+    corrections, problems = _corrections_of(
+        form, band, vignette=vignette, proposal=proposal, mode=mode
+    )
+    return not problems and not corrections and band == proposal.acceptable
+
+
+def _corrections_of(
+    form: ReviewForm, band: AnyBand | None, *, vignette: Vignette, proposal: Proposal, mode: str
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """check_corrections of the form's corrections, beside its band."""
+    return check_corrections(
         form.corrections,
         verdict=form.verdict,
         mode=mode,
@@ -219,7 +222,6 @@ def amends_nothing(form: ReviewForm, *, vignette: Vignette, proposal: Proposal, 
         band=band,
         orderables=vignette.orderables,
     )
-    return not problems and not corrections and band == proposal.acceptable
 
 
 def check_corrections(
@@ -374,14 +376,9 @@ def _saved_values(
         "answers": {k: dict(v) for k, v in form.answers.items()},
         "reason": (form.reason or "").strip() or None,
         "confidence": form.confidence,
-        "corrections": check_corrections(
-            form.corrections,
-            verdict=form.verdict,
-            mode=mode,
-            proposal=proposal,
-            band=band,
-            orderables=vignette.orderables,
-        )[0],
+        "corrections": _corrections_of(form, band, vignette=vignette, proposal=proposal, mode=mode)[
+            0
+        ],
         "mode": mode,
         "context_digest": vignette.context_digest_for(proposal.sub_action),
         "band_digest": proposal.acceptable.digest(),
