@@ -25,6 +25,7 @@ from fma_bands.study import marks
 from fma_bands.study.assignment import assigned_bands
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.state import current_round_bands
+from fma_bands.study.store_state import per_state
 
 Status = Literal["to do", "in progress", "skipped", "submitted", "changed since submitted"]
 STATUSES: tuple[Status, ...] = (
@@ -60,35 +61,75 @@ class QueueRow:
 
 def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[QueueRow]:
     """Every band assigned to this rater (from round 2, the bands they re-review in it), by
-    case number, then by step."""
+    case number, then by step. What is recorded (the assignment, the round, the rater's
+    reviews) is read once per state of the store (store_state); the screens' drafts and the
+    rater's marks, which a skip changes without recording it, on every call."""
+    recorded = per_state(
+        session,
+        ("rater queue", rater.id, library.digests),
+        lambda: _recorded(session, library, rater),
+    )
+    kept = _kept(session, rater)
+    skipped, flagged = _marks(session, rater)
+    rows = []
+    for vid, name, case, review in recorded:
+        band = (vid, name)
+        times = [t for t in (review and review.at, kept.get(band), skipped.get(band)) if t]
+        if review is not None and review.submitted is not None:
+            status: Status = review.submitted
+        elif band in skipped:
+            status = "skipped"
+        elif band in kept or review is not None:
+            status = "in progress"
+        else:
+            status = "to do"
+        rows.append(
+            QueueRow(
+                vid,
+                name,
+                case,
+                status,
+                band in flagged,
+                review.revision if review else None,
+                max(times, default=None),
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class _Latest:
+    """The rater's latest revision of a band in the current round, as the queue reads it."""
+
+    revision: int
+    at: datetime
+    # "submitted" or "changed since submitted" once submitted; None for a saved review.
+    submitted: Status | None
+
+
+def _recorded(
+    session: Session, library: Library, rater: UserPublic
+) -> tuple[tuple[str, str, int, _Latest | None], ...]:
+    """(vignette, sub-action, case number, latest review) of each band of the rater's queue,
+    in the queue's order: what the store records of it."""
     number, chosen = current_round_bands(session, rater.id)
     # Round 2's bands and raters are fixed when it opens; round 1 follows the assignment.
     mine = assigned_bands(session, library, rater) if chosen is None else chosen
     latest = _latest(session, rater, number)
-    kept = _kept(session, rater)
-    skipped, flagged = _marks(session, rater)
     numbers = case_numbers(library, case_key(session))
     order = {name: i for i, name in enumerate(SUB_ACTIONS)}
-    rows = []
+    found = []
     for vignette in library:
         for proposal in vignette.proposals:
             band = (vignette.id, proposal.sub_action)
             if band not in mine:
                 continue
             review = latest.get(band)
-            times = [t for t in (review and review[6], kept.get(band), skipped.get(band)) if t]
-            rows.append(
-                QueueRow(
-                    vignette.id,
-                    proposal.sub_action,
-                    numbers[vignette.id],
-                    _status(library, band, review, band in kept, band in skipped),
-                    band in flagged,
-                    review[1] if review else None,
-                    max(times, default=None),
-                )
-            )
-    return sorted(rows, key=lambda r: (r.case, order[r.sub_action]))
+            kept = None
+            if review is not None:
+                kept = _Latest(review[1], review[6], _submitted(library, band, review))
+            found.append((vignette.id, proposal.sub_action, numbers[vignette.id], kept))
+    return tuple(sorted(found, key=lambda r: (r[2], order[r[1]])))
 
 
 def _latest(session: Session, rater: UserPublic, number: int) -> dict[tuple[str, str], tuple]:
@@ -137,31 +178,48 @@ def _marks(
     return skipped, flagged
 
 
-def _status(
-    library: Library, band: tuple[str, str], review: tuple | None, kept: bool, skipped: bool
-) -> Status:
-    if review is not None and review[0] == "submitted":
-        current = library.is_current(
-            *band,
-            context_digest=review[2],
-            band_digest=review[3],
-            proposal_digest=review[4],
-            mode=review[5],
-        )
-        return "submitted" if current else "changed since submitted"
-    if skipped:
-        return "skipped"
-    if kept or review is not None:
-        return "in progress"
-    return "to do"
-
-
-def picker_label(row: QueueRow, cases: int) -> str:
-    """A band as the review page's case picker lists it: its case, sub-action and status."""
-    flagged = ", flagged" if row.flagged else ""
-    return (
-        f"Case {row.case} of {cases} · {sub_action(row.sub_action).label} ({row.status}{flagged})"
+def _submitted(library: Library, band: tuple[str, str], review: tuple) -> Status | None:
+    """A submitted review's status: "changed since submitted" once what it judged has changed
+    (stale); None for a review only saved."""
+    if review[0] != "submitted":
+        return None
+    current = library.is_current(
+        *band,
+        context_digest=review[2],
+        band_digest=review[3],
+        proposal_digest=review[4],
+        mode=review[5],
     )
+    return "submitted" if current else "changed since submitted"
+
+
+def by_case(rows: Sequence[QueueRow]) -> dict[int, list[QueueRow]]:
+    """The queue's bands by case number, in the queue's order."""
+    found: dict[int, list[QueueRow]] = {}
+    for row in rows:
+        found.setdefault(row.case, []).append(row)
+    return found
+
+
+def case_choice(number: int, bands: Sequence[QueueRow], cases: int) -> str:
+    """A case as the review page's case picker lists it: its number and how far along it is."""
+    done, flagged = sum(r.done for r in bands), sum(r.flagged for r in bands)
+    count = f"{len(bands)} band{'s' if len(bands) != 1 else ''}"
+    return (
+        f"Case {number} of {cases} ({done} of {count} submitted"
+        f"{f', {flagged} flagged' if flagged else ''})"
+    )
+
+
+def band_choice(row: QueueRow) -> str:
+    """A band as the picker of its case lists it: its sub-action and status."""
+    flagged = ", flagged" if row.flagged else ""
+    return f"{sub_action(row.sub_action).label} ({row.status}{flagged})"
+
+
+def opening(bands: Sequence[QueueRow]) -> QueueRow:
+    """The band a case opens on: its first band not yet submitted, else its first."""
+    return next((r for r in bands if not r.done), bands[0])
 
 
 def progress(rows: Sequence[QueueRow]) -> tuple[int, int]:

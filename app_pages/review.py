@@ -7,6 +7,7 @@ What the screen holds in a session is one ReviewState (app_pages.review_screen),
 top of the page and handed to every part that reads or changes it."""
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from app_pages.case_links import case_key
 from app_pages.common import (
@@ -20,7 +21,7 @@ from app_pages.common import (
     stack_below,
 )
 from app_pages.page_script import Shortcut, review_script, shortcut_words
-from app_pages.queue_screen import QueueRow, picker_label
+from app_pages.queue_screen import QueueRow, band_choice, by_case, case_choice, opening
 from app_pages.review_form import follow, review_form, submitted_corrections
 from app_pages.review_screen import (
     ReviewState,
@@ -44,7 +45,8 @@ from fma_bands.core.labels import (
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import QUESTIONS
 
-PICKER_KEY, NEXT_KEY, PREVIOUS_KEY = "review_case_picker", "review_next", "review_previous"
+CASE_PICKER_KEY, BAND_PICKER_KEY = "review_case_picker", "review_band_picker"
+NEXT_KEY, PREVIOUS_KEY = "review_next", "review_previous"
 
 
 def heading(screen: Screen, review: ReviewState) -> None:
@@ -62,9 +64,8 @@ def heading(screen: Screen, review: ReviewState) -> None:
             "The link you followed names no band in your queue, so this is where you left off.",
             icon=":material/link_off:",
         )
-    back, picker, forward = st.columns([2, 5, 2], vertical_alignment="bottom")
-    with picker:
-        case_picker(screen)
+    back, case, band, forward = st.columns([2, 4, 3, 2], vertical_alignment="bottom")
+    case_picker(screen, case, band)
     for column, other, label, key in (
         (back, screen.previous, "← Previous band", PREVIOUS_KEY),
         (forward, screen.following, "Next band →", NEXT_KEY),
@@ -86,27 +87,46 @@ def _go(band: tuple[str, str]) -> None:
     st.query_params.from_dict(address(*band, key=case_key()))
 
 
-def case_picker(screen: Screen) -> None:
-    """Jump to any band of the queue by its case number or its sub-action (the box filters as
-    the rater types), each shown with its status; the band on screen is the one chosen."""
-    rows = screen.queue
-    # The box always shows the band on screen, whichever band it was last used on.
-    st.session_state[PICKER_KEY] = screen.position - 1
-    st.selectbox(
-        "Go to a band of your queue",
-        options=range(len(rows)),
-        format_func=lambda at: picker_label(rows[at], screen.cases),
-        key=PICKER_KEY,
-        on_change=_pick,
-        args=(rows,),
+def case_picker(screen: Screen, case: DeltaGenerator, band: DeltaGenerator) -> None:
+    """Jump to any case of the queue by its number (the box filters as the rater types), each
+    with how far along it is, and to any band of the case on screen with its status. Each box
+    always shows the case and band on screen, whichever was last used. The queue is listed by
+    case, not by band: every run sends the list (a band each made the page's largest message)."""
+    cases = by_case(screen.queue)
+    here = screen.queue[screen.position - 1]
+    st.session_state[CASE_PICKER_KEY] = here.case
+    case.selectbox(
+        "Go to a case",
+        options=list(cases),
+        format_func=lambda number: case_choice(number, cases[number], screen.cases),
+        key=CASE_PICKER_KEY,
+        on_change=_pick_case,
+        args=(cases,),
+    )
+    bands = cases[here.case]
+    st.session_state[BAND_PICKER_KEY] = bands.index(here)
+    band.selectbox(
+        "Band of this case",
+        options=range(len(bands)),
+        format_func=lambda at: band_choice(bands[at]),
+        key=BAND_PICKER_KEY,
+        on_change=_pick_band,
+        args=(bands,),
     )
 
 
-def _pick(rows: tuple[QueueRow, ...]) -> None:
-    """The band chosen in the picker is the one the run this choice starts opens."""
-    chosen = st.session_state.get(PICKER_KEY)
-    if chosen is not None and 0 <= chosen < len(rows):
-        _go(rows[chosen].band)
+def _pick_case(cases: dict[int, list[QueueRow]]) -> None:
+    """The case chosen opens on its first band not yet submitted, in the run this choice
+    starts."""
+    chosen = st.session_state.get(CASE_PICKER_KEY)
+    if chosen in cases:
+        _go(opening(cases[chosen]).band)
+
+
+def _pick_band(bands: list[QueueRow]) -> None:
+    chosen = st.session_state.get(BAND_PICKER_KEY)
+    if chosen is not None and 0 <= chosen < len(bands):
+        _go(bands[chosen].band)
 
 
 def shortcuts(screen: Screen) -> list[Shortcut]:

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Dialog, Locator, Page, expect
 
 from fma_bands.core.actions import sub_action
-from tests.browser.case_numbers import in_queue, queue_of
+from tests.browser.case_numbers import case_of, queue_of
 from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
     LIVE,
@@ -27,7 +27,7 @@ from tests.browser.helpers import (
 DECLINE = "DECLINE: I cannot adjudicate this band"
 SUBMIT, NEXT, PREVIOUS = "Submit and next", "Next band →", "← Previous band"
 WIDTH, HEIGHT = 1400, 900
-PICKER = "Go to a band of your queue"
+CASE_PICKER, BAND_PICKER = "Go to a case", "Band of this case"
 
 
 @pytest.fixture
@@ -165,26 +165,51 @@ def test_next_and_previous_open_the_band_at_its_top(page: Page, server):
 # The case picker and the keyboard ------------------------------------------------------------
 
 
-def test_the_case_picker_jumps_to_any_band_of_the_queue(page: Page, server):
+def test_the_case_picker_jumps_to_any_case_and_any_band_of_it(page: Page, server):
     queue = queue_of(server, "rater-01")
+    cases: dict[str, list[tuple[str, str]]] = {}
+    for band in queue:
+        cases.setdefault(case_of(server, band[0]), []).append(band)
+
+    def listed(case: str, submitted: int) -> str:
+        n = len(cases[case])
+        return f"{case} ({submitted} of {n} band{'s' if n > 1 else ''} submitted)"
+
     start(page, server)
     decline(page, "Outside what I can judge.")
     press(page, SUBMIT)
-    picker = page.get_by_test_id("stMain").get_by_role("combobox", name=PICKER)
-    expect(picker).to_have_value(f"{in_queue(server, *queue[1])} (to do)")
-    # Typed into, the box keeps only the bands that match: here the tenth band's case.
-    target = queue[9]
-    picker.click()
-    picker.fill(in_queue(server, *target).split(" · ")[0] + " ")
-    page.get_by_role("option", name=f"{in_queue(server, *target)} (to do)", exact=True).click()
+    main = page.get_by_test_id("stMain")
+    case_box = main.get_by_role("combobox", name=CASE_PICKER)
+    band_box = main.get_by_role("combobox", name=BAND_PICKER)
+    first = case_of(server, queue[0][0])
+    here = case_of(server, queue[1][0])
+    expect(case_box).to_have_value(listed(here, int(here == first)))
+    expect(band_box).to_have_value(f"{sub_action(queue[1][1]).label} (to do)")
+    # Typed into, the case box keeps only the cases that match: a later case of several bands
+    # opens on its first band.
+    target = [c for c in cases if len(cases[c]) > 1 and c not in (first, here)][-1]
+    case_box.click()
+    case_box.fill(target + " (")
+    page.get_by_role("option", name=listed(target, 0), exact=True).click()
     wait_for_app(page)
-    on_band(page, target, 10, len(queue))
+    on_band(page, cases[target][0], queue.index(cases[target][0]) + 1, len(queue))
     at_its_top(page)
-    expect(picker).to_have_value(f"{in_queue(server, *target)} (to do)")
-    # The first band, submitted, is listed with its status.
-    picker.click()
-    first = f"{in_queue(server, *queue[0])} (submitted)"
-    page.get_by_role("option", name=first, exact=True).click()
+    expect(case_box).to_have_value(listed(target, 0))
+    # The band box lists the case's bands: the last one opens.
+    last = cases[target][-1]
+    band_box.click()
+    page.get_by_role("option", name=f"{sub_action(last[1]).label} (to do)", exact=True).click()
+    wait_for_app(page)
+    on_band(page, last, queue.index(last) + 1, len(queue))
+    expect(band_box).to_have_value(f"{sub_action(last[1]).label} (to do)")
+    # Back to the first case; its band submitted is listed with its status.
+    case_box.click()
+    page.get_by_role("option", name=listed(first, 1), exact=True).click()
+    wait_for_app(page)
+    expect(case_box).to_have_value(listed(first, 1))
+    band_box.click()
+    submitted = f"{sub_action(queue[0][1]).label} (submitted)"
+    page.get_by_role("option", name=submitted, exact=True).click()
     wait_for_app(page)
     on_band(page, queue[0], 1, len(queue))
     expect(page.get_by_role("heading", name="Your submitted review")).to_be_visible()

@@ -5,6 +5,7 @@ review screen's problems and submission, the coordinator's oversight and the aud
 
 import csv
 import io
+import shutil
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,7 +17,16 @@ from sqlmodel import select
 from app_pages import band_form, review_screen
 from app_pages.audit_log_screen import Search, choices, count, search, to_csv
 from app_pages.progress_screen import rater_summaries, reviews_csv
-from app_pages.queue_screen import QueueRow, next_after, rater_queue, resume
+from app_pages.queue_screen import (
+    QueueRow,
+    band_choice,
+    by_case,
+    case_choice,
+    next_after,
+    opening,
+    rater_queue,
+    resume,
+)
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.bands import IntervalBand, MultilabelBand, SetBand, parse_band
@@ -36,7 +46,7 @@ from fma_bands.core.labels import (
 from fma_bands.core.vignettes import load_library, parse_vignette
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import BandMark, Review, ScreenDraft
-from fma_bands.study import audit, drafts, marks
+from fma_bands.study import audit, drafts, marks, store_state
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.reviews import ReviewForm, current_review, save
 from fma_bands.study.rounds import close_round
@@ -392,6 +402,27 @@ def test_resume_at_the_end_of_the_queue_goes_round_or_stops():
     assert resume([rows[0], done, rows[2]]) is None
 
 
+def test_the_case_picker_groups_the_queue_by_case_and_opens_a_case_where_work_waits():
+    at = datetime(2026, 1, 1, 8, tzinfo=UTC)
+    rows = [
+        QueueRow("v1", "esi_acuity", 1, "submitted", False, 1, at),
+        QueueRow("v1", "admit", 1, "to do", True, None, None),
+        QueueRow("v1", "orders", 1, "skipped", False, None, at),
+        QueueRow("v2", "admit", 2, "submitted", False, 2, at),
+    ]
+    cases = by_case(rows)
+    assert cases == {1: rows[:3], 2: rows[3:]}
+    assert case_choice(1, cases[1], 5) == "Case 1 of 5 (1 of 3 bands submitted, 1 flagged)"
+    assert case_choice(2, cases[2], 5) == "Case 2 of 5 (1 of 1 band submitted)"
+    assert [band_choice(r) for r in cases[1]] == [
+        "ESI acuity level (submitted)",
+        "Admit to hospital (to do, flagged)",
+        "Tests ordered (skipped)",
+    ]
+    assert opening(cases[1]) == rows[1]  # the first band not yet submitted
+    assert opening(cases[2]) == rows[3]  # all submitted: the first
+
+
 def test_the_queue_reads_in_a_few_queries_whatever_its_length(demo):
     engine, _, a, _ = demo
     statements = []
@@ -401,13 +432,69 @@ def test_the_queue_reads_in_a_few_queries_whatever_its_length(demo):
             save(s, DEMO, a, *band, ReviewForm(verdict="DECLINE", reason="no"), expected_version=0,
                  submit=True)  # fmt: skip
         case_key(s)  # made once per study, on the first page that shows a case
+    store_state.forget()
     statements.clear()
     with session_scope(engine) as s:
         rows = rater_queue(s, DEMO, a)
     assert sum(r.done for r in rows) == 4
-    # The rater's reviews, drafts, marks and the coordinator's assignment changes, the current
-    # round with its bands, and the study's key for case numbers.
-    assert len([q for q in statements if q.lstrip().upper().startswith("SELECT")]) <= 6
+    # The store's state, the rater's reviews, drafts, marks and the coordinator's assignment
+    # changes, the current round with its bands, and the study's key for case numbers.
+    assert len(selects(statements)) <= 7
+    # Again while nothing new is recorded: the state, then only what a skip or a screen's
+    # draft changes without recording it.
+    statements.clear()
+    with session_scope(engine) as s:
+        assert rater_queue(s, DEMO, a) == rows
+    assert len(selects(statements)) == 3
+
+
+def selects(statements: list[str]) -> list[str]:
+    return [q for q in statements if q.lstrip().upper().startswith("SELECT")]
+
+
+def test_the_queue_shows_a_skip_a_draft_a_flag_and_a_save_at_once(demo):
+    engine, _, a, _ = demo
+    first, second, third, fourth = FOLLOWUP, ANALGESIA, ORDERS, ADMIT
+
+    def status() -> dict[tuple[str, str], tuple[str, bool]]:
+        with session_scope(engine) as s:
+            return {r.band: (r.status, r.flagged) for r in rater_queue(s, DEMO, a)}
+
+    before = status()
+    assert {before[b] for b in (first, second, third, fourth)} == {("to do", False)}
+    with session_scope(engine) as s:
+        marks.skip(s, DEMO, a, *first)  # not recorded in the audit log
+        drafts.keep(s, a, *second, {"reason": "half a thought"}, base_version=0)  # nor this
+    after = status()
+    assert after[first] == ("skipped", False)
+    assert after[second] == ("in progress", False)
+    with session_scope(engine) as s:
+        marks.flag(s, DEMO, a, *third, "the clause is ambiguous")
+        save(s, DEMO, a, *fourth, ReviewForm(verdict="DECLINE", reason="no"), expected_version=0,
+             submit=True)  # fmt: skip
+    after = status()
+    assert after[third] == ("to do", True)
+    assert after[fourth] == ("submitted", False)
+
+
+def test_the_queue_shows_a_review_stale_once_its_vignette_changes(demo, tmp_path):
+    engine, _, a, _ = demo
+    with session_scope(engine) as s:
+        save(s, DEMO, a, *ADMIT, ReviewForm(verdict="DECLINE", reason="no"), expected_version=0,
+             submit=True)  # fmt: skip
+        assert {r.band: r.status for r in rater_queue(s, DEMO, a)}[ADMIT] == "submitted"
+    folder = tmp_path / "vignettes"
+    shutil.copytree(DEMO_VIGNETTES, folder)
+    path = folder / f"{ADMIT[0]}.yaml"
+    path.write_text(
+        path.read_text().replace("clinical_core: >-\n", "clinical_core: >-\n  Edited.\n", 1)
+    )
+    changed = load_library([folder])
+    assert changed.digests != DEMO.digests
+    with session_scope(engine) as s:
+        # Nothing new recorded, yet the library differs: the queue is read for it.
+        rows = {r.band: r.status for r in rater_queue(s, changed, a)}
+    assert rows[ADMIT] == "changed since submitted"
 
 
 # The review screen -------------------------------------------------------------------------

@@ -48,7 +48,8 @@ fresh_caches, app_env, template, study = (
     page_helpers.study,
 )
 SUBMIT, SKIP = "Submit and next", "Skip for now"
-PICKER = "review_case_picker"  # the case picker's key (app_pages/review.py)
+# The case picker's keys (app_pages/review.py): the case, then the band of the case.
+CASE_PICKER, BAND_PICKER = "review_case_picker", "review_band_picker"
 METRIC_WORDS = re.compile(r"straddl|within-range|flip|dividing line", re.IGNORECASE)
 GOOD = (("q1", "yes"), ("q2", "yes"), ("q3", "no"), ("q4", "no"), ("q6", "yes"))
 
@@ -575,27 +576,31 @@ def test_the_queue_resumes_at_the_band_last_worked_on(study):
     assert band_on_screen(at, study) == fourth
 
 
-def test_the_case_picker_lists_the_queue_and_opens_the_band_chosen(study):
+def test_the_case_picker_lists_the_cases_and_the_bands_of_the_case_on_screen(study):
+    """Each case here has one band of the rater's (a case of several: test_review_day and the
+    browser test on the demo)."""
     bands = queue_bands(study)
     study.save(study.rater, bands[1], submit=True, verdict="DECLINE", reason="out of my scope")
     at = open_review(study.rater, bands[0])
-    picker = at.selectbox(key=PICKER)
-    assert picker.label == "Go to a band of your queue"
     numbers = numbers_of(study)
-    assert picker.options == [
-        f"Case {numbers[vid]} of {len(numbers)} · {sub_action(name).label} "
-        f"({'submitted' if i == 1 else 'to do'})"
-        for i, (vid, name) in enumerate(bands)
+    case_box, band_box = at.selectbox(key=CASE_PICKER), at.selectbox(key=BAND_PICKER)
+    assert (case_box.label, band_box.label) == ("Go to a case", "Band of this case")
+    assert case_box.options == [
+        f"Case {numbers[vid]} of {len(numbers)} ({int(i == 1)} of 1 band submitted)"
+        for i, (vid, _) in enumerate(bands)
     ]
-    assert picker.value == 0  # the band on screen
-    picker.set_value(2).run()
+    assert case_box.value == numbers[bands[0][0]]  # the case on screen
+    assert band_box.options == [f"{sub_action(bands[0][1]).label} (to do)"]
+    assert band_box.value == 0
+    case_box.set_value(numbers[bands[2][0]]).run()
     assert not at.exception
     assert band_on_screen(at, study) == bands[2]
-    assert at.selectbox(key=PICKER).value == 2
-    # Previous band: the picker follows the band on screen.
+    assert at.selectbox(key=CASE_PICKER).value == numbers[bands[2][0]]
+    # Previous band: the boxes follow the band on screen.
     click(at, "← Previous band")
     assert band_on_screen(at, study) == bands[1]
-    assert at.selectbox(key=PICKER).value == 1
+    assert at.selectbox(key=CASE_PICKER).value == numbers[bands[1][0]]
+    assert at.selectbox(key=BAND_PICKER).options == [f"{sub_action(bands[1][1]).label} (submitted)"]
     assert "Your submitted review" in [s.value for s in at.subheader]
 
 
