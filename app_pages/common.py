@@ -13,6 +13,7 @@ from typing import NoReturn
 import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.errors import FmaBandsError
@@ -222,7 +223,6 @@ def current_user() -> UserPublic | None:
         st.session_state[ACTIVE_AT] = now
         user = UserPublic(**data)
         _keep_alive(user, now)
-    _send_cookie_script(signed_in=user is not None)
     return user
 
 
@@ -344,13 +344,19 @@ def _clear_cookie_script() -> str:
     return _cookie_statement('""', 0)
 
 
-def _send_cookie_script(*, signed_in: bool) -> None:
+def send_cookie_script(*, signed_in: bool) -> None:
     """Send the pending cookie script, once: in the sidebar for a signed-in person (a hidden
-    element there shifts no element of the page), in the page for the sign-in form."""
+    element there shifts no element of the page), in the page for the sign-in form. Called by
+    a page's run and a fragment's own body, never from a callback: an element drawn by a
+    callback of a fragment's run (a form's save asking who is signed in) replaces the sidebar
+    of the page, "Signed in as" with it. In a fragment's run the script goes into the fragment;
+    else it waits for the next run of the page."""
+    ctx = get_script_run_ctx()
+    in_fragment = bool(ctx and ctx.fragment_ids_this_run)
     script = st.session_state.pop(COOKIE_SCRIPT, None)
     if script is None:
         return
-    where = st.sidebar if signed_in else st.container()
+    where = st.sidebar if signed_in and not in_fragment else st.container()
     # The element is hidden; a different body each time, so that the browser runs it again.
     where.html(
         f"<style>div[data-testid='stElementContainer']:has(script[data-fma-bands-cookie])"

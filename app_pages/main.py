@@ -99,7 +99,15 @@ def coordinator_pages() -> list[st.Page]:
 
 
 def run() -> None:
-    from app_pages.common import current_user, escaped, session, settings, sign_out, study_chair
+    from app_pages.common import (
+        current_user,
+        escaped,
+        send_cookie_script,
+        session,
+        settings,
+        sign_out,
+        study_chair,
+    )
     from fma_bands.core.errors import FmaBandsError
     from fma_bands.study.users import has_users
 
@@ -112,6 +120,7 @@ def run() -> None:
         st.error(f"The app's settings cannot be used: {escaped(exc)}")
         st.stop()
     user = current_user()
+    send_cookie_script(signed_in=user is not None)
     with session() as s:
         first_run = not has_users(s)
         chairs = user is not None and user.role == "rater" and study_chair(s) == user.pseudonym

@@ -201,14 +201,18 @@ def by_case(rows: Sequence[QueueRow]) -> dict[int, list[QueueRow]]:
     return found
 
 
-def case_choice(number: int, bands: Sequence[QueueRow], cases: int) -> str:
-    """A case as the review page's case picker lists it: its number and how far along it is."""
-    done, flagged = sum(r.done for r in bands), sum(r.flagged for r in bands)
-    count = f"{len(bands)} band{'s' if len(bands) != 1 else ''}"
-    return (
-        f"Case {number} of {cases} ({done} of {count} submitted"
-        f"{f', {flagged} flagged' if flagged else ''})"
-    )
+def case_choice(number: int, bands: Sequence[QueueRow]) -> str:
+    """A case as the review page's case picker lists it: its number, how far along it is and
+    whether the rater flagged any of its bands. No other digit: typing a case's number finds
+    that case first (the picker keeps the options holding what is typed, in case order)."""
+    if all(r.done for r in bands):
+        status = "all submitted"
+    elif all(r.status == "to do" for r in bands):
+        status = "to do"
+    else:
+        status = "in progress"
+    flagged = ", flagged" if any(r.flagged for r in bands) else ""
+    return f"Case {number} ({status}{flagged})"
 
 
 def band_choice(row: QueueRow) -> str:

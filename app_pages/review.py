@@ -49,7 +49,9 @@ CASE_PICKER_KEY, BAND_PICKER_KEY = "review_case_picker", "review_band_picker"
 NEXT_KEY, PREVIOUS_KEY = "review_next", "review_previous"
 
 
-def heading(screen: Screen, review: ReviewState) -> None:
+def heading(screen: Screen, review: ReviewState, form: bool) -> None:
+    """The band's title and place, the last action's confirmation and the way through the
+    queue; `form`: the rater's form is on screen (Submit and Skip with it)."""
     st.title(screen.action.label)
     step = screen.step.description.split(":")[0]
     in_round = f"round {screen.round} · " if screen.round > 1 else ""
@@ -64,21 +66,22 @@ def heading(screen: Screen, review: ReviewState) -> None:
             "The link you followed names no band in your queue, so this is where you left off.",
             icon=":material/link_off:",
         )
-    back, case, band, forward = st.columns([2, 4, 3, 2], vertical_alignment="bottom")
+    back, case, band, forward = st.columns([2, 3, 4, 2], vertical_alignment="bottom")
     case_picker(screen, case, band)
     for column, other, label, key in (
         (back, screen.previous, "← Previous band", PREVIOUS_KEY),
         (forward, screen.following, "Next band →", NEXT_KEY),
     ):
-        if other:
-            column.button(
-                label,
-                key=key,
-                help=f"{sub_action(other.sub_action).label}",
-                on_click=_go,
-                args=(other.band,),
-            )
-    st.caption(shortcut_words(shortcuts(screen)))
+        # Greyed at either end of the queue rather than left out, so the boxes never move.
+        column.button(
+            label,
+            key=key,
+            help=sub_action(other.sub_action).label if other else "No band that way",
+            disabled=other is None,
+            on_click=_go if other else None,
+            args=(other.band,) if other else None,
+        )
+    st.caption(shortcut_words(shortcuts(screen, form)))
 
 
 def _go(band: tuple[str, str]) -> None:
@@ -88,8 +91,8 @@ def _go(band: tuple[str, str]) -> None:
 
 
 def case_picker(screen: Screen, case: DeltaGenerator, band: DeltaGenerator) -> None:
-    """Jump to any case of the queue by its number (the box filters as the rater types), each
-    with how far along it is, and to any band of the case on screen with its status. Each box
+    """Jump to any case of the queue by its number (typing it keeps the cases that hold it),
+    each with how far along it is, and to any band of the case on screen with its status. Each box
     always shows the case and band on screen, whichever was last used. The queue is listed by
     case, not by band: every run sends the list (a band each made the page's largest message)."""
     cases = by_case(screen.queue)
@@ -98,7 +101,10 @@ def case_picker(screen: Screen, case: DeltaGenerator, band: DeltaGenerator) -> N
     case.selectbox(
         "Go to a case",
         options=list(cases),
-        format_func=lambda number: case_choice(number, cases[number], screen.cases),
+        format_func=lambda number: case_choice(number, cases[number]),
+        # Typing "12" keeps Case 12, 112, 120 ... in that order (a fuzzy match ranked Case 6
+        # first for "1"): Enter opens the case typed.
+        filter_mode="contains",
         key=CASE_PICKER_KEY,
         on_change=_pick_case,
         args=(cases,),
@@ -129,14 +135,20 @@ def _pick_band(bands: list[QueueRow]) -> None:
         _go(bands[chosen].band)
 
 
-def shortcuts(screen: Screen) -> list[Shortcut]:
-    """The screen's keyboard shortcuts: pressing one presses its button."""
-    return [
-        Shortcut("S", "Submit and next", widget_key(screen.key, "submit")),
-        Shortcut("K", "Skip for now", widget_key(screen.key, "skip")),
-        Shortcut("N", "Next band", NEXT_KEY),
-        Shortcut("P", "Previous band", PREVIOUS_KEY),
-    ]
+def shortcuts(screen: Screen, form: bool) -> list[Shortcut]:
+    """The screen's keyboard shortcuts, for the buttons it has: pressing one presses its
+    button."""
+    found = []
+    if form:
+        found += [
+            Shortcut("S", "Submit and next", widget_key(screen.key, "submit")),
+            Shortcut("K", "Skip for now", widget_key(screen.key, "skip")),
+        ]
+    if screen.following:
+        found.append(Shortcut("N", "Next band", NEXT_KEY))
+    if screen.previous:
+        found.append(Shortcut("P", "Previous band", PREVIOUS_KEY))
+    return found
 
 
 def what_the_agent_knows(screen: Screen) -> None:
@@ -241,7 +253,11 @@ if screen is None:
 # stratum), so a reload or a shared link opens this band.
 if params != address(*screen.band, key=token_key):
     st.query_params.from_dict(address(*screen.band, key=token_key))
-heading(screen, review)
+# Entries opened in this session stay on screen even if another tab has since submitted the
+# band: what was typed here is never swept away.
+editing = screen.editing or screen.key in review.bands
+form = editing and screen.phase == "open"
+heading(screen, review, form)
 
 stack_below(1100, "review_columns")
 with st.container(key="review_columns"):
@@ -250,14 +266,12 @@ with left:
     what_the_agent_knows(screen)
     panel(screen)
 with right:
-    # Entries opened in this session stay on screen even if another tab has since submitted
-    # the band: what was typed here is never swept away.
-    if not (screen.editing or screen.key in review.bands):
+    if not editing:
         submitted(screen, user)
-    elif screen.phase != "open":
+    elif not form:
         st.info("The review phase is closed: reviews can no longer change.")
     else:
         review_form(screen, review, screen.band in signed_bands(user.pseudonym))
 # Last on the page, once the band's elements are drawn: open it at its top, the shortcuts, and
 # the warning before a reload would lose text not yet kept.
-review_script(screen.key, shortcuts(screen))
+review_script(screen.key, shortcuts(screen, form))

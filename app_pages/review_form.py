@@ -23,6 +23,7 @@ from app_pages.common import (
     escaped,
     library,
     plain,
+    send_cookie_script,
     session,
     settings,
     show_errors,
@@ -76,6 +77,9 @@ def follow(review: ReviewState) -> None:
 def review_form(screen: Screen, review: ReviewState, signed: bool) -> None:
     """The rater's column; `signed`: their signed attestation covers the band."""
     follow(review)
+    # A rater may work here for long without a run of the page: the session's cookie is kept
+    # alive from here too (the save asked who is signed in, and so renewed it).
+    send_cookie_script(signed_in=True)
     band = review.open(screen)
     _notice_conflict(screen, band)
     errors = (

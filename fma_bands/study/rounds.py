@@ -17,6 +17,7 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from fma_bands.agreement import band_agreements
+from fma_bands.agreement.panel import disputed_text
 from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import AccessDenied, ConflictError, FmaBandsError
 from fma_bands.core.labels import case_label, case_numbers, tool_names
@@ -28,7 +29,6 @@ from fma_bands.study import audit, ledger
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.governance import policy_in_force
 from fma_bands.study.ratings import study_ratings
-from fma_bands.study.round_panel import in_words
 from fma_bands.study.state import StudyPublic, authorize, lock_study, study
 from fma_bands.study.users import list_users, pseudonyms
 
@@ -238,11 +238,8 @@ def round_two_candidates(
                 reasons.append("not_reviewed")
             if not reasons:
                 continue
-            disputed = (
-                in_words(proposal.sub_action, agreed.disputed, names)
-                if agreed is not None and agreed.disputed
-                else None
-            )
+            # As the Agreement page says it: a yes/no band's as "the answer no", never a bare "no".
+            disputed = None if agreed is None else disputed_text(proposal.sub_action, agreed, names)
             found.append(
                 Candidate(
                     vignette_id=vignette.id,

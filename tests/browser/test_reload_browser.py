@@ -12,6 +12,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
+    choose,
     eventually,
     open_app,
     open_from_sidebar,
@@ -157,3 +158,33 @@ def test_a_reload_after_the_idle_time_asks_for_the_passphrase_and_says_why(page:
     assert all(ended is not None for *_, ended in stored_sessions(server))
     eventually(page, lambda: has_cookie(page.context, present=False))
     shoot(page, "reload-after-idle")
+
+
+def test_activity_inside_the_review_form_keeps_the_sidebar_and_renews_the_cookie(
+    page: Page, server
+):
+    """A minute after the last recorded activity, the next click records it again and renews
+    the cookie. A click in the review form reruns only the form: the cookie's script goes into
+    the form then, never into the sidebar from the click's callback, which took the sidebar's
+    place ("Signed in as" and Sign out gone until the next run of the page)."""
+    open_app(page, server.url)
+    sign_in(page, "rater-02", DEMO_ACCOUNTS["rater-02"])
+    open_from_sidebar(page, "Review a band")
+    expect(page.get_by_role("radiogroup", name="Verdict", exact=True)).to_be_visible()
+    eventually(page, lambda: has_cookie(page.context))
+    before = session_cookie(page.context)
+    assert before is not None
+    page.wait_for_timeout(61_000)  # the activity is recorded about once a minute
+    choose(page, "Verdict", "DECLINE: I cannot adjudicate this band")
+
+    def renewed() -> None:
+        found = session_cookie(page.context)
+        assert found is not None and found["expires"] > before["expires"] + 30, found
+
+    eventually(page, renewed)
+    # The sidebar went some time after the form's run had ended: look a while later.
+    page.wait_for_timeout(3000)
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(sidebar).to_contain_text("Signed in as rater-02 (rater)")
+    expect(sidebar.get_by_role("button", name="Sign out")).to_be_visible()
+    shoot(page, "review-form-keeps-the-sidebar")

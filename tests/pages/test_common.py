@@ -110,6 +110,8 @@ def reloadable_page() -> None:
         common.sign_out()
         st.rerun()
     user = common.current_user()
+    if not st.session_state.get("hold script"):  # as the app's menu sends it, on every run
+        common.send_cookie_script(signed_in=user is not None)
     st.text(f"acting for {user.pseudonym if user else 'nobody'}")
     st.text(f"note: {st.session_state.get(common.SIGNED_OUT_NOTE)}")
 
@@ -259,6 +261,17 @@ def test_activity_is_written_about_once_a_minute_not_on_every_run(store_with_rat
     assert seen() > before + timedelta(minutes=4)
     [script] = cookie_scripts(at)
     assert "document.cookie.match" in script and "Max-Age=1860" in script
+    # Asking who is signed in draws nothing (a form's callback asks it; an element a fragment's
+    # callback draws takes the place of the page's sidebar): the script waits for the run.
+    at.session_state["hold script"] = True
+    at.session_state[common.TOUCHED_AT] -= common.TOUCH_EVERY_S + 1
+    at = load(at)
+    assert not cookie_scripts(at)
+    at.session_state["hold script"] = False
+    at = load(at)
+    [script] = cookie_scripts(at)
+    assert "document.cookie.match" in script
+    assert [e for e in at.sidebar.get("html") if "data-fma-bands-cookie" in e.proto.body]
     # Ended elsewhere (signed out in another tab): the next touch signs this one out too.
     with common.session() as s:
         stored = s.get(BrowserSession, key)
@@ -268,3 +281,31 @@ def test_activity_is_written_about_once_a_minute_not_on_every_run(store_with_rat
     at = load(at)
     assert acting_for(at) == "nobody"
     assert "signed out" in at.text[1].value
+
+
+def fragment_run_page() -> None:
+    """Sends a pending cookie script as a fragment's own run would (its run's fragment ids)."""
+    import types
+
+    import streamlit as st
+
+    from app_pages import common
+
+    st.session_state[common.COOKIE_SCRIPT] = "void 0;"
+    real = common.get_script_run_ctx
+    common.get_script_run_ctx = lambda: types.SimpleNamespace(  # type: ignore[assignment,misc]
+        fragment_ids_this_run=["the review form"]
+    )
+    try:
+        common.send_cookie_script(signed_in=True)
+    finally:
+        common.get_script_run_ctx = real
+
+
+def test_a_fragments_run_sends_the_cookie_script_in_the_fragment_not_the_sidebar():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(fragment_run_page, default_timeout=30).run()
+    assert not at.exception
+    assert cookie_scripts(at)  # drawn where the fragment draws (AppTest runs the page whole)
+    assert not at.sidebar.get("html")

@@ -586,7 +586,7 @@ def test_the_case_picker_lists_the_cases_and_the_bands_of_the_case_on_screen(stu
     case_box, band_box = at.selectbox(key=CASE_PICKER), at.selectbox(key=BAND_PICKER)
     assert (case_box.label, band_box.label) == ("Go to a case", "Band of this case")
     assert case_box.options == [
-        f"Case {numbers[vid]} of {len(numbers)} ({int(i == 1)} of 1 band submitted)"
+        f"Case {numbers[vid]} ({'all submitted' if i == 1 else 'to do'})"
         for i, (vid, _) in enumerate(bands)
     ]
     assert case_box.value == numbers[bands[0][0]]  # the case on screen
@@ -627,6 +627,23 @@ def test_the_keyboard_shortcuts_are_said_and_press_the_screens_own_buttons(study
     for widget in buttons.values():
         assert at.button(key=widget) is not None
     assert band[0] not in script  # the browser never sees the vignette's id
+
+
+def test_shortcuts_are_offered_only_for_the_buttons_on_screen(study):
+    """The first band has no band before it; a submitted band no Submit or Skip. The buttons
+    for either end of the queue are drawn greyed, so the case boxes never move."""
+    first = queue_bands(study)[0]
+    study.save(study.rater, first, submit=True, verdict="DECLINE", reason="out of my scope")
+    at = open_review(study.rater, first)
+    assert "Your submitted review" in [s.value for s in at.subheader]
+    assert "Keyboard shortcuts: Alt+N Next band (Option instead of Alt on a Mac)." in [
+        c.value for c in at.caption
+    ]
+    [script] = [h.proto.body for h in at.get("html") if "fmaBandsReview" in h.proto.body]
+    config = json.loads(re.search(r"const config = (\{.*?\});", script).group(1))
+    assert list(config["buttons"]) == ["KeyN"]
+    assert at.button(key="review_previous").disabled
+    assert not at.button(key="review_next").disabled
 
 
 def test_a_second_tab_cannot_overwrite_the_first(study):
