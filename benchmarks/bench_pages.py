@@ -311,13 +311,17 @@ def _forget_reports() -> None:
 def _clear_caches() -> None:
     import streamlit as st
 
+    from app_pages import common
     from fma_bands.evidence.envelope import clear_cache
-    from fma_bands.study import store_state
+    from fma_bands.study import ledger, store_state
 
     st.cache_data.clear()
     st.cache_resource.clear()
     clear_cache()  # envelopes parsed and verified, by digest: a first load verifies them all
     store_state.forget()  # what the pages read once per state of the store
+    common._chairs.clear()  # the menu's chair, read from the signed log once per head
+    with ledger._walked_lock:
+        ledger._walked.clear()  # the store's signed log, walked once per head
 
 
 def _timed(samples: dict[str, list[float]], key: str, run: Callable[[], object]) -> None:
