@@ -77,8 +77,8 @@ def in_case_order(
 # Column widths in pixels that fit the page's width together, so no column hides off the
 # right; a band's text wraps within its column, in rows as tall as the longest band needs.
 WIDTHS = {
-    "case": 70,
-    "sub-action": 125,
+    "case": 85,
+    "sub-action": 170,
     "verdict": 70,
     "band attested": 180,
     "band": 180,

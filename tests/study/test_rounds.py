@@ -651,3 +651,24 @@ def test_attestations_signed_while_the_round_is_open_are_sealed_until_it_closes(
     assert decisions[URGENCY].adjudicated
     assert decisions[URGENCY].adjudicated_by == RATERS
     assert [r.code for r in decisions[ESI].reasons] == ["no_consensus"]
+
+
+def test_a_yes_no_bands_disputed_answer_is_said_as_the_agreement_page_says_it(engine, tmp_path):
+    """A bare "no" under "disputed" read as "not disputed": the answer is named."""
+    folder = tmp_path / "vignettes"
+    folder.mkdir()
+    shutil.copy(DEMO_VIGNETTES / "demo_doc_border_01.yaml", folder)
+    library = load_library([folder])
+    admit = ("demo_doc_border_01", "admit")  # proposed [false]: do not admit
+    attestations = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, attestations)
+    review(engine, library, raters["rater-a1"], admit, "ACCEPT")
+    review(engine, library, raters["rater-b2"], admit, "AMEND", [False, True], "either is fine")
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=attestations)
+    with session_scope(engine) as s:
+        found = {c.band: c for c in round_two_candidates(s, library, viewer=coordinator)}
+    candidate = found[admit]
+    assert candidate.reasons == ("disputed_span",)
+    assert candidate.disputed == "the answer yes"
+    assert candidate.as_json()["disputed_text"] == "the answer yes"
