@@ -8,7 +8,7 @@ round is open, marked provisional."""
 import streamlit as st
 
 from app_pages.band_table import chosen_band
-from app_pages.common import chart, engine, escaped, library, require_user, session
+from app_pages.common import cache_key, chart, engine, escaped, library, require_user, session
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.chart import alpha_chart
 from fma_bands.agreement.coincidences import coincidence_tables, coincidences_zip
@@ -257,16 +257,18 @@ metric = metric or "band"
 
 # A resource, not data: the screen is read-only, and unpickling a copy of its 2,700 bands on
 # every rerun would cost more than the rerun. Cached until a review changes (fingerprint) or a
-# vignette file changes (files), per round.
+# vignette file changes (the library's digests), per round, under the SHA-256 of those
+# (common.cache_key).
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _screen(url: str, fingerprint: tuple, files: tuple, viewer: str, number: int):
+def _screen(url: str, key: str, viewer: str, number: int):
     with session() as s:
         return study_screen(s, lib, viewer=user, round=number)
 
 
 try:
     with st.spinner("Computing alpha with a 1000-resample bootstrap…"):
-        screen = _screen(str(engine().url), fingerprint, lib.digests, user.pseudonym, number)
+        key = cache_key(fingerprint, lib.digests)
+        screen = _screen(str(engine().url), key, user.pseudonym, number)
 except FmaBandsError as exc:
     st.error(escaped(exc))
     st.stop()

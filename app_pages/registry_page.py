@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages.band_table import chosen_band
-from app_pages.common import escaped, library, require_user, session, settings
+from app_pages.common import cache_key, escaped, library, require_user, session, settings
 from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import case_numbers, describe_band, tool_names
@@ -29,6 +29,8 @@ from fma_bands.evidence.overview import (
     ADJUDICATED_STATUS,
     COLUMNS,
     NOT_ADJUDICATED_STATUS,
+    Note,
+    RegistryRow,
     by_band,
     filtered,
     harness_words,
@@ -57,12 +59,12 @@ from fma_bands.study.state import study
 ALL, NO_WARNING = "any", "no warning"
 
 
-def notes(decisions: list[Decision]) -> None:
+def notes(registry: Registry) -> None:
     """What every status reason, warning tag and harness note means, once for the study."""
-    found = study_notes(decisions)
+    found = _notes(decided_key, registry)
     if not found:
         return
-    lines = [f"- {escaped(n.text(len(decisions)))}" for n in found]
+    lines = [f"- {escaped(n.text(len(registry.decisions)))}" for n in found]
     with st.container(border=True):
         st.markdown("**What the statuses and warnings below mean**\n\n" + "\n".join(lines))
 
@@ -83,7 +85,7 @@ WIDTHS = {
 @st.fragment
 def overview(registry: Registry) -> None:
     # Filters, the table and the chosen band rerun only this part of the page.
-    rows = registry_rows(registry, lib, numbers)
+    rows = _rows(cache_key(decided_key, sorted(numbers.items())), registry, numbers)
     statuses = {"all": None, ADJUDICATED_STATUS: True, NOT_ADJUDICATED_STATUS: False}
     left, middle, right = st.columns([2, 3, 2])
     with left:
@@ -221,11 +223,22 @@ st.title("Band registry")
 # Content alone decides, never a file's name or time. A resource: read-only, shared rather
 # than copied.
 # The folder must be this study's log and still hold every record the store has published.
+# Under the SHA-256 of those digests (common.cache_key).
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _decided(
-    vignettes: tuple, attestations: tuple, study_id: str | None, since: tuple | None
-) -> Registry:
+def _decided(key: str, study_id: str | None, since: tuple | None) -> Registry:
     return decide(lib, folder, study=study_id, since=since)
+
+
+# The table's rows and the study's notes, made once per decision and set of case numbers (a
+# filter, a page of the table or a chosen band reruns the fragment, not these).
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _rows(key: str, _registry: Registry, _numbers: dict[str, int]) -> list[RegistryRow]:
+    return registry_rows(_registry, lib, _numbers)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _notes(key: str, _registry: Registry) -> list[Note]:
+    return study_notes(_registry.decisions)
 
 
 with session() as s:
@@ -233,7 +246,8 @@ with session() as s:
     # The case numbers raters read ("Case 3 of 12"), beside each id in the table.
     numbers = case_numbers(lib, case_key(s))
 try:
-    registry = _decided(lib.digests, folder_digests(folder), pinned, published)
+    decided_key = cache_key(lib.digests, folder_digests(folder), pinned, published)
+    registry = _decided(decided_key, pinned, published)
 except FmaBandsError as exc:
     st.error(f"The attestations folder cannot be read: {escaped(exc)}")
     st.stop()
@@ -258,7 +272,7 @@ if registry.head[1]:
         f"{escaped(registry.head[1])}."
     )
 
-notes(registry.decisions)
+notes(registry)
 overview(registry)
 impact(lib, user)
 st.subheader("Export bands.yaml")

@@ -7,6 +7,7 @@ for the page's table, and its box (with the raters' bands pictured) on demand.
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from fma_bands.agreement.bootstrap import CHOSEN, GOOD_COVERAGE, METHODS
 from fma_bands.agreement.metrics import (
@@ -438,8 +439,13 @@ class Screen:
     case_key: bytes = b""  # the study's key for case tokens (a rater's links)
 
     def rows(self) -> list[BandRow]:
-        """Every band's short row, most disputed first: the page's table of bands."""
-        return [
+        """Every band's short row, most disputed first: the page's table of bands. Made once
+        per screen (a page keeps its screen and reruns its table at every filter)."""
+        return list(self._rows)
+
+    @cached_property
+    def _rows(self) -> tuple[BandRow, ...]:
+        return tuple(
             band_row(
                 i,
                 b,
@@ -448,7 +454,7 @@ class Screen:
                 cases=self.cases,
             )
             for i, b in enumerate(self.agreements)
-        ]
+        )
 
     def bands(self, start: int = 0, stop: int | None = None) -> list[BandView]:
         """The boxes of bands start to stop, most disputed first: the page shows one page of

@@ -309,3 +309,11 @@ def test_a_fragments_run_sends_the_cookie_script_in_the_fragment_not_the_sidebar
     assert not at.exception
     assert cookie_scripts(at)  # drawn where the fragment draws (AppTest runs the page whole)
     assert not at.sidebar.get("html")
+
+
+def test_a_cache_key_is_short_and_changes_with_any_part():
+    digests = tuple((f"v{i}", "sha256:" + "a" * 64) for i in range(300))
+    key = common.cache_key(digests, (12, "sha256:b"))
+    assert len(key) == 64 and key == common.cache_key(digests, (12, "sha256:b"))
+    assert key != common.cache_key(digests, (13, "sha256:b"))
+    assert key != common.cache_key(digests[:-1], (12, "sha256:b"))
