@@ -107,7 +107,7 @@ def _candidate_table(candidates: list[Candidate], labels: dict[Band, str]) -> No
                 "band": _label(labels, c.band),
                 "raters with a band": c.n_raters,
                 "why": c.short(),
-                "disputed (some raters admit it, others not)": c.disputed or "",
+                "disputed span": c.disputed or "",
             }
             for c in candidates
         ],

@@ -66,7 +66,7 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> None:
             "The link you followed names no band in your queue, so this is where you left off.",
             icon=":material/link_off:",
         )
-    back, case, band, forward = st.columns([2, 3, 4, 2], vertical_alignment="bottom")
+    back, case, band, forward = st.columns([2, 3, 5, 2], vertical_alignment="bottom")
     case_picker(screen, case, band)
     for column, other, label, key in (
         (back, screen.previous, "← Previous band", PREVIOUS_KEY),
@@ -81,7 +81,8 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> None:
             on_click=_go if other else None,
             args=(other.band,) if other else None,
         )
-    st.caption(shortcut_words(shortcuts(screen, form)))
+    if found := shortcuts(screen, form):
+        st.caption(shortcut_words(found))
 
 
 def _go(band: tuple[str, str]) -> None:

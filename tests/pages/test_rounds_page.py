@@ -107,7 +107,7 @@ def test_study_admin_opens_round_two_for_the_band_without_consensus_once_confirm
             "band": label,
             "raters with a band": 2,
             "why": "no consensus",
-            "disputed (some raters admit it, others not)": "1 - resuscitation and 3 - urgent",
+            "disputed span": "1 - resuscitation and 3 - urgent",
         }
     ]
     assert f"- **no consensus**: {WHY['no_consensus'].sentence}" in [m.value for m in at.markdown]
@@ -145,7 +145,7 @@ def test_study_admin_chooses_round_two_by_reason_and_by_sub_action(study):
         (named[MED], "disputed span"),
         (named[TRIAGE], "no consensus"),
     ]
-    assert rows[0]["disputed (some raters admit it, others not)"].startswith("2")
+    assert rows[0]["disputed span"].startswith("2")
     legend = [m.value for m in at.markdown if m.value.startswith("- **")]
     assert legend == [
         f"- **no consensus**: {WHY['no_consensus'].sentence}\n"
