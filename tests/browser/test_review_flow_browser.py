@@ -124,10 +124,12 @@ def test_submit_and_next_opens_the_next_band_at_its_top(page: Page, server):
 
 def scroll_to_row_of(page: Page, label: str) -> None:
     """Scroll so the row of the button `label` is at the top edge: the title is out of view."""
-    # The band drawn first: the row is there to scroll to.
+    # The band drawn first, whole: the row is there to scroll to, and the page below it long
+    # enough to scroll (a page still being drawn may not be; the first band once was not).
     expect(
         page.get_by_test_id("stMain").get_by_role("button", name=label, exact=True)
     ).to_be_visible()
+    wait_for_app(page)
     page.evaluate(
         """(label) => {
             const main = document.querySelector('[data-testid="stMain"]');
