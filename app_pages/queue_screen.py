@@ -125,10 +125,10 @@ def _recorded(
             if band not in mine:
                 continue
             review = latest.get(band)
-            kept = None
+            mine_latest = None
             if review is not None:
-                kept = _Latest(review[1], review[6], _submitted(library, band, review))
-            found.append((vignette.id, proposal.sub_action, numbers[vignette.id], kept))
+                mine_latest = _Latest(review[1], review[6], _submitted(library, band, review))
+            found.append((vignette.id, proposal.sub_action, numbers[vignette.id], mine_latest))
     return tuple(sorted(found, key=lambda r: (r[2], order[r[1]])))
 
 
