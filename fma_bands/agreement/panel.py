@@ -100,12 +100,14 @@ def most_disputed_first(
 
 
 def consensus_text(c: Consensus) -> str | None:
-    """The consensus band in words, runs of values as ranges; None without one."""
+    """The consensus band in words, runs of values as ranges; None without one. A yes/no
+    band's is said as the answer agreed on: a bare "no" would read as "no consensus"."""
     if c.band is None:
         return None
     if isinstance(c.band, MultilabelBand):
         return describe(c.band)
-    return describe_values(c.band.sub_action, c.band.values())
+    values = c.band.values()
+    return _answers(c.band.sub_action, values, describe_values(c.band.sub_action, values))
 
 
 def disputed_text(name: str, c: Consensus, names: Mapping[str, str] | None = None) -> str | None:
@@ -114,11 +116,15 @@ def disputed_text(name: str, c: Consensus, names: Mapping[str, str] | None = Non
     as the answer in dispute: a bare "no" would read as "no disputed span"."""
     if not c.disputed:
         return None
-    text = describe_values(name, c.disputed, names)
+    return _answers(name, c.disputed, describe_values(name, c.disputed, names))
+
+
+def _answers(name: str, values: Sequence[Any], text: str) -> str:
+    """`text` as a yes/no sub-action's answers, else as it is."""
     action = SUB_ACTIONS.get(name)
     if action is None or action.kind != "boolean":
         return text
-    return "both answers, yes and no" if len(c.disputed) == 2 else f"the answer {text}"
+    return "both answers, yes and no" if len(set(values)) == 2 else f"the answer {text}"
 
 
 def band_json(b: BandAgreement) -> dict[str, Any]:

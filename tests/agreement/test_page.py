@@ -105,7 +105,8 @@ def test_the_crash_sequence_draws_every_band_and_no_traceback(monkeypatch, tmp_p
         assert not any(r["case"].startswith("demo_") for r in rows)
     else:  # the coordinator reads each case by its number and id, as the Band registry does
         assert all(re.fullmatch(r"\d+ · demo_\w+", r["case"]) for r in rows), rows
-    assert [r["consensus"] for r in rows].count("yes") == 2  # both controlled-substance bands
+    # both caution bands, never a bare "yes"
+    assert [r["consensus"] for r in rows].count("the answer yes") == 2
     for row in rows:  # every band picture draws
         open_band(at, row)
         assert len(at.get("page_link")) == 1 and len(charts(at)) == 1 + 1

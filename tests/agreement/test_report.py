@@ -211,7 +211,7 @@ def test_a_yes_no_bands_disputed_span_is_said_as_the_answer_in_dispute():
         rate("v1", "admit", "b", [True, False]),
     ]
     [band] = report_to_json(agreement_report(ratings, bootstrap=0))["bands"]
-    assert band["consensus_text"] == "yes"
+    assert band["consensus_text"] == "the answer yes"
     # A bare "no" would read as "no disputed span".
     assert band["disputed_text"] == "the answer no"
     assert band["disputed_span"] == [False]

@@ -75,7 +75,7 @@ def test_the_agreement_screen_of_a_study_with_zero_and_false(tmp_path):
     assert analgesia.consensus == "Consensus: 1 - NSAID"
     assert analgesia.rows[-1].disputed == SetBand(sub_action="analgesia_tier", members=(0, 2))
     assert analgesia.disputed is not None and "0 - none" in analgesia.disputed
-    assert caution.consensus == "Consensus: yes"
+    assert caution.consensus == "Consensus: the answer yes"
     assert caution.rows[-1].disputed is not None
     assert caution.rows[-1].disputed.values() == {False}
 

@@ -399,7 +399,7 @@ def test_an_analgesia_band_of_one_beside_a_boolean_band_draws_every_band(
             expect(box.get_by_text(consensus, exact=True)).to_be_visible()
     # What rater-01 reads for that band: a neutral case number, never the id.
     caution = band_box(page, in_queue(demo, *BANDS[CAUTION]))
-    expect(caution.get_by_text("Consensus: yes", exact=True)).to_be_visible()
+    expect(caution.get_by_text("Consensus: the answer yes", exact=True)).to_be_visible()
     analgesia = band_box(page, in_queue(demo, "demo_med_border_01", "analgesia_tier"))
     expect(analgesia.get_by_text("Consensus: 1 - NSAID", exact=True)).to_be_visible()
     shoot(page, "agreement-demo-closed")

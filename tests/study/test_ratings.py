@@ -187,7 +187,7 @@ def test_the_crash_study_reports_without_an_error(tmp_path):
     analgesia = bands[("demo_med_border_01", "analgesia_tier")]
     caution = bands[("demo_med_inter_01", "controlled_substance_caution")]
     assert (analgesia["consensus"], analgesia["consensus_text"]) == ([1], "1 - NSAID")
-    assert (caution["consensus"], caution["consensus_text"]) == ([True], "yes")
+    assert (caution["consensus"], caution["consensus_text"]) == ([True], "the answer yes")
     assert "1 - NSAID" in demo.fma("agreement", "--bootstrap", "0")
 
 
