@@ -231,7 +231,8 @@ def _groups(candidates: list[Candidate]) -> None:
             args=(candidates,),
         )
     elif by == "sub_action":
-        kinds = list(dict.fromkeys(c.sub_action for c in candidates))
+        # By name, as a person looks one up (the candidates follow the cases' numbers).
+        kinds = sorted({c.sub_action for c in candidates}, key=lambda name: sub_action(name).label)
         count = {name: sum(c.sub_action == name for c in candidates) for name in kinds}
         st.multiselect(
             "Sub-actions",

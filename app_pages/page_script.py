@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+# The container holding the rater's form on the review page.
+FORM_KEY = "review_form"
+
 
 @dataclass(frozen=True)
 class Shortcut:
@@ -144,3 +147,34 @@ def review_script(band: str, shortcuts: list[Shortcut]) -> None:
     # Nothing in the configuration may close the script element early.
     encoded = json.dumps(config).replace("<", "\\u003c")
     st.html(_SCRIPT % {"config": encoded}, unsafe_allow_javascript=True)
+
+
+_REFUSED = """
+<script>
+(() => {
+  // Refusal %(count)d: bring its first message into view once the form is drawn (a Submit
+  // pressed from the keyboard may have been far from it).
+  const app = document.querySelector('[data-testid="stApp"]');
+  const started = Date.now();
+  const show = () => {
+    const running = app && app.getAttribute("data-test-script-state") !== "notRunning";
+    if (running && Date.now() - started < 5000) {
+      setTimeout(show, 50);
+      return;
+    }
+    const form = document.querySelector('[data-testid="stMain"] .%(form)s');
+    const message = form && Array.from(
+      form.querySelectorAll('[data-testid="stAlertContentError"]'),
+    ).find((el) => !el.closest('[data-stale="true"]'));
+    if (message) message.scrollIntoView({ block: "center" });
+  };
+  setTimeout(show, 0);
+})();
+</script>
+"""
+
+
+def refused_script(count: int) -> None:
+    """Scroll the review form's first message into view after the `count`th refused Submit
+    (the count makes each refusal's script new, so the browser runs it again)."""
+    st.html(_REFUSED % {"count": count, "form": key_class(FORM_KEY)}, unsafe_allow_javascript=True)

@@ -216,9 +216,12 @@ def case_choice(number: int, bands: Sequence[QueueRow]) -> str:
 
 
 def band_choice(row: QueueRow) -> str:
-    """A band as the picker of its case lists it: its sub-action and status."""
+    """A band as the picker of its case lists it: its sub-action and status, in words short
+    enough that the longest sub-action's name and status fit its box ("changed" for changed
+    since submitted, which the screen's own line says in full)."""
     flagged = ", flagged" if row.flagged else ""
-    return f"{sub_action(row.sub_action).label} ({row.status}{flagged})"
+    status = "changed" if row.status == "changed since submitted" else row.status
+    return f"{sub_action(row.sub_action).label} ({status}{flagged})"
 
 
 def opening(bands: Sequence[QueueRow]) -> QueueRow:

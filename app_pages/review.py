@@ -49,9 +49,11 @@ CASE_PICKER_KEY, BAND_PICKER_KEY = "review_case_picker", "review_band_picker"
 NEXT_KEY, PREVIOUS_KEY = "review_next", "review_previous"
 
 
-def heading(screen: Screen, review: ReviewState, form: bool) -> None:
+def heading(screen: Screen, review: ReviewState, form: bool) -> DeltaGenerator:
     """The band's title and place, the last action's confirmation and the way through the
-    queue; `form`: the rater's form is on screen (Submit and Skip with it)."""
+    queue; `form`: the rater's form is on screen (Submit and Skip with it), which then draws the
+    confirmation into the place returned, and takes it away once a Submit of its own is
+    refused."""
     st.title(screen.action.label)
     step = screen.step.description.split(":")[0]
     in_round = f"round {screen.round} · " if screen.round > 1 else ""
@@ -59,14 +61,17 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> None:
         f"{screen.case} · {step} · {in_round}{screen.mode} mode · "
         f"band {screen.position} of {screen.total} in your queue ({screen.status})"
     )
-    if flash := review.take_flash():
-        st.success(flash, icon=":material/check_circle:")
+    flash = review.take_flash()
+    notice = st.container()
+    review.shown = flash if form else None
+    if flash and not form:
+        notice.success(flash, icon=":material/check_circle:")
     if screen.redirected:
         st.warning(
             "The link you followed names no band in your queue, so this is where you left off.",
             icon=":material/link_off:",
         )
-    back, case, band, forward = st.columns([2, 3, 5, 2], vertical_alignment="bottom")
+    back, case, band, forward = st.columns([2, 3, 6, 2], vertical_alignment="bottom")
     case_picker(screen, case, band)
     for column, other, label, key in (
         (back, screen.previous, "← Previous band", PREVIOUS_KEY),
@@ -83,6 +88,7 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> None:
         )
     if found := shortcuts(screen, form):
         st.caption(shortcut_words(found))
+    return notice
 
 
 def _go(band: tuple[str, str]) -> None:
@@ -206,7 +212,7 @@ def submitted(screen: Screen, rater: UserPublic) -> None:
     st.subheader("Your submitted review")
     if screen.status == "changed since submitted":
         st.warning("The vignette or its proposal changed after you submitted: please revise.")
-    times = stored.revision - 1
+    times = screen.revised
     revised = f" (revised {'once' if times == 1 else f'{times} times'})" if times else ""
     st.markdown(f"**Verdict:** {stored.verdict}{revised}")
     if stored.band is not None:
@@ -258,7 +264,7 @@ if params != address(*screen.band, key=token_key):
 # band: what was typed here is never swept away.
 editing = screen.editing or screen.key in review.bands
 form = editing and screen.phase == "open"
-heading(screen, review, form)
+notice = heading(screen, review, form)
 
 stack_below(1100, "review_columns")
 with st.container(key="review_columns"):
@@ -272,7 +278,7 @@ with right:
     elif not form:
         st.info("The review phase is closed: reviews can no longer change.")
     else:
-        review_form(screen, review, screen.band in signed_bands(user.pseudonym))
+        review_form(screen, review, screen.band in signed_bands(user.pseudonym), notice)
 # Last on the page, once the band's elements are drawn: open it at its top, the shortcuts, and
 # the warning before a reload would lose text not yet kept.
 review_script(screen.key, shortcuts(screen, form))

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from app_pages import band_form, review_screen
 from app_pages.case_links import case_key
@@ -28,6 +29,7 @@ from app_pages.common import (
     settings,
     show_errors,
 )
+from app_pages.page_script import FORM_KEY, refused_script
 from app_pages.review_screen import CONFIDENCES, BandState, ReviewState, Screen
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.band_text import describe
@@ -74,12 +76,18 @@ def follow(review: ReviewState) -> None:
 
 
 @st.fragment
-def review_form(screen: Screen, review: ReviewState, signed: bool) -> None:
-    """The rater's column; `signed`: their signed attestation covers the band."""
+def review_form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenerator) -> None:
+    """The rater's column; `signed`: their signed attestation covers the band; `notice`: the
+    place above the band for the last action's confirmation."""
     follow(review)
     # A rater may work here for long without a run of the page: the session's cookie is kept
     # alive from here too (the save asked who is signed in, and so renewed it).
     send_cookie_script(signed_in=True)
+    with st.container(key=FORM_KEY):
+        _form(screen, review, signed, notice)
+
+
+def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenerator) -> None:
     band = review.open(screen)
     _notice_conflict(screen, band)
     errors = (
@@ -101,15 +109,23 @@ def review_form(screen: Screen, review: ReviewState, signed: bool) -> None:
         _own_band(screen, review, band, errors)
         if screen.shows_proposal:
             _corrections(screen, review, band, errors)
-        notice = review_screen.amendment_notice(
+        amended = review_screen.amendment_notice(
             band.entries, screen.proposal, screen.vignette, screen.mode
         )
-        if notice is not None:
-            st.info(notice, icon=":material/edit_note:")
+        if amended is not None:
+            st.info(amended, icon=":material/edit_note:")
     _reason_and_confidence(screen, review, band, errors)
     if signed:
         _passphrase(band, errors)
     _actions(screen, review, band, errors, signed)
+    if band.refusals > band.refusals_shown:
+        band.refusals_shown = band.refusals
+        # The last band's "Review submitted" beside a Submit just refused would read as this
+        # band's; and a Submit pressed from the keyboard may leave the messages out of view.
+        review.shown = None
+        refused_script(band.refusals)
+    if review.shown:
+        notice.success(review.shown, icon=":material/check_circle:")
 
 
 # Widgets and what their changes do ------------------------------------------------------------
@@ -621,8 +637,10 @@ def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
             following = review_screen.after(s, lib, user, screen.band)
     except ConflictError as exc:
         band.conflict = str(exc)
+        band.refusals += 1
         return
     except FmaBandsError as exc:
+        band.refusals += 1
         if exc.fields:
             band.failed = {k: v for k, v in exc.fields.items() if k == "passphrase"}
         else:

@@ -37,6 +37,7 @@ from fma_bands.study.reviews import (
     check_form,
     current_review,
     save,
+    times_revised,
 )
 from fma_bands.study.signing import resign
 from fma_bands.study.state import sees_proposals, study
@@ -57,6 +58,7 @@ class Screen:
     phase: str
     status: Status
     current: ReviewData | None
+    revised: int  # how often the rater revised their review within this round
     kept: drafts.Kept | None  # the rater's automatic draft, when it is of the current version
     # Whether this rater sees the proposal: its panel, the questions about it, its band as the
     # start of theirs and beside it in the picture (fma_bands.study.state.sees_proposals).
@@ -171,6 +173,7 @@ def open_screen(
         phase=settings.phase,
         status=rows[at].status,
         current=current,
+        revised=times_revised(session, rater, vid, name),
         kept=kept,
         shows_proposal=sees_proposals(settings, rater),
         redirected=redirected,
@@ -433,6 +436,10 @@ class BandState:
     last_band: AnyBand | None = None  # the last complete band, drawn while the one on screen is not
     flag_error: str | None = None
     flag_sent: str | None = None  # said once, under the flag box
+    # Submit refused so far (problems, a wrong passphrase, a conflict), and up to which refusal
+    # the form has brought its messages into view.
+    refusals: int = 0
+    refusals_shown: int = 0
 
     def widget(self, name: str) -> str:
         return widget_key(self.prefix, name)
@@ -449,7 +456,10 @@ class ReviewState:
 
     bands: dict[str, BandState] = field(default_factory=dict)
     goto: tuple[str, str] | Literal["queue"] | None = None
-    flash: str | None = None
+    flash: str | None = None  # the last action's confirmation, said by the next run of the page
+    # That confirmation while the form on screen is worked on: the form (a fragment, rerun on
+    # its own) draws it above the band until a refused Submit would make it read as this one's.
+    shown: str | None = None
 
     @staticmethod
     def of(session_state: MutableMapping[Any, Any]) -> "ReviewState":

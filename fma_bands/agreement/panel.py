@@ -2,7 +2,7 @@
 rule (bands.consensus), what is disputed, and how far apart the raters are."""
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -119,7 +119,7 @@ def disputed_text(name: str, c: Consensus, names: Mapping[str, str] | None = Non
     return _answers(name, c.disputed, describe_values(name, c.disputed, names))
 
 
-def _answers(name: str, values: Sequence[Any], text: str) -> str:
+def _answers(name: str, values: Collection[Any], text: str) -> str:
     """`text` as a yes/no sub-action's answers, else as it is."""
     action = SUB_ACTIONS.get(name)
     if action is None or action.kind != "boolean":

@@ -113,6 +113,17 @@ def current_review(
     return as_data(rows[-1], library, {rater.id: rater.pseudonym}) if rows else None
 
 
+def times_revised(session: Session, rater: UserPublic, vid: str, name: str) -> int:
+    """How often the rater revised their latest review within its round: its round's
+    submissions before it. A round-1 review carried into round 2 is that round's start, never
+    a revision of it."""
+    rows = revisions(session, rater.id, vid, name)
+    if not rows:
+        return 0
+    latest = rows[-1]
+    return sum(r.round == latest.round and r.status == "submitted" for r in rows[:-1])
+
+
 def _band_under_review(library: Library, vid: str, name: str) -> tuple[Vignette, Proposal]:
     vignette = library.vignettes.get(vid)
     if vignette is None:

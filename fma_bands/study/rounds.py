@@ -190,10 +190,10 @@ def round_two_candidates(
     session: Session, library: Library, *, viewer: UserPublic, round: int = 1
 ) -> list[Candidate]:
     """The bands to re-review after `round` (after round 2: the bands of round 2 still in
-    dispute), each with its reasons, in library order: those the registry would not grant on
-    the round's submitted reviews if every one were signed (quorum not met, no consensus, no
-    rater in scope), and those where the raters meet in a consensus but differ (the disputed
-    span the Agreement page shows).
+    dispute), each with its reasons, in case order, with the bands no one reviewed after those
+    the raters dispute: those the registry would not grant on the round's submitted reviews if
+    every one were signed (quorum not met, no consensus, no rater in scope), and those where
+    the raters meet in a consensus but differ (the disputed span the Agreement page shows).
 
     The consensus and the disputed span are the Agreement page's own, from the same ratings
     (ratings.study_ratings, agreement.band_agreements, one intersection rule): a band the
@@ -250,6 +250,12 @@ def round_two_candidates(
                     disputed=disputed,
                 )
             )
+    # The disputes a coordinator acts on first; the unreviewed bands (never chosen by default)
+    # after them, each group in the order of the cases' numbers and of each case's bands.
+    order = {c.band: i for i, c in enumerate(found)}
+    found.sort(
+        key=lambda c: ("not_reviewed" in c.reasons, numbers.get(c.vignette_id, 0), order[c.band])
+    )
     return found
 
 

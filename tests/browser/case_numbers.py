@@ -57,3 +57,15 @@ def queue_of(server: AppServer, rater: str) -> list[tuple[str, str]]:
             return [row.band for row in rater_queue(s, library, require_user(s, rater))]
     finally:
         engine.dispose()
+
+
+def status_of(server: AppServer, rater: str, band: tuple[str, str]) -> str:
+    """The band's status in the rater's queue, as the server's store holds it."""
+    library = study_library(server)
+    engine = make_engine(server.env["FMA_BANDS_DATABASE_URL"])
+    try:
+        with session_scope(engine) as s:
+            rows = rater_queue(s, library, require_user(s, rater))
+    finally:
+        engine.dispose()
+    return next(row.status for row in rows if row.band == band)

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Dialog, Locator, Page, expect
 
 from fma_bands.core.actions import sub_action
-from tests.browser.case_numbers import case_of, queue_of
+from tests.browser.case_numbers import case_of, queue_of, status_of
 from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
     LIVE,
@@ -236,6 +236,35 @@ def test_the_case_picker_jumps_to_any_case_and_any_band_of_it(page: Page, server
     expect(page.get_by_role("heading", name="Your submitted review")).to_be_visible()
 
 
+def test_the_longest_band_choice_fits_its_box(page: Page, server):
+    """Every sub-action's name with the longest status and a flag fits the band box at a
+    laptop's width, measured in the box's own font."""
+    from app_pages.queue_screen import STATUSES, QueueRow, band_choice
+    from fma_bands.core.actions import SUB_ACTIONS
+
+    longest = max(
+        (
+            band_choice(QueueRow("v", name, 1, status, True, 1))
+            for name in SUB_ACTIONS
+            for status in STATUSES
+        ),
+        key=len,
+    )
+    start(page, server)
+    box = page.get_by_test_id("stMain").get_by_role("combobox", name=BAND_PICKER)
+    room, needed = box.evaluate(
+        """(input, text) => {
+            const style = getComputedStyle(input);
+            const context = document.createElement("canvas").getContext("2d");
+            context.font = style.font;
+            const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+            return [input.clientWidth - padding, context.measureText(text).width];
+        }""",
+        longest,
+    )
+    assert needed <= room, f"{longest!r} needs {needed:.0f} px, the box has {room:.0f}"
+
+
 def test_keyboard_shortcuts_press_the_screens_buttons(page: Page, server):
     queue = queue_of(server, "rater-01")
     start(page, server)
@@ -277,6 +306,31 @@ def test_keyboard_shortcuts_press_the_screens_buttons(page: Page, server):
     on_band(page, queue[1], 2, len(queue))
     expect(page.get_by_role("heading", name="Your submitted review")).to_be_visible()
     expect(page.get_by_text(reason, exact=True)).to_be_visible()
+
+
+def test_a_refused_submit_takes_the_last_confirmation_away_and_shows_its_messages(
+    page: Page, server
+):
+    """Submit and next pressed from the keyboard on a band not yet answered, far below its
+    first question: nothing is submitted, the last band's "Review submitted" goes (beside a
+    refusal it would read as this band's), and the first message is brought into view."""
+    queue = queue_of(server, "rater-01")
+    start(page, server)
+    decline(page, "Outside what I can judge.")
+    press(page, SUBMIT)
+    on_band(page, queue[1], 2, len(queue))
+    main = page.get_by_test_id("stMain")
+    flash = main.get_by_text("Review submitted (revision 1).")
+    at_its_top(page, "Review submitted (revision 1).")
+    messages = main.locator(LIVE).get_by_test_id("stAlertContentError")
+    for _ in range(2):  # each refusal brings its messages into view
+        scroll_to_bottom(page)
+        press_keys(page, "Alt+S")
+        on_band(page, queue[1], 2, len(queue))
+        expect(flash).to_have_count(0)
+        in_view(messages.first)
+        shoot(page, "review-refused-submit")
+    assert status_of(server, "rater-01", queue[1]) == "to do"
 
 
 # A reload ------------------------------------------------------------------------------------

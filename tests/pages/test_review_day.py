@@ -422,6 +422,10 @@ def test_the_case_picker_groups_the_queue_by_case_and_opens_a_case_where_work_wa
         "Admit to hospital (to do, flagged)",
         "Tests ordered (skipped)",
     ]
+    stale = QueueRow(
+        "v1", "controlled_substance_caution", 1, "changed since submitted", True, 1, at
+    )
+    assert band_choice(stale) == "Controlled-substance caution (changed, flagged)"
     assert opening(cases[1]) == rows[1]  # the first band not yet submitted
     assert opening(cases[2]) == rows[3]  # all submitted: the first
 

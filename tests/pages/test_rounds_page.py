@@ -85,6 +85,11 @@ def labels(study) -> dict:
         return band_labels(s, study.library)
 
 
+def in_case_order(named: dict, bands: list) -> list:
+    """`bands` in the order of their cases' numbers (the study's case key is drawn afresh)."""
+    return sorted(bands, key=lambda band: int(named[band].split(" ")[1]))
+
+
 def candidates_table(at) -> list[dict]:
     [table] = [d.value for d in at.dataframe if "why" in d.value.columns]
     return table.to_dict("records")
@@ -141,17 +146,17 @@ def test_study_admin_chooses_round_two_by_reason_and_by_sub_action(study):
     at = open_app(study.coordinator)
     named = labels(study)
     rows = candidates_table(at)
-    assert [(r["band"], r["why"]) for r in rows] == [
-        (named[MED], "disputed span"),
-        (named[TRIAGE], "no consensus"),
-    ]
-    assert rows[0]["disputed span"].startswith("2")
+    both = in_case_order(named, [MED, TRIAGE])
+    why = {MED: "disputed span", TRIAGE: "no consensus"}
+    assert [(r["band"], r["why"]) for r in rows] == [(named[b], why[b]) for b in both]
+    [med] = [r for r in rows if r["band"] == named[MED]]
+    assert med["disputed span"].startswith("2")
     legend = [m.value for m in at.markdown if m.value.startswith("- **")]
     assert legend == [
         f"- **no consensus**: {WHY['no_consensus'].sentence}\n"
         f"- **disputed span**: {WHY['disputed_span'].sentence}"
     ]
-    assert bands_for_round_two(at) == [MED, TRIAGE]  # every candidate, by default
+    assert bands_for_round_two(at) == both  # every candidate, by default
     at.radio(key="round2:by").set_value("reason").run()
     [reasons] = [m for m in at.multiselect if m.label == "Reasons"]
     assert reasons.options == ["no consensus (1 band)", "disputed span (1 band)"]
@@ -163,7 +168,7 @@ def test_study_admin_chooses_round_two_by_reason_and_by_sub_action(study):
     kinds.set_value(["esi_acuity"]).run()
     assert bands_for_round_two(at) == [TRIAGE]
     at.radio(key="round2:by").set_value("all").run()
-    assert bands_for_round_two(at) == [MED, TRIAGE]
+    assert bands_for_round_two(at) == both
     # Any band by hand, then round 2 opens for exactly those.
     [chosen] = [m for m in at.multiselect if m.label == "Bands for round 2"]
     chosen.set_value([MED]).run()
@@ -183,9 +188,10 @@ def test_a_band_no_one_reviewed_in_round_one_is_listed_but_not_chosen(study):
     round_one(study, skip=(MED,))
     at = open_app(study.coordinator)
     named = labels(study)
+    # The dispute first, whatever the cases' numbers: the band no one reviewed after it.
     assert [(r["band"], r["raters with a band"], r["why"]) for r in candidates_table(at)] == [
-        (named[MED], 0, "too few raters; no one reviewed"),
         (named[TRIAGE], 2, "no consensus"),
+        (named[MED], 0, "too few raters; no one reviewed"),
     ]
     assert bands_for_round_two(at) == [TRIAGE]
     captions = " ".join(c.value for c in at.caption)
@@ -270,6 +276,22 @@ def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
     click(at, "Submit and next")
     [review] = [r for r in study.reviews(study.rater, TRIAGE) if r.round == 2]
     assert (review.status, review.reason) == ("submitted", "the panel: ESI 2 is what both admit")
+
+
+def test_a_round_two_review_counts_its_revisions_in_round_two_only(study):
+    round_two(study)
+    for times in ("", " (revised once)"):
+        study.save(
+            study.rater,
+            TRIAGE,
+            submit=True,
+            verdict="AMEND",
+            band=[2],
+            answers=GOOD_ANSWERS,
+            reason="the panel: ESI 2 is what both admit",
+        )
+        markdown = [m.value for m in open_review(study.rater, TRIAGE).markdown]
+        assert f"**Verdict:** AMEND{times}" in markdown
 
 
 def test_a_round_two_answer_never_reaches_the_other_rater(study):

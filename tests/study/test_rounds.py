@@ -672,3 +672,38 @@ def test_a_yes_no_bands_disputed_answer_is_said_as_the_agreement_page_says_it(en
     assert candidate.reasons == ("disputed_span",)
     assert candidate.disputed == "the answer yes"
     assert candidate.as_json()["disputed_text"] == "the answer yes"
+
+
+def test_the_disputed_bands_come_before_those_no_one_reviewed_each_in_case_order(engine, tmp_path):
+    """The coordinator reads the disputes first: the bands no one reviewed (never chosen by
+    default) follow them, and each group follows the cases' numbers, which `round show` and
+    Study admin both list."""
+    from fma_bands.core.labels import case_numbers
+    from fma_bands.study.case_keys import case_key
+
+    folder = tmp_path / "vignettes"
+    folder.mkdir()
+    for name in ("demo_triage_border_01", "demo_triage_clear_01", "demo_triage_inter_01"):
+        shutil.copy(DEMO_VIGNETTES / f"{name}.yaml", folder)
+    library = load_library([folder])
+    attestations = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, attestations)
+    with session_scope(engine) as s:
+        numbers = case_numbers(library, case_key(s))
+    by_number = sorted(numbers, key=numbers.__getitem__)
+    # The last case's ESI band is disputed, the rest of the cases left unreviewed.
+    disputed = (by_number[-1], "esi_acuity")
+    for name, (verdict, values, reason) in ROUND_ONE.items():
+        review(engine, library, raters[name], disputed, verdict, values, reason)
+    with session_scope(engine) as s:
+        close_round(s, actor=coordinator, folder=attestations)
+        found = round_two_candidates(s, library, viewer=coordinator)
+    assert found[0].band == disputed
+    assert found[0].reasons == ("no_consensus",)
+    rest = found[1:]
+    assert rest and all("not_reviewed" in c.reasons for c in rest)
+    cases = [numbers[c.vignette_id] for c in rest]
+    assert cases == sorted(cases)
+    assert [c.label.split(" · ")[0] for c in found] == [
+        f"Case {numbers[c.vignette_id]} of 3" for c in found
+    ]
