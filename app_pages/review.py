@@ -52,20 +52,16 @@ NEXT_KEY, PREVIOUS_KEY = "review_next", "review_previous"
 def heading(screen: Screen, review: ReviewState, form: bool) -> DeltaGenerator:
     """The band's title and place, the last action's confirmation and the way through the
     queue; `form`: the rater's form is on screen (Submit and Skip with it), which then draws the
-    confirmation into the place returned, and takes it away once a Submit of its own is
-    refused."""
+    place and the confirmation into the container returned: the place as the form changes it,
+    the confirmation until a Submit of its own is refused."""
     st.title(screen.action.label)
-    step = screen.step.description.split(":")[0]
-    in_round = f"round {screen.round} · " if screen.round > 1 else ""
-    st.caption(
-        f"{screen.case} · {step} · {in_round}{screen.mode} mode · "
-        f"band {screen.position} of {screen.total} in your queue ({screen.status})"
-    )
     flash = review.take_flash()
-    notice = st.container()
+    above = st.container()
     review.shown = flash if form else None
-    if flash and not form:
-        notice.success(flash, icon=":material/check_circle:")
+    if not form:
+        above.caption(screen.place())
+        if flash:
+            above.success(flash, icon=":material/check_circle:")
     if screen.redirected:
         st.warning(
             "The link you followed names no band in your queue, so this is where you left off.",
@@ -88,7 +84,7 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> DeltaGenerator:
         )
     if found := shortcuts(screen, form):
         st.caption(shortcut_words(found))
-    return notice
+    return above
 
 
 def _go(band: tuple[str, str]) -> None:

@@ -78,7 +78,8 @@ def follow(review: ReviewState) -> None:
 @st.fragment
 def review_form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenerator) -> None:
     """The rater's column; `signed`: their signed attestation covers the band; `notice`: the
-    place above the band for the last action's confirmation."""
+    place under the band's title for its place in the queue and the last action's
+    confirmation."""
     follow(review)
     # A rater may work here for long without a run of the page: the session's cookie is kept
     # alive from here too (the save asked who is signed in, and so renewed it).
@@ -124,6 +125,7 @@ def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenera
         # band's; and a Submit pressed from the keyboard may leave the messages out of view.
         review.shown = None
         refused_script(band.refusals)
+    notice.caption(screen.place(kept=band.kept, flagged=band.flagged))
     if review.shown:
         notice.success(review.shown, icon=":material/check_circle:")
 
@@ -173,6 +175,7 @@ def _keep(screen: Screen, band: BandState) -> None:
                 base_version=band.version,
             )
         band.keep_error = None
+        band.kept = True
     except FmaBandsError as exc:
         band.keep_error = exc.message
 
@@ -713,5 +716,6 @@ def _flag(screen: Screen, review: ReviewState, rater: UserPublic) -> None:
         band.flag_error = exc.message
         return
     band.flag_error = None
+    band.flagged = True
     st.session_state[band.widget("flag_note")] = ""
     band.flag_sent = "Flag sent: the coordinator sees it on the Raters' progress page."

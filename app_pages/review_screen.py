@@ -111,6 +111,19 @@ class Screen:
     def version(self) -> int:
         return self.current.version if self.current else 0
 
+    def place(self, *, kept: bool = False, flagged: bool = False) -> str:
+        """The band's place as the line under its title says it, with its status in the queue;
+        `kept`: entries were kept since the screen was read (a band to do is in progress now);
+        `flagged`: the rater flagged it since."""
+        step = self.step.description.split(":")[0]
+        in_round = f"round {self.round} · " if self.round > 1 else ""
+        status = "in progress" if kept and self.status == "to do" else self.status
+        flag = ", flagged" if flagged or self.queue[self.position - 1].flagged else ""
+        return (
+            f"{self.case} · {step} · {in_round}{self.mode} mode · "
+            f"band {self.position} of {self.total} in your queue ({status}{flag})"
+        )
+
     def entries(self) -> dict[str, Any]:
         """What the screen starts from: the automatic draft, else the stored review, else the
         proposal (when the rater sees it) or nothing (blind mode)."""
@@ -436,6 +449,10 @@ class BandState:
     last_band: AnyBand | None = None  # the last complete band, drawn while the one on screen is not
     flag_error: str | None = None
     flag_sent: str | None = None  # said once, under the flag box
+    # Entries kept, a flag sent, since the screen was read: the line under the title says so
+    # at once (the form reruns on its own, the rest of the page on its next run).
+    kept: bool = False
+    flagged: bool = False
     # Submit refused so far (problems, a wrong passphrase, a conflict), and up to which refusal
     # the form has brought its messages into view.
     refusals: int = 0

@@ -236,6 +236,30 @@ def test_the_case_picker_jumps_to_any_case_and_any_band_of_it(page: Page, server
     expect(page.get_by_role("heading", name="Your submitted review")).to_be_visible()
 
 
+def test_the_line_under_the_title_follows_the_form_at_once(page: Page, server):
+    """The form reruns on its own: the band's status under its title still changes as soon as
+    its first answer is kept, and as soon as the rater flags it."""
+    queue = queue_of(server, "rater-01")
+    start(page, server)
+    main = page.get_by_test_id("stMain")
+
+    def place(status: str) -> Locator:
+        return main.get_by_text(re.compile(rf"band 1 of {len(queue)} in your queue \({status}\)$"))
+
+    expect(place("to do")).to_be_visible()
+    choose(page, "Verdict", DECLINE)
+    expect(place("in progress")).to_be_visible()
+    main.get_by_text("Flag this band for the coordinator").click()
+    note = main.get_by_role("textbox", name="What should the coordinator look at?")
+    note.fill("The clause cites a guideline I cannot find.")
+    note.blur()
+    settle(page)
+    press(page, "Send the flag")
+    expect(main.get_by_text("Flag sent:", exact=False)).to_be_visible()
+    expect(place("in progress, flagged")).to_be_visible()
+    expect(place("in progress")).to_have_count(0)
+
+
 def test_the_longest_band_choice_fits_its_box(page: Page, server):
     """Every sub-action's name with the longest status and a flag fits the band box at a
     laptop's width, measured in the box's own font."""
