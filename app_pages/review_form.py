@@ -654,8 +654,10 @@ def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
     # The band it was for is named: the message stays above the next band while its own form
     # is worked on, and must not read as that band's.
     then = "this is the next one" if following else "every band in your queue is now submitted"
+    # From round 2 the stored revisions run on from round 1's, which a rater did not revise.
+    which = f"revision {saved.revision}" if saved.round == 1 else f"round {saved.round}"
     review.flash = (
-        f"Review submitted (revision {saved.revision}){again}. "
+        f"Review submitted ({which}){again}. "
         f"That was {screen.case} · {screen.action.label}; {then}."
     )
     review.goto = following.band if following else "queue"

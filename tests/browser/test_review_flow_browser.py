@@ -289,6 +289,25 @@ def test_the_longest_band_choice_fits_its_box(page: Page, server):
     assert needed <= room, f"{longest!r} needs {needed:.0f} px, the box has {room:.0f}"
 
 
+def test_enter_opens_the_first_case_listed_even_from_a_case_that_matches(page: Page, server):
+    """On Case 12, typing "1" keeps Case 1, 10, 11 and 12: Enter opens Case 1, the first
+    listed, not the case on screen because it matches too."""
+    numbers = sorted(
+        {int(case_of(server, vid).split(" ")[1]) for vid, _ in queue_of(server, "rater-01")}
+    )
+    ones = [n for n in numbers if "1" in str(n)]
+    assert len(ones) > 1, "the demo queue has one case whose number holds a 1"
+    start(page, server)
+    case_box = page.get_by_test_id("stMain").get_by_role("combobox", name=CASE_PICKER)
+    for typed, opened in ((str(ones[-1]), ones[-1]), ("1", ones[0])):
+        case_box.click()
+        page.keyboard.type(typed)
+        expect(page.get_by_role("option").first).to_have_text(re.compile(rf"^Case {opened} \("))
+        page.keyboard.press("Enter")
+        drawn(page)
+        expect(case_box).to_have_value(re.compile(rf"^Case {opened} \("))
+
+
 def test_keyboard_shortcuts_press_the_screens_buttons(page: Page, server):
     queue = queue_of(server, "rater-01")
     start(page, server)

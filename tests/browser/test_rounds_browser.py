@@ -147,7 +147,7 @@ def revise_in_round_two(page: Page, reason: str) -> None:
     wait_for_app(page)
     press(page, "Submit and next")
     assert_no_exception(page)
-    expect(page.get_by_text("Review submitted (revision 2)", exact=False)).to_be_visible()
+    expect(page.get_by_text("Review submitted (round 2)", exact=False)).to_be_visible()
 
 
 def test_a_disputed_band_reaches_consensus_in_round_two(study, browser: Browser, tmp_path):

@@ -276,6 +276,9 @@ def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
     click(at, "Submit and next")
     [review] = [r for r in study.reviews(study.rater, TRIAGE) if r.round == 2]
     assert (review.status, review.reason) == ("submitted", "the panel: ESI 2 is what both admit")
+    # Its stored revision runs on from round 1's, which the rater did not revise: said by round.
+    assert review.revision == 2
+    assert any(s.value.startswith("Review submitted (round 2). That was Case") for s in at.success)
 
 
 def test_a_round_two_review_counts_its_revisions_in_round_two_only(study):
