@@ -13,6 +13,7 @@ from fma_bands.core.actions import SUB_ACTIONS
 from fma_bands.core.people import UserPublic
 from fma_bands.core.spreadsheet import csv_text
 from fma_bands.store.models import AuditEvent
+from fma_bands.study import audit
 from fma_bands.study.audit_hash import stored_columns
 from fma_bands.study.state import authorize
 
@@ -25,6 +26,25 @@ class Search:
     actor: str | None = None
     since: date | None = None  # from the start of this day, UTC
     until: date | None = None  # to the end of this day, UTC
+
+
+@dataclass(frozen=True)
+class Check:
+    """A check of the whole hash chain, as the page last made it in this session."""
+
+    report: audit.AuditReport
+    head: tuple[int, str] | None  # the newest event when it was made
+    at: datetime
+
+
+def check_chain(session: Session, viewer: UserPublic, kept: object, *, opened: bool) -> Check:
+    """The chain checked now when the page is `opened`, when an event was added since `kept`
+    (the session's last check) or without one; else `kept`."""
+    authorize(session, viewer, "read_audit")
+    head = audit.head(session)
+    if opened or not isinstance(kept, Check) or kept.head != head:
+        return Check(audit.verify(session), head, datetime.now(UTC))
+    return kept
 
 
 def choices(session: Session, viewer: UserPublic) -> tuple[list[str], list[str]]:

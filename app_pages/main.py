@@ -141,7 +141,24 @@ def run() -> None:
                 sign_out()
                 st.rerun()
     # Every page in the menu: a collapsed one hides the last (Audit log) behind "View more".
-    st.navigation(pages, expanded=True).run()
+    chosen = st.navigation(pages, expanded=True)
+    note_page(chosen.url_path)
+    chosen.run()
+
+
+SHOWN_KEY, OPENED_KEY = "page_shown", "page_opened"
+
+
+def note_page(path: str) -> None:
+    """Whether this run opens the page (the session's last run showed another, or none) or
+    reruns it: a page may do on opening what its reruns then keep (opened)."""
+    st.session_state[OPENED_KEY] = st.session_state.get(SHOWN_KEY) != path
+    st.session_state[SHOWN_KEY] = path
+
+
+def opened() -> bool:
+    """This run opens its page (note_page); a page run without the navigation always does."""
+    return bool(st.session_state.get(OPENED_KEY, True))
 
 
 if __name__ == "__main__":

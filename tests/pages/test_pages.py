@@ -473,15 +473,46 @@ def test_audit_log_shows_an_intact_chain_then_tampering(study):
     ]
     assert not at.error
 
+    [when] = [c.value for c in at.caption if c.value.startswith("Checked at ")]
+
     with study.store() as s:
         s.execute(
             text("UPDATE audit_event SET payload = :p WHERE seq = 2"),
             {"p": '{"pseudonym": "someone-else"}'},
         )
+
+    def tampered(at) -> None:
+        assert not at.success
+        [error] = at.error
+        assert error.value == "The audit log has been tampered with (1 problem(s)):"
+        assert "event 2 (user_enrolled) was edited" in at.code[0].value
+
+    # A rerun with no event added says the check it made, and when; asked, it checks again.
+    run(at)
+    assert [s.value for s in at.success] == [
+        f"The hash chain is intact: {n_events} events checked."
+    ]
+    assert when in [c.value for c in at.caption]
+    click(at, "Check again")
+    tampered(at)
+    # Opened again, the page checks the whole chain again.
+    fresh = open_app(study.coordinator, "app_pages/audit_log.py")
+    tampered(fresh)
+    go(at, "app_pages/progress.py")
+    tampered(go(at, "app_pages/audit_log.py"))
+
+
+def test_an_event_added_since_the_check_has_the_rerun_check_again(study):
+    at = open_app(study.coordinator, "app_pages/audit_log.py")
+    assert at.success and not at.error
+    with study.store() as s:
+        s.execute(
+            text("UPDATE audit_event SET payload = :p WHERE seq = 2"),
+            {"p": '{"pseudonym": "someone-else"}'},
+        )
+    study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
     run(at)
     assert not at.success
-    [error] = at.error
-    assert error.value == "The audit log has been tampered with (1 problem(s)):"
     assert "event 2 (user_enrolled) was edited" in at.code[0].value
 
 
