@@ -4,11 +4,12 @@ progress says which round its figures are for, and the bands against the quorum 
 table."""
 
 import re
+import sqlite3
 
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import DEMO_ACCOUNTS
-from tests.browser.helpers import open_app, open_from_sidebar, run_cli, shoot, sign_in
+from tests.browser.helpers import open_app, open_from_sidebar, press, run_cli, shoot, sign_in
 
 ROW_PIXELS = 35  # a grid row's height, as the audit log page sets it
 
@@ -50,3 +51,16 @@ def test_the_audit_grid_shows_every_row_of_its_page_and_progress_names_its_round
     expect(page.get_by_role("heading", name="Bands against the quorum")).to_be_visible()
     expect(page.get_by_test_id("stDataFrame")).to_have_count(2)
     shoot(page, "raters-progress-round-1")
+
+    # The log edited behind the app's back while the page is open: Check again shows it.
+    open_from_sidebar(page, "Audit log")
+    expect(
+        page.get_by_text(re.compile(r"^The hash chain is intact: \d+ events checked"))
+    ).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^Checked at \d\d:\d\d:\d\d UTC"))).to_be_visible()
+    database = server.env["FMA_BANDS_DATABASE_URL"].removeprefix("sqlite:///")
+    with sqlite3.connect(database) as db:
+        db.execute('UPDATE audit_event SET payload = \'{"pseudonym": "x"}\' WHERE seq = 2')
+    press(page, "Check again")
+    expect(page.get_by_text("The audit log has been tampered with (1 problem(s)):")).to_be_visible()
+    shoot(page, "audit-log-tampered")
