@@ -112,6 +112,12 @@ def _candidate_table(candidates: list[Candidate], labels: dict[Band, str]) -> No
             for c in candidates
         ],
         hide_index=True,
+        width="stretch",
+        # The band and its disputed span whole: a span of a 0 to 100 score is long.
+        column_config={
+            "band": st.column_config.TextColumn(width="large"),
+            "disputed span": st.column_config.TextColumn(width="large"),
+        },
     )
     seen = [code for code in REASONS if any(code in c.reasons for c in candidates)]
     st.markdown("\n".join(f"- **{REASONS[c].short}**: {REASONS[c].sentence}" for c in seen))

@@ -206,7 +206,7 @@ def case_choice(number: int, bands: Sequence[QueueRow]) -> str:
     whether the rater flagged any of its bands. No other digit: typing a case's number finds
     that case first (the picker keeps the options holding what is typed, in case order)."""
     if all(r.done for r in bands):
-        status = "all submitted"
+        status = "submitted"  # every band of it: "in progress" says when only some are
     elif all(r.status == "to do" for r in bands):
         status = "to do"
     else:

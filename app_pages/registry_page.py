@@ -73,12 +73,12 @@ def notes(registry: Registry) -> None:
 # column of a 1280-pixel window holds beside the open sidebar; what a column cannot show on one
 # line wraps within it (band_table.row_height).
 WIDTHS = {
-    "case": 125,
-    "sub-action": 145,
-    "status": 160,
-    "band": 155,
-    "raters": 80,
-    "warnings": 115,
+    "case": 180,  # "12 · demo_triage_border_01" on one line: an id has no space to wrap at
+    "sub-action": 140,
+    "status": 145,
+    "band": 140,
+    "raters": 75,
+    "warnings": 100,
 }
 
 

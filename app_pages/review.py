@@ -67,7 +67,8 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> DeltaGenerator:
             "The link you followed names no band in your queue, so this is where you left off.",
             icon=":material/link_off:",
         )
-    back, case, band, forward = st.columns([2, 3, 6, 2], vertical_alignment="bottom")
+    # Each as wide as its longest words need at a laptop's width (tests/browser: they fit).
+    back, case, band, forward = st.columns([28, 50, 87, 23], vertical_alignment="bottom")
     case_picker(screen, case, band)
     for column, other, label, key in (
         (back, screen.previous, "← Previous band", PREVIOUS_KEY),

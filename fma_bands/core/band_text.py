@@ -66,8 +66,11 @@ def describe(band: AnyBand) -> str:
     if isinstance(band, MultilabelBand):
         required = ", ".join(band.required) or "none"
         return f"required: {required}; defensible: {', '.join(band.defensible)}"
-    if action.kind == "boolean" and len(band.members) == 2:
-        return "either (yes or no)"
+    if action.kind == "boolean":
+        # A bare "no" reads as "no band" or "nothing accepted": say it is the answer.
+        if len(band.members) == 2:
+            return "either (yes or no)"
+        return ", ".join(f"the answer {action.label_for(v)}" for v in band.members)
     return ", ".join(action.label_for(v) for v in band.members)
 
 

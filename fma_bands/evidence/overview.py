@@ -111,7 +111,8 @@ def registry_rows(
     registry: Registry, library: Library, numbers: Mapping[str, int] | None = None
 ) -> list[RegistryRow]:
     """Every band of the registry as a short row, in the registry's order; with the study's
-    case `numbers`, each case also by the number raters read it by."""
+    case `numbers`, each case also by the number raters read it by, in the order of those
+    numbers (each case's bands in the registry's order)."""
     rows = []
     for d in registry.decisions:
         vignette = library.vignettes.get(d.vignette_id)
@@ -129,6 +130,9 @@ def registry_rows(
                 number=(numbers or {}).get(d.vignette_id),
             )
         )
+    if numbers:
+        # A case no longer numbered (retired) after every numbered one; sorted() keeps ties.
+        rows.sort(key=lambda r: (r.number is None, r.number or 0))
     return rows
 
 

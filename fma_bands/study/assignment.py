@@ -57,11 +57,15 @@ class Change:
 
     @property
     def target(self) -> str:
-        if self.vignette_id and self.sub_action:
-            return f"band {self.vignette_id}:{self.sub_action}"
+        """What the change covers, in words (the sub-action by its label; its key stays in
+        as_dict)."""
+        known = SUB_ACTIONS.get(self.sub_action or "")
+        label = known.label if known is not None else self.sub_action
+        if self.vignette_id and label:
+            return f"band {self.vignette_id} · {label}"
         if self.vignette_id:
             return f"every band of vignette {self.vignette_id}"
-        return f"every {self.sub_action} band"
+        return f"every {label} band"
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -172,7 +172,7 @@ def test_the_registry_fits_a_screen_and_says_study_wide_warnings_once(page: Page
     expect(
         box.get_by_text("demo_med_border_01 · Controlled-substance caution: clinician-adjudicated")
     ).to_be_visible()
-    expect(box.get_by_text("Band: yes", exact=True)).to_be_visible()
+    expect(box.get_by_text("Band: the answer yes", exact=True)).to_be_visible()
     expect(box.get_by_text("Adjudicated by rater-01, rater-02", exact=False)).to_be_visible()
     expect(box.get_by_text(demo_note, exact=False).first).to_be_visible()
     # The two demo accounts are one line naming both, not two alike.

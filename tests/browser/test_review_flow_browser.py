@@ -183,7 +183,7 @@ def test_the_case_picker_jumps_to_any_case_and_any_band_of_it(page: Page, server
     def listed(case: str, submitted: int) -> str:
         """How the case box names a case ("Case 3 of 12" is "Case 3" there)."""
         status = (
-            "all submitted"
+            "submitted"
             if submitted == len(cases[case])
             else "in progress"
             if submitted
@@ -260,33 +260,50 @@ def test_the_line_under_the_title_follows_the_form_at_once(page: Page, server):
     expect(place("in progress")).to_have_count(0)
 
 
-def test_the_longest_band_choice_fits_its_box(page: Page, server):
-    """Every sub-action's name with the longest status and a flag fits the band box at a
-    laptop's width, measured in the box's own font."""
-    from app_pages.queue_screen import STATUSES, QueueRow, band_choice
+def test_the_longest_choices_fit_their_boxes(page: Page, server):
+    """Every sub-action's name with the longest status and a flag fits the band box, and a case
+    of a study of a thousand with the longest status and a flag fits the case box, at a
+    laptop's width, measured in each box's own font."""
+    from app_pages.queue_screen import STATUSES, QueueRow, band_choice, case_choice
     from fma_bands.core.actions import SUB_ACTIONS
 
-    longest = max(
-        (
-            band_choice(QueueRow("v", name, 1, status, True, 1))
-            for name in SUB_ACTIONS
-            for status in STATUSES
-        ),
-        key=len,
+    def longest(choices) -> str:
+        return max(choices, key=len)
+
+    band = longest(
+        band_choice(QueueRow("v", name, 1, status, True, 1))
+        for name in SUB_ACTIONS
+        for status in STATUSES
+    )
+    case = longest(
+        case_choice(1000, [QueueRow("v", "admit", 1000, status, True, 1), *done])
+        for status in STATUSES
+        for done in ([], [QueueRow("v", "orders", 1000, "submitted", True, 1)])
     )
     start(page, server)
-    box = page.get_by_test_id("stMain").get_by_role("combobox", name=BAND_PICKER)
-    room, needed = box.evaluate(
-        """(input, text) => {
-            const style = getComputedStyle(input);
-            const context = document.createElement("canvas").getContext("2d");
-            context.font = style.font;
-            const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
-            return [input.clientWidth - padding, context.measureText(text).width];
-        }""",
-        longest,
-    )
-    assert needed <= room, f"{longest!r} needs {needed:.0f} px, the box has {room:.0f}"
+    main = page.get_by_test_id("stMain")
+    for label, text in ((BAND_PICKER, band), (CASE_PICKER, case)):
+        room, needed = main.get_by_role("combobox", name=label).evaluate(
+            """(input, text) => {
+                const style = getComputedStyle(input);
+                const context = document.createElement("canvas").getContext("2d");
+                context.font = style.font;
+                const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+                return [input.clientWidth - padding, context.measureText(text).width];
+            }""",
+            text,
+        )
+        assert needed <= room, f"{text!r} needs {needed:.0f} px, the box has {room:.0f}"
+    # The buttons either side keep their labels whole, on one line.
+    for name in (NEXT, PREVIOUS):
+        button = main.get_by_role("button", name=name, exact=True)
+        box = button.bounding_box()
+        assert box is not None and box["height"] < 50, f"{name} wraps: {box}"
+        cut = button.evaluate(
+            "(b) => Array.from(b.querySelectorAll('*'))"
+            ".some((e) => e.scrollWidth > e.clientWidth + 1)"
+        )
+        assert not cut, f"{name} is cut short"
 
 
 def test_enter_opens_the_first_case_listed_even_from_a_case_that_matches(page: Page, server):

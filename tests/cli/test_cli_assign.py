@@ -56,7 +56,7 @@ def test_show_lists_every_band_by_scope(fma):
 def test_add_and_remove_per_band_sub_action_and_vignette(fma):
     added = fma("assign", "--rater", "geri-01", "--band", f"{ESI[0]}:{ESI[1]}")
     assert added.exit_code == 0, added.output
-    assert added.stdout.splitlines()[0] == f"geri-01 added to band {ESI[0]}:{ESI[1]}"
+    assert added.stdout.splitlines()[0] == f"geri-01 added to band {ESI[0]} · ESI acuity level"
     assert raters_of(shown(fma))[ESI] == ["emerg-01", "geri-01"]
     removed = fma(
         "assign", "--rater", "emerg-01", "--sub-action", "esi_acuity", "--vignette", ESI[0],
@@ -65,7 +65,7 @@ def test_add_and_remove_per_band_sub_action_and_vignette(fma):
     assert removed.exit_code == 0, removed.output
     assert removed.stdout.splitlines()[:2] == [
         f"emerg-01 removed from every band of vignette {ESI[0]}",
-        "emerg-01 removed from every esi_acuity band",
+        "emerg-01 removed from every ESI acuity level band",
     ]
     data = shown(fma)
     bands = raters_of(data)
@@ -86,7 +86,7 @@ def test_add_and_remove_per_band_sub_action_and_vignette(fma):
     ]  # fmt: skip
     text = fma("assign", "--show").stdout
     assert f"{ESI[0]}:esi_acuity: no activated assigned rater's specialty covers" in text
-    assert "coordinator removed emerg-01: every esi_acuity band" in text
+    assert "coordinator removed emerg-01: every ESI acuity level band" in text
 
 
 def test_only_the_coordinator_assigns(fma):

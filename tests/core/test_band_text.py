@@ -30,6 +30,9 @@ def test_describe_reads_like_a_clinician_would_say_it():
     assert describe(parse_band("analgesia_tier", [1, 3])) == "1 - NSAID, 3 - strong opioid"
     assert describe(parse_band("followup_days", {"min": 1, "max": 30})) == "1 day to 30 days"
     assert describe(parse_band("admit", [False, True])) == "either (yes or no)"
+    # Never a bare "no", which reads as "no band" beside a label.
+    assert describe(parse_band("admit", [False])) == "the answer no"
+    assert describe(parse_band("controlled_substance_caution", [True])) == "the answer yes"
 
 
 def notation(band) -> str:

@@ -77,6 +77,17 @@ def test_each_band_is_one_row_in_words():
     numbered = registry_rows(registry(), load_library([DEMO_VIGNETTES]), {"demo_med_border_01": 7})
     assert numbered[0].cells()["case"] == "7 · demo_med_border_01"
     assert numbered[0].title == "7 · demo_med_border_01 · Analgesia tier"
+    # In the order of the numbers, each case's bands in the registry's order.
+    ordered = registry_rows(
+        registry(),
+        load_library([DEMO_VIGNETTES]),
+        {"demo_med_border_01": 7, "demo_order_border_01": 2},
+    )
+    assert [(r.number, r.sub_action) for r in ordered] == [
+        (2, "orders"),
+        (7, "analgesia_tier"),
+        (7, "controlled_substance_caution"),
+    ]
 
 
 def test_what_many_bands_share_is_said_once_with_whom_and_how_many():

@@ -84,7 +84,7 @@ def test_the_coordinator_adds_a_rater_and_her_queue_follows(scoped):
     assert [s.value for s in at.success if s.value.startswith("Assignment")] == [
         "Assignment changed:"
     ]
-    assert "rater-02 added to every esi_acuity band" in [t.value for t in at.text]
+    assert "rater-02 added to every ESI acuity level band" in [t.value for t in at.text]
     [every] = [f for f in frames(at) if "assigned raters" in f.columns]  # nothing is flagged
     triage = every[every["vignette"] == TRIAGE[0]].iloc[0]
     assert triage["assigned raters"] == "rater-01, rater-02"

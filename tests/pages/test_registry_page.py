@@ -87,13 +87,22 @@ def choose_band(page, title: str) -> list[str]:
     return [s for s in said if not s.startswith("**What the statuses")]
 
 
+def in_case_order(decisions: list, rows: list[dict]) -> list:
+    """The decisions in the table's order: by case number, each case's in the registry's."""
+    number = {r["case"].split(" · ")[1]: int(r["case"].split(" · ")[0]) for r in rows}
+    return sorted(decisions, key=lambda d: number[d.vignette_id])
+
+
 def test_the_registry_opens_on_one_short_row_per_band(study, page):
     library = load_library([DEMO_VIGNETTES])
     decisions = decide(library, study[0] / "attestations").decisions
     rows = table(page)
     assert list(rows[0]) == ["case", "sub-action", "status", "band", "raters", "warnings"]
-    # Each case by its number as raters read it, then its id.
+    # Each case by its number as raters read it, then its id, in the order of the numbers.
     assert all(re.fullmatch(r"\d+ · \S+", r["case"]) for r in rows), rows
+    numbers = [int(r["case"].split(" · ")[0]) for r in rows]
+    assert numbers == sorted(numbers) and len(set(numbers)) > 1
+    decisions = in_case_order(decisions, rows)
     assert [(r["case"].split(" · ")[1], r["sub-action"]) for r in rows] == [
         (d.vignette_id, sub_action(d.sub_action).label) for d in decisions
     ]
@@ -119,6 +128,7 @@ def test_the_registry_opens_on_one_short_row_per_band(study, page):
 def test_each_band_the_harness_cannot_score_is_tagged_and_said_once(study, page):
     root = study[0]
     decisions = decide(load_library([DEMO_VIGNETTES]), root / "attestations").decisions
+    decisions = in_case_order(decisions, table(page))
     cannot = [harness_note(d.sub_action, d.adjudicated) is not None for d in decisions]
     assert sum(cannot) >= 2
     tagged = ["harness cannot check yet" in r["warnings"] for r in table(page)]

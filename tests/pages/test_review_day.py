@@ -413,7 +413,7 @@ def test_the_case_picker_groups_the_queue_by_case_and_opens_a_case_where_work_wa
     cases = by_case(rows)
     assert cases == {1: rows[:3], 2: rows[3:]}
     assert case_choice(1, cases[1]) == "Case 1 (in progress, flagged)"
-    assert case_choice(2, cases[2]) == "Case 2 (all submitted)"
+    assert case_choice(2, cases[2]) == "Case 2 (submitted)"
     assert case_choice(3, [QueueRow("v3", "admit", 3, "to do", False, None, None)]) == (
         "Case 3 (to do)"
     )

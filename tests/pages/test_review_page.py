@@ -586,7 +586,7 @@ def test_the_case_picker_lists_the_cases_and_the_bands_of_the_case_on_screen(stu
     case_box, band_box = at.selectbox(key=CASE_PICKER), at.selectbox(key=BAND_PICKER)
     assert (case_box.label, band_box.label) == ("Go to a case", "Band of this case")
     assert case_box.options == [
-        f"Case {numbers[vid]} ({'all submitted' if i == 1 else 'to do'})"
+        f"Case {numbers[vid]} ({'submitted' if i == 1 else 'to do'})"
         for i, (vid, _) in enumerate(bands)
     ]
     assert case_box.value == numbers[bands[0][0]]  # the case on screen

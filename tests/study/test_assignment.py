@@ -128,10 +128,10 @@ def test_the_coordinator_adds_and_removes_per_band_vignette_and_sub_action(engin
     assert not queue_bands(engine, DEMO, geriatrician) & of(DEMO, "esi_acuity")
     # The same target again replaces the earlier change instead of piling up.
     assert [(c.rater, c.target, c.assigned) for c in found.changes] == [
-        ("adjudicator-01", f"band {esi[0][0]}:esi_acuity", True),
+        ("adjudicator-01", f"band {esi[0][0]} · ESI acuity level", True),
         ("adjudicator-01", f"every band of vignette {vignette}", False),
-        ("adjudicator-01", f"band {vignette}:esi_acuity", True),
-        ("adjudicator-01", "every esi_acuity band", False),
+        ("adjudicator-01", f"band {vignette} · ESI acuity level", True),
+        ("adjudicator-01", "every ESI acuity level band", False),
     ]
 
 
