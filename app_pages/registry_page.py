@@ -22,6 +22,7 @@ from fma_bands.evidence.export import (
     cut_line,
     dump_bands,
     export_document,
+    span_words,
     write_export,
 )
 from fma_bands.evidence.log import folder_digests
@@ -133,6 +134,9 @@ def _decision(d: Decision) -> None:
     vignette = lib.vignettes.get(d.vignette_id)
     names = tool_names(vignette) if vignette is not None else {}
     st.markdown(f"Band: {escaped(describe_band(d.band, names))}")
+    if d.disputed_span is not None:
+        # What the export carries as disputed_span, as its reasoning says it.
+        st.markdown(f"Disputed span: {escaped(span_words(d.disputed_span))}")
     if d.adjudicated_by:
         rule = RULE_LABELS[d.intersection_rule]
         st.caption(f"Adjudicated by {escaped(', '.join(d.adjudicated_by))} ({rule})")

@@ -16,8 +16,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from fma_bands.core.actions import SUB_ACTIONS, SubAction, sub_action
-from fma_bands.core.band_text import describe
-from fma_bands.core.bands import AnyBand, MultilabelBand, parse_band, to_harness
+from fma_bands.core.band_text import describe, describe_values
+from fma_bands.core.bands import AnyBand, MultilabelBand, SetBand, parse_band, to_harness
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.files import MIB, read_yaml, write_atomically
 from fma_bands.core.protocol import CORRECTED_TEXTS
@@ -347,7 +347,7 @@ def adjudication_text(grant: Grant, proposal: Proposal, policy: Policy) -> tuple
         if isinstance(grant.band, MultilabelBand):
             rule += " Its required orders are every order any of them requires."
     if grant.disputed_span is not None:
-        left = describe(grant.disputed_span)
+        left = span_words(grant.disputed_span)
         rule += (
             f" Left disputed by the adjudicator, outside this band: {left}."
             if one
@@ -372,6 +372,14 @@ def adjudication_text(grant: Grant, proposal: Proposal, policy: Policy) -> tuple
     return reasoning, notes
 
 
+def span_words(span: AnyBand) -> str:
+    """A disputed span in words, its runs of numbers as ranges ("40 to 59 and 81 to 90"): a
+    span of a score is rarely one run, and listing each value would bury it."""
+    if isinstance(span, SetBand) and span.action.kind not in ("boolean", "multilabel"):
+        return describe_values(span.sub_action, span.members)
+    return describe(span)
+
+
 def chair_text(
     grant: Grant, proposal: Proposal, policy: Policy, chaired: ChairGrant
 ) -> tuple[str, str]:
@@ -392,7 +400,7 @@ def chair_text(
     )
     if grant.disputed_span is not None:
         decided += " Admitted by some rater but outside the band, and so disputed: " + (
-            f"{describe(grant.disputed_span)}."
+            f"{span_words(grant.disputed_span)}."
         )
     decided += _texts_rule(grant, proposal)
     reasoning = f"Decided by the study chair after round {chaired.round}. " + " ".join(

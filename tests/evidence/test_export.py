@@ -608,3 +608,19 @@ def test_a_clause_every_adjudicator_corrected_alike_replaces_the_proposals():
     assert entry["clause"] == proposal.clause
     assert 'corrected clause: "Review within two weeks."' in entry["reasoning"]
     assert "The proposal's clause stays: the counted adjudicators did not all" in entry["reasoning"]
+
+
+def test_a_disputed_span_of_a_score_is_said_as_ranges_not_value_by_value():
+    library = load_library([DEMO_VIGNETTES])
+    vignette = library.vignettes["demo_triage_clear_01"]
+    proposal = vignette.proposal("urgency_score")
+    wide = parse_band("urgency_score", {"min": 40, "max": 90})
+    narrow = parse_band("urgency_score", {"min": 60, "max": 80})
+    verdicts = [
+        Verdict("rater-a", "emergency medicine", "AMEND", "Wider.", wide, 1),
+        Verdict("rater-b", "emergency medicine", "AMEND", "Narrower.", narrow, 1),
+    ]
+    grants = {(vignette.id, "urgency_score"): grant_for(proposal, verdicts, rule="applied")}
+    document = bands_document(library, grants=grants, policy=Policy(2, "require"))
+    [entry] = [e for e in document["bands"][vignette.id] if e["sub_action"] == "urgency_score"]
+    assert entry["reasoning"].endswith("and so disputed: 40 to 59 and 81 to 90.")

@@ -337,3 +337,19 @@ def test_each_bands_details_show_each_of_its_cuts_and_whether_it_straddles_it(st
     # Analgesia's two cuts, and the follow-up cut its proposals name, are among them.
     assert any("any\\_opioid" in line and "strong\\_opioid" in line for line in shown)
     assert any("followup\\_within\\_14" in line for line in shown)
+
+
+def test_a_bands_details_say_its_disputed_span_as_the_export_does(study, page):
+    from fma_bands.evidence.export import span_words
+
+    decisions = decide(load_library([DEMO_VIGNETTES]), study[0] / "attestations").decisions
+    disputed = [d for d in decisions if d.disputed_span is not None]
+    assert disputed, "the three raters' study leaves some band with a disputed span"
+    for d in disputed:
+        said = choose_band(page, f"{d.vignette_id} · {sub_action(d.sub_action).label}")
+        assert f"Disputed span: {span_words(d.disputed_span)}" in said, said
+    undisputed = next(d for d in decisions if d.disputed_span is None)
+    said = choose_band(
+        page, f"{undisputed.vignette_id} · {sub_action(undisputed.sub_action).label}"
+    )
+    assert not any(line.startswith("Disputed span:") for line in said)
