@@ -74,6 +74,13 @@ def round_two(study) -> None:
         open_round(s, study.library, actor=study.coordinator, number=2, folder=_folder())
 
 
+def amend_to_two(study, rater, reason: str) -> None:
+    """`rater` submits triage's ESI band as 2 in the round open, with `reason`."""
+    study.save(
+        rater, TRIAGE, submit=True, verdict="AMEND", band=[2], answers=GOOD_ANSWERS, reason=reason
+    )
+
+
 def _folder():
     from fma_bands.core.settings import load_settings
 
@@ -208,15 +215,7 @@ def test_study_admin_lists_the_bands_of_round_two_still_in_dispute(study):
     """Round 2 closes with triage re-reviewed by one rater only: only that band is still in
     dispute (too few raters); the bands round 2 did not hold keep their round 1."""
     round_two(study)
-    study.save(
-        study.rater,
-        TRIAGE,
-        submit=True,
-        verdict="AMEND",
-        band=[2],
-        answers=GOOD_ANSWERS,
-        reason="the panel: 2",
-    )
+    amend_to_two(study, study.rater, "the panel: 2")
     study.set_policy(_folder(), quorum=2)
     with study.store() as s:
         close_round(s, actor=study.coordinator)
@@ -233,9 +232,7 @@ def test_with_nothing_for_the_chair_the_chair_page_says_where_the_rest_is(study)
     without calling the study settled (Study admin lists any band still in dispute)."""
     round_two(study)
     for rater in (study.rater, study.other):
-        study.save(
-            rater, TRIAGE, submit=True, verdict="AMEND", band=[2], answers=GOOD_ANSWERS, reason="2"
-        )
+        amend_to_two(study, rater, "2")
     with study.store() as s:
         close_round(s, actor=study.coordinator)
     at = open_app(study.coordinator, "app_pages/chair.py")
@@ -284,15 +281,7 @@ def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
 def test_a_round_two_review_counts_its_revisions_in_round_two_only(study):
     round_two(study)
     for times in ("", " (revised once)"):
-        study.save(
-            study.rater,
-            TRIAGE,
-            submit=True,
-            verdict="AMEND",
-            band=[2],
-            answers=GOOD_ANSWERS,
-            reason="the panel: ESI 2 is what both admit",
-        )
+        amend_to_two(study, study.rater, "the panel: ESI 2 is what both admit")
         markdown = [m.value for m in open_review(study.rater, TRIAGE).markdown]
         assert f"**Verdict:** AMEND{times}" in markdown
 
@@ -300,15 +289,7 @@ def test_a_round_two_review_counts_its_revisions_in_round_two_only(study):
 def test_a_round_two_answer_never_reaches_the_other_rater(study):
     round_two(study)
     before = [t.value for t in open_review(study.other, TRIAGE).text]
-    study.save(
-        study.rater,
-        TRIAGE,
-        submit=True,
-        verdict="AMEND",
-        band=[2],
-        answers=GOOD_ANSWERS,
-        reason="a round-two reason nobody else may see",
-    )
+    amend_to_two(study, study.rater, "a round-two reason nobody else may see")
     at = open_review(study.other, TRIAGE)
     assert [t.value for t in at.text] == before
     assert "a round-two reason nobody else may see" not in shown(at)
@@ -344,15 +325,7 @@ def test_the_agreement_page_keeps_round_one_and_labels_round_two(study):
     with study.store() as s:
         open_round(s, study.library, actor=study.coordinator, number=2, folder=_folder())
     for rater in (study.rater, study.other):
-        study.save(
-            rater,
-            TRIAGE,
-            submit=True,
-            verdict="AMEND",
-            band=[2],
-            answers=GOOD_ANSWERS,
-            reason="the panel agrees on 2",
-        )
+        amend_to_two(study, rater, "the panel agrees on 2")
     at = open_app(study.coordinator, "app_pages/agreement.py")
     assert _pooled_band_row(at) == alpha_one
     assert any(c.value.startswith("Round 1, the independent round") for c in at.caption)
