@@ -227,8 +227,9 @@ def filtered(
 
 
 def tags_of(rows: Sequence[RegistryRow]) -> list[str]:
-    """Every tag the rows carry, in the order first met."""
-    return list(dict.fromkeys(t for r in rows for t in r.tags))
+    """Every tag the rows carry, each once, alphabetically: a filter's choices stay in one order
+    whatever order the study's cases are in."""
+    return sorted({t for r in rows for t in r.tags})
 
 
 def by_band(decisions: Sequence[Decision]) -> Mapping[tuple[str, str], Decision]:
