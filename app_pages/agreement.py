@@ -7,7 +7,7 @@ round is open, marked provisional."""
 
 import streamlit as st
 
-from app_pages.band_table import chosen_band
+from app_pages.band_table import chosen_band, count_words
 from app_pages.common import cache_key, chart, engine, escaped, library, require_user, session
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.chart import alpha_chart
@@ -60,6 +60,7 @@ WIDTHS = {
 }
 # Three lines of text to a row: streamlit wraps a cell's text only in rows taller than 4rem.
 ROW_HEIGHT = 66
+IN_SIGHT = 8  # bands the band table shows at a time
 PROVISIONAL = (
     "Round open: provisional figures. Reviews still to come change them, and raters see none "
     "of them until the round closes."
@@ -102,15 +103,16 @@ def bands(screen: Screen) -> None:
         if (not outcomes or r.outcome in outcomes) and (not actions or r.sub_action in actions)
     ]
     st.caption(
-        f"{len(shown)} of {len(rows)} bands. Choose a row, or a band below, to see each "
-        "rater's band beside the consensus."
+        count_words(
+            len(shown), len(rows), "to see each rater's band beside the consensus", IN_SIGHT
+        )
     )
     index = chosen_band(
         [r.cells() for r in shown],
         [r.title for r in shown],
         key="agreement",
         columns=BAND_COLUMNS,
-        in_sight=8,
+        in_sight=IN_SIGHT,
     )
     if index is not None:
         [band] = screen.bands(shown[index].index, shown[index].index + 1)

@@ -15,6 +15,21 @@ ROW = 35  # pixels: Streamlit's default row height
 SHORTEST_WRAPPING_ROW, LINE, CHARACTERS_PER_PIXEL, MAX_LINES = 66, 20, 0.13, 3
 
 
+IN_SIGHT = 10  # rows a table shows at a time, unless a page says otherwise
+
+
+def count_words(shown: int, total: int, purpose: str, in_sight: int = IN_SIGHT) -> str:
+    """The line above a table: how many bands it lists, that it scrolls inside itself when it
+    holds more than it shows (the grid's own scroll bar is easy to miss), and what choosing a
+    band does (`purpose`, "to ...")."""
+    scrolls = (
+        f" The table shows {in_sight} at a time: scroll inside it for the rest."
+        if shown > in_sight
+        else ""
+    )
+    return f"{shown} of {total} bands.{scrolls} Choose a row, or a band below, {purpose}."
+
+
 def row_height(cells: Sequence[Mapping[str, str]], widths: Mapping[str, int]) -> int:
     """A row as tall as the longest cell needs (up to MAX_LINES), wrapped within its column's
     width; a table whose every cell fits on one line keeps the default height."""
@@ -35,7 +50,7 @@ def chosen_band(
     key: str,
     columns: Sequence[str],
     label: str = "Details of one band",
-    in_sight: int = 10,
+    in_sight: int = IN_SIGHT,
     widths: Mapping[str, int] | None = None,
 ) -> int | None:
     """Draw the table of `cells` (one row per band, headed `columns`) and, under it, a choice of

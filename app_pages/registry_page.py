@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_pages.band_table import chosen_band
+from app_pages.band_table import chosen_band, count_words
 from app_pages.common import cache_key, escaped, library, require_user, session, settings
 from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
@@ -107,10 +107,7 @@ def overview(registry: Registry) -> None:
         actions=chosen or None,
         tag={ALL: None, NO_WARNING: ""}.get(tag, tag),
     )
-    st.caption(
-        f"{len(shown)} of {len(rows)} bands. Choose a row, or a band below, to read its full "
-        "explanation."
-    )
+    st.caption(count_words(len(shown), len(rows), "to read its full explanation"))
     chosen_index = chosen_band(
         [r.cells() for r in shown],
         [r.title for r in shown],

@@ -195,6 +195,9 @@ def test_the_page_shows_the_commands_rows_on_a_three_rater_study(monkeypatch, tm
     # raters far apart.
     rows = band_rows(at)
     assert len(rows) == 14 and not at.get("page_link")
+    # More bands than the table shows: the line above it says that it scrolls.
+    said = " ".join(c.value for c in at.caption)
+    assert "14 of 14 bands. The table shows 8 at a time: scroll inside it for the rest." in said
     outcomes = [r["outcome"] for r in rows]
     assert outcomes[0] == "no consensus"
     [top] = [r for r in rows if r["sub-action"] == "Follow-up interval (days)"]
@@ -213,7 +216,9 @@ def test_the_page_shows_the_commands_rows_on_a_three_rater_study(monkeypatch, tm
     assert kept and {r["outcome"] for r in kept} == {"agreed"}
     assert len(kept) == sum(r["outcome"] == "agreed" for r in rows)
     assert not at.get("page_link") and len(charts(at)) == 1
-    assert f"{len(kept)} of 14 bands." in " ".join(c.value for c in at.caption)
+    said = " ".join(c.value for c in at.caption)
+    assert f"{len(kept)} of 14 bands. Choose a row" in said  # all in sight: no word of scrolling
+    assert len(kept) <= 8
     [outcome] = [m for m in at.multiselect if m.label == "Outcome"]
     [actions] = [m for m in at.multiselect if m.label == "Sub-actions"]
     outcome.set_value([])

@@ -117,6 +117,15 @@ def test_submit_and_next_opens_the_next_band_at_its_top(page: Page, server):
     on_band(page, queue[0], 1, len(queue))
     for done in range(3):
         decline(page, f"Outside what I can judge ({done + 1}).")
+        if done:
+            # Working on the band keeps the last one's confirmation above it, through the run
+            # of the page that brings the boxes up to date with the first answer kept.
+            expect(
+                page.get_by_test_id("stMain").locator(LIVE).get_by_text("Review submitted")
+            ).to_be_visible()
+            expect(page.get_by_role("combobox", name=BAND_PICKER)).to_have_value(
+                re.compile(r"\(in progress\)$")
+            )
         press(page, SUBMIT)  # the button is at the foot of the band: the page is scrolled
         on_band(page, queue[done + 1], done + 2, len(queue))
         at_its_top(page, "Review submitted (revision 1).")
@@ -237,18 +246,28 @@ def test_the_case_picker_jumps_to_any_case_and_any_band_of_it(page: Page, server
 
 
 def test_the_line_under_the_title_follows_the_form_at_once(page: Page, server):
-    """The form reruns on its own: the band's status under its title still changes as soon as
-    its first answer is kept, and as soon as the rater flags it."""
+    """The form reruns on its own: the band's status under its title, in the box of its case
+    and in the box of its band still changes as soon as its first answer is kept, and as soon
+    as the rater flags it."""
     queue = queue_of(server, "rater-01")
     start(page, server)
     main = page.get_by_test_id("stMain")
+    case_box = main.get_by_role("combobox", name=CASE_PICKER)
+    band_box = main.get_by_role("combobox", name=BAND_PICKER)
+    label = sub_action(queue[0][1]).label
 
     def place(status: str) -> Locator:
         return main.get_by_text(re.compile(rf"band 1 of {len(queue)} in your queue \({status}\)$"))
 
     expect(place("to do")).to_be_visible()
+    expect(band_box).to_have_value(f"{label} (to do)")
+    expect(case_box).to_have_value(re.compile(r"^Case \d+ \(to do\)$"))
     choose(page, "Verdict", DECLINE)
     expect(place("in progress")).to_be_visible()
+    expect(band_box).to_have_value(f"{label} (in progress)")
+    expect(case_box).to_have_value(re.compile(r"^Case \d+ \(in progress\)$"))
+    # The form stays as it was: the answer chosen, still checked after the page's run.
+    expect(main.get_by_role("radio", name=DECLINE)).to_be_checked()
     main.get_by_text("Flag this band for the coordinator").click()
     note = main.get_by_role("textbox", name="What should the coordinator look at?")
     note.fill("The clause cites a guideline I cannot find.")
@@ -258,6 +277,9 @@ def test_the_line_under_the_title_follows_the_form_at_once(page: Page, server):
     expect(main.get_by_text("Flag sent:", exact=False)).to_be_visible()
     expect(place("in progress, flagged")).to_be_visible()
     expect(place("in progress")).to_have_count(0)
+    expect(band_box).to_have_value(f"{label} (in progress, flagged)")
+    expect(case_box).to_have_value(re.compile(r"^Case \d+ \(in progress, flagged\)$"))
+    expect(main.get_by_text("Flag sent:", exact=False)).to_be_visible()
 
 
 def test_the_longest_choices_fit_their_boxes(page: Page, server):
