@@ -273,7 +273,8 @@ def plain_verify(session, expected_head=None) -> audit.AuditReport:
         previous = row
     last = None if previous is None else (previous.seq, previous.hash)
     if expected_head is not None:
-        problems.extend(audit._check_head(expected_head, rows, seq_of_hash, last))
+        hash_of_seq = {row.seq: row.hash for row in rows}
+        problems.extend(audit._check_head(expected_head, hash_of_seq, seq_of_hash, last))
     return audit.AuditReport(ok=not problems, n_events=len(rows), head=last, problems=problems)
 
 
