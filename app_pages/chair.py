@@ -13,7 +13,7 @@ from fma_bands.core.actions import sub_action
 from fma_bands.core.band_text import parse_notation
 from fma_bands.core.bands import to_file
 from fma_bands.core.errors import AccessDenied, FmaBandsError
-from fma_bands.core.labels import case_label, case_numbers, describe_band, tool_names
+from fma_bands.core.labels import case_label, case_numbers, case_token, describe_band, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.study import chair
@@ -24,12 +24,15 @@ FLASH, ERRORS = "chair_flash", "chair_errors"
 
 
 def form_key(dispute: Dispute, part: str) -> str:
-    return f"chair:{dispute.vignette_id}:{dispute.sub_action}:{part}"
+    """The key of one of the band's widgets. The browser sees keys (as class names): the case
+    is named by its token, never by the id (the chair is a rater)."""
+    return f"chair:{case_token(dispute.vignette_id, case_key())}:{dispute.sub_action}:{part}"
 
 
-def record(lib: Library, user: UserPublic, dispute: Dispute) -> None:
+def record(lib: Library, user: UserPublic, dispute: Dispute, label: str) -> None:
     """Sign the chair's decision from the form's fields (a callback: it runs before the page
-    draws again); a refusal is said beside the form, which keeps all but the passphrase."""
+    draws again); a refusal is said beside the form, which keeps all but the passphrase, or at
+    the top of the page when the band is no longer listed (`label` names it there)."""
     vid, name = dispute.vignette_id, dispute.sub_action
     typed = st.session_state.get(form_key(dispute, "band"), "")
     reason = st.session_state.get(form_key(dispute, "reason"), "")
@@ -55,7 +58,7 @@ def record(lib: Library, user: UserPublic, dispute: Dispute) -> None:
                 reason=reason,
             )
     except FmaBandsError as exc:
-        st.session_state[ERRORS] = {form_key(dispute, "form"): exc.message}
+        st.session_state[ERRORS] = {form_key(dispute, "form"): (label, exc.message)}
         return
     st.session_state[ERRORS] = {}
     st.session_state[FLASH] = "The chair's decision is signed and recorded."
@@ -89,7 +92,7 @@ def show_decided(lib: Library, dispute: Dispute) -> None:
     plain(dispute.chaired.reason, label="The chair's reason")
 
 
-def show_form(lib: Library, user: UserPublic, dispute: Dispute) -> None:
+def show_form(lib: Library, user: UserPublic, dispute: Dispute, label: str) -> None:
     with st.form(form_key(dispute, "form"), clear_on_submit=False):
         st.text_input(
             "The band you choose",
@@ -102,12 +105,12 @@ def show_form(lib: Library, user: UserPublic, dispute: Dispute) -> None:
         st.form_submit_button(
             "Record the chair's decision",
             on_click=record,
-            args=(lib, user, dispute),
+            args=(lib, user, dispute, label),
             type="primary",
         )
-    error = st.session_state.get(ERRORS, {}).get(form_key(dispute, "form"))
-    if error:
-        st.error(escaped(error), icon=":material/error:")
+    found = st.session_state.get(ERRORS, {}).get(form_key(dispute, "form"))
+    if found:
+        st.error(escaped(found[1]), icon=":material/error:")
 
 
 user = require_user()
@@ -130,6 +133,16 @@ except AccessDenied as exc:
 if FLASH in st.session_state:
     st.success(escaped(st.session_state.pop(FLASH)), icon=":material/verified:")
 deciding = user.role == "rater" and user.pseudonym == named
+# A refusal of a band no longer listed (decided meanwhile, or no longer in dispute) has no form
+# to stand beside: said here, once, so a decision never vanishes without a word.
+listed = {form_key(d, "form") for d in disputes} if deciding else set()
+for key, (label, message) in list(st.session_state.get(ERRORS, {}).items()):
+    if key not in listed:
+        st.error(
+            escaped(f"{label}: the chair's decision was not recorded: {message}"),
+            icon=":material/error:",
+        )
+        del st.session_state[ERRORS][key]
 if not disputes:
     st.info(
         "No band awaits the chair: the chair decides only a band refused after round 2 because "
@@ -154,4 +167,4 @@ for dispute in disputes:
         show_decided(lib, dispute)
     show_panel(lib, user, dispute)
     if deciding:
-        show_form(lib, user, dispute)
+        show_form(lib, user, dispute, label)

@@ -70,7 +70,9 @@ def due_date_form(user: UserPublic) -> None:
     st.date_input(
         "Due on",
         value=due.due_on if due else None,
-        min_value=today(),
+        # A date already past stays on show (the field refuses a value before its minimum):
+        # an overdue round is a normal state, and its date is moved or cleared from here.
+        min_value=min(today(), due.due_on) if due else today(),
         format="YYYY-MM-DD",
         key=FIELD,
     )

@@ -41,17 +41,26 @@ def quorum_progress(lib: Library, user: UserPublic, current: StudyPublic) -> Non
         quorum = study_quorum(s)
         rows = round_band_progress(s, lib, viewer=user, quorum=quorum, round=current.round)
     st.subheader("Bands against the quorum")
-    short = [r for r in rows if r.needed != 0]
     which = "every band" if current.round == 1 else "the bands it re-reviews"
-    st.caption(
-        f"{len(rows) - len(short)} of {len(rows)} bands have current reviews from enough raters "
-        f"for {f'the quorum of {quorum}' if quorum else 'a quorum (no policy yet)'}, in round "
-        f"{current.round} ({which}). "
+    counted = (
         f"Submitted: raters' latest submitted reviews of round {current.round}, still current; "
         "a DECLINE counts for nothing; the registry later counts only signed ones."
     )
-    only = st.toggle("Only bands short of the quorum", value=True, key="quorum:short")
-    shown = short if only else rows
+    if quorum is None:
+        # No quorum to count against: no band is short of it, nor has it (None, never 0).
+        st.caption(
+            f"No registry policy is signed yet, so there is no quorum to count against: the "
+            f"bands of round {current.round} ({which}) with their reviews so far. {counted}"
+        )
+        shown = rows
+    else:
+        short = [r for r in rows if r.needed != 0]
+        st.caption(
+            f"{len(rows) - len(short)} of {len(rows)} bands have current reviews from enough "
+            f"raters for the quorum of {quorum}, in round {current.round} ({which}). {counted}"
+        )
+        only = st.toggle("Only bands short of the quorum", value=True, key="quorum:short")
+        shown = short if only else rows
     if not shown:
         st.info(
             f"No band of round {current.round} is short of the quorum."

@@ -247,7 +247,7 @@ follow(review)
 lib = library()
 params = st.query_params.to_dict()
 token_key = case_key()
-wanted = from_address(lib, params, key=token_key)
+wanted = from_address(lib, params, user, key=token_key)
 with session() as s:
     screen = open_screen(s, lib, user, wanted, params.get("sub_action"))
 if screen is None:

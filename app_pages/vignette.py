@@ -31,7 +31,7 @@ ids = [v.id for v in labels.shelf(lib, user, key=token_key)]
 if not ids:
     st.info("No vignettes are loaded.")
     st.stop()
-wanted = labels.from_address(lib, st.query_params.to_dict(), key=token_key)
+wanted = labels.from_address(lib, st.query_params.to_dict(), user, key=token_key)
 vid = st.selectbox(
     "Vignette",
     ids,

@@ -80,6 +80,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from benchmarks.study_files import PASSPHRASE, BenchStudy, build_study, unfinished_vignettes
 from fma_bands.cli.serve import streamlit_command
@@ -401,9 +402,9 @@ def sign_in(page, name: str) -> None:
     drawn(page)
 
 
-def open_band(page, url: str, vid: str, rater: str) -> None:
+def open_band(page, url: str, study: BenchStudy, vid: str, rater: str) -> None:
     """The band's review screen, signing in first if the browser has no live session."""
-    page.goto(f"{url}/review?vignette={vid}&sub_action={BAND}")
+    page.goto(f"{url}/review?{urlencode(study.address(vid, BAND))}")
     drawn(page)
     if page.get_by_role("heading", name="Sign in", level=1).count():
         sign_in(page, rater)
@@ -516,7 +517,7 @@ def one_repeat(probe: Probe, url: str, study: BenchStudy, target: Target) -> dic
     rater = study.raters[0].pseudonym
     results: dict[str, dict] = {}
 
-    open_band(page, url, target.vid, rater)
+    open_band(page, url, study, target.vid, rater)
     on_band(page, TITLE, target.position, target.total)
     results["answer_a_question"] = timed(
         probe,

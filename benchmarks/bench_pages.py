@@ -226,7 +226,7 @@ def cases(study: BenchStudy) -> list[PageCase]:
             "vignette",
             "app_pages/vignette.py",
             "rater",
-            {"id": vid},
+            study.address(vid),
             {"choose_a_case": _choose_a_case(list(study.library.vignettes)[1])},
         ),
         PageCase("attest", "app_pages/attest.py", "rater"),
@@ -343,7 +343,7 @@ def _open(study: BenchStudy, case: PageCase, band: tuple[str, str] | None):
     at.session_state["user"] = user.model_dump()
     at.run()
     at.switch_page(case.page)
-    params = case.params or ({"vignette": band[0], "sub_action": band[1]} if band else {})
+    params = case.params or (study.address(*band) if band else {})
     for name, value in params.items():
         at.query_params[name] = value
     return at

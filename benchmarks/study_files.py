@@ -26,11 +26,13 @@ from sqlalchemy import insert
 
 from benchmarks.generate_study import FOLLOWUP_TICKS, ORDERABLES
 from fma_bands.core.bands import parse_band, to_file
+from fma_bands.core.labels import address
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library, load_library
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.store.models import AuditEvent, Review
 from fma_bands.study import audit
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.enrolment import create_user
 from fma_bands.study.library import sync_vignettes
 
@@ -91,6 +93,17 @@ class BenchStudy:
             target.with_name(target.name + suffix).unlink(missing_ok=True)
         shutil.copyfile(source, target)
         return replace(self, database_url=f"sqlite:///{target}")
+
+    def address(self, vid: str, name: str | None = None) -> dict[str, str]:
+        """The query parameters the app writes for a case (and band): the case by its token,
+        keyed with the study's secret; a rater's address never finds a case by its id."""
+        engine = make_engine(self.database_url)
+        try:
+            with session_scope(engine) as s:
+                key = case_key(s)
+        finally:
+            engine.dispose()
+        return address(vid, name, key=key)
 
     def env(self) -> dict[str, str]:
         """The FMA_BANDS_* variables that point the app and the command line at this study."""

@@ -2,6 +2,7 @@
 template made once per module: the users' Argon2 hashes and signing keys are what is slow to
 make), and helpers that drive the app and read what it shows."""
 
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -16,9 +17,11 @@ from streamlit.testing.v1.element_tree import Block, Element, Error
 
 from app_pages.common import WORD_JOINER
 from app_pages.review_screen import screen_key
+from fma_bands.core.labels import address
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.store.db import make_engine, session_scope, upgrade
+from fma_bands.study.case_keys import case_key
 from fma_bands.study.enrolment import create_user
 from fma_bands.study.governance import set_policy
 from fma_bands.study.library import sync_vignettes
@@ -197,8 +200,21 @@ def go(at: AppTest, page: str, **params) -> AppTest:
     return run(at)
 
 
+def band_params(band: tuple[str, str]) -> dict[str, str]:
+    """The review page's query parameters for `band` as the app writes them: the case by its
+    token, keyed with the secret of the study the app's settings name (a rater's address never
+    finds a case by its id)."""
+    engine = make_engine(os.environ["FMA_BANDS_DATABASE_URL"])
+    try:
+        with session_scope(engine) as s:
+            key = case_key(s)
+    finally:
+        engine.dispose()
+    return address(*band, key=key)
+
+
 def open_review(user: UserPublic, band: tuple[str, str]) -> AppTest:
-    return open_app(user, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+    return open_app(user, "app_pages/review.py", **band_params(band))
 
 
 def pages_of(at: AppTest) -> list[str]:

@@ -94,12 +94,17 @@ def address(vid: str, name: str | None = None, *, key: bytes) -> dict[str, str]:
     return {"case": case_token(vid, key), **({"sub_action": name} if name else {})}
 
 
-def from_address(library: Library, params: Mapping[str, str], *, key: bytes) -> str | None:
-    """The vignette an address names, by its case token or (the coordinator's links) by its id;
-    None if it names none of the study's."""
+def from_address(
+    library: Library, params: Mapping[str, str], viewer: UserPublic, *, key: bytes
+) -> str | None:
+    """The vignette an address names, by its case token or (the coordinator's links only) by
+    its id; None if it names none of the study's. A rater's address never finds a case by id:
+    typing ids would tell them which case number is which id and stratum."""
     token = params.get("case")
     if token:
         return next((vid for vid in library.vignettes if case_token(vid, key) == token), None)
+    if not viewer.is_coordinator:
+        return None
     vid = params.get("vignette") or params.get("id")
     return vid if vid in library.vignettes else None
 

@@ -26,6 +26,7 @@ from fma_bands.study.ledger import Receipt
 from fma_bands.study.round_panel import Panel, build, latest_of_round
 from fma_bands.study.signing import identified_signer
 from fma_bands.study.state import authorize, lock_study, study
+from fma_bands.study.users import pseudonyms
 
 SECOND_ROUND = 2
 STATEMENT = (
@@ -100,7 +101,8 @@ def panel(session: Session, library: Library, *, viewer: UserPublic, vid: str, n
     vignette = library.vignettes.get(vid)
     names = tool_names(vignette) if vignette is not None else {}
     reviews = latest or latest_of_round(session, library, vid, name, 1)
-    return build(vid, name, number, reviews, names)
+    # A reason naming a rater ("as rater-01 said") would undo the letters.
+    return build(vid, name, number, reviews, names, hide=pseudonyms(session).values())
 
 
 def read_band(library: Library, vid: str, name: str, raw: Any) -> AnyBand:

@@ -36,7 +36,6 @@ ACCEPT = "ACCEPT: the band stands as written"
 DECLINE = "DECLINE: I cannot adjudicate this band"
 SUBMIT, SKIP = "Submit and next", "Skip for now"
 PREVIOUS, NEXT = "← Previous band", "Next band →"
-ANALGESIA_QUERY = "vignette=draft_medication_01&sub_action=analgesia_tier"
 # Everything rater-01 writes carries this marker, so any leak to rater-02 is easy to find.
 MARK = "BLINDTEST"
 GOOD = {1: "yes", 2: "yes", 3: "no", 4: "no", 6: "yes"}
@@ -167,7 +166,7 @@ def test_a_failed_sign_in_says_only_that_it_failed(page: Page, server, name, pas
 def test_a_link_to_a_band_survives_signing_in(page: Page, server):
     """A rater given a link to one band signs in at that address and lands on that band; the
     address then names the case by a neutral token, never by the vignette's id."""
-    address = f"{server.url}/review?{ANALGESIA_QUERY}"
+    address = band_url(server, "draft_medication_01", "analgesia_tier")
     open_app(page, address)
     expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
     sign_in(page, "rater-02", "not-the-passphrase")
@@ -340,7 +339,7 @@ def message_after(page: Page, widget):
 
 
 def test_messages_stand_beside_their_fields_and_go_once_fixed(page: Page, server):
-    open_app(page, f"{server.url}/review?vignette=draft_documentation_01&sub_action=followup_days")
+    open_app(page, band_url(server, "draft_documentation_01", "followup_days"))
     sign_in(page, "rater-02", DEMO_ACCOUNTS["rater-02"])
     expect(page.get_by_role("heading", name="Your verdict")).to_be_visible()
     press(page, SUBMIT)

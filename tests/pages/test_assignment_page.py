@@ -17,6 +17,7 @@ from tests.page_helpers import (
     MED,
     ORDER,
     TRIAGE,
+    band_params,
     go,
     open_app,
     pages_of,
@@ -90,9 +91,9 @@ def test_the_coordinator_adds_a_rater_and_her_queue_follows(scoped):
     assert triage["assigned raters"] == "rater-01, rater-02"
     assert len(queue_labels(open_app(scoped.other, "app_pages/queue.py"))) == 3
     # The review screen opens an ESI band now; analgesia still leads back to her queue.
-    review = open_app(scoped.other, "app_pages/review.py", vignette=TRIAGE[0], sub_action=TRIAGE[1])
+    review = open_app(scoped.other, "app_pages/review.py", **band_params(TRIAGE))
     assert not any("names no band in your queue" in w.value for w in review.warning)
-    review = open_app(scoped.other, "app_pages/review.py", vignette=MED[0], sub_action=MED[1])
+    review = open_app(scoped.other, "app_pages/review.py", **band_params(MED))
     assert any("names no band in your queue" in w.value for w in review.warning)
 
 
@@ -115,7 +116,7 @@ def test_a_mistake_changes_nothing_and_says_why(scoped):
 def test_a_raters_queue_holds_only_their_bands(scoped):
     at = open_app(scoped.rater, "app_pages/queue.py")  # rater-01, emergency medicine
     assert len(queue_labels(at)) == 3  # two ESI bands and analgesia; not follow-up
-    review = open_app(scoped.rater, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
+    review = open_app(scoped.rater, "app_pages/review.py", **band_params(DOC))
     assert any("names no band in your queue" in w.value for w in review.warning)
     assert "draft_documentation_01" not in shown(review)
 

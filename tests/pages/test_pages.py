@@ -28,6 +28,7 @@ from tests.page_helpers import (
     MED,
     PASSPHRASES,
     as_read,
+    band_params,
     by_label,
     click,
     go,
@@ -193,18 +194,19 @@ def test_no_page_shows_one_rater_anything_of_another(study):
         go(at, page)
         screens[page] = shown(at)
     for band in BANDS:
-        go(at, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+        go(at, "app_pages/review.py", **band_params(band))
         screens[band] = shown(at)
-    for vid in (band[0] for band in BANDS):
-        go(at, "app_pages/vignette.py", id=vid)
-        screens[vid] = shown(at)
+    for band in BANDS:
+        go(at, "app_pages/vignette.py", case=band_params(band)["case"])
+        assert at.title[0].value.startswith("Case "), at.title[0].value
+        screens[band[0]] = shown(at)
     for where, screen in screens.items():
         for trace in traces:
             assert trace not in screen, (where, trace)
         assert "FMA-CANARY" not in screen, where
 
     # The other rater's own form starts empty, and an AMEND starts from the proposal.
-    go(at, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
+    go(at, "app_pages/review.py", **band_params(DOC))
     assert at.radio(key=key(DOC, "verdict")).value is None
     assert at.text_area(key=key(DOC, "reason")).value == ""
     at.radio(key=key(DOC, "verdict")).set_value("AMEND")

@@ -251,6 +251,20 @@ def test_no_band_short_of_the_quorum_is_said_in_a_sentence_not_an_empty_table(
     assert all(not f.value.empty for f in at.dataframe)
 
 
+def test_with_no_policy_no_band_is_counted_short_of_a_quorum_there_is_not(study):
+    """No policy, no quorum: the bands are listed with their reviews, none said short of it
+    (nor "0 of 4 have a quorum"), and there is no filter for bands short of it."""
+    study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    [said] = [c.value for c in at.caption if "quorum" in c.value]
+    assert said.startswith("No registry policy is signed yet, so there is no quorum to count")
+    assert " of 4 bands have current reviews" not in said
+    assert not [t for t in at.toggle if t.key == "quorum:short"]
+    bands = quorum_table(at)
+    assert len(bands) == 4 and set(bands["status"]) == {"no policy: quorum unknown"}
+    assert dict(zip(bands["vignette"], bands["submitted"], strict=True))[DOC[0]] == 1
+
+
 def test_once_the_round_is_closed_a_short_band_says_what_it_came_to(study, tmp_path, monkeypatch):
     monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "att"))
     study.set_policy(tmp_path / "att", quorum=2)

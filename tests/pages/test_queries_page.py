@@ -179,6 +179,31 @@ def test_the_due_date_form_sets_and_clears_the_rounds_due_date(study):
         assert due_date(s) is None
 
 
+def test_an_overdue_round_shows_its_date_and_moves_it(study):
+    """A due date gone by is a normal state: the form shows it, and the coordinator moves it
+    (a day already past is refused in words) or clears it."""
+    past, later = today() - timedelta(days=2), today() + timedelta(days=4)
+    with study.store() as s:
+        set_due(s, actor=study.coordinator, due_on=past, now=today() - timedelta(days=5))
+    at = form_app(study.coordinator)
+    assert at.date_input(key="due:day").value == past
+    click(at, "Set the due date")  # the date on show, already past
+    assert errors(at) == ["choose today or a later day: a due date already past helps nobody"]
+    at.date_input(key="due:day").set_value(later)
+    run(at)
+    click(at, "Set the due date")
+    assert successes(at) == [f"Round 1 is now due on {long_date(later)}."]
+    with study.store() as s:
+        found = due_date(s)
+        assert found is not None and found.due_on == later
+    # The whole Study admin page draws beside an overdue date.
+    with study.store() as s:
+        set_due(s, actor=study.coordinator, due_on=past, now=today() - timedelta(days=5))
+    admin = open_app(study.coordinator, "app_pages/admin.py")
+    assert not admin.exception
+    assert "Progress by rater" in [h.value for h in admin.subheader]
+
+
 def test_a_rater_cannot_set_a_due_date_with_the_form(study):
     at = form_app(study.rater)
     at.date_input(key="due:day").set_value(today() + timedelta(days=3))

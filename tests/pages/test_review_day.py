@@ -120,9 +120,14 @@ def test_case_numbers_say_nothing_of_the_id_and_tokens_find_the_case(demo):
     assert vignette_title(numbers, vignette, rater) == case_label(numbers, vignette.id)
     assert "demo_doc_border_01" in vignette_title(numbers, vignette, coordinator)
     assert stratum(vignette, rater) is None and stratum(vignette, coordinator) == "borderline"
-    assert from_address(DEMO, address(vignette.id, "admit", key=key), key=key) == vignette.id
-    assert from_address(DEMO, {"vignette": vignette.id}, key=key) == vignette.id
-    assert from_address(DEMO, {"case": "0123456789"}, key=key) is None
+    for viewer in (rater, coordinator):
+        found = from_address(DEMO, address(vignette.id, "admit", key=key), viewer, key=key)
+        assert found == vignette.id
+        assert from_address(DEMO, {"case": "0123456789"}, viewer, key=key) is None
+    # By id for the coordinator's links only: a rater typing ids would learn which case is which.
+    for params in ({"vignette": vignette.id}, {"id": vignette.id}):
+        assert from_address(DEMO, params, coordinator, key=key) == vignette.id
+        assert from_address(DEMO, params, rater, key=key) is None
     assert "border" not in case_token(vignette.id, key)
     assert [v.id for v in shelf(DEMO, rater, key=key)] == sorted(numbers, key=numbers.get)
     assert [v.id for v in shelf(DEMO, coordinator, key=key)] == sorted(numbers)

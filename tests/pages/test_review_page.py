@@ -27,6 +27,7 @@ from tests.page_helpers import (
     ORDER,
     TRIAGE,
     as_read,
+    band_params,
     click,
     go,
     key,
@@ -188,6 +189,22 @@ def test_a_link_naming_no_band_says_so_and_opens_where_the_rater_left_off(study)
     [warning] = at.warning
     assert warning.value.startswith("The link you followed names no band in your queue")
     assert band_on_screen(at, study) in BANDS
+
+
+def test_an_address_naming_a_case_by_its_id_opens_nothing_for_a_rater(study):
+    """Typing ids would tell a rater which case number is which id (and its stratum): only the
+    case's token finds it; the id is said to name no band, and the rater's own place opens."""
+    numbers = numbers_of(study)
+    resumed = band_on_screen(open_app(study.rater, "app_pages/review.py"), study)
+    wanted = next(b for b in BANDS if b != resumed and numbers[b[0]] != 1)
+    for name in ("vignette", "id"):
+        at = open_app(study.rater, "app_pages/review.py", **{name: wanted[0]}, sub_action=wanted[1])
+        [warning] = at.warning
+        assert warning.value.startswith("The link you followed names no band in your queue")
+        assert band_on_screen(at, study) == resumed
+    # The vignette page opens on the first case instead.
+    vignette = open_app(study.rater, "app_pages/vignette.py", id=wanted[0])
+    assert numbers[vignette.selectbox(key="vignette_id").value] == 1
 
 
 # Problems beside their fields; every form keeps its input ------------------------------------
@@ -466,7 +483,7 @@ def demo_rater(monkeypatch, tmp_path):
 def test_an_order_can_be_added_by_its_readable_name_and_submitted(demo_rater):
     rater, url = demo_rater
     band = ("demo_order_border_01", "orders")
-    at = open_app(rater, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+    at = open_app(rater, "app_pages/review.py", **band_params(band))
     at.radio(key=key(band, "verdict")).set_value("AMEND").run()
     controls = {
         as_read(c.label): c for c in at.segmented_control if c.key.startswith(key(band, "band"))
@@ -518,7 +535,7 @@ def test_revising_a_submitted_review_writes_a_new_revision(study):
     answer(at, DOC, reading="disputed", note="the first month is admitted by the source")
     at.text_area(key=key(DOC, "reason")).input("The clause admits the whole first month.").run()
     click(at, SUBMIT)
-    go(at, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
+    go(at, "app_pages/review.py", **band_params(DOC))
     assert "Your submitted review" in [s.value for s in at.subheader]
     assert "1 day to 30 days" in plain_texts(at)
     click(at, "Revise this review")
@@ -671,7 +688,7 @@ def test_blind_mode_hides_the_proposal_and_starts_from_nothing(study):
         set_mode(s, actor=study.coordinator, mode="blind")
     at = open_app(study.rater)
     for band in BANDS:
-        go(at, "app_pages/review.py", vignette=band[0], sub_action=band[1])
+        go(at, "app_pages/review.py", **band_params(band))
         page = shown(at)
         proposal = study.library.vignettes[band[0]].proposal(band[1])
         for part in (proposal.clause, proposal.reasoning, proposal.source, proposal.notes):
@@ -679,7 +696,7 @@ def test_blind_mode_hides_the_proposal_and_starts_from_nothing(study):
         assert "Proposed band" not in page and "Disputed span" not in page
         verdict = at.radio(key=key(band, "verdict"))
         assert verdict.options == ["Submit my band", "DECLINE: I cannot adjudicate this band"]
-    go(at, "app_pages/review.py", vignette=DOC[0], sub_action=DOC[1])
+    go(at, "app_pages/review.py", **band_params(DOC))
     at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
     assert at.number_input(key=key(DOC, "band", "hi")).value is None
     assert "14 days" not in shown(at)

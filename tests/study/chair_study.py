@@ -154,7 +154,8 @@ def build(root: Path) -> ChairStudy:
             ESI,
             "AMEND",
             BANDS[name],
-            f"kept after the panel: ESI {BANDS[name][0]}",
+            # Naming a rater, as people do: the chair's panel must not.
+            f"kept after the panel: ESI {BANDS[name][0]}, as {name} said in round 1",
         )
     with session_scope(engine) as s:
         close_round(s, actor=users["coordinator"], folder=folder)

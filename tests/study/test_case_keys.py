@@ -38,8 +38,9 @@ def test_the_key_is_the_studys_own_and_tokens_find_their_case(engine, tmp_path):
     # Not the unsalted digest of the id, nor any token another study's key makes.
     assert token not in hashlib.sha256(VID.encode()).hexdigest()
     assert token != case_token(VID, another)
-    assert from_address(library, address(VID, "admit", key=key), key=key) == VID
-    assert from_address(library, address(VID, "admit", key=another), key=key) is None
+    rater = UserPublic(id=2, pseudonym="rater-01", role="rater")
+    assert from_address(library, address(VID, "admit", key=key), rater, key=key) == VID
+    assert from_address(library, address(VID, "admit", key=another), rater, key=key) is None
     assert len({case_token(v.id, key) for v in library}) == len(library)
 
 
