@@ -154,17 +154,27 @@ def _widget(
     key = band.widget(name)
     if key not in st.session_state:
         st.session_state[key] = band.entries.get(name)
-    return draw(label, key=key, on_change=_changed, args=(screen, review, name), **options)
+    # A radio's choice, once made, cannot be taken back: nothing a rater does empties one.
+    fixed = draw is st.radio
+    return draw(label, key=key, on_change=_changed, args=(screen, review, name, fixed), **options)
 
 
-def _changed(screen: Screen, review: ReviewState, name: str) -> None:
-    """A widget changed: its value into the entries, a form switched, the entries kept."""
+def _changed(screen: Screen, review: ReviewState, name: str, fixed: bool = False) -> None:
+    """A widget changed: its value into the entries, a form switched, the entries kept; `fixed`:
+    the widget is one a rater cannot empty once chosen (a radio)."""
     band = review.bands.get(screen.key)
     if band is None:
         # A click on a band already submitted, still drawn while the next one loads: its
         # review is stored and its entries gone, so there is nothing to change.
         return
-    band.entries[name] = st.session_state.get(band.widget(name))
+    value = st.session_state.get(band.widget(name))
+    if fixed and value is None and band.entries.get(name) is not None:
+        # An emptied radio is the browser's copy of a form it had not finished drawing (the page
+        # opened again mid-run), never the rater's act: the answer kept is put back on screen
+        # and nothing kept is overwritten with the blank.
+        st.session_state[band.widget(name)] = band.entries[name]
+        return
+    band.entries[name] = value
     if name == "band:form":
         _switch(screen, band, band.entries[name], confirmed=False)
     _keep(screen, band)

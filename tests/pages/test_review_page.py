@@ -308,6 +308,25 @@ def test_what_is_typed_survives_a_reload_without_saving(study):
     assert any("in progress" in c.value for c in again.caption)
 
 
+def test_a_radio_the_browser_sends_back_empty_never_empties_the_answer_kept(study):
+    """A browser that opens the page again while a run is still drawing it may send a radio
+    back empty (seen in chromium): no rater can empty a radio, so the answer kept is put back
+    on screen and the draft keeps it, and the next real change keeps every answer."""
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
+    at.radio(key=key(DOC, "q1", "choice")).set_value("no").run()
+    at.radio(key=key(DOC, "q1", "choice")).set_value(None).run()
+    at.radio(key=key(DOC, "verdict")).set_value(None).run()
+    assert not at.exception
+    assert at.radio(key=key(DOC, "q1", "choice")).value == "no"
+    assert at.radio(key=key(DOC, "verdict")).value == "AMEND"
+    at.text_input(key=key(DOC, "q1", "note")).input("the clause says one month").run()
+    again = open_review(study.rater, DOC)  # what the store kept
+    assert again.radio(key=key(DOC, "verdict")).value == "AMEND"
+    assert again.radio(key=key(DOC, "q1", "choice")).value == "no"
+    assert again.text_input(key=key(DOC, "q1", "note")).value == "the clause says one month"
+
+
 def test_a_hidden_editor_comes_back_with_its_band(study):
     at = open_review(study.rater, DOC)
     at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
