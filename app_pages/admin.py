@@ -163,12 +163,14 @@ def _open_round_two(user: UserPublic, candidates: list[Candidate], labels: dict[
         state["round2:bands"] = choose(candidates)
     if candidates:
         unreviewed = sum("not_reviewed" in c.reasons for c in candidates)
+        # The bands someone reviewed are the ones to re-review; those no one did are counted
+        # apart, so the first figure is not swollen by bands round 2 would have nothing to show.
         st.caption(
-            f"{count_bands(len(candidates)).capitalize()} to re-review after round 1: those the "
-            "registry would refuse, and those the Agreement page shows with a disputed span "
-            "(what some but not all raters admit, in the last column)."
+            f"{count_bands(len(candidates) - unreviewed).capitalize()} to re-review after round "
+            "1: those the registry would refuse, and those the Agreement page shows with a "
+            "disputed span (what some but not all raters admit, in the last column)."
             + (
-                f" {count_bands(unreviewed).capitalize()} no one reviewed in round 1: listed, "
+                f" Besides, {count_bands(unreviewed)} no one reviewed in round 1: listed, "
                 "not chosen (round 2 would have no bands to show), unless you choose them."
                 if unreviewed
                 else ""

@@ -295,26 +295,41 @@ exemptions_covered(exempting)
 if failed := st.session_state.pop("attest:failed", None):
     st.session_state["attest:passphrase"] = ""  # before the field is drawn: not left on screen
     st.error(escaped(failed))
-with st.form("attest"):
-    st.markdown("**Declarations** (all are required)")
-    ticks = {key: st.checkbox(text, key=f"declare:{key}") for key, text in DECLARATIONS.items()}
+# Everything signed as it is, and no hand-back waiting for a confirmation: a form to sign
+# nothing would only ask for a passphrase to no end.
+settled = (
+    (signing.reviews or exempting.reviews)
+    and not (signing.fresh or exempting.fresh)
+    and not signing.imported
+)
+if settled:
     st.caption(
-        "Meaning of this signature: adjudication, your clinical judgement of each band and "
-        "exemption listed. "
-        "The printed name is your pseudonym; your real name stays private, bound to it by the "
-        "identity commitment your signature carries."
+        "There is nothing new to sign, so no form to sign it: the form comes back here when "
+        "there is (a review submitted or changed while a round is open)."
     )
-    passphrase = st.text_input("Your passphrase, again", type="password", key="attest:passphrase")
-    sign = st.form_submit_button(
-        "Sign attestation",
-        type="primary",
-        disabled=not ((signing.fresh or exempting.fresh) and identity_recorded),
-    )
-if sign:
-    declared = [k for k, ticked in ticks.items() if ticked]
-    sign_attestation(
-        lib, user, passphrase=passphrase, declarations=declared, folder=folder, confirm=confirm
-    )
+else:
+    with st.form("attest"):
+        st.markdown("**Declarations** (all are required)")
+        ticks = {key: st.checkbox(text, key=f"declare:{key}") for key, text in DECLARATIONS.items()}
+        st.caption(
+            "Meaning of this signature: adjudication, your clinical judgement of each band and "
+            "exemption listed. "
+            "The printed name is your pseudonym; your real name stays private, bound to it by the "
+            "identity commitment your signature carries."
+        )
+        passphrase = st.text_input(
+            "Your passphrase, again", type="password", key="attest:passphrase"
+        )
+        sign = st.form_submit_button(
+            "Sign attestation",
+            type="primary",
+            disabled=not ((signing.fresh or exempting.fresh) and identity_recorded),
+        )
+    if sign:
+        declared = [k for k, ticked in ticks.items() if ticked]
+        sign_attestation(
+            lib, user, passphrase=passphrase, declarations=declared, folder=folder, confirm=confirm
+        )
 
 with session() as s:
     mine = on_file(s, user.pseudonym)

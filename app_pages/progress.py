@@ -7,6 +7,7 @@ confirmation, reruns that part only, never the whole table of every rater's work
 
 import streamlit as st
 
+from app_pages.band_table import IN_SIGHT, ROW
 from app_pages.case_links import case_key
 from app_pages.common import escaped, library, plain, require_user, session, settings
 from app_pages.progress_screen import (
@@ -69,6 +70,12 @@ def quorum_progress(lib: Library, user: UserPublic, current: StudyPublic) -> Non
         )
         return
     numbers = case_numbers(lib, case_key())  # the case as raters read it, beside its id
+    shown = sorted(shown, key=lambda r: (numbers.get(r.vignette_id, 0), r.vignette_id))
+    if len(shown) > IN_SIGHT:
+        st.caption(
+            f"{len(shown)} bands, in case order: the table shows {IN_SIGHT} at a time; scroll "
+            "inside it for the rest."
+        )
     st.dataframe(
         [
             {
@@ -84,6 +91,8 @@ def quorum_progress(lib: Library, user: UserPublic, current: StudyPublic) -> Non
         ],
         hide_index=True,
         width="stretch",
+        # IN_SIGHT rows, the header and the border: as many as the line above says.
+        height=ROW * min(len(shown), IN_SIGHT) + ROW + 2,
         column_config={
             "sub-action": st.column_config.TextColumn(width="medium"),
             "status": st.column_config.TextColumn(width="large"),

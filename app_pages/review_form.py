@@ -81,6 +81,16 @@ def review_form(screen: Screen, review: ReviewState, signed: bool, notice: Delta
     place under the band's title for its place in the queue and the last action's
     confirmation."""
     follow(review)
+    band = review.open(screen)
+    told = (band.kept, band.flagged)
+    if screen.boxes_behind(kept=band.kept, flagged=band.flagged) and band.boxes_told != told:
+        # The boxes above the band are the page's: a run of the page brings them up to date,
+        # once per change of status (a band to do now in progress, a flag sent), and says the
+        # confirmation on screen again. Before anything is drawn or taken (the cookie's script
+        # among them), so nothing said once is lost with this run's elements.
+        band.boxes_told = told
+        review.flash = review.shown
+        st.rerun(scope="app")
     # A rater may work here for long without a run of the page: the session's cookie is kept
     # alive from here too (the save asked who is signed in, and so renewed it).
     send_cookie_script(signed_in=True)
@@ -90,14 +100,6 @@ def review_form(screen: Screen, review: ReviewState, signed: bool, notice: Delta
 
 def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenerator) -> None:
     band = review.open(screen)
-    told = (band.kept, band.flagged)
-    if screen.boxes_behind(kept=band.kept, flagged=band.flagged) and band.boxes_told != told:
-        # The boxes above the band are the page's: a run of the page brings them up to date,
-        # once per change of status (a band to do now in progress, a flag sent), and says the
-        # confirmation on screen again. Before anything is drawn, so nothing said once is lost.
-        band.boxes_told = told
-        review.flash = review.shown
-        st.rerun(scope="app")
     _notice_conflict(screen, band)
     errors = (
         review_screen.problems(

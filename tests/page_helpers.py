@@ -200,17 +200,22 @@ def go(at: AppTest, page: str, **params) -> AppTest:
     return run(at)
 
 
-def band_params(band: tuple[str, str]) -> dict[str, str]:
-    """The review page's query parameters for `band` as the app writes them: the case by its
-    token, keyed with the secret of the study the app's settings name (a rater's address never
-    finds a case by its id)."""
+def case_params(vid: str, name: str | None = None) -> dict[str, str]:
+    """A page's query parameters for a case (and band `name`) as the app writes them: the case
+    by its token, keyed with the secret of the study the app's settings name (a rater's
+    address never finds a case by its id)."""
     engine = make_engine(os.environ["FMA_BANDS_DATABASE_URL"])
     try:
         with session_scope(engine) as s:
             key = case_key(s)
     finally:
         engine.dispose()
-    return address(*band, key=key)
+    return address(vid, name, key=key)
+
+
+def band_params(band: tuple[str, str]) -> dict[str, str]:
+    """The review page's query parameters for `band` (case_params)."""
+    return case_params(*band)
 
 
 def open_review(user: UserPublic, band: tuple[str, str]) -> AppTest:

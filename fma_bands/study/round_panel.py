@@ -162,10 +162,19 @@ def _counts(name: str, bands: list[AnyBand], names: Mapping[str, str]) -> tuple[
 
 def _by_count(name: str, tally: Counter, n: int, word: str, names: Mapping[str, str]) -> list[str]:
     lines = []
+    boolean = sub_action(name).kind == "boolean"
     for k in range(n, 0, -1):
         values = [v for v, c in tally.items() if c == k]
-        if values:
-            lines.append(f"{word} {k} of {n}: {in_words(name, values, names)}")
+        # A yes/no answer a line each: "either (yes or no)" would read as one rater admitting
+        # both, where each answer was given by different raters.
+        groups = (
+            [[v] for v in sorted(values, reverse=True)] if boolean else [values] if values else []
+        )
+        for group in groups:
+            said = in_words(name, group, names)
+            if boolean:
+                said = f"the answer {said}"
+            lines.append(f"{word} {k} of {n}: {said}")
     return lines
 
 

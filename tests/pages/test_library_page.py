@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from fma_bands.core.labels import RESULT_MARK
 from tests.conftest import ROOT
-from tests.page_helpers import as_read
+from tests.page_helpers import as_read, case_params
 
 METRIC_WORDS = re.compile(r"straddl|within-range|flip|dividing line", re.IGNORECASE)
 
@@ -84,7 +84,7 @@ def test_library_lists_every_vignette_without_canaries(app):
 def open_vignette(app, vid: str):
     app.run()
     app.switch_page("app_pages/vignette.py")
-    app.query_params["id"] = vid
+    app.query_params["case"] = case_params(vid)["case"]  # a rater's address: the case's token
     app.run()
     assert not app.exception
     return text_of(app)
@@ -235,7 +235,7 @@ def test_blind_mode_hides_the_proposals_from_a_rater_on_every_page(app):
     assert "to be written by each rater (blind mode)" in text_of(app)
     assert proposed not in text_of(app)
     app.switch_page("app_pages/vignette.py")
-    app.query_params["id"] = "draft_medication_01"
+    app.query_params["case"] = case_params("draft_medication_01")["case"]
     app.run()
     assert [i.value for i in app.info] == [
         "Blind mode: the proposed bands are not shown to raters; each rater writes their own."

@@ -251,7 +251,7 @@ def test_no_band_short_of_the_quorum_is_said_in_a_sentence_not_an_empty_table(
     assert all(not f.value.empty for f in at.dataframe)
 
 
-def test_with_no_policy_no_band_is_counted_short_of_a_quorum_there_is_not(study):
+def test_with_no_policy_no_band_is_counted_short_of_a_quorum_there_is_not(study, monkeypatch):
     """No policy, no quorum: the bands are listed with their reviews, none said short of it
     (nor "0 of 4 have a quorum"), and there is no filter for bands short of it."""
     study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
@@ -262,6 +262,15 @@ def test_with_no_policy_no_band_is_counted_short_of_a_quorum_there_is_not(study)
     assert not [t for t in at.toggle if t.key == "quorum:short"]
     bands = quorum_table(at)
     assert len(bands) == 4 and set(bands["status"]) == {"no policy: quorum unknown"}
+    assert list(bands["case"]) == sorted(bands["case"])  # in case order, as raters read them
+    assert not [c for c in at.caption if "scroll" in c.value]  # four rows: all in sight
+    # More rows than the table shows: the line above it says that it scrolls.
+    monkeypatch.setattr("app_pages.band_table.IN_SIGHT", 3)
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    assert (
+        "4 bands, in case order: the table shows 3 at a time; scroll inside it for the rest."
+        in [c.value for c in at.caption]
+    )
     assert dict(zip(bands["vignette"], bands["submitted"], strict=True))[DOC[0]] == 1
 
 

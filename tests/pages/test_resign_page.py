@@ -20,6 +20,7 @@ from fma_bands.study.identity import set_identity
 from fma_bands.study.rounds import close_round
 from fma_bands.study.signing import attest
 from tests.conftest import HANDBACK, ROOT, SHARED_VIGNETTES, assign_all
+from tests.page_helpers import case_params
 
 IDENTITY = {
     "full_name": "Example Clinician",
@@ -138,8 +139,8 @@ def revise_triage(rater) -> AppTest:
     at.session_state["user"] = rater.model_dump()
     at.run()
     at.switch_page("app_pages/review.py")
-    at.query_params["vignette"] = "draft_triage_01"
-    at.query_params["sub_action"] = "esi_acuity"
+    for name, value in case_params("draft_triage_01", "esi_acuity").items():
+        at.query_params[name] = value
     at.run()
     [revise] = [b for b in at.button if b.label == "Revise this review"]
     revise.click().run()
@@ -239,6 +240,8 @@ def test_the_coordinators_passphrase_signs_nothing_on_any_page(signed_study, sha
     at.switch_page("app_pages/attest.py").run()
     assert not at.exception
     assert any(s.value.startswith("Everything you have submitted is signed") for s in at.success)
-    [sign] = [b for b in at.button if b.label == "Sign attestation"]
-    assert sign.disabled
+    # No form to sign nothing: no passphrase asked for, no greyed button.
+    assert not [b for b in at.button if b.label == "Sign attestation"]
+    assert not at.text_input and not at.checkbox
+    assert any(c.value.startswith("There is nothing new to sign") for c in at.caption)
     assert signed_records(engine) == before

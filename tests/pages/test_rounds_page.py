@@ -202,7 +202,8 @@ def test_a_band_no_one_reviewed_in_round_one_is_listed_but_not_chosen(study):
     ]
     assert bands_for_round_two(at) == [TRIAGE]
     captions = " ".join(c.value for c in at.caption)
-    assert "1 band no one reviewed in round 1: listed, not chosen" in captions
+    assert "1 band to re-review after round 1: " in captions  # the dispute alone
+    assert "Besides, 1 band no one reviewed in round 1: listed, not chosen" in captions
     at.radio(key="round2:by").set_value("reason").run()
     [reasons] = [m for m in at.multiselect if m.label == "Reasons"]
     reasons.set_value(["not_reviewed"]).run()

@@ -10,6 +10,7 @@ from sqlmodel import select
 
 from app_pages.queue_screen import rater_queue
 from fma_bands.agreement import report_to_json
+from fma_bands.core.bands import parse_band
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.protocol import DECLARATIONS, statement_text
 from fma_bands.core.vignettes import load_library
@@ -25,7 +26,7 @@ from fma_bands.study.handback import import_handback
 from fma_bands.study.identity import set_identity
 from fma_bands.study.ratings import study_report
 from fma_bands.study.reviews import ReviewForm, current_review, save
-from fma_bands.study.round_panel import build, panel
+from fma_bands.study.round_panel import _counts, build, panel
 from fma_bands.study.rounds import (
     REASONS,
     choose,
@@ -454,8 +455,6 @@ def test_the_panel_letters_follow_the_answers_not_who_gave_them(engine, library,
     assert reversed_panel is not None
     # Built straight from the reviews in id order, and in the reverse of it: the same panel.
     pairs = [(r.model_copy(update={"rater": ""}), r.band) for r in reviews]
-    from fma_bands.core.bands import parse_band
-
     pairs = [(r, parse_band("esi_acuity", band)) for r, band in pairs]
     assert build(VID, "esi_acuity", 1, pairs).entries == reversed_panel.entries
     assert build(VID, "esi_acuity", 1, pairs[::-1]).entries == reversed_panel.entries
@@ -707,3 +706,17 @@ def test_the_disputed_bands_come_before_those_no_one_reviewed_each_in_case_order
     assert [c.label.split(" · ")[0] for c in found] == [
         f"Case {numbers[c.vignette_id]} of 3" for c in found
     ]
+
+
+def test_a_yes_no_panel_says_each_answer_on_a_line_of_its_own():
+    """One rater's yes and another's no are two answers given by one of two each, never
+    "either (yes or no)", which reads as one rater admitting both."""
+    yes, no, both = (parse_band("admit", v) for v in ([True], [False], [True, False]))
+    assert _counts("admit", [yes, no], {}) == (
+        "Admitted by 1 of 2: the answer yes",
+        "Admitted by 1 of 2: the answer no",
+    )
+    assert _counts("admit", [yes, both], {}) == (
+        "Admitted by 2 of 2: the answer yes",
+        "Admitted by 1 of 2: the answer no",
+    )
