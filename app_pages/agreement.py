@@ -7,7 +7,7 @@ round is open, marked provisional."""
 
 import streamlit as st
 
-from app_pages.band_table import chosen_band, count_words
+from app_pages.band_table import AGREEMENT_IN_SIGHT, AGREEMENT_WIDTHS, chosen_band, count_words
 from app_pages.common import cache_key, chart, engine, escaped, library, require_user, session
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.chart import alpha_chart
@@ -60,7 +60,6 @@ WIDTHS = {
 }
 # Three lines of text to a row: streamlit wraps a cell's text only in rows taller than 4rem.
 ROW_HEIGHT = 66
-IN_SIGHT = 8  # bands the band table shows at a time
 PROVISIONAL = (
     "Round open: provisional figures. Reviews still to come change them, and raters see none "
     "of them until the round closes."
@@ -104,7 +103,10 @@ def bands(screen: Screen) -> None:
     ]
     st.caption(
         count_words(
-            len(shown), len(rows), "to see each rater's band beside the consensus", IN_SIGHT
+            len(shown),
+            len(rows),
+            "to see each rater's band beside the consensus",
+            AGREEMENT_IN_SIGHT,
         )
     )
     index = chosen_band(
@@ -112,7 +114,8 @@ def bands(screen: Screen) -> None:
         [r.title for r in shown],
         key="agreement",
         columns=BAND_COLUMNS,
-        in_sight=IN_SIGHT,
+        in_sight=AGREEMENT_IN_SIGHT,
+        widths=AGREEMENT_WIDTHS,
     )
     if index is not None:
         [band] = screen.bands(shown[index].index, shown[index].index + 1)

@@ -50,7 +50,7 @@ def events() -> None:
         since=since.date_input("From (UTC)", value=None),
         until=until.date_input("Until (UTC)", value=None),
     )
-    per_page = size.selectbox("Rows to a page", PAGE_SIZES, key="audit_size")
+    per_page = size.selectbox("Per page", PAGE_SIZES, key="audit_size")
     with session() as s:
         total = count(s, user, wanted)
         pages = max(1, -(-total // per_page))

@@ -17,6 +17,20 @@ SHORTEST_WRAPPING_ROW, LINE, CHARACTERS_PER_PIXEL, MAX_LINES = 66, 20, 0.13, 3
 
 IN_SIGHT = 10  # rows a table shows at a time, unless a page says otherwise
 
+# The Agreement page's band table, in pixels: together what the main column of a 1280-pixel
+# window holds beside the open sidebar (as the Band registry's), so that a consensus or a
+# disputed span longer than its column wraps within it rather than being cut short; its rows
+# are then up to three lines tall, so fewer are in sight.
+AGREEMENT_WIDTHS = {
+    "case": 180,  # "12 · demo_triage_border_01" on one line: an id has no space to wrap at
+    "sub-action": 150,  # "Controlled-substance" on one line
+    "outcome": 105,
+    "raters": 95,
+    "consensus": 125,
+    "disputed span": 125,
+}
+AGREEMENT_IN_SIGHT = 6
+
 
 def count_words(shown: int, total: int, purpose: str, in_sight: int = IN_SIGHT) -> str:
     """The line above a table: how many bands it lists, that it scrolls inside itself when it

@@ -22,7 +22,13 @@ from sqlmodel import Session, col
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.bands import MultilabelBand, to_harness
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.labels import case_numbers, describe_band, tool_names
+from fma_bands.core.labels import (
+    CONFIDENCE_WORDS,
+    READING_WORDS,
+    case_numbers,
+    describe_band,
+    tool_names,
+)
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import QUESTION_KEYS
 from fma_bands.core.spreadsheet import csv_text
@@ -273,8 +279,10 @@ REVIEW_COLUMNS = (
     "band_harness",
     "reason",
     "confidence",
+    "confidence_words",
     "corrections",
     *(f"{q}_{part}" for q in QUESTION_KEYS for part in ("choice", "note")),
+    "q5_reading_words",
     "origin",
     "submitted_at",
     "stale",
@@ -322,6 +330,7 @@ def reviews_csv(session: Session, library: Library, *, viewer: UserPublic) -> st
             "band_harness": harness,
             "reason": review.reason,
             "confidence": review.confidence,
+            "confidence_words": CONFIDENCE_WORDS.get(review.confidence or ""),
             # An AMEND's corrected clause, source, reasoning or disputed span, as JSON.
             "corrections": json.dumps(review.corrections) if review.corrections else None,
             "origin": review.origin,
@@ -331,6 +340,8 @@ def reviews_csv(session: Session, library: Library, *, viewer: UserPublic) -> st
         for q in QUESTION_KEYS:
             answer = review.answers.get(q) or {}
             row[f"{q}_choice"], row[f"{q}_note"] = answer.get("choice"), answer.get("note")
+        # Question 5's choice is a code ("band"); the screen says "the band's reading".
+        row["q5_reading_words"] = READING_WORDS.get(str(row["q5_choice"]))
         rows.append(row)
     return csv_text(REVIEW_COLUMNS, rows)
 

@@ -120,11 +120,10 @@ def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenera
         _own_band(screen, review, band, errors)
         if screen.shows_proposal:
             _corrections(screen, review, band, errors)
-        amended = review_screen.amendment_notice(
+        for notice_text in review_screen.amendment_notices(
             band.entries, screen.proposal, screen.vignette, screen.mode
-        )
-        if amended is not None:
-            st.info(amended, icon=":material/edit_note:")
+        ):
+            st.info(escaped(notice_text), icon=":material/edit_note:")
     _reason_and_confidence(screen, review, band, errors)
     if signed:
         _passphrase(band, errors)

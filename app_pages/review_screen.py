@@ -37,6 +37,7 @@ from fma_bands.study.reviews import (
     check_form,
     current_review,
     save,
+    span_kept_inside,
     times_revised,
 )
 from fma_bands.study.signing import resign
@@ -349,13 +350,15 @@ def problems(
     return errors
 
 
-def amendment_notice(
+def amendment_notices(
     entries: dict[str, Any], proposal: Proposal, vignette: Vignette, mode: str
-) -> str | None:
-    """What to say beside an AMEND that keeps the proposal's band and corrects nothing."""
+) -> list[str]:
+    """What to say beside an AMEND: that it keeps the proposal's band and corrects nothing, or
+    that its band admits values of the disputed span it keeps."""
     form, _ = form_from(entries, proposal, vignette)
     found = amends_nothing(form, vignette=vignette, proposal=proposal, mode=mode)
-    return AMENDS_NOTHING if found else None
+    inside = span_kept_inside(form, vignette=vignette, proposal=proposal, mode=mode)
+    return [text for text in (AMENDS_NOTHING if found else None, inside) if text is not None]
 
 
 def keep(

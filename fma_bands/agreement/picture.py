@@ -93,31 +93,28 @@ def _cells(action: SubAction, domain: list, records: list[dict], rows: list[str]
     for record in records:
         record["label"] = action.label_for(record["value"])
     labels = [action.label_for(v) for v in domain]
+    level = action.kind == "boolean"  # "no" and "yes", each over half the chart
+    axis = {
+        "labelExpr": "replace(datum.label, ' - ', ' ')",
+        "labelOverlap": False,
+        "labelLimit": 160,
+        "orient": "top",
+    }
+    if level:
+        axis |= {"labelAngle": 0, "labelAlign": "center", "labelFontSize": 12}
+    else:
+        # Slanted, every label drawn and none over another however narrow the column (level
+        # ones hid every other label, ESI 2 and 4, and ran together).
+        axis |= {"labelAngle": -35, "labelAlign": "left", "labelFontSize": 11}
     return {
         "height": ROW_HEIGHT * len(rows),
         # Room on the right for the last slanted label ("5 non-urgent"), which the chart's
         # own width leaves out.
-        "padding": {"left": 5, "top": 5, "bottom": 5, "right": 90},
+        "padding": {"left": 5, "top": 5, "bottom": 5, "right": 5 if level else 90},
         "data": {"values": records},
         "mark": {"type": "rect", "stroke": "white", "strokeWidth": 2},
         "encoding": {
-            "x": {
-                "field": "label",
-                "type": "nominal",
-                "title": None,
-                "sort": labels,
-                "axis": {
-                    # Slanted, every label drawn and none over another however narrow the
-                    # column (level ones hid every other label, ESI 2 and 4, and ran together).
-                    "labelAngle": -35,
-                    "labelAlign": "left",
-                    "labelExpr": "replace(datum.label, ' - ', ' ')",
-                    "labelOverlap": False,
-                    "labelLimit": 160,
-                    "labelFontSize": 11,
-                    "orient": "top",
-                },
-            },
+            "x": {"field": "label", "type": "nominal", "title": None, "sort": labels, "axis": axis},
             "y": _row_axis(rows),
             "color": colour,
             "tooltip": [

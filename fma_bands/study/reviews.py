@@ -19,6 +19,7 @@ from fma_bands.core.band_text import describe_values
 from fma_bands.core.bands import AnyBand, parse_band, to_file, to_harness
 from fma_bands.core.errors import ConflictError, FmaBandsError
 from fma_bands.core.files import control_character
+from fma_bands.core.labels import tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import (
     CHOICES,
@@ -219,6 +220,39 @@ def amends_nothing(form: ReviewForm, *, vignette: Vignette, proposal: Proposal, 
         form, band, vignette=vignette, proposal=proposal, mode=mode
     )
     return not problems and not corrections and band == proposal.acceptable
+
+
+def span_kept_inside(
+    form: ReviewForm, *, vignette: Vignette, proposal: Proposal, mode: str
+) -> str | None:
+    """What to say beside an AMEND whose band admits values of the proposal's disputed span,
+    which the AMEND keeps: a span holds only what the band leaves out, so for this review the
+    span is what is left of it (rater_span), which the rater may not expect. None otherwise (a
+    span the rater writes is checked against their band: check_corrections)."""
+    span = proposal.disputed_span
+    if mode != "review" or form.verdict != "AMEND" or form.band is None or span is None:
+        return None
+    if form.corrections and "disputed_span" in form.corrections:
+        return None  # the rater recorded no span or wrote their own
+    try:
+        band = parse_band(proposal.sub_action, form.band, orderables=vignette.orderables)
+    except FmaBandsError:
+        return None  # the band's own problem is said beside it
+    inside = span.values() & band.values()
+    if not inside:
+        return None
+    name, names = proposal.sub_action, tool_names(vignette)
+    left = span.values() - band.values()
+    rest = (
+        f"it keeps only {describe_values(name, left, names)}"
+        if left
+        else "nothing of it is left, so your review records no disputed span"
+    )
+    return (
+        f"Your band admits {describe_values(name, inside, names)}, which the proposal's disputed "
+        f"span also holds. A disputed span holds only what the band leaves out: for your review "
+        f"{rest}. To record another span, change it below."
+    )
 
 
 def _corrections_of(

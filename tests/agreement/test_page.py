@@ -12,6 +12,14 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from app_pages.band_table import (
+    AGREEMENT_IN_SIGHT,
+    AGREEMENT_WIDTHS,
+    CHARACTERS_PER_PIXEL,
+    LINE,
+    MAX_LINES,
+    ROW,
+)
 from app_pages.common import escaped
 from fma_bands.agreement import METRICS
 from fma_bands.agreement.views import (
@@ -197,7 +205,19 @@ def test_the_page_shows_the_commands_rows_on_a_three_rater_study(monkeypatch, tm
     assert len(rows) == 14 and not at.get("page_link")
     # More bands than the table shows: the line above it says that it scrolls.
     said = " ".join(c.value for c in at.caption)
-    assert "14 of 14 bands. The table shows 8 at a time: scroll inside it for the rest." in said
+    assert "14 of 14 bands. The table shows 6 at a time: scroll inside it for the rest." in said
+    # No cell cut short: each column as wide as the page says, and the rows tall enough for a
+    # consensus or disputed span to wrap within its column.
+    [table] = [d for d in at.dataframe if "outcome" in d.value.columns]
+    config = json.loads(table.proto.columns)
+    assert {name: config[name]["width"] for name in BAND_COLUMNS} == AGREEMENT_WIDTHS
+    lines = 1 if table.proto.row_height == ROW else (table.proto.row_height - 16) // LINE
+    for row in rows:
+        for name, text in row.items():
+            per_line = int(AGREEMENT_WIDTHS[name] * CHARACTERS_PER_PIXEL)
+            # Past three lines (a long list of tests) a cell is whole in the band's details.
+            needed = -(-len(text) // per_line)
+            assert needed <= lines or lines == MAX_LINES, (name, text, table.proto.row_height)
     outcomes = [r["outcome"] for r in rows]
     assert outcomes[0] == "no consensus"
     [top] = [r for r in rows if r["sub-action"] == "Follow-up interval (days)"]
@@ -218,7 +238,7 @@ def test_the_page_shows_the_commands_rows_on_a_three_rater_study(monkeypatch, tm
     assert not at.get("page_link") and len(charts(at)) == 1
     said = " ".join(c.value for c in at.caption)
     assert f"{len(kept)} of 14 bands. Choose a row" in said  # all in sight: no word of scrolling
-    assert len(kept) <= 8
+    assert len(kept) <= AGREEMENT_IN_SIGHT
     [outcome] = [m for m in at.multiselect if m.label == "Outcome"]
     [actions] = [m for m in at.multiselect if m.label == "Sub-actions"]
     outcome.set_value([])

@@ -19,3 +19,13 @@ def test_every_small_domain_label_is_drawn_whole():
     longest = max(len(label.replace(" - ", " ")) for label in labels)
     assert spec["padding"]["right"] >= 5 * longest
     assert axis["labelLimit"] >= 10 * longest
+
+
+def test_a_yes_no_band_names_its_two_answers_level():
+    """Two labels, each over half the chart, cannot run together: level and full size, never
+    slanted small."""
+    spec = band_spec("admit", [Row("proposal", parse_band("admit", [True]))])
+    axis = spec["encoding"]["x"]["axis"]
+    assert spec["encoding"]["x"]["sort"] == ["no", "yes"]
+    assert (axis["labelAngle"], axis["labelAlign"], axis["labelFontSize"]) == (0, "center", 12)
+    assert axis["labelOverlap"] is False

@@ -51,6 +51,22 @@ DEMO_ACCOUNTS = {
 }
 
 
+# The servers started and not yet stopped: a failing browser test shows the end of their logs
+# (a traceback the page drew is in the server's log too, with the line it came from).
+RUNNING: list["AppServer"] = []
+LOG_TAIL = 6_000
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed and Path(item.path).is_relative_to(HERE):
+        for server in RUNNING:
+            if server.process.poll() is None:
+                report.sections.append((f"log of {server.url}", server.log_text()[-LOG_TAIL:]))
+    return report
+
+
 def pytest_collection_modifyitems(items):
     # This hook sees the whole session's items: mark only those under tests/browser.
     for item in items:
@@ -93,6 +109,8 @@ class AppServer:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=10)
+        if self in RUNNING:
+            RUNNING.remove(self)
 
 
 def _clean_environment() -> dict[str, str]:
@@ -190,6 +208,7 @@ def _start(folder: Path, given: dict[str, str]) -> AppServer:
             start_new_session=True,
         )
     server = AppServer(url=url, env=env, log_path=log_path, process=process)
+    RUNNING.append(server)
     deadline = time.monotonic() + START_TIMEOUT_S
     while not _healthy(url):
         if process.poll() is not None:

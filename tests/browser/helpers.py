@@ -26,8 +26,12 @@ def wait_for_app(page: Page, timeout: float = TIMEOUT_MS) -> None:
 
 
 def assert_no_exception(page: Page) -> None:
-    """No traceback ever reaches a clinician's browser."""
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    """No traceback ever reaches a clinician's browser; when one does, the failure says it."""
+    shown = page.locator('[data-testid="stException"]')
+    try:
+        expect(shown).to_have_count(0)
+    except AssertionError:
+        raise AssertionError(f"the page shows an exception: {shown.all_inner_texts()}") from None
 
 
 def open_app(page: Page, url: str) -> None:
@@ -136,9 +140,10 @@ def run_cli(env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
-def dataframe_rows(frame: Locator) -> dict[str, dict[str, str]]:
-    """An st.dataframe's visible cells, by the text of each row's first cell, then by column
-    header (the grid draws on a canvas; its accessible table carries the text)."""
+def dataframe_rows(frame: Locator, first: int = 1) -> dict[str, dict[str, str]]:
+    """An st.dataframe's visible cells, by the text of each row's `first` cells (joined by a
+    space), then by column header (the grid draws on a canvas; its accessible table carries
+    the text)."""
     headers = frame.locator('[role="columnheader"]').all_inner_texts()
     # Raised while the grid is still drawing, so that eventually() reads it again.
     assert headers and all(headers), f"the grid has not drawn its headers yet: {headers}"
@@ -146,7 +151,7 @@ def dataframe_rows(frame: Locator) -> dict[str, dict[str, str]]:
     for row in frame.locator('[role="row"]').all():
         cells = row.locator('[role="gridcell"]').all_inner_texts()
         if cells:
-            rows[cells[0]] = dict(zip(headers, cells, strict=False))
+            rows[" ".join(cells[:first])] = dict(zip(headers, cells, strict=False))
     return rows
 
 

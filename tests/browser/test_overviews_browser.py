@@ -33,6 +33,9 @@ from tests.conftest import DEMO_VIGNETTES
 
 # What a page may measure, in pixels, at 1280 x 720: about three screens.
 FITS = 2_500
+# Agreement holds two tables and a chart; its band table's rows are three lines tall (76
+# pixels, six in sight), so that no consensus or disputed span is cut short.
+AGREEMENT_FITS = FITS + 200
 DECLARE = ("not-an-author", "no-financial-interest", "consent-editor-disclosure")
 
 
@@ -92,7 +95,8 @@ def height(page: Page) -> int:
 
 
 def table_of_bands(page: Page, column: str, count: int) -> dict[str, dict[str, str]]:
-    """The one table with `column`, read once it has drawn its first rows."""
+    """The one table with `column`, read once it has drawn its first rows (as many as it
+    shows at once: five at least), by case and sub-action (a case has several bands)."""
     frame = (
         page.get_by_test_id("stMain")
         .get_by_test_id("stDataFrame")
@@ -103,7 +107,8 @@ def table_of_bands(page: Page, column: str, count: int) -> dict[str, dict[str, s
 
     def read() -> None:
         rows.clear()
-        rows.update(dataframe_rows(frame))
+        for row in dataframe_rows(frame, first=2).values():
+            rows[f"{row['case']} · {row['sub-action']}"] = row
         assert len(rows) >= min(count, 5), rows
 
     eventually(page, read)
@@ -196,7 +201,7 @@ def test_the_agreement_page_fits_a_screen_with_one_bands_picture_on_demand(page:
     tall = height(page)
     print(f"\nAgreement, 27 bands: {tall} px (before: 6,535)")
     shoot(page, "overview-agreement")
-    assert tall < FITS, tall
+    assert tall < AGREEMENT_FITS, tall
     main = page.get_by_test_id("stMain")
     expect(main.get_by_test_id("stVegaLiteChart")).to_have_count(1)  # the alphas alone
 
@@ -212,7 +217,7 @@ def test_the_agreement_page_fits_a_screen_with_one_bands_picture_on_demand(page:
         expect(chart.locator(f'[aria-label*="row: {row};"]').first).to_be_attached()
     opened = height(page)
     print(f"Agreement with one band's picture: {opened} px")
-    assert opened < FITS + 600, opened
+    assert opened < AGREEMENT_FITS + 600, opened
     shoot(page, "overview-agreement-details")
 
     # A filter keeps the bands asked for, and a chosen band it hides closes.

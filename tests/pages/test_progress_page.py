@@ -164,6 +164,8 @@ def test_the_reviews_csv_gives_the_round_and_the_band_in_words_and_harness_value
     assert accepted["band"] == "1 day to 14 days"
     assert accepted["band_harness"] == "acceptable: {min: 1, max: 14}"
     assert accepted["sub_action_name"] == "Follow-up interval (days)"
+    # Question 5's code, and the words the screen gave the rater for it.
+    assert (accepted["q5_choice"], accepted["q5_reading_words"]) == ("band", "the band's reading")
     amended = by_band[(*MED, "rater-01")]
     assert amended["band"] == "1 - NSAID, 3 - strong opioid"
     assert amended["band_harness"] == "acceptable: [1, 3]"

@@ -31,6 +31,28 @@ def answer(at, band) -> None:
     at.text_input(key=key(band, "q5", "note")).input("a month or more is open").run()
 
 
+def test_an_amend_whose_band_takes_in_the_kept_span_is_told_what_is_left_of_it(study):
+    """The proposal's span is 15 to 30 days: an AMEND that widens the band into it, keeping the
+    span, is told that the span holds only what the band leaves out (the export's rule), before
+    it is submitted; recording its own span or none says nothing more."""
+
+    def said(at) -> list[str]:
+        return [i.value.replace("\\", "") for i in at.info if "disputed span also" in i.value]
+
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
+    assert said(at) == []
+    at.number_input(key=key(DOC, "band", "hi")).set_value(20).run()
+    [told] = said(at)
+    assert told.startswith("Your band admits 15 to 20 days, which the proposal's disputed span")
+    assert "for your review it keeps only 21 to 30 days." in told
+    at.number_input(key=key(DOC, "band", "hi")).set_value(30).run()
+    [told] = said(at)
+    assert "nothing of it is left, so your review records no disputed span" in told
+    at.radio(key=key(DOC, "span:choice")).set_value("none").run()
+    assert said(at) == []
+
+
 def test_an_amend_corrects_the_clause_and_writes_its_own_disputed_span(study):
     proposal = study.library.vignettes[DOC[0]].proposal(DOC[1])
     at = open_review(study.rater, DOC)

@@ -629,7 +629,7 @@ def test_the_reviews_csv_carries_confidence_and_keeps_formulas_inert(demo):
     [row] = list(csv.DictReader(io.StringIO(text)))
     assert (row["vignette_id"], row["rater"], row["verdict"]) == (*ADMIT[:1], "adjudicator-01",
                                                                   "DECLINE")  # fmt: skip
-    assert row["confidence"] == "low"
+    assert (row["confidence"], row["confidence_words"]) == ("low", "not very sure")
     assert row["reason"] == '\'=HYPERLINK("http://x")'
     assert row["case"] == str(case_numbers(DEMO, key)[ADMIT[0]])
 

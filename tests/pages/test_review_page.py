@@ -351,10 +351,11 @@ def test_an_amend_that_changes_nothing_is_said_beside_it_not_refused(study):
     """docs/design.md lets an AMEND keep the values and correct the clause in words alone, so
     an AMEND that keeps the proposal's band and texts is said beside the band, and goes once
     anything is amended."""
+    from app_pages.common import escaped
     from fma_bands.study.reviews import AMENDS_NOTHING
 
     def said(at) -> bool:
-        return AMENDS_NOTHING in [i.value for i in at.info]
+        return escaped(AMENDS_NOTHING) in [i.value for i in at.info]
 
     at = open_review(study.rater, DOC)
     at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
