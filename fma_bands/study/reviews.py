@@ -251,7 +251,7 @@ def span_kept_inside(
     return (
         f"Your band admits {describe_values(name, inside, names)}, which the proposal's disputed "
         f"span also holds. A disputed span holds only what the band leaves out: for your review "
-        f"{rest}. To record another span, change it below."
+        f"{rest}. To record another span, choose it under Disputed span."
     )
 
 
