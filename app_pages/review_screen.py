@@ -354,10 +354,16 @@ def amendment_notices(
     entries: dict[str, Any], proposal: Proposal, vignette: Vignette, mode: str
 ) -> list[str]:
     """What to say beside an AMEND: that it keeps the proposal's band and corrects nothing, or
-    that its band admits values of the disputed span it keeps."""
+    that its band admits values of the disputed span it keeps (not when the rater chose another
+    span, even one not yet readable: its own message stands beside it)."""
     form, _ = form_from(entries, proposal, vignette)
     found = amends_nothing(form, vignette=vignette, proposal=proposal, mode=mode)
-    inside = span_kept_inside(form, vignette=vignette, proposal=proposal, mode=mode)
+    keeps_span = entries.get("span:choice") not in (band_form.NO_SPAN, band_form.OWN_SPAN)
+    inside = (
+        span_kept_inside(form, vignette=vignette, proposal=proposal, mode=mode)
+        if keeps_span
+        else None
+    )
     return [text for text in (AMENDS_NOTHING if found else None, inside) if text is not None]
 
 

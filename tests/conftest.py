@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, settings
 
 # Hypothesis fails an example that takes over 200 ms, or data drawn slowly, by default: the
 # code's speed on a loaded CI machine, not its behaviour (speed lives in the benchmarks). An
-# example that fails for what it does still fails, and is replayed from the database.
+# example that fails for what it does still fails, and Hypothesis shows it shrunk.
 settings.register_profile("fma-bands", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("fma-bands")
 

@@ -234,6 +234,8 @@ def span_kept_inside(
         return None
     if form.corrections and "disputed_span" in form.corrections:
         return None  # the rater recorded no span or wrote their own
+    if (form.answers.get("q5") or {}).get("choice") == "band":
+        return None  # they took the band's reading: their review leaves nothing disputed
     try:
         band = parse_band(proposal.sub_action, form.band, orderables=vignette.orderables)
     except FmaBandsError:

@@ -62,8 +62,10 @@ def pytest_runtest_makereport(item, call):
     report = yield
     if report.failed and Path(item.path).is_relative_to(HERE):
         for server in RUNNING:
-            if server.process.poll() is None:
-                report.sections.append((f"log of {server.url}", server.log_text()[-LOG_TAIL:]))
+            # A server that died is the one whose log matters most.
+            code = server.process.poll()
+            ended = "" if code is None else f" (exited with code {code})"
+            report.sections.append((f"log of {server.url}{ended}", server.log_text()[-LOG_TAIL:]))
     return report
 
 
@@ -212,6 +214,7 @@ def _start(folder: Path, given: dict[str, str]) -> AppServer:
     deadline = time.monotonic() + START_TIMEOUT_S
     while not _healthy(url):
         if process.poll() is not None:
+            RUNNING.remove(server)  # its log is in the failure's message
             pytest.fail(
                 f"the app exited with code {process.returncode} before it was healthy:\n"
                 f"{server.log_text()}"

@@ -107,6 +107,7 @@ def table_of_bands(page: Page, column: str, count: int) -> dict[str, dict[str, s
 
     def read() -> None:
         rows.clear()
+        # Keyed by their first two cells: by the case alone, a case's bands would be one row.
         for row in dataframe_rows(frame, first=2).values():
             rows[f"{row['case']} · {row['sub-action']}"] = row
         assert len(rows) >= min(count, 5), rows

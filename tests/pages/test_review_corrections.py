@@ -51,6 +51,20 @@ def test_an_amend_whose_band_takes_in_the_kept_span_is_told_what_is_left_of_it(s
     assert "nothing of it is left, so your review records no disputed span" in told
     at.radio(key=key(DOC, "span:choice")).set_value("none").run()
     assert said(at) == []
+    # A span of their own, not yet written: its own message says what is missing; this one is
+    # not said.
+    at.radio(key=key(DOC, "span:choice")).set_value("set").run()
+    at.number_input(key=key(DOC, "span:lo")).set_value(None).run()
+    assert message_beside(at, key(DOC, "span:hi")) is not None
+    assert said(at) == []
+    at.radio(key=key(DOC, "span:choice")).set_value("keep").run()
+    assert said(at)
+    # Question 5 answered with the band's reading: the review leaves nothing disputed (the
+    # export's rule), so there is nothing left of the span to speak of.
+    at.radio(key=key(DOC, "q5", "choice")).set_value("band").run()
+    assert said(at) == []
+    at.radio(key=key(DOC, "q5", "choice")).set_value("neither").run()
+    assert said(at)
 
 
 def test_an_amend_corrects_the_clause_and_writes_its_own_disputed_span(study):

@@ -28,7 +28,9 @@ from fma_bands.study.audit_hash import (
 )
 
 DB_SETTINGS = settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
 # Text as a payload may hold it, lone surrogates (written as JSON escapes) included.
