@@ -2,6 +2,7 @@
 with consensus bands, each rater's diagnostics, alpha by ambiguity stratum, sample-size
 planning, and on request the coincidence matrices as CSV files."""
 
+import json
 import os
 import re
 import stat
@@ -10,14 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fma_bands.cli.base import cli, coordinator, print_json, store, synced
+from fma_bands.cli.base import cli, coordinator, settings, store, synced
 from fma_bands.cli.numbers import Whole
 from fma_bands.cli.paths import check_output
 from fma_bands.core.errors import FmaBandsError
 
 if TYPE_CHECKING:
+    from sqlmodel import Session
+
     from fma_bands.agreement import Rating, Report
     from fma_bands.agreement.diagnostics import Diagnostics
+    from fma_bands.core.people import UserPublic
+    from fma_bands.core.vignettes import Library
 
 # The table's columns, in order, under short headings; each row's interval method and cautions
 # follow it on indented lines of their own.
@@ -118,27 +123,85 @@ def agreement(
 ) -> None:
     """Krippendorff's alpha of one round's submitted reviews, with consensus bands, each rater's
     diagnostics, alpha by ambiguity stratum and sample-size planning."""
+    from fma_bands.core.vignettes import files_digest
+    from fma_bands.study.audit import state_head
+    from fma_bands.study.kept_answers import answer_key, keep_answer, kept_answer
+
+    out = None if folder is None else matrices_folder(folder)
+    options = {"json": as_json, "bootstrap": bootstrap, "seed": seed, "round": number}
+    with store() as session:
+        viewer = coordinator(session)
+        # Once a round has closed the same figures are asked for again and again: the whole
+        # answer is kept (study/kept_answers.py). --fresh and --coincidences always compute.
+        keeps = out is None and not fresh
+        if keeps:
+            folders = [settings().vignettes]
+            key = answer_key(
+                "agreement",
+                head=state_head(session),
+                files=files_digest(folders),
+                options={**options, "width": width},
+            )
+            answer = kept_answer(session, key)
+            if answer is not None:
+                click.echo(answer, nl=False)
+                return
+        found, _ = synced(session)
+        # The state the answer is made from: after the sync, before the reviews are read.
+        key = answer_key(
+            "agreement",
+            head=state_head(session),
+            files=found.files_digest if found.ok else None,
+            options={**options, "width": width},
+        )
+        answer = _answer(
+            session,
+            found,
+            viewer,
+            out,
+            as_json=as_json,
+            bootstrap=bootstrap,
+            seed=seed,
+            number=number,
+            fresh=fresh,
+            width=width,
+        )
+        if keeps:
+            keep_answer(session, key, answer)
+    click.echo(answer, nl=False)
+
+
+def _answer(
+    session: "Session",
+    found: "Library",
+    viewer: "UserPublic",
+    out: Path | None,
+    *,
+    as_json: bool,
+    bootstrap: int,
+    seed: int,
+    number: int,
+    fresh: bool,
+    width: float,
+) -> str:
+    """What `agreement` prints, the coincidence matrices written into `out` first."""
     from fma_bands.agreement import report_to_json
     from fma_bands.agreement.diagnostics import diagnostics_json
     from fma_bands.study.ratings import PURPOSES, ROUND_NOTES, study_findings, study_ratings
 
-    out = None if folder is None else matrices_folder(folder)
-    with store() as session:
-        viewer = coordinator(session)
-        found, _ = synced(session)
-        findings = study_findings(
-            session,
-            found,
-            viewer=viewer,
-            bootstrap=bootstrap,
-            seed=seed,
-            round=number,
-            fresh=fresh,
-            width=width,
-        )
-        ratings = (
-            () if out is None else tuple(study_ratings(session, found, viewer=viewer, round=number))
-        )
+    findings = study_findings(
+        session,
+        found,
+        viewer=viewer,
+        bootstrap=bootstrap,
+        seed=seed,
+        round=number,
+        fresh=fresh,
+        width=width,
+    )
+    ratings = (
+        () if out is None else tuple(study_ratings(session, found, viewer=viewer, round=number))
+    )
     written = [] if out is None else write_matrices(out, ratings)
     if as_json:
         data = {
@@ -149,15 +212,14 @@ def agreement(
         }
         if out is not None:
             data["coincidences"] = written
-        print_json(data)
-        return
-    click.echo(format_report(findings.report))
-    click.echo(f"\n{format_diagnostics(findings.diagnostics)}")
-    for w in written:
-        click.echo(f"wrote {w['file']} ({w['n_values']} values, {w['n_pairable']:g} pairable)")
+        return json.dumps(data) + "\n"
+    lines = [format_report(findings.report), "", format_diagnostics(findings.diagnostics)]
+    lines += [
+        f"wrote {w['file']} ({w['n_values']} values, {w['n_pairable']:g} pairable)" for w in written
+    ]
     if out is not None and not written:
-        click.echo(f"no coincidence matrix written to {out}: no band has two raters")
-    click.echo(f"\n{ROUND_NOTES[number]}")
+        lines.append(f"no coincidence matrix written to {out}: no band has two raters")
+    return "\n".join([*lines, "", ROUND_NOTES[number], ""])
 
 
 def matrices_folder(folder: str) -> Path:

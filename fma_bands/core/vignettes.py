@@ -5,6 +5,7 @@ Every problem names the file, the line and the field; one bad file never stops t
 Each field is read and checked in `vignette_fields`; here the fields become a Vignette.
 """
 
+import hashlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
@@ -17,7 +18,7 @@ from fma_bands.core.bands import AnyBand, to_file
 from fma_bands.core.canonical import sha256_digest
 from fma_bands.core.demographics import clinical_core_warnings
 from fma_bands.core.errors import FmaBandsError, Problem
-from fma_bands.core.files import compose_yaml, construct_yaml, read_bounded
+from fma_bands.core.files import compose_yaml, construct_yaml, decode_text, read_bounded_bytes
 from fma_bands.core.priming import proposal_text_warnings
 from fma_bands.core.vignette_fields import (
     PROPOSAL_TEXTS,
@@ -166,6 +167,8 @@ class Library:
     problems: list[Problem] = field(default_factory=list)
     files: int = 0
     folders: tuple[str, ...] = ()  # where it was loaded from, for messages
+    # Each file read, in the order read, with the SHA-256 of its bytes (files_digest).
+    sources: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -194,6 +197,14 @@ class Library:
             )
             for v in self
         )
+
+    @property
+    def files_digest(self) -> str | None:
+        """files_digest of the folders as this library read them; None if a file could not
+        be read."""
+        if len(self.sources) != self.files:
+            return None
+        return _sources_digest(self.sources.items())
 
     def band(self, vid: str, name: str) -> tuple[Vignette, Proposal] | None:
         """The vignette and its proposal for one band, or None if the study has no such band."""
@@ -234,12 +245,18 @@ def load_library(folders: Iterable[str | Path]) -> Library:
         if not folder.is_dir():
             library.problems.append(Problem("no such folder", file=str(folder)))
             continue
-        paths = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+        paths = _vignette_files(folder)
         if not paths:
             library.problems.append(Problem("no vignette files (*.yaml)", file=str(folder)))
         for path in paths:
             library.files += 1
-            vignette, problems = _quarantined(path)
+            try:
+                data = _read(path)
+            except FmaBandsError as exc:
+                library.problems.append(_problem(exc, str(path)))
+                continue
+            library.sources[str(path)] = hashlib.sha256(data).hexdigest()
+            vignette, problems = _quarantined(data, path)
             library.problems.extend(problems)
             if vignette is None:
                 continue
@@ -269,11 +286,50 @@ def load_library(folders: Iterable[str | Path]) -> Library:
     return library
 
 
-def _quarantined(path: Path) -> tuple[Vignette | None, list[Problem]]:
-    """load_vignette, with a file that fma-bands itself fails on left out and named as a
+def files_digest(folders: Iterable[str | Path]) -> str | None:
+    """The SHA-256 of the vignette files load_library would read from the folders now (their
+    names and bytes, in its order), without reading them as YAML: what a kept answer made from a
+    library (Library.files_digest) is found by. None if a folder or a file cannot be read."""
+    sources = []
+    for folder in map(Path, folders):
+        if not folder.is_dir():
+            return None
+        for path in _vignette_files(folder):
+            try:
+                data = _read(path)
+            except FmaBandsError:
+                return None
+            sources.append((str(path), hashlib.sha256(data).hexdigest()))
+    return _sources_digest(sources)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return read_bounded_bytes(path, limit=MAX_BYTES, what="vignette")
+    except OSError as exc:  # failing while reading, after the file opened
+        raise FmaBandsError(f"cannot read the vignette: {exc.strerror}", file=str(path)) from None
+
+
+def _vignette_files(folder: Path) -> list[Path]:
+    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+
+
+def _sources_digest(sources: Iterable[tuple[str, str]]) -> str:
+    digest = hashlib.sha256(b"fma-bands vignette files 1\n")
+    for name, file_digest in sources:
+        digest.update(f"{name!r} {file_digest}\n".encode())
+    return digest.hexdigest()
+
+
+def _problem(exc: FmaBandsError, name: str) -> Problem:
+    return Problem(exc.message, file=name, line=exc.line, field=exc.field)
+
+
+def _quarantined(data: bytes, path: Path) -> tuple[Vignette | None, list[Problem]]:
+    """read_vignette, with a file that fma-bands itself fails on left out and named as a
     problem: one file never stops the study loading."""
     try:
-        return load_vignette(path)
+        return read_vignette(data, path)
     except Exception as exc:
         message = (
             f"fma-bands could not read this file ({type(exc).__name__}), so it is left out: "
@@ -285,14 +341,23 @@ def _quarantined(path: Path) -> tuple[Vignette | None, list[Problem]]:
 def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
     """One file: the vignette (None if anything is wrong) and every problem found in it."""
     path = Path(path)
+    try:
+        data = _read(path)
+    except FmaBandsError as exc:
+        return None, [_problem(exc, str(path))]
+    return read_vignette(data, path)
+
+
+def read_vignette(data: bytes, path: Path) -> tuple[Vignette | None, list[Problem]]:
+    """load_vignette of the bytes read from `path`."""
     name = str(path)
     try:
-        text = read_bounded(path, limit=MAX_BYTES, what="vignette")
+        text = decode_text(data, what="vignette", file=name)
         root = compose_yaml(text, source=name)
-        data = as_written(construct_yaml(root, source=name), root)
+        written = as_written(construct_yaml(root, source=name), root)
     except FmaBandsError as exc:
-        return None, [Problem(exc.message, file=name, line=exc.line, field=exc.field)]
-    return parse_vignette(data, name, Lines(root, text), stem=path.stem)
+        return None, [_problem(exc, name)]
+    return parse_vignette(written, name, Lines(root, text), stem=path.stem)
 
 
 def parse_vignette(

@@ -37,6 +37,7 @@ from fma_bands.core.bands import BandReader, Consensus, to_file
 from fma_bands.core.canonical import canonical_text_float_free, sha256_of_canonical
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import KeptReport
+from fma_bands.study.kept_answers import ANSWER
 
 FORMAT = 3  # of the kept body and its key; a new format is a new key
 KEEP = 8  # reports kept: each round's, for a few states of the reviews; as many states
@@ -124,7 +125,8 @@ def prune(session: Session, *, states: bool) -> None:
     """Only the newest KEEP of the kept states, or of the kept reports and diagnostics: a new
     state never pushes out a report, which costs a bootstrap to make again."""
     kind = col(KeptReport.key).startswith(STATE)
-    chosen = kind if states else ~kind
+    # A command's kept answers (kept_answers.py) are pruned among themselves.
+    chosen = kind if states else ~kind & ~col(KeptReport.key).startswith(ANSWER)
     newest = select(KeptReport.key).where(chosen).order_by(col(KeptReport.made_at).desc())
     session.execute(
         delete(KeptReport).where(chosen, col(KeptReport.key).not_in(newest.limit(KEEP)))

@@ -7,9 +7,15 @@ import csv
 import json
 
 import pytest
+from sqlmodel import select
 
+from fma_bands.core import vignettes
+from fma_bands.store.db import session_scope
+from fma_bands.store.models import Review
+from fma_bands.study import kept_reports
+from fma_bands.study.audit import record
 from tests.cli.test_cli_rounds import fma  # noqa: F401 (a fixture)
-from tests.study.test_rounds import RATERS
+from tests.study.test_rounds import ESI, RATERS
 
 
 def test_json_adds_each_rater_the_strata_and_planning(fma):  # noqa: F811
@@ -106,3 +112,81 @@ def test_coincidences_refuse_a_place_they_may_not_go(fma, tmp_path):  # noqa: F8
 def test_width_is_a_plain_number_above_0_and_at_most_2(fma, width):  # noqa: F811
     refused = fma("agreement", "--width", width, code=2)
     assert "--width" in refused
+
+
+# --- the kept answer (fma_bands/study/kept_answers.py) -------------------------------------------
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """How many times the command read the vignettes as YAML (load_library)."""
+    count = {"n": 0}
+    real = vignettes.load_library
+
+    def counted(*args, **kwargs):
+        count["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(vignettes, "load_library", counted)
+    return count
+
+
+@pytest.mark.parametrize("form", [["--json"], []], ids=["json", "table"])
+def test_an_answer_asked_for_again_is_the_kept_one(fma, loads, monkeypatch, form):  # noqa: F811
+    first = fma("agreement", "--bootstrap", "20", *form)
+    assert loads["n"] == 1
+    # Nothing is read or computed the second time: neither the vignettes nor the report.
+    monkeypatch.setattr(kept_reports, "kept_report", _never)
+    assert fma("agreement", "--bootstrap", "20", *form) == first
+    assert loads["n"] == 1
+
+
+def test_other_options_or_fresh_make_their_own_answer(fma, loads):  # noqa: F811
+    first = fma("agreement", "--json", "--bootstrap", "20")
+    assert fma("agreement", "--json", "--bootstrap", "20", "--seed", "7") != first
+    assert fma("agreement", "--json", "--bootstrap", "20", "--width", "0.2") != first
+    assert fma("agreement", "--json", "--bootstrap", "20", "--fresh") == first
+    assert loads["n"] == 4
+    # --coincidences always computes (it writes files).
+    assert fma("agreement", "--json", "--bootstrap", "20") == first
+    assert loads["n"] == 4
+
+
+def test_a_vignette_file_changed_is_read_again(fma, loads, tmp_path):  # noqa: F811
+    first = fma("agreement", "--json", "--bootstrap", "20")
+    path = next((tmp_path / "vignettes").glob("*.yaml"))
+    # One byte of a comment: the figures are the same, but nothing says so without reading.
+    path.write_bytes(path.read_bytes() + b"# looked at again\n")
+    assert fma("agreement", "--json", "--bootstrap", "20") == first
+    assert loads["n"] == 2
+    assert fma("agreement", "--json", "--bootstrap", "20") == first
+    assert loads["n"] == 2
+
+
+def test_a_change_in_the_store_is_a_new_state(fma, loads):  # noqa: F811
+    first = fma("agreement", "--json", "--bootstrap", "20")
+    with session_scope(fma.engine) as s:
+        record(s, kind="review_submitted", actor="someone", payload={"note": "a change"})
+    assert fma("agreement", "--json", "--bootstrap", "20") == first
+    assert loads["n"] == 2
+    # A review changed without the audit log (outside fma-bands) is seen with --fresh.
+    with session_scope(fma.engine) as s:
+        rows = s.exec(select(Review).where(Review.sub_action == ESI[1])).all()
+        for row in rows:
+            row.band = [2]  # every rater now gives the same ESI band
+            s.add(row)
+    assert fma("agreement", "--json", "--bootstrap", "20") == first
+    assert fma("agreement", "--json", "--bootstrap", "20", "--fresh") != first
+
+
+def test_a_study_with_a_bad_file_is_never_kept(fma, loads, tmp_path):  # noqa: F811
+    (tmp_path / "vignettes" / "broken.yaml").write_text("id: [\n", encoding="utf-8")
+    first = fma("agreement", "--json", "--bootstrap", "20")
+    assert "broken.yaml" in fma.stderr
+    assert fma("agreement", "--json", "--bootstrap", "20") == first
+    assert "broken.yaml" in fma.stderr  # said again: the study was read again
+    assert loads["n"] == 2
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("a kept answer was there to give")

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from fma_bands.core.vignettes import load_library, load_vignette
+from fma_bands.core.vignettes import MAX_BYTES, files_digest, load_library, load_vignette
 from tests.conftest import DEMO_VIGNETTES
 
 GOOD = textwrap.dedent(
@@ -164,3 +164,28 @@ def test_duplicate_ids_and_canaries_are_refused(tmp_path, shared_vignettes):
     shutil.copy(shared_vignettes / "draft_ordering_01.yaml", other)
     library = load_library([tmp_path, other])
     assert any(p.field == "canary" and "duplicate canary" in p.message for p in library.problems)
+
+
+def test_the_files_digest_is_what_the_library_read(tmp_path):
+    folder = tmp_path / "vignettes"
+    shutil.copytree(DEMO_VIGNETTES, folder)
+    library = load_library([folder])
+    assert library.ok and library.files_digest == files_digest([folder])
+    seen = {library.files_digest}
+    first = sorted(folder.glob("*.yaml"))[0]
+    changes = [
+        lambda: first.write_bytes(first.read_bytes() + b"# a comment\n"),
+        lambda: first.rename(folder / ("renamed_" + first.name)),
+        lambda: (folder / "new.yml").write_text("id: [\n"),
+    ]
+    for change in changes:
+        change()
+        now = files_digest([folder])
+        assert now not in seen and now == load_library([folder]).files_digest
+        seen.add(now)
+    (folder / "new.yml").unlink()  # the folder as it was: its digest as it was
+    assert files_digest([folder]) == load_library([folder]).files_digest != now
+    # A folder or a file that cannot be read: no digest, from either.
+    assert files_digest([tmp_path / "missing"]) is None
+    (folder / "big.yaml").write_bytes(b"#" * (MAX_BYTES + 1))
+    assert files_digest([folder]) is None and load_library([folder]).files_digest is None

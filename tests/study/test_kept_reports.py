@@ -16,6 +16,7 @@ from fma_bands.store.db import make_engine, session_scope
 from fma_bands.store.models import KeptReport
 from fma_bands.study import audit, kept_reports
 from fma_bands.study import ratings as ratings_module
+from fma_bands.study.kept_answers import ANSWER
 from fma_bands.study.kept_reports import (
     KEEP,
     STATE,
@@ -295,11 +296,12 @@ def test_the_command_prints_the_same_report_kept_or_fresh(tmp_path):
     first = made.fma("agreement", "--json", "--bootstrap", "200")
     engine = make_engine(made.url)
     with session_scope(engine) as s:
-        # The report, and the coordinator's diagnostics kept beside it (kept_diagnostics), and
-        # the state of the store they were found in.
+        # The report, and the coordinator's diagnostics kept beside it (kept_diagnostics), the
+        # state of the store they were found in, and the command's whole answer (kept_answers).
         keys = [row.key for row in s.exec(select(KeptReport))]
-        assert sum(not k.startswith(STATE) for k in keys) == 2
+        assert sum(not k.startswith((STATE, ANSWER)) for k in keys) == 2
         assert sum(k.startswith(STATE) for k in keys) == 1
+        assert sum(k.startswith(ANSWER) for k in keys) == 1
     engine.dispose()
     assert made.fma("agreement", "--json", "--bootstrap", "200") == first
     assert made.fma("agreement", "--json", "--bootstrap", "200", "--fresh") == first
