@@ -67,14 +67,27 @@ def events() -> None:
         f"Rows {first + 1}-{first + len(rows)} of {total} matching events, newest first"
         + (f"; page {number} of {pages}." if pages > 1 else ".")
     )
-    grid.dataframe(
+    picked = grid.dataframe(
         rows,
         hide_index=True,
         width="stretch",
         # Tall enough for every row of the page: the grid never scrolls inside itself.
         height=ROW_PIXELS * (len(rows) + 1) + 3,
         column_config={"details": st.column_config.TextColumn(width="large")},
+        on_select="rerun",
+        selection_mode="single-row",
+        # A row chosen on one page or search is not chosen on the next.
+        key=f"audit_grid:{number}:{per_page}:{wanted!r}",
     )
+    chosen = picked.selection.rows
+    if chosen and chosen[0] < len(rows):
+        event = rows[chosen[0]]
+        grid.markdown(f"**Event {event['seq']}**, {event['when (UTC)']} UTC")
+        # Plain text: what people and files wrote is never read as markup.
+        said = event["details"] or "(no details recorded)"
+        grid.code(f"{event['who']}: {event['what']}\n{said}", language=None, wrap_lines=True)
+    else:
+        grid.caption("Choose a row (the box at its left) to read its details whole.")
     st.download_button(
         "Download these events (CSV)",
         data=lambda: _csv(wanted),

@@ -40,6 +40,15 @@ def test_the_audit_grid_shows_every_row_of_its_page_and_progress_names_its_round
     # Tall enough for the header and every row of the page: nothing hides inside the grid.
     assert box["height"] >= ROW_PIXELS * (shown + 1), (box, shown)
     shoot(page, "audit-log-page")
+    # A row chosen (the box at its left) gives its details whole, below the grid.
+    expect(page.get_by_text("Choose a row (the box at its left)")).to_be_visible()
+    newest = int(re.search(r"of (\d+) matching", count.inner_text())[1])  # type: ignore[index]
+    page.mouse.click(box["x"] + 18, box["y"] + ROW_PIXELS * 1.5)
+    expect(page.get_by_text(re.compile(rf"^Event {newest}, \d{{4}}-"))).to_be_visible()
+    whole = page.get_by_test_id("stCode")
+    # The newest event is the coordinator's sign-in, which records nothing more.
+    expect(whole).to_have_text("coordinator: sign in\n(no details recorded)")
+    shoot(page, "audit-log-event-whole")
 
     open_from_sidebar(page, "Raters' progress")
     expect(page.get_by_role("heading", name="Raters' progress", level=1)).to_be_visible()
