@@ -128,32 +128,29 @@ def agreement(
     from fma_bands.study.kept_answers import answer_key, keep_answer, kept_answer
 
     out = None if folder is None else matrices_folder(folder)
-    options = {"json": as_json, "bootstrap": bootstrap, "seed": seed, "round": number}
+    options = {
+        "json": as_json,
+        "bootstrap": bootstrap,
+        "seed": seed,
+        "round": number,
+        "width": width,
+    }
     with store() as session:
         viewer = coordinator(session)
         # Once a round has closed the same figures are asked for again and again: the whole
-        # answer is kept (study/kept_answers.py). --fresh and --coincidences always compute.
-        keeps = out is None and not fresh
-        if keeps:
-            folders = [settings().vignettes]
-            key = answer_key(
-                "agreement",
-                head=state_head(session),
-                files=files_digest(folders),
-                options={**options, "width": width},
-            )
+        # answer is kept (study/kept_answers.py). --coincidences always computes (it writes
+        # files); --fresh computes and keeps what it found in place of what was kept.
+        if out is None and not fresh:
+            files = files_digest([settings().vignettes])
+            key = answer_key("agreement", head=state_head(session), files=files, options=options)
             answer = kept_answer(session, key)
             if answer is not None:
                 click.echo(answer, nl=False)
                 return
         found, _ = synced(session)
         # The state the answer is made from: after the sync, before the reviews are read.
-        key = answer_key(
-            "agreement",
-            head=state_head(session),
-            files=found.files_digest if found.ok else None,
-            options={**options, "width": width},
-        )
+        files = found.files_digest if found.ok else None
+        key = answer_key("agreement", head=state_head(session), files=files, options=options)
         answer = _answer(
             session,
             found,
@@ -166,7 +163,7 @@ def agreement(
             fresh=fresh,
             width=width,
         )
-        if keeps:
+        if out is None:
             keep_answer(session, key, answer)
     click.echo(answer, nl=False)
 

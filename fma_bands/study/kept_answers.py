@@ -63,15 +63,16 @@ def kept_answer(session: Session, key: str | None) -> str | None:
 
 
 def keep_answer(session: Session, key: str | None, answer: str) -> None:
-    """Keep `answer` under `key` (only the newest KEEP answers); one kept meanwhile by another
-    process is the same."""
+    """Keep `answer` under `key`, in place of one kept before (a fresh answer may differ from
+    it where the store was changed outside fma-bands); only the newest KEEP answers are kept."""
     if key is None:
         return
     try:
         with session.begin_nested():
+            session.execute(delete(KeptReport).where(col(KeptReport.key) == key))
             session.add(KeptReport(key=key, body=answer))
     except IntegrityError:
-        return
+        return  # kept meanwhile by another process, from the same state
     answers = col(KeptReport.key).startswith(ANSWER)
     newest = select(KeptReport.key).where(answers).order_by(col(KeptReport.made_at).desc())
     session.execute(
