@@ -315,6 +315,16 @@ def assignment(lib: Library, user: UserPublic) -> None:
         # The app's own heading; the details, which name raters and bands, as plain text.
         (st.success if outcome[0].startswith("Assignment changed") else st.error)(outcome[0])
         st.text(outcome[1])
+    # Everything here by case number, as every page lists cases (the bands of a case by step).
+    last = len(numbers) + 1
+    in_order = sorted(lib.vignettes, key=lambda vid: (numbers.get(vid, last), vid))
+    rank = {vid: i for i, vid in enumerate(in_order)}
+    steps = {band: i for i, band in enumerate(study_bands(lib))}
+
+    def place(band: tuple[str, str]) -> tuple[int, str, int]:
+        return (rank.get(band[0], last), band[0], steps.get(band, 0))
+
+    rows = sorted(rows, key=lambda r: place((r.vignette_id, r.sub_action)))
     flagged = problem_bands(rows)
     rule = f"the quorum of {quorum}" if quorum else "a quorum (no policy saved yet)"
     if flagged:
@@ -324,15 +334,17 @@ def assignment(lib: Library, user: UserPublic) -> None:
             icon=":material/warning:",
         )
         st.dataframe(
-            [_row(r) | {"why": explain(r)} for r in flagged], hide_index=True, width="stretch"
+            [_row(r, numbers) | {"why": explain(r)} for r in flagged],
+            hide_index=True,
+            width="stretch",
         )
     else:
         st.success(f"Every band has enough activated raters for {rule}, in scope.")
     with st.expander(f"Every band's raters ({len(rows)} bands)"):
-        st.dataframe([_row(r) for r in rows], hide_index=True, width="stretch")
+        st.dataframe([_row(r, numbers) for r in rows], hide_index=True, width="stretch")
     with st.form("assign"):
         st.selectbox("Rater", raters, index=None, key="assign:rater")
-        every = [f"{vid}:{name}" for vid, name in study_bands(lib)]
+        every = [f"{vid}:{name}" for vid, name in sorted(study_bands(lib), key=place)]
         st.multiselect(
             "Bands",
             every,
@@ -347,7 +359,7 @@ def assignment(lib: Library, user: UserPublic) -> None:
         )
         st.multiselect(
             "Every band of these vignettes",
-            list(lib.vignettes),
+            in_order,
             format_func=lambda vid: f"{case_label(numbers, vid)} · {vid}",
             key="assign:vignettes",
         )
@@ -356,8 +368,9 @@ def assignment(lib: Library, user: UserPublic) -> None:
         remove.form_submit_button("Remove the rater", on_click=_change, args=(lib, user, False))
 
 
-def _row(r: Any) -> dict[str, Any]:
+def _row(r: Any, numbers: dict[str, int]) -> dict[str, Any]:
     return {
+        "case": case_label(numbers, r.vignette_id),
         "vignette": r.vignette_id,
         "sub-action": sub_action(r.sub_action).label,
         "assigned raters": ", ".join(r.raters) or "nobody",

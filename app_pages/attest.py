@@ -27,7 +27,7 @@ from fma_bands.core.vignettes import Library
 from fma_bands.study import ledger
 from fma_bands.study.exemptions import ExemptionSigning, exemption_signing
 from fma_bands.study.identity import is_recorded
-from fma_bands.study.signing import attest, manifestation, on_file
+from fma_bands.study.signing import attest, manifestation, on_file, receipt_on_file
 from fma_bands.study.signing_plan import SigningPlan, covered_rows, imported_rows, plan
 from fma_bands.study.state import study
 from fma_bands.study.store_state import per_state
@@ -327,13 +327,32 @@ else:
         )
     if sign:
         declared = [k for k, ticked in ticks.items() if ticked]
+        if left := [text for key, text in DECLARATIONS.items() if key not in declared]:
+            # Said in the boxes' own words (the domain, which refuses it too, names each by
+            # the code the command line gives it).
+            quoted = "; ".join(f"“{text}”" for text in left)
+            st.session_state["attest:failed"] = (
+                f"Nothing was signed: tick every declaration first. Not yet ticked: {quoted}"
+            )
+            st.rerun()
         sign_attestation(
             lib, user, passphrase=passphrase, declarations=declared, folder=folder, confirm=confirm
         )
 
 with session() as s:
     mine = on_file(s, user.pseudonym)
+    kept = receipt_on_file(s, user.pseudonym)
 if mine:
     st.subheader("Your attestations on file")
     for line in mine:
         st.caption(escaped(line))
+if kept is not None and not just_signed:
+    # The receipt again, for a rater who left the page without saving it: the same fields.
+    st.download_button(
+        "Download your receipt (every record above)",
+        data=json.dumps(kept.as_dict(), indent=2),
+        file_name=f"receipt-{user.pseudonym}.json",
+        mime="application/json",
+        on_click="ignore",
+        key="receipt_on_file",
+    )

@@ -73,7 +73,10 @@ def events() -> None:
         width="stretch",
         # Tall enough for every row of the page: the grid never scrolls inside itself.
         height=ROW_PIXELS * (len(rows) + 1) + 3,
-        column_config={"details": st.column_config.TextColumn(width="large")},
+        column_config={
+            "who": st.column_config.TextColumn(width="medium"),  # "coordinator" whole
+            "details": st.column_config.TextColumn(width="large"),
+        },
         on_select="rerun",
         selection_mode="single-row",
         # A row chosen on one page or search is not chosen on the next.

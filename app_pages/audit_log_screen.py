@@ -158,6 +158,8 @@ def _shown(name: str, value: Any) -> str:
         return ", ".join(shown) + (" …" if len(value) > 8 else "")
     if isinstance(value, dict):
         return f"({details(value)})"
+    if isinstance(value, bool):  # never Python's True and False
+        return "yes" if value else "no"
     text = str(value)
     if name == "sub_action" and text in SUB_ACTIONS:
         return f"{SUB_ACTIONS[text].label} ({text})"

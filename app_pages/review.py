@@ -67,9 +67,12 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> DeltaGenerator:
             "The link you followed names no band in your queue, so this is where you left off.",
             icon=":material/link_off:",
         )
-    # Each as wide as its longest words need at a laptop's width (tests/browser: they fit).
-    back, case, band, forward = st.columns([28, 50, 87, 23], vertical_alignment="bottom")
+    # The boxes as wide as their longest choices need at a laptop's 1280 pixels, the buttons
+    # under them (tests/browser: all of it fits, on one line each).
+    case, band = st.columns([50, 87])
     case_picker(screen, case, band)
+    moves = st.container(horizontal=True, gap="small")
+    back = forward = moves
     for column, other, label, key in (
         (back, screen.previous, "← Previous band", PREVIOUS_KEY),
         (forward, screen.following, "Next band →", NEXT_KEY),

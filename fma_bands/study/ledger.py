@@ -195,7 +195,8 @@ def receipt(rows: Iterable[LogRecord], signer: Signer) -> Receipt:
     )
 
 
-def _releasable(row_round: int | None, current: StudyPublic) -> bool:
+def releasable(row_round: int | None, current: StudyPublic) -> bool:
+    """May a record sealed until `row_round` be in the folder now (its round has closed)?"""
     if row_round is None:
         return True
     return row_round < current.round or current.phase == "closed"
@@ -228,7 +229,7 @@ def publish(session: Session, folder: Path) -> list[str]:
     ).all()
     written = []
     for sequence, name, sealed in rows:
-        if not _releasable(sealed, current):
+        if not releasable(sealed, current):
             break
         path = folder / name
         if path.exists() or path.is_symlink():
@@ -307,7 +308,7 @@ def published_head(session: Session) -> tuple[int, str] | None:
             col(LogRecord.sequence), col(LogRecord.digest), col(LogRecord.sealed_round)
         ).order_by(col(LogRecord.sequence))
     ):
-        if not _releasable(sealed, current):
+        if not releasable(sealed, current):
             break
         found = (sequence, digest)
     return found

@@ -4,6 +4,7 @@ key is sealed under the passphrase the rater chose at activation. What a signatu
 signing_plan's to decide.
 """
 
+import json
 from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +26,7 @@ from fma_bands.study.exemptions import ExemptionSigning, exemption_signing
 from fma_bands.study.ledger import Receipt, Signer
 from fma_bands.study.rater_keys import public_record
 from fma_bands.study.signing_plan import Band, SigningPlan, plan
-from fma_bands.study.state import authorize, lock_study, study
+from fma_bands.study.state import StudyPublic, authorize, lock_study, study
 from fma_bands.study.users import unlock_signing_key
 
 NOT_SIGNED = "that passphrase is not right; nothing was signed"
@@ -70,18 +71,12 @@ def on_file(session: Session, pseudonym: str) -> list[str]:
     """One line for each of the rater's unrevoked attestation records: when it was signed, what
     it covers, where it is, and its record and file (what an editor or a revocation names)."""
     current = study(session)
-    revoked = ledger.store_evidence(session).revoked
-    query = select(LogRecord).where(LogRecord.kind == "adjudication", LogRecord.signer == pseudonym)
     lines = []
-    for row in session.exec(query.order_by(col(LogRecord.sequence))):
-        if row.digest in revoked:
-            continue
+    for row in _records_on_file(session, pseudonym):
         predicate = _statement_of(row)["predicate"]
         where = (
             "in the attestations folder"
-            if row.sealed_round is None
-            or row.sealed_round < current.round
-            or current.phase == "closed"
+            if _sealed_until(row, current) is None
             else f"sealed until round {row.sealed_round} closes"
         )
         # The file last: what a person reads first is when they signed and what it covers.
@@ -93,6 +88,36 @@ def on_file(session: Session, pseudonym: str) -> list[str]:
             f"file {row.file_name})"
         )
     return lines
+
+
+def receipt_on_file(session: Session, pseudonym: str) -> Receipt | None:
+    """The receipt of the rater's unrevoked attestation records on file (on_file), up to the
+    newest, as signing gives one: for a rater who did not keep theirs. None if none."""
+    rows = _records_on_file(session, pseudonym)
+    if not rows:
+        return None
+    last = rows[-1]
+    # The key of the newest signature (a reset key signs on under a new one).
+    keyid = json.loads(last.envelope)["signatures"][0]["keyid"]
+    return Receipt(
+        pseudonym,
+        keyid,
+        tuple((r.sequence, r.digest, r.file_name) for r in rows),
+        (last.sequence, last.digest),
+        _sealed_until(last, study(session)),
+    )
+
+
+def _records_on_file(session: Session, pseudonym: str) -> list[LogRecord]:
+    revoked = ledger.store_evidence(session).revoked
+    query = select(LogRecord).where(LogRecord.kind == "adjudication", LogRecord.signer == pseudonym)
+    rows = session.exec(query.order_by(col(LogRecord.sequence)))
+    return [row for row in rows if row.digest not in revoked]
+
+
+def _sealed_until(row: LogRecord, current: StudyPublic) -> int | None:
+    """The round whose close puts the record in the folder; None once it is there."""
+    return None if ledger.releasable(row.sealed_round, current) else row.sealed_round
 
 
 def signed_revisions(session: Session, pseudonym: str) -> dict[tuple[str, str], int]:

@@ -304,28 +304,33 @@ def test_the_longest_choices_fit_their_boxes(page: Page, server):
     )
     start(page, server)
     main = page.get_by_test_id("stMain")
-    for label, text in ((BAND_PICKER, band), (CASE_PICKER, case)):
-        room, needed = main.get_by_role("combobox", name=label).evaluate(
-            """(input, text) => {
-                const style = getComputedStyle(input);
-                const context = document.createElement("canvas").getContext("2d");
-                context.font = style.font;
-                const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
-                return [input.clientWidth - padding, context.measureText(text).width];
-            }""",
-            text,
-        )
-        assert needed <= room, f"{text!r} needs {needed:.0f} px, the box has {room:.0f}"
-    # The buttons either side keep their labels whole, on one line.
-    for name in (NEXT, PREVIOUS):
-        button = main.get_by_role("button", name=name, exact=True)
-        box = button.bounding_box()
-        assert box is not None and box["height"] < 50, f"{name} wraps: {box}"
-        cut = button.evaluate(
-            "(b) => Array.from(b.querySelectorAll('*'))"
-            ".some((e) => e.scrollWidth > e.clientWidth + 1)"
-        )
-        assert not cut, f"{name} is cut short"
+    # A laptop's 1280 pixels (the sidebar open) and the browser tests' 1400.
+    for width in (1280, WIDTH):
+        page.set_viewport_size({"width": width, "height": HEIGHT})
+        page.wait_for_timeout(300)  # the columns laid out again
+        for label, text in ((BAND_PICKER, band), (CASE_PICKER, case)):
+            room, needed = main.get_by_role("combobox", name=label).evaluate(
+                """(input, text) => {
+                    const style = getComputedStyle(input);
+                    const context = document.createElement("canvas").getContext("2d");
+                    context.font = style.font;
+                    const padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+                    return [input.clientWidth - padding, context.measureText(text).width];
+                }""",
+                text,
+            )
+            assert needed <= room, f"at {width} px, {text!r} needs {needed:.0f} px of {room:.0f}"
+        # The buttons either side keep their labels whole, on one line.
+        for name in (NEXT, PREVIOUS):
+            button = main.get_by_role("button", name=name, exact=True)
+            box = button.bounding_box()
+            assert box is not None and box["height"] < 50, f"at {width} px, {name} wraps: {box}"
+            cut = button.evaluate(
+                "(b) => Array.from(b.querySelectorAll('*'))"
+                ".some((e) => e.scrollWidth > e.clientWidth + 1)"
+            )
+            assert not cut, f"at {width} px, {name} is cut short"
+        shoot(page, f"review-heading-{width}px")
 
 
 def test_enter_opens_the_first_case_listed_even_from_a_case_that_matches(page: Page, server):

@@ -146,3 +146,40 @@ def test_signed_after_the_round_closed_the_receipt_says_the_records_are_in_the_f
     assert "They are in the attestations folder now: no round is open." in said
     assert "while the round is open" not in said
     assert "once your records are in the folder" not in said
+
+
+def test_a_declaration_left_unticked_is_named_in_its_own_words(identified):
+    from fma_bands.core.protocol import DECLARATIONS
+
+    review_in(identified, "review", [MED])
+    at = open_app(identified.rater, "app_pages/attest.py")
+    first, *others = [box for box in at.checkbox if box.key.startswith("declare:")]
+    first.check()
+    at.text_input(key="attest:passphrase").input(PASSPHRASES["rater-01"])
+    at = click(at, "Sign attestation")
+    [error] = at.error
+    said = as_read(error.value)
+    assert said.startswith("Nothing was signed: tick every declaration first. Not yet ticked:")
+    for box in others:
+        assert f"“{DECLARATIONS[box.key.removeprefix('declare:')]}”" in said
+        assert box.key.removeprefix("declare:") not in said  # no code beside the words
+    assert f"“{DECLARATIONS[first.key.removeprefix('declare:')]}”" not in said
+    assert not signed_records(identified)
+
+
+def signed_records(study) -> list[str]:
+    with study.store() as s:
+        return list(s.exec(select(LogRecord.kind).where(LogRecord.kind == "adjudication")))
+
+
+def test_the_receipt_can_be_downloaded_again_on_a_later_visit(identified):
+    review_in(identified, "review", [MED])
+    first = open_app(identified.rater, "app_pages/attest.py")
+    assert not downloads(first)  # nothing on file yet
+    sign(first)
+    later = open_app(identified.rater, "app_pages/attest.py")
+    assert "Download your receipt (every record above)" in downloads(later)
+
+
+def downloads(at) -> list[str]:
+    return [e.proto.label for e in at.get("download_button")]

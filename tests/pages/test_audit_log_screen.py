@@ -21,3 +21,9 @@ def test_details_name_sub_actions_by_their_labels_and_nested_records_in_brackets
         "sub-action: not_a_sub_action"
     )
     assert "{" not in said and "'" not in said  # never a Python record
+
+
+def test_yes_and_no_are_words():
+    assert details({"throttled": False, "demo": True, "count": 0}) == (
+        "throttled: no; demo: yes; count: 0"
+    )

@@ -66,6 +66,7 @@ from fma_bands.study.signing import (
     REVIEW_BYTES_PER_RECORD,
     attest,
     on_file,
+    receipt_on_file,
     resign,
     revoke,
     split_reviews,
@@ -966,6 +967,19 @@ def test_the_receipt_names_the_key_the_records_and_the_head(signed):
     refused = read_evidence(study.folder, since=other)
     assert not refused.valid
     assert [p.code for p in refused.problems] == ["folder_invalid"]
+
+
+def test_the_receipt_on_file_is_the_one_signing_gave_once_in_the_folder(signed, tmp_path):
+    """A rater who left the page without saving the receipt gets it again: the same key,
+    records and head; in the folder now (the round closed since)."""
+    study, url = signed
+    engine = make_engine(copy_database(url, tmp_path / "copy.db"))
+    with session_scope(engine) as s:
+        kept = receipt_on_file(s, "adjudicator-01")
+        assert receipt_on_file(s, "adjudicator-02") is None  # nothing signed
+    engine.dispose()
+    assert kept is not None
+    assert kept.as_dict() == {**study.receipt.as_dict(), "in_folder": "now"}
 
 
 def test_a_large_attestation_is_split_into_records_of_at_most_bands_per_record(
