@@ -16,7 +16,9 @@ st.write(
     "so nobody else can sign in your name."
 )
 with st.form("activate"):
-    pseudonym = st.text_input("Study name", placeholder="as the coordinator gave it, e.g. rater-01")
+    pseudonym = st.text_input(
+        "Your name in the study", placeholder="as the coordinator gave it, e.g. rater-01"
+    )
     code = st.text_input("Enrolment code", type="password", placeholder="XXXX-XXXX-...")
     passphrase = st.text_input(
         "Choose a passphrase", type="password", help=f"At least {MIN_PASSPHRASE} characters."

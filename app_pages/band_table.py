@@ -44,7 +44,7 @@ def count_words(shown: int, total: int, purpose: str, in_sight: int = IN_SIGHT) 
     return f"{shown} of {total} bands.{scrolls} Choose a row, or a band below, {purpose}."
 
 
-def row_height(cells: Sequence[Mapping[str, str]], widths: Mapping[str, int]) -> int:
+def row_height(cells: Sequence[Mapping[str, object]], widths: Mapping[str, int]) -> int:
     """A row as tall as the longest cell needs (up to MAX_LINES), wrapped within its column's
     width; a table whose every cell fits on one line keeps the default height."""
     lines = 1

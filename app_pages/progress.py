@@ -7,7 +7,7 @@ confirmation, reruns that part only, never the whole table of every rater's work
 
 import streamlit as st
 
-from app_pages.band_table import IN_SIGHT, ROW
+from app_pages.band_table import IN_SIGHT, ROW, row_height
 from app_pages.case_links import case_key
 from app_pages.common import escaped, library, plain, require_user, session, settings
 from app_pages.progress_screen import (
@@ -25,6 +25,18 @@ from fma_bands.study import marks
 from fma_bands.study.coverage import BandProgress, study_quorum
 from fma_bands.study.rounds import close_round
 from fma_bands.study.state import StudyPublic, study
+
+# Pixels, together what the main column of a 1280-pixel window holds beside the open sidebar;
+# a status longer than its column wraps within it (band_table.row_height), never cut short.
+QUORUM_WIDTHS = {
+    "case": 55,
+    "vignette": 170,
+    "sub-action": 150,
+    "assigned": 75,
+    "submitted": 80,
+    "declined": 70,
+    "status": 180,
+}
 
 
 def status_words(row: BandProgress, closed: bool) -> str:
@@ -76,27 +88,27 @@ def quorum_progress(lib: Library, user: UserPublic, current: StudyPublic) -> Non
             f"{len(shown)} bands, in case order: the table shows {IN_SIGHT} at a time; scroll "
             "inside it for the rest."
         )
+    cells = [
+        {
+            "case": numbers.get(r.vignette_id),
+            "vignette": r.vignette_id,
+            "sub-action": sub_action(r.sub_action).label,
+            "assigned": r.assigned,
+            "submitted": r.submitted,
+            "declined": r.declined,
+            "status": status_words(r, closed),
+        }
+        for r in shown
+    ]
+    height = row_height(cells, QUORUM_WIDTHS)
     st.dataframe(
-        [
-            {
-                "case": numbers.get(r.vignette_id),
-                "vignette": r.vignette_id,
-                "sub-action": sub_action(r.sub_action).label,
-                "assigned": r.assigned,
-                "submitted": r.submitted,
-                "declined": r.declined,
-                "status": status_words(r, closed),
-            }
-            for r in shown
-        ],
+        cells,
         hide_index=True,
         width="stretch",
+        row_height=height,
         # IN_SIGHT rows, the header and the border: as many as the line above says.
-        height=ROW * min(len(shown), IN_SIGHT) + ROW + 2,
-        column_config={
-            "sub-action": st.column_config.TextColumn(width="medium"),
-            "status": st.column_config.TextColumn(width="large"),
-        },
+        height=height * min(len(shown), IN_SIGHT) + ROW + 2,
+        column_config={n: st.column_config.Column(width=w) for n, w in QUORUM_WIDTHS.items()},
     )
 
 

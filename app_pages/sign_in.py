@@ -15,9 +15,11 @@ client = st.session_state.setdefault("client", secrets.token_hex(16))
 st.title("Sign in")
 if note := st.session_state.get(SIGNED_OUT_NOTE):
     st.info(note, icon=":material/schedule:")
-st.write("Sign in with your study name and the passphrase you chose.")
+st.write("Sign in with your name in the study and the passphrase you chose.")
 with st.form("sign_in"):
-    pseudonym = st.text_input("Study name", placeholder="as the coordinator gave it, e.g. rater-01")
+    pseudonym = st.text_input(
+        "Your name in the study", placeholder="as the coordinator gave it, e.g. rater-01"
+    )
     passphrase = st.text_input("Passphrase", type="password")
     submitted = st.form_submit_button("Sign in", type="primary")
 st.page_link(

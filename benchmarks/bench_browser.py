@@ -396,7 +396,7 @@ def sign_in(page, name: str) -> None:
     from playwright.sync_api import expect
 
     expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible(timeout=TIMEOUT_MS)
-    page.get_by_label("Study name", exact=True).fill(name)
+    page.get_by_label("Your name in the study", exact=True).fill(name)
     page.get_by_label("Passphrase", exact=True).fill(PASSPHRASE)
     page.get_by_role("button", name="Sign in", exact=True).click()
     drawn(page)
@@ -642,7 +642,7 @@ def page_loads(page, url: str) -> dict[str, float]:
         page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True).click()
 
     def signing_in() -> None:
-        page.get_by_label("Study name", exact=True).fill("coordinator")
+        page.get_by_label("Your name in the study", exact=True).fill("coordinator")
         page.get_by_label("Passphrase", exact=True).fill(PASSPHRASE)
         page.get_by_role("button", name="Sign in", exact=True).click()
 

@@ -97,7 +97,12 @@ def _number(value: float | None) -> str:
 def _unchanged(a: Alpha) -> str:
     if a.share_unchanged is None:
         return "-"
-    return f"{a.share_unchanged:.0%} ({a.share_accept or 0:.0%} ACCEPT)"
+    kept, accepted = a.share_unchanged, a.share_accept or 0
+    if kept == 0:
+        return "0%"
+    if accepted == kept:
+        return f"{kept:.0%}, all by ACCEPT"
+    return f"{kept:.0%}: {accepted:.0%} by ACCEPT, the rest by AMEND to the proposal's own band"
 
 
 def _declines(a: Alpha) -> str:

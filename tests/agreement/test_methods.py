@@ -102,8 +102,16 @@ def expected_cells(a: dict) -> dict[str, str]:
         return f"{x:.3f}"
 
     shares = "-"
-    if a["share_unchanged"] is not None:
-        shares = f"{a['share_unchanged']:.0%} ({a['share_accept']:.0%} ACCEPT)"
+    kept, accepted = a["share_unchanged"], a["share_accept"]
+    if kept == 0:
+        shares = "0%"
+    elif kept is not None:
+        shares = (
+            f"{kept:.0%}, all by ACCEPT"
+            if accepted == kept
+            else f"{kept:.0%}: {accepted:.0%} by ACCEPT, the rest by AMEND to the proposal's "
+            "own band"
+        )
     return {
         "alpha": "undefined" if a["alpha"] is None else three(a["alpha"]),
         "95% interval": "none"

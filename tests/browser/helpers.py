@@ -46,7 +46,7 @@ def open_app(page: Page, url: str) -> None:
 def sign_in(page: Page, name: str, passphrase: str) -> None:
     """Fill the sign-in form and send it; the caller checks where it landed."""
     expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
-    page.get_by_label("Study name", exact=True).fill(name)
+    page.get_by_label("Your name in the study", exact=True).fill(name)
     page.get_by_label("Passphrase", exact=True).fill(passphrase)
     page.get_by_role("button", name="Sign in", exact=True).click()
     wait_for_app(page)

@@ -81,7 +81,7 @@ def activate_in_the_browser(page: Page, url: str, code: str) -> None:
     page.get_by_role("link", name=re.compile("Activate your account")).click()
     wait_for_app(page)
     expect(page.get_by_role("heading", name="Activate your account", level=1)).to_be_visible()
-    page.get_by_label("Study name", exact=True).fill(RATER)
+    page.get_by_label("Your name in the study", exact=True).fill(RATER)
     page.get_by_label("Enrolment code", exact=True).fill(code)
     page.get_by_label("Choose a passphrase", exact=True).fill(CHOSEN)
     page.get_by_label("Repeat the passphrase", exact=True).fill(CHOSEN)

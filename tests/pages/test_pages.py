@@ -97,7 +97,7 @@ def test_first_run_creates_the_coordinator_and_lands_on_admin(app_env):
 
 
 def sign_in_as(at: AppTest, name: str, passphrase: str) -> AppTest:
-    by_label(at.text_input, "Study name").input(name)
+    by_label(at.text_input, "Your name in the study").input(name)
     by_label(at.text_input, "Passphrase").input(passphrase)
     return click(at, "Sign in")
 
@@ -319,7 +319,7 @@ def test_a_real_name_is_refused_naming_the_field(study):
 
 
 def activate_in(at: AppTest, name: str, code: str, passphrase: str, repeat: str | None = None):
-    by_label(at.text_input, "Study name").input(name)
+    by_label(at.text_input, "Your name in the study").input(name)
     by_label(at.text_input, "Enrolment code").input(code)
     by_label(at.text_input, "Choose a passphrase").input(passphrase)
     by_label(at.text_input, "Repeat the passphrase").input(passphrase if repeat is None else repeat)
@@ -337,7 +337,7 @@ def test_a_rater_activates_with_the_code_and_chooses_the_passphrase(study, monke
     assert not {u.pseudonym: u for u in users_in(study.url)}["adjudicator-02"].active
     activate_in(at, "adjudicator-02", "WRONG-CODE", "my very own passphrase")
     assert [e.value for e in at.error] == [ACTIVATION_FAILED]
-    assert by_label(at.text_input, "Study name").value == "adjudicator-02"  # input kept
+    assert by_label(at.text_input, "Your name in the study").value == "adjudicator-02"  # input kept
     activate_in(at, "adjudicator-02", code, "short")
     assert [e.value for e in at.error] == ["choose a passphrase of at least 12 characters"]
 

@@ -3,6 +3,7 @@ share of ACCEPT, flags, closing the phase only once confirmed) and the audit log
 
 import csv
 import io
+import json
 
 from fma_bands.study import audit, marks
 from fma_bands.study.rounds import close_round
@@ -289,6 +290,15 @@ def test_once_the_round_is_closed_a_short_band_says_what_it_came_to(study, tmp_p
     closed_status = quorum_table(at).set_index("vignette")["status"]
     assert closed_status[DOC[0]] == "round closed, 1 short of the quorum"
     assert closed_status[TRIAGE[0]] == "round closed, 2 short of the quorum"
+    # Each column as wide as set for a 1280-pixel window, and a status longer than its column
+    # wraps onto a taller row rather than being cut short.
+    from app_pages.band_table import ROW, SHORTEST_WRAPPING_ROW
+
+    [grid] = [f for f in at.dataframe if "status" in f.value.columns]
+    widths = {n: c["width"] for n, c in json.loads(grid.proto.columns).items() if "width" in c}
+    assert set(widths) == set(grid.value.columns)
+    assert sum(widths.values()) <= 780  # the main column beside the open sidebar
+    assert grid.proto.row_height == SHORTEST_WRAPPING_ROW > ROW  # two lines: it wraps
 
 
 def test_the_audit_log_shows_a_whole_page_of_rows_and_counts_them(study, monkeypatch):
