@@ -7,7 +7,16 @@ check it made and when (`fma-bands audit verify` always checks it all)."""
 
 import streamlit as st
 
-from app_pages.audit_log_screen import Search, check_chain, choices, count, search, to_csv
+from app_pages.audit_log_screen import (
+    Search,
+    accounts,
+    check_chain,
+    choices,
+    count,
+    search,
+    to_csv,
+    who_words,
+)
 from app_pages.common import require_user, session
 from app_pages.main import opened
 
@@ -25,6 +34,7 @@ with session() as s:
     check = check_chain(s, user, st.session_state.get(CHECK_KEY), opened=opened())
     st.session_state[CHECK_KEY] = check
     kinds, actors = choices(s, user)
+    people = accounts(s)
 
 st.title("Audit log")
 report = check.report
@@ -46,7 +56,13 @@ def events() -> None:
     what, who, since, until, size = st.columns([3, 2, 2, 2, 1])
     wanted = Search(
         kinds=tuple(what.multiselect("What", kinds, format_func=lambda k: k.replace("_", " "))),
-        actor=who.selectbox("Who", actors, index=None, placeholder="anyone"),
+        actor=who.selectbox(
+            "Who",
+            actors,
+            index=None,
+            placeholder="anyone",
+            format_func=lambda actor: who_words(actor, people),
+        ),
         since=since.date_input("From (UTC)", value=None),
         until=until.date_input("Until (UTC)", value=None),
     )
@@ -61,7 +77,12 @@ def events() -> None:
         first = (number - 1) * per_page
         rows = search(s, user, wanted, limit=per_page, offset=first)
     if not rows:
-        grid.info("No event matches these filters.")
+        backwards = wanted.since and wanted.until and wanted.since > wanted.until
+        grid.info(
+            "No event matches these filters: the From day is after the Until day."
+            if backwards
+            else "No event matches these filters."
+        )
         return
     grid.caption(
         f"Rows {first + 1}-{first + len(rows)} of {total} matching events, newest first"

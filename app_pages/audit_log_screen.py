@@ -2,6 +2,7 @@
 page at a time, their details in words, and all of a search as CSV."""
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -16,6 +17,7 @@ from fma_bands.store.models import AuditEvent
 from fma_bands.study import audit
 from fma_bands.study.audit_hash import stored_columns
 from fma_bands.study.state import authorize
+from fma_bands.study.users import pseudonyms
 
 COLUMNS = ("seq", "when (UTC)", "who", "what", "details")
 
@@ -92,6 +94,7 @@ def search(
     """The matching events newest first, as table rows."""
     authorize(session, viewer, "read_audit")
     conditions = _where(search)
+    people = accounts(session)
     at, payload = stored_columns(session)
     query = (
         select(col(AuditEvent.seq), at, col(AuditEvent.actor), col(AuditEvent.kind), payload)
@@ -105,13 +108,31 @@ def search(
         {
             "seq": seq,
             "when (UTC)": _when(at),
-            "who": actor or "(the system)",
+            "who": who_words(actor, people),
             "what": kind.replace("_", " "),
             "details": _details_of_stored(payload),
         }
         for seq, at, actor, kind, payload in session.execute(query)
     ]
     return rows
+
+
+# Actors that are no person: fma-bands itself, at work for a command or the demo (a person's
+# name never takes these forms: a pseudonym is checked when enrolled).
+NOT_PEOPLE = {None: "(the system)", "cli": "(the command line)", "demo": "(fma-bands demo)"}
+
+
+def accounts(session: Session) -> set[str]:
+    """Every account's pseudonym: who_words tells people from what else acted by them."""
+    return set(pseudonyms(session).values())
+
+
+def who_words(actor: str | None, people: Collection[str]) -> str:
+    """Who acted, as the log's reader reads it: a person's pseudonym (one of `people`, the
+    study's accounts), or what else acted."""
+    if actor is not None and actor in people:
+        return actor
+    return NOT_PEOPLE.get(actor) or str(actor)
 
 
 # Read from what the database holds, so that an event edited into something fma-bands never

@@ -1,6 +1,6 @@
 """The audit log's details column (app_pages/audit_log_screen.py): an event's record in words."""
 
-from app_pages.audit_log_screen import details
+from app_pages.audit_log_screen import details, who_words
 
 
 def test_details_name_sub_actions_by_their_labels_and_nested_records_in_brackets():
@@ -27,3 +27,14 @@ def test_yes_and_no_are_words():
     assert details({"throttled": False, "demo": True, "count": 0}) == (
         "throttled: no; demo: yes; count: 0"
     )
+
+
+def test_who_is_a_person_or_says_what_else_acted():
+    people = {"rater-01", "cli"}  # an account may be named like what else acts
+    assert [who_words(a, people) for a in ("rater-01", None, "demo", "cli")] == [
+        "rater-01",
+        "(the system)",
+        "(fma-bands demo)",
+        "cli",
+    ]
+    assert who_words("cli", set()) == "(the command line)"

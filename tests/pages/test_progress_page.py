@@ -4,6 +4,7 @@ share of ACCEPT, flags, closing the phase only once confirmed) and the audit log
 import csv
 import io
 import json
+from datetime import date
 
 from fma_bands.study import audit, marks
 from fma_bands.study.rounds import close_round
@@ -132,6 +133,14 @@ def test_the_audit_log_filters_by_kind_and_who(study):
     who.set_value("coordinator").run()
     assert not at.dataframe  # no empty table: a sentence says so
     assert [i.value for i in at.info] == ["No event matches these filters."]
+    who.set_value(None)
+    [since] = [d for d in at.date_input if d.label == "From (UTC)"]
+    [until] = [d for d in at.date_input if d.label == "Until (UTC)"]
+    since.set_value(date(2026, 3, 2))
+    until.set_value(date(2026, 3, 1)).run()
+    assert [i.value for i in at.info] == [
+        "No event matches these filters: the From day is after the Until day."
+    ]
     go(at, "app_pages/progress.py")
     go(at, "app_pages/audit_log.py")
     assert len(at.dataframe[0].value) > 1  # a new visit starts from every event
