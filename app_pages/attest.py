@@ -8,6 +8,7 @@ from typing import Any
 
 import streamlit as st
 
+from app_pages.band_table import CHARACTERS_PER_PIXEL, LINE, ROW
 from app_pages.case_links import case_key
 from app_pages.common import escaped, library, require_user, session, settings
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
@@ -74,37 +75,50 @@ def in_case_order(
     return [row for _, row in sorted(paired, key=lambda pair: pair[0])]
 
 
-# Column widths in pixels that fit the page's width together, so no column hides off the
-# right; a band's text wraps within its column, in rows as tall as the longest band needs.
+# Column widths in pixels that fit together the main column of a 1280-pixel window beside the
+# open sidebar, so no column hides off the right; a band's text wraps within its column, in rows
+# as tall as the longest band needs.
 WIDTHS = {
-    "case": 85,
-    "sub-action": 170,
+    "case": 75,
+    "sub-action": 150,
     "verdict": 70,
-    "band attested": 180,
-    "band": 180,
-    "corrected": 110,
+    "band attested": 150,
+    "band": 150,
+    "corrected": 85,
     "revision": 60,
-    "origin": 125,
-    "as signed before": 120,
-    "entered": 150,
+    "origin": 95,
+    "as signed before": 95,
+    "entered": 110,
     "reason": 150,
 }
-LINE_PIXELS, CHARACTERS_PER_LINE = 20, 26  # of a 180-pixel column
-SHORTEST_WRAPPING_ROW = 66  # the grid wraps a cell's text only in rows taller than 64 pixels
+IN_SIGHT = 12  # rows shown at a time
 
 
-def band_table(rows: list[dict[str, Any]]) -> None:
-    """Rows of reviews with every band's text wrapped whole, never cut; up to 12 rows shown
-    at a time."""
-    longest = max((len(str(r.get("band attested", r.get("band", "")))) for r in rows), default=0)
-    lines = max(3, -(-longest // CHARACTERS_PER_LINE))
-    row_height = max(SHORTEST_WRAPPING_ROW, LINE_PIXELS * lines + 16)
+def band_table(rows: list[dict[str, Any]], said: str = "") -> None:
+    """Rows of reviews with every band's text wrapped whole, never cut; up to IN_SIGHT rows
+    shown at a time, the rest a scroll inside the table away (said above it, after `said`)."""
+    if len(rows) > IN_SIGHT:
+        said += (
+            f" {len(rows)} rows: the table shows {IN_SIGHT} at a time; scroll inside it for the "
+            "rest."
+        )
+    if said.strip():
+        st.caption(said.strip())
+    # Three lines at least (a sub-action's name and an origin wrap), and as many as the longest
+    # cell needs: what is signed is read whole, never cut at a row's height.
+    lines = 3
+    for row in rows:
+        for name, text in row.items():
+            if name in WIDTHS:
+                per_line = max(1, int(WIDTHS[name] * CHARACTERS_PER_PIXEL))
+                lines = max(lines, -(-len(str(text)) // per_line))
+    height = LINE * lines + 16
     st.dataframe(
         rows,
         hide_index=True,
         width="stretch",
-        row_height=row_height,
-        height=row_height * min(len(rows), 12) + 38,
+        row_height=height,
+        height=height * min(len(rows), IN_SIGHT) + ROW + 3,
         column_config={
             name: st.column_config.Column(width=width)
             for name, width in WIDTHS.items()
@@ -156,8 +170,7 @@ def reviews_covered(
             icon=":material/verified:",
         )
     if signing.reviews:
-        st.caption("In case order. Click a cell to read it on its own.")
-        band_table(shown.covered)
+        band_table(shown.covered, "In case order. Click a cell to read it on its own.")
     elif signing.imported:
         st.info(
             "Nothing to sign yet: confirm the imported reviews above, or review bands yourself."

@@ -3,6 +3,7 @@ signs from the Sign attestation page with nothing done by the coordinator (the d
 every rater's identity), and a rater of a real study whose identity is not recorded is told what
 is missing and whom to ask, not merely refused."""
 
+import json
 import os
 
 import pytest
@@ -97,6 +98,18 @@ def test_a_demo_rater_signs_with_nothing_done_by_the_coordinator(demo):
         if band == ORDERS
     ]
     assert orders == "required: X-ray ankle; nothing else defensible"
+    # Every column set in pixels, together within a 1280-pixel window beside the sidebar (the
+    # last ones were off its right edge), and rows tall enough for the longest cell whole.
+    [grid] = [f for f in at.dataframe if "band attested" in f.value.columns]
+    widths = {n: c["width"] for n, c in json.loads(grid.proto.columns).items() if "width" in c}
+    assert set(widths) == set(covered.columns) and sum(widths.values()) <= 780
+    longest = max(
+        -(-len(str(text)) // int(widths[name] * 0.13))
+        for row in covered.to_dict("records")
+        for name, text in row.items()
+    )
+    assert grid.proto.row_height >= 20 * max(3, longest) + 16
+    assert "scroll inside it for the rest" in " ".join(c.value for c in at.caption)
     sign(at, "rater-01-demo")
     assert "Signed. Your signature and your receipt:" in [s.value for s in at.success]
     assert not at.error, [e.value for e in at.error]
