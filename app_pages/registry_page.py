@@ -342,7 +342,9 @@ st.caption(
     f"All {len(registry.decisions)} bands, {granted} clinician-adjudicated; head "
     f"{'signed' if head_signer else 'not signed'}. Saved with your browser's downloads."
 )
-if st.button(f"Write bands.yaml to the export folder, {escaped(export_dir)}"):
+# The folder's whole path: a relative one names the server's working folder, which the
+# coordinator cannot see from the browser.
+if st.button(f"Write bands.yaml to the export folder, {escaped(Path(export_dir).resolve())}"):
     try:
         written = write_export(
             lib,
@@ -352,6 +354,6 @@ if st.button(f"Write bands.yaml to the export folder, {escaped(export_dir)}"):
             head_signer=head_signer,
             audit_head=audit_head(),
         )
-        st.success(f"Wrote {escaped(written)}")
+        st.success(f"Wrote {escaped(Path(written).resolve())}")
     except FmaBandsError as exc:
         st.error(escaped(exc))

@@ -51,7 +51,8 @@ def open_page(study, attestations, tmp_path, monkeypatch) -> AppTest:
         "FMA_BANDS_DATABASE_URL": url,
         "FMA_BANDS_VIGNETTES": str(DEMO_VIGNETTES),
         "FMA_BANDS_ATTESTATIONS": str(attestations),
-        "FMA_BANDS_EXPORT_DIR": str(tmp_path / "exports"),
+        # Relative, as the default is: the page names the folder by its whole path.
+        "FMA_BANDS_EXPORT_DIR": "exports",
     }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(tmp_path)
