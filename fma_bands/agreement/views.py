@@ -484,7 +484,11 @@ def rule_text(b: BandAgreement) -> str:
     if c.rule == "absent":
         if b.n_raters == 0:
             return "every rater declined: no band to compare"
-        return "one rater only: the intersection rule does not bind"
+        return (
+            "one rater only: the intersection rule does not bind (no agreement to measure; the "
+            "Band registry may still adjudicate the band from that rater's signed review, if "
+            "the study's quorum is 1)"
+        )
     shared = frozenset.intersection(*(band.values() for _, band in b.bands))
     if shared and isinstance(b.bands[0][1], MultilabelBand):
         return "no consensus: an order one rater requires is not defensible to every rater"
