@@ -92,6 +92,7 @@ WIDTHS = {
     "reason": 150,
 }
 IN_SIGHT = 12  # rows shown at a time
+MOST_LINES = 8  # of a row: an orders band of a dozen tests, whole
 
 
 def band_table(rows: list[dict[str, Any]], said: str = "") -> None:
@@ -105,14 +106,15 @@ def band_table(rows: list[dict[str, Any]], said: str = "") -> None:
     if said.strip():
         st.caption(said.strip())
     # Three lines at least (a sub-action's name and an origin wrap), and as many as the longest
-    # cell needs: what is signed is read whole, never cut at a row's height.
+    # cell needs up to MOST_LINES (every row is as tall as the tallest: one long reason would
+    # make each a screen high); a longer cell is read whole by clicking it, as said above.
     lines = 3
     for row in rows:
         for name, text in row.items():
             if name in WIDTHS:
                 per_line = max(1, int(WIDTHS[name] * CHARACTERS_PER_PIXEL))
                 lines = max(lines, -(-len(str(text)) // per_line))
-    height = LINE * lines + 16
+    height = LINE * min(lines, MOST_LINES) + 16
     st.dataframe(
         rows,
         hide_index=True,

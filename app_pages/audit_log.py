@@ -100,12 +100,14 @@ def events() -> None:
         },
         on_select="rerun",
         selection_mode="single-row",
-        # A row chosen on one page or search is not chosen on the next.
-        key=f"audit_grid:{number}:{per_page}:{wanted!r}",
+        # A row chosen is not chosen on another page or search, nor once newer events have
+        # moved the rows down (the selection is a row's place, not its event).
+        key=f"audit_grid:{number}:{per_page}:{wanted!r}:{rows[0]['seq']}",
     )
     chosen = picked.selection.rows
     if chosen and chosen[0] < len(rows):
-        event = rows[chosen[0]]
+        with session() as s:
+            [event] = search(s, user, Search(seq=rows[chosen[0]]["seq"]), whole=True)
         grid.markdown(f"**Event {event['seq']}**, {event['when (UTC)']} UTC")
         # Plain text: what people and files wrote is never read as markup.
         said = event["details"] or "(no details recorded)"

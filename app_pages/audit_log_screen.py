@@ -28,6 +28,7 @@ class Search:
     actor: str | None = None
     since: date | None = None  # from the start of this day, UTC
     until: date | None = None  # to the end of this day, UTC
+    seq: int | None = None  # this event alone
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ def _where(search: Search) -> list[ColumnElement[bool]]:
     if search.until:
         end = datetime.combine(search.until + timedelta(days=1), time(), UTC)
         conditions.append(col(AuditEvent.at) < end)
+    if search.seq is not None:
+        conditions.append(col(AuditEvent.seq) == search.seq)
     return conditions
 
 
@@ -90,8 +93,10 @@ def search(
     *,
     limit: int | None = None,
     offset: int = 0,
+    whole: bool = False,
 ) -> list[dict[str, Any]]:
-    """The matching events newest first, as table rows."""
+    """The matching events newest first, as table rows; `whole`: every member of a long list
+    in the details (a grid's cell lists eight)."""
     authorize(session, viewer, "read_audit")
     conditions = _where(search)
     people = accounts(session)
@@ -110,7 +115,7 @@ def search(
             "when (UTC)": _when(at),
             "who": who_words(actor, people),
             "what": kind.replace("_", " "),
-            "details": _details_of_stored(payload),
+            "details": _details_of_stored(payload, whole),
         }
         for seq, at, actor, kind, payload in session.execute(query)
     ]
@@ -149,15 +154,15 @@ def _when(at: Any) -> str:
         return UNREADABLE
 
 
-def _details_of_stored(text: Any) -> str:
+def _details_of_stored(text: Any, whole: bool) -> str:
     try:
         payload = json.loads(text)
     except (TypeError, ValueError):
         return UNREADABLE
-    return details(payload) if isinstance(payload, dict) else UNREADABLE
+    return details(payload, whole=whole) if isinstance(payload, dict) else UNREADABLE
 
 
-def details(payload: dict[str, Any]) -> str:
+def details(payload: dict[str, Any], *, whole: bool = False) -> str:
     """`{"vignette_id": "x", "sub_action": "admit"}` as "vignette id: x; sub-action: Admit to
     hospital": names in words, sub-actions by their labels (the key beside, as the filters and
     exports name them), nested records in brackets."""
@@ -165,7 +170,7 @@ def details(payload: dict[str, Any]) -> str:
     for name, value in payload.items():
         if value is None or value == [] or value == {}:
             continue
-        parts.append(f"{_name(name)}: {_shown(name, value)}")
+        parts.append(f"{_name(name)}: {_shown(name, value, whole)}")
     return "; ".join(parts)
 
 
@@ -173,12 +178,14 @@ def _name(name: str) -> str:
     return "sub-action" if name == "sub_action" else name.replace("_", " ")
 
 
-def _shown(name: str, value: Any) -> str:
+def _shown(name: str, value: Any, whole: bool) -> str:
     if isinstance(value, list):
-        shown = [_shown(name, v) for v in value[:8]]
-        return ", ".join(shown) + (" …" if len(value) > 8 else "")
+        # A grid's cell lists eight; the event chosen and the CSV list every one.
+        kept = value if whole else value[:8]
+        shown = [_shown(name, v, whole) for v in kept]
+        return ", ".join(shown) + (" …" if len(kept) < len(value) else "")
     if isinstance(value, dict):
-        return f"({details(value)})"
+        return f"({details(value, whole=whole)})"
     if isinstance(value, bool):  # never Python's True and False
         return "yes" if value else "no"
     text = str(value)
@@ -192,4 +199,4 @@ def _shown(name: str, value: Any) -> str:
 
 
 def to_csv(session: Session, viewer: UserPublic, wanted: Search) -> str:
-    return csv_text(COLUMNS, search(session, viewer, wanted))
+    return csv_text(COLUMNS, search(session, viewer, wanted, whole=True))

@@ -39,7 +39,7 @@ def alpha_chart(points: Sequence[dict]) -> alt.LayerChart | None:
     return (
         intervals.encode(
             x=alt.X("lo_shown:Q", title=TITLE, scale=x_scale, axis=alt.Axis(values=TICKS)),
-            x2="hi:Q",
+            x2="hi_shown:Q",
             y=y,
         )
         + data.mark_point(filled=True, size=80).encode(
@@ -58,16 +58,17 @@ def alpha_chart(points: Sequence[dict]) -> alt.LayerChart | None:
 
 
 def on_axis(point: dict) -> dict:
-    """The point as the chart draws it: its alpha and its interval's lower bound held at -1
-    (`alpha`, `lo_shown`; the alpha as computed is `computed`), and `below` when either was
-    lower."""
-    alpha, lo = point["alpha"], point.get("lo")
+    """The point as the chart draws it: its alpha and its interval's bounds held at -1
+    (`alpha`, `lo_shown`, `hi_shown`; the alpha as computed is `computed`), and `below` when
+    either the alpha or the interval reached lower."""
+    alpha, lo, hi = point["alpha"], point.get("lo"), point.get("hi")
     below = alpha < LOWEST or (lo is not None and lo < LOWEST)
     return {
         **point,
         "alpha": max(alpha, LOWEST),
         "computed": alpha,
         "lo_shown": None if lo is None else max(lo, LOWEST),
+        "hi_shown": None if hi is None else max(hi, LOWEST),
         "below": below,
         "lowest": LOWEST,
     }

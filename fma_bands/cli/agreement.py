@@ -125,7 +125,8 @@ def agreement(
     diagnostics, alpha by ambiguity stratum and sample-size planning."""
     from fma_bands.core.vignettes import files_digest
     from fma_bands.study.audit import state_head
-    from fma_bands.study.kept_answers import answer_key, keep_answer, kept_answer
+    from fma_bands.study.kept_answers import answer_key, forget_answers, keep_answer, kept_answer
+    from fma_bands.study.state import authorize
 
     out = None if folder is None else matrices_folder(folder)
     options = {
@@ -137,6 +138,8 @@ def agreement(
     }
     with store() as session:
         viewer = coordinator(session)
+        # Before any answer is looked up: a kept one is the coordinator's figures.
+        authorize(session, viewer, "see_diagnostics")
         # Once a round has closed the same figures are asked for again and again: the whole
         # answer is kept (study/kept_answers.py). --coincidences always computes (it writes
         # files); --fresh computes and keeps what it found in place of what was kept.
@@ -147,6 +150,8 @@ def agreement(
             if answer is not None:
                 click.echo(answer, nl=False)
                 return
+        if fresh:
+            forget_answers(session)  # each kept in this state may be as stale as this one
         found, _ = synced(session)
         # The state the answer is made from: after the sync, before the reviews are read.
         files = found.files_digest if found.ok else None

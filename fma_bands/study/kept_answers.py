@@ -80,6 +80,12 @@ def keep_answer(session: Session, key: str | None, answer: str) -> None:
     )
 
 
+def forget_answers(session: Session) -> None:
+    """Drop every kept answer: asked for afresh, the store may have been changed behind
+    fma-bands' back, which leaves the state every answer is kept under as it was."""
+    session.execute(delete(KeptReport).where(col(KeptReport.key).startswith(ANSWER)))
+
+
 @lru_cache(maxsize=1)
 def code_digest() -> str:
     """Every file of the fma_bands package (its code and the data it reads, such as the

@@ -115,6 +115,9 @@ def keep_source(session: Session, state: str, source: str) -> None:
     """Keep the source_key taken in `state` (only the newest KEEP states)."""
     try:
         with session.begin_nested():
+            # In place of one kept before: `fresh` takes the key again from the reviews, which
+            # may differ where the store was changed outside fma-bands.
+            session.execute(delete(KeptReport).where(col(KeptReport.key) == STATE + state))
             session.add(KeptReport(key=STATE + state, body=source))
     except IntegrityError:
         return  # kept meanwhile by another process: the same

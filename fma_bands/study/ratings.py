@@ -161,8 +161,7 @@ def study_findings(
     and the planning (agreement.diagnostics), kept as the report is (kept_diagnostics.py). The
     coordinator's only: the per-rater figures say how each pseudonym's bands compare, and the
     strata are never shown to raters."""
-    if not viewer.is_coordinator:
-        raise AccessDenied("only a coordinator sees the per-rater diagnostics and the strata")
+    authorize(session, viewer, "see_diagnostics")
     source, read = ratings_source(session, library, viewer=viewer, round=round, fresh=fresh)
     # Made once, and only if the report or the diagnostics are computed.
     ratings = cache(lambda: ratings_of(read(), library))

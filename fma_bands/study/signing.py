@@ -93,12 +93,14 @@ def on_file(session: Session, pseudonym: str) -> list[str]:
 def receipt_on_file(session: Session, pseudonym: str) -> Receipt | None:
     """The receipt of the rater's unrevoked attestation records on file (on_file), up to the
     newest, as signing gives one: for a rater who did not keep theirs. None if none."""
-    rows = _records_on_file(session, pseudonym)
-    if not rows:
+    found = _records_on_file(session, pseudonym)
+    if not found:
         return None
-    last = rows[-1]
-    # The key of the newest signature (a reset key signs on under a new one).
-    keyid = json.loads(last.envelope)["signatures"][0]["keyid"]
+    last = found[-1]
+    # A receipt names one key: the newest record's. Records an older key signed (before the
+    # rater's key was reset) are listed on the page, not on this receipt.
+    keyid = _keyid(last)
+    rows = [row for row in found if _keyid(row) == keyid]
     return Receipt(
         pseudonym,
         keyid,
@@ -106,6 +108,10 @@ def receipt_on_file(session: Session, pseudonym: str) -> Receipt | None:
         (last.sequence, last.digest),
         _sealed_until(last, study(session)),
     )
+
+
+def _keyid(row: LogRecord) -> str:
+    return json.loads(row.envelope)["signatures"][0]["keyid"]
 
 
 def _records_on_file(session: Session, pseudonym: str) -> list[LogRecord]:

@@ -78,6 +78,8 @@ RULES: dict[str, Rule] = {
     "record_identity": Rule("record a rater's identity"),
     "reveal_identity": Rule("see a rater's identity", oneself=True),
     "see_reviews": Rule("see other raters' reviews", raters_once_closed=True),
+    # Each pseudonym's figures and the strata: never a rater's, even once a round has closed.
+    "see_diagnostics": Rule("see each rater's diagnostics and the strata"),
     "review": Rule("review bands", roles=("rater",), open_phase=True),
     "review_exemption": Rule("review exemptions", roles=("rater",), open_phase=True),
     "sign": Rule("sign attestations", roles=("rater",)),

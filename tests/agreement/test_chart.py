@@ -28,6 +28,7 @@ def test_what_reaches_below_minus_one_is_drawn_to_it_and_marked():
         **point(0.734, -2521.368, 1.0),
         "computed": 0.734,
         "lo_shown": -1.0,
+        "hi_shown": 1.0,
         "below": True,
         "lowest": -1.0,
     }
@@ -49,3 +50,15 @@ def test_what_reaches_below_minus_one_is_drawn_to_it_and_marked():
         "tooltip"
     ]
     assert alpha_chart([]) is None
+
+
+def test_an_interval_wholly_below_minus_one_is_drawn_at_it():
+    drawn = on_axis(point(-3.0, -9.0, -2.0))
+    assert (drawn["alpha"], drawn["lo_shown"], drawn["hi_shown"], drawn["below"]) == (
+        -1.0,
+        -1.0,
+        -1.0,
+        True,
+    )
+    interval, *_ = layers([point(-3.0, -9.0, -2.0)])
+    assert interval["encoding"]["x2"]["field"] == "hi_shown"

@@ -9,6 +9,7 @@ import json
 import pytest
 from sqlmodel import select
 
+from fma_bands.cli.base import REFUSED_EXIT
 from fma_bands.core import vignettes
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
@@ -169,6 +170,8 @@ def test_a_change_in_the_store_is_a_new_state(fma, loads):  # noqa: F811
         record(s, kind="review_submitted", actor="someone", payload={"note": "a change"})
     assert fma("agreement", "--json", "--bootstrap", "20") == first
     assert loads["n"] == 2
+    other = ("agreement", "--json", "--bootstrap", "20", "--seed", "7")
+    before = fma(*other)  # kept under this state, from the reviews as they are
     # A review changed without the audit log (outside fma-bands) is seen with --fresh.
     with session_scope(fma.engine) as s:
         rows = s.exec(select(Review).where(Review.sub_action == ESI[1])).all()
@@ -178,8 +181,10 @@ def test_a_change_in_the_store_is_a_new_state(fma, loads):  # noqa: F811
     assert fma("agreement", "--json", "--bootstrap", "20") == first
     fresh = fma("agreement", "--json", "--bootstrap", "20", "--fresh")
     assert fresh != first
-    # What --fresh found is kept in place of the answer it replaced.
+    # What --fresh found is kept in place of the answer it replaced, and so is the key it took
+    # from the reviews: other options in the same state read the reviews as they are too.
     assert fma("agreement", "--json", "--bootstrap", "20") == fresh
+    assert fma(*other) == fma(*other, "--fresh") != before
 
 
 def test_a_study_with_a_bad_file_is_never_kept(fma, loads, tmp_path):  # noqa: F811
@@ -193,3 +198,23 @@ def test_a_study_with_a_bad_file_is_never_kept(fma, loads, tmp_path):  # noqa: F
 
 def _never(*args, **kwargs):
     raise AssertionError("a kept answer was there to give")
+
+
+def test_a_rater_is_refused_even_once_an_answer_is_kept(fma, tmp_path):  # noqa: F811
+    fma("agreement", "--json", "--bootstrap", "20")  # the coordinator's answer, kept
+    mine = tmp_path / "rater.pass"
+    mine.write_text(f"{RATERS[0]} passphrase\n", encoding="utf-8")
+    # The same command as a rater: each pseudonym's figures are never a rater's to read.
+    said = fma(
+        "--as",
+        RATERS[0],
+        "--passphrase-file",
+        str(mine),
+        "agreement",
+        "--json",
+        "--bootstrap",
+        "20",
+        code=REFUSED_EXIT,
+    )
+    assert "only the study coordinator can see each rater's diagnostics and the strata" in said
+    assert fma.stdout == ""  # type: ignore[attr-defined]

@@ -62,6 +62,7 @@ def study_cli(tmp_path, monkeypatch, esi: dict[str, list[int]]):
         assert result.exit_code == code, result.output
         assert "Traceback" not in result.output
         run.stderr = result.stderr  # type: ignore[attr-defined]
+        run.stdout = result.stdout  # type: ignore[attr-defined]
         return result.stdout if code == 0 else result.stderr
 
     run.engine = engine  # type: ignore[attr-defined]

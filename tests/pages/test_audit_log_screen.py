@@ -38,3 +38,9 @@ def test_who_is_a_person_or_says_what_else_acted():
         "cli",
     ]
     assert who_words("cli", set()) == "(the command line)"
+
+
+def test_a_long_list_is_cut_in_the_grid_and_whole_on_demand():
+    payload = {"added": [f"v{n}" for n in range(10)]}
+    assert details(payload) == "added: v0, v1, v2, v3, v4, v5, v6, v7 …"
+    assert details(payload, whole=True) == "added: " + ", ".join(f"v{n}" for n in range(10))
