@@ -469,6 +469,7 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
     from fma_bands.study.impact import reviewed_impact
     from fma_bands.study.marks import all_flags
     from fma_bands.study.queries import ask, write
+    from fma_bands.study.ratings import study_findings
     from fma_bands.study.rounds import open_round
     from fma_bands.study.rounds import state as round_state
     from fma_bands.study.state import RULES, authorize
@@ -521,6 +522,7 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
             s, actor=who, pseudonym="adjudicator-02", key_path=tmp_path / "k"
         ),
         "see_reviews": lambda s, who: submitted_reviews(s, library, viewer=who),
+        "see_diagnostics": lambda s, who: study_findings(s, library, viewer=who, bootstrap=0),
         "see_flags": lambda s, who: all_flags(s, who),
         "read_audit": lambda s, who: audit_choices(s, who),
         "export_reviews": lambda s, who: reviews_csv(s, library, viewer=who),
