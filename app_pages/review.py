@@ -138,7 +138,9 @@ def _pick_case(cases: dict[int, list[QueueRow]]) -> None:
 
 def _pick_band(bands: list[QueueRow]) -> None:
     chosen = st.session_state.get(BAND_PICKER_KEY)
-    if chosen is not None and 0 <= chosen < len(bands):
+    # The browser may send back a choice as the words it showed, when they have since changed
+    # (a band's status, just submitted): no band is chosen by it; the page's own move stands.
+    if isinstance(chosen, int) and 0 <= chosen < len(bands):
         _go(bands[chosen].band)
 
 
