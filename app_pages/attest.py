@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from app_pages.band_table import CHARACTERS_PER_PIXEL, LINE, ROW
+from app_pages.band_table import ROW, row_height
 from app_pages.case_links import case_key
 from app_pages.common import escaped, library, require_user, session, settings
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
@@ -108,13 +108,7 @@ def band_table(rows: list[dict[str, Any]], said: str = "") -> None:
     # Three lines at least (a sub-action's name and an origin wrap), and as many as the longest
     # cell needs up to MOST_LINES (every row is as tall as the tallest: one long reason would
     # make each a screen high); a longer cell is read whole by clicking it, as said above.
-    lines = 3
-    for row in rows:
-        for name, text in row.items():
-            if name in WIDTHS:
-                per_line = max(1, int(WIDTHS[name] * CHARACTERS_PER_PIXEL))
-                lines = max(lines, -(-len(str(text)) // per_line))
-    height = LINE * min(lines, MOST_LINES) + 16
+    height = row_height(rows, WIDTHS, fewest=3, most=MOST_LINES)
     st.dataframe(
         rows,
         hide_index=True,

@@ -44,16 +44,23 @@ def count_words(shown: int, total: int, purpose: str, in_sight: int = IN_SIGHT) 
     return f"{shown} of {total} bands.{scrolls} Choose a row, or a band below, {purpose}."
 
 
-def row_height(cells: Sequence[Mapping[str, object]], widths: Mapping[str, int]) -> int:
-    """A row as tall as the longest cell needs (up to MAX_LINES), wrapped within its column's
-    width; a table whose every cell fits on one line keeps the default height."""
-    lines = 1
+def row_height(
+    cells: Sequence[Mapping[str, object]],
+    widths: Mapping[str, int],
+    *,
+    fewest: int = 1,
+    most: int = MAX_LINES,
+) -> int:
+    """A row as tall as the longest cell needs (at least `fewest` lines, at most `most`),
+    wrapped within its column's width; a table whose every cell fits on one line keeps the
+    default height."""
+    lines = fewest
     for row in cells:
         for name, text in row.items():
             if name in widths:
                 per_line = max(1, int(widths[name] * CHARACTERS_PER_PIXEL))
                 lines = max(lines, -(-len(str(text)) // per_line))
-    lines = min(lines, MAX_LINES)
+    lines = min(lines, most)
     return ROW if lines == 1 else max(SHORTEST_WRAPPING_ROW, LINE * lines + 16)
 
 

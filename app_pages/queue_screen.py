@@ -224,6 +224,15 @@ def band_choice(row: QueueRow) -> str:
     return f"{sub_action(row.sub_action).label} ({status}{flagged})"
 
 
+def chosen_band(chosen: object, bands: Sequence[QueueRow]) -> QueueRow | None:
+    """The band a choice of the band picker names, if it names one. The browser may send the
+    choice back as the words it showed when those have since changed (a band's status, just
+    submitted or first answered): such a choice names no band, and the page's own move stands."""
+    if isinstance(chosen, int) and not isinstance(chosen, bool) and 0 <= chosen < len(bands):
+        return bands[chosen]
+    return None
+
+
 def opening(bands: Sequence[QueueRow]) -> QueueRow:
     """The band a case opens on: its first band not yet submitted, else its first."""
     return next((r for r in bands if not r.done), bands[0])

@@ -21,7 +21,14 @@ from app_pages.common import (
     stack_below,
 )
 from app_pages.page_script import Shortcut, review_script, shortcut_words
-from app_pages.queue_screen import QueueRow, band_choice, by_case, case_choice, opening
+from app_pages.queue_screen import (
+    QueueRow,
+    band_choice,
+    by_case,
+    case_choice,
+    chosen_band,
+    opening,
+)
 from app_pages.review_form import follow, review_form, submitted_corrections
 from app_pages.review_screen import (
     ReviewState,
@@ -137,11 +144,9 @@ def _pick_case(cases: dict[int, list[QueueRow]]) -> None:
 
 
 def _pick_band(bands: list[QueueRow]) -> None:
-    chosen = st.session_state.get(BAND_PICKER_KEY)
-    # The browser may send back a choice as the words it showed, when they have since changed
-    # (a band's status, just submitted): no band is chosen by it; the page's own move stands.
-    if isinstance(chosen, int) and 0 <= chosen < len(bands):
-        _go(bands[chosen].band)
+    chosen = chosen_band(st.session_state.get(BAND_PICKER_KEY), bands)
+    if chosen is not None:
+        _go(chosen.band)
 
 
 def shortcuts(screen: Screen, form: bool) -> list[Shortcut]:

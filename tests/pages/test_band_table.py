@@ -32,3 +32,11 @@ def test_a_long_cell_makes_every_row_tall_enough_for_its_lines():
     assert row_height([{"raters": "x" * 500}], WIDTHS) == ROW
     # Every row is as tall as the tallest: three lines at most, the rest in the details.
     assert row_height([{"status": "x" * 500}], WIDTHS) == LINE * MAX_LINES + 16
+
+
+def test_a_table_may_ask_for_more_lines_and_fewer_at_least():
+    # The Sign page's reviews: three lines at least (a sub-action's name wraps), up to eight.
+    assert row_height([{"case": "1"}], WIDTHS, fewest=3, most=8) == LINE * 3 + 16
+    assert row_height([{"status": "x" * 500}], WIDTHS, fewest=3, most=8) == LINE * 8 + 16
+    five = "x" * (int(170 * CHARACTERS_PER_PIXEL) * 5)
+    assert row_height([{"status": five}], WIDTHS, fewest=3, most=8) == LINE * 5 + 16

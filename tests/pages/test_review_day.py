@@ -22,6 +22,7 @@ from app_pages.queue_screen import (
     band_choice,
     by_case,
     case_choice,
+    chosen_band,
     next_after,
     opening,
     rater_queue,
@@ -433,6 +434,14 @@ def test_the_case_picker_groups_the_queue_by_case_and_opens_a_case_where_work_wa
     assert band_choice(stale) == "Controlled-substance caution (changed, flagged)"
     assert opening(cases[1]) == rows[1]  # the first band not yet submitted
     assert opening(cases[2]) == rows[3]  # all submitted: the first
+    # The band picker's choice as the browser sends it back: an index, or the words it showed
+    # when they have since changed (the band just submitted), which name no band.
+    assert chosen_band(1, cases[1]) == rows[1]
+    assert chosen_band("Admit to hospital (to do, flagged)", cases[1]) is None
+    assert chosen_band(3, cases[1]) is None
+    assert chosen_band(-1, cases[1]) is None
+    assert chosen_band(True, cases[1]) is None
+    assert chosen_band(None, cases[1]) is None
 
 
 def test_the_queue_reads_in_a_few_queries_whatever_its_length(demo):
