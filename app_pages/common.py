@@ -96,17 +96,20 @@ def cache_key(*parts: object) -> str:
 
 def _folder_state(folder: Path) -> str:
     """Reload only when a vignette file changes: a digest of the names, sizes and modification
-    times (a short key: Streamlit's cache hashes a long one slowly, on every call)."""
-    if not folder.is_dir():
+    times (a short key: Streamlit's cache hashes a long one slowly, on every call). Read with
+    os.scandir: this runs several times a run of every page, over every file."""
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.endswith((".yaml", ".yml"))]
+    except OSError:  # not a folder, or not one this process can read: the load says why
         return ""
     state: list[tuple[str, int | None, int | None]] = []
-    for p in sorted(folder.glob("*.y*ml")):
+    for entry in sorted(entries, key=lambda e: e.name):
         try:
-            found = p.stat()
+            found = entry.stat()
         except OSError:  # a dangling link: the load names it as a problem
-            state.append((p.name, None, None))
+            state.append((entry.name, None, None))
         else:
-            state.append((p.name, found.st_size, found.st_mtime_ns))
+            state.append((entry.name, found.st_size, found.st_mtime_ns))
     return hashlib.sha256(repr(state).encode()).hexdigest()
 
 

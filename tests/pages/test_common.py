@@ -317,3 +317,26 @@ def test_a_cache_key_is_short_and_changes_with_any_part():
     assert len(key) == 64 and key == common.cache_key(digests, (12, "sha256:b"))
     assert key != common.cache_key(digests, (13, "sha256:b"))
     assert key != common.cache_key(digests[:-1], (12, "sha256:b"))
+
+
+def test_the_vignette_folder_state_changes_with_any_vignette_file(tmp_path):
+    # What library() reloads by: a file's bytes, a new file, a removed one; other files and a
+    # folder that is not there say nothing.
+    folder = tmp_path / "vignettes"
+    folder.mkdir()
+    assert common._folder_state(tmp_path / "missing") == ""
+    (folder / "a.yaml").write_text("id: a\n")
+    (folder / "b.yml").write_text("id: b\n")
+    first = common._folder_state(folder)
+    (folder / "notes.txt").write_text("not a vignette")
+    assert common._folder_state(folder) == first
+    (folder / "a.yaml").write_text("id: a2\n")  # another size
+    edited = common._folder_state(folder)
+    assert edited != first
+    (folder / "c.yaml").write_text("id: c\n")
+    added = common._folder_state(folder)
+    assert added not in (first, edited)
+    (folder / "b.yml").unlink()
+    assert common._folder_state(folder) not in (first, edited, added)
+    (folder / "d.yaml").symlink_to(folder / "gone.yaml")  # dangling: named, not a crash
+    assert common._folder_state(folder)
