@@ -153,6 +153,7 @@ def agreement(
         if fresh:
             forget_answers(session)  # each kept in this state may be as stale as this one
         found, _ = synced(session)
+        session.commit()  # what the sync recorded; nothing is written while the answer is made
         # The state the answer is made from: after the sync, before the reviews are read.
         files = found.files_digest if found.ok else None
         key = answer_key("agreement", head=state_head(session), files=files, options=options)

@@ -333,6 +333,10 @@ def coordinator(session: "Session") -> "UserPublic":
     user = sign_in(session, name, passphrase, where="cli --as")
     if user is None:
         raise AccessDenied(SIGN_IN_FAILED.replace("Sign-in", "Authentication"))
+    # The sign-in is recorded at once, and the command's own work starts holding no lock: on
+    # SQLite a writer holds the study's one write lock until it commits, and a command that
+    # then computes for long (agreement) would keep every rater's save in the app waiting.
+    session.commit()
     # What this person may do is the domain's to say (fma_bands.study.state.authorize). The
     # passphrase is kept for this command only: it also unseals the study's root key.
     click.get_current_context().meta["acting_passphrase"] = passphrase

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from fma_bands.store.kept_rows import keep_apart, put
 from fma_bands.store.models import KeptReport
 
 ANSWER = "answer:"  # the key's prefix of a kept answer, beside the reports and states
@@ -67,23 +67,26 @@ def keep_answer(session: Session, key: str | None, answer: str) -> None:
     it where the store was changed outside fma-bands); only the newest KEEP answers are kept."""
     if key is None:
         return
-    try:
-        with session.begin_nested():
-            session.execute(delete(KeptReport).where(col(KeptReport.key) == key))
-            session.add(KeptReport(key=key, body=answer))
-    except IntegrityError:
-        return  # kept meanwhile by another process, from the same state
-    answers = col(KeptReport.key).startswith(ANSWER)
-    newest = select(KeptReport.key).where(answers).order_by(col(KeptReport.made_at).desc())
-    session.execute(
-        delete(KeptReport).where(answers, col(KeptReport.key).not_in(newest.limit(KEEP)))
-    )
+
+    def write(own: Session) -> None:
+        put(own, key, answer)
+        answers = col(KeptReport.key).startswith(ANSWER)
+        newest = select(KeptReport.key).where(answers).order_by(col(KeptReport.made_at).desc())
+        own.execute(
+            delete(KeptReport).where(answers, col(KeptReport.key).not_in(newest.limit(KEEP)))
+        )
+
+    keep_apart(session, write)
 
 
 def forget_answers(session: Session) -> None:
     """Drop every kept answer: asked for afresh, the store may have been changed behind
     fma-bands' back, which leaves the state every answer is kept under as it was."""
-    session.execute(delete(KeptReport).where(col(KeptReport.key).startswith(ANSWER)))
+
+    def write(own: Session) -> None:
+        own.execute(delete(KeptReport).where(col(KeptReport.key).startswith(ANSWER)))
+
+    keep_apart(session, write)
 
 
 @lru_cache(maxsize=1)

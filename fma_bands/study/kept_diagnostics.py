@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from fma_bands.agreement import Alpha, Rating
@@ -23,6 +22,7 @@ from fma_bands.agreement.diagnostics import (
 )
 from fma_bands.agreement.planning import Plan
 from fma_bands.core.canonical import canonical_text_float_free, sha256_of_canonical
+from fma_bands.store.kept_rows import keep_apart, put
 from fma_bands.store.models import KeptReport
 from fma_bands.study.kept_reports import prune, report_key
 
@@ -52,9 +52,8 @@ def kept_diagnostics(
             return diagnostics_from_json(json.loads(found.body))
         except (KeyError, TypeError, ValueError):
             pass  # unreadable: computed again below, and kept afresh
-    if found is not None:
-        session.delete(found)
-        session.flush()
+    # The kept copy, if any, is replaced once the new one is made (kept_rows: nothing is
+    # written while they are computed).
     computed = diagnostics(
         ratings(), ambiguity, pooled=pooled, width=width, bootstrap=bootstrap, seed=seed
     )
@@ -83,14 +82,15 @@ def diagnostics_key(
 
 
 def _keep(session: Session, key: str, found: Diagnostics) -> None:
-    """Keep them, and only the newest KEEP rows of the table; a copy kept meanwhile is as good."""
+    """Keep them in place of a copy kept before, and only the newest KEEP rows of the table;
+    written apart (kept_rows), so that nothing is written while they are computed."""
     body = json.dumps(diagnostics_to_json(found), separators=(",", ":"))
-    try:
-        with session.begin_nested():
-            session.add(KeptReport(key=key, body=body))
-    except IntegrityError:
-        return
-    prune(session, states=False)
+
+    def write(own: Session) -> None:
+        put(own, key, body)
+        prune(own, states=False)
+
+    keep_apart(session, write)
 
 
 # --- the kept form: every field, read back to the same objects ----------------------------------

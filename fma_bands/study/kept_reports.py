@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import RowMapping, delete
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from fma_bands.agreement import Alpha, BandAgreement, Rating, Report, agreement_report
 from fma_bands.core.bands import BandReader, Consensus, to_file
 from fma_bands.core.canonical import canonical_text_float_free, sha256_of_canonical
 from fma_bands.core.vignettes import Library
+from fma_bands.store.kept_rows import keep_apart, put
 from fma_bands.store.models import KeptReport
 from fma_bands.study.kept_answers import ANSWER
 
@@ -72,9 +72,8 @@ def kept_report(
             return report_from_json(json.loads(found.body), library)
         except (KeyError, TypeError, ValueError):
             pass  # unreadable: computed again below, and kept afresh
-    if found is not None:
-        session.delete(found)
-        session.flush()
+    # The kept copy, if any, is replaced once the new one is made (kept_rows: nothing is
+    # written while this computes).
     report = agreement_report(ratings(), bootstrap=bootstrap, seed=seed)
     _keep(session, key, report)
     return report
@@ -112,16 +111,15 @@ def known_source(session: Session, state: str) -> str | None:
 
 
 def keep_source(session: Session, state: str, source: str) -> None:
-    """Keep the source_key taken in `state` (only the newest KEEP states)."""
-    try:
-        with session.begin_nested():
-            # In place of one kept before: `fresh` takes the key again from the reviews, which
-            # may differ where the store was changed outside fma-bands.
-            session.execute(delete(KeptReport).where(col(KeptReport.key) == STATE + state))
-            session.add(KeptReport(key=STATE + state, body=source))
-    except IntegrityError:
-        return  # kept meanwhile by another process: the same
-    prune(session, states=True)
+    """Keep the source_key taken in `state` (only the newest KEEP states), in place of one kept
+    before: `fresh` takes the key again from the reviews, which may differ where the store was
+    changed outside fma-bands. Written apart (kept_rows)."""
+
+    def write(own: Session) -> None:
+        put(own, STATE + state, source)
+        prune(own, states=True)
+
+    keep_apart(session, write)
 
 
 def prune(session: Session, *, states: bool) -> None:
@@ -168,14 +166,15 @@ def code_digest() -> str:
 
 
 def _keep(session: Session, key: str, report: Report) -> None:
-    """Keep the report, and only the newest KEEP; a copy someone kept meanwhile is as good."""
+    """Keep the report in place of a copy kept before, and only the newest KEEP; written apart
+    (kept_rows), so that nothing is written while a report is computed."""
     body = json.dumps(report_json(report), separators=(",", ":"))
-    try:
-        with session.begin_nested():
-            session.add(KeptReport(key=key, body=body))
-    except IntegrityError:
-        return
-    prune(session, states=False)
+
+    def write(own: Session) -> None:
+        put(own, key, body)
+        prune(own, states=False)
+
+    keep_apart(session, write)
 
 
 # --- the kept form: everything a Report holds, bands in the file form ---------------------------

@@ -5,16 +5,18 @@ outdated copy is computed again."""
 
 import dataclasses
 import json
+import sqlite3
 from types import MappingProxyType
 
 import pytest
-from sqlmodel import select
+from sqlmodel import create_engine, select
 
 from fma_bands.agreement import DEFAULT_SEED, agreement_report, report_to_json
 from fma_bands.core.vignettes import load_library
+from fma_bands.store import kept_rows
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.store.models import KeptReport
-from fma_bands.study import audit, kept_reports
+from fma_bands.study import audit, kept_diagnostics, kept_reports
 from fma_bands.study import ratings as ratings_module
 from fma_bands.study.kept_answers import ANSWER
 from fma_bands.study.kept_reports import (
@@ -28,7 +30,7 @@ from fma_bands.study.kept_reports import (
     source_key,
     state_key,
 )
-from fma_bands.study.ratings import study_ratings, study_report
+from fma_bands.study.ratings import study_findings, study_ratings, study_report
 from fma_bands.study.submissions import Submitted, submitted_rows
 from fma_bands.study.users import require_user
 from tests.agreement.demo import THREE_RATERS, demo_study
@@ -308,3 +310,93 @@ def test_the_command_prints_the_same_report_kept_or_fresh(tmp_path):
     assert made.fma("agreement", "--bootstrap", "200") == made.fma(
         "agreement", "--bootstrap", "200", "--fresh"
     )
+
+
+def lock_is_free(engine) -> bool:
+    """Whether another connection could take the SQLite study's write lock without waiting."""
+    other = sqlite3.connect(engine.url.database, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        other.close()
+
+
+def probing(module, name, engine, monkeypatch) -> list[bool]:
+    """Replace module.name by itself preceded by a look at the write lock."""
+    found: list[bool] = []
+    real = getattr(module, name)
+
+    def probed(*args, **kwargs):
+        found.append(lock_is_free(engine))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, probed)
+    return found
+
+
+def test_nothing_is_written_while_the_findings_are_computed(tmp_path, monkeypatch):
+    # A writer holds SQLite's one write lock until it commits: a report or diagnostics computed
+    # after a write in the same transaction kept every rater's save in the app waiting (for as
+    # long as the bootstrap, past the busy timeout on a large study). Each copy is written apart,
+    # once made; the command commits its sign-in and sync before it computes.
+    made = demo_study(tmp_path, THREE_RATERS)
+    engine = make_engine(made.url)
+    report = probing(kept_reports, "agreement_report", engine, monkeypatch)
+    diagnostics = probing(kept_diagnostics, "diagnostics", engine, monkeypatch)
+    library = load_library([DEMO_VIGNETTES])
+    coordinator, _ = ratings_of(engine, library)
+    for fresh in (False, True):
+        with session_scope(engine) as s:
+            study_findings(s, library, viewer=coordinator, bootstrap=20, fresh=fresh)
+        made.fma("agreement", "--json", "--bootstrap", "30", *(["--fresh"] if fresh else []))
+    assert report == diagnostics == [True] * 4
+    with session_scope(engine) as s:
+        keys = [row.key for row in s.exec(select(KeptReport))]
+    # Kept all the same: the reports and diagnostics of both B, a state, the answer.
+    assert sum(not k.startswith((STATE, ANSWER)) for k in keys) == 4
+    assert sum(k.startswith(STATE) for k in keys) == 1
+    assert sum(k.startswith(ANSWER) for k in keys) == 1
+    engine.dispose()
+
+
+def test_a_copy_that_cannot_be_written_is_not_kept_and_the_figures_still_come(
+    tmp_path, monkeypatch
+):
+    made = demo_study(tmp_path, THREE_RATERS)
+    engine = make_engine(made.url)
+    library = load_library([DEMO_VIGNETTES])
+    coordinator, _ = ratings_of(engine, library)
+    with session_scope(engine) as s:
+        expected = study_findings(s, library, viewer=coordinator, bootstrap=20)
+    with session_scope(engine) as s:
+        for row in s.exec(select(KeptReport)):
+            s.delete(row)
+    # Another process holds the write lock throughout: each copy waits out the busy timeout
+    # (shortened here), is not kept, and the figures are given all the same.
+    monkeypatch.setattr(kept_rows, "session_scope", short_wait(engine))
+    other = sqlite3.connect(engine.url.database, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with session_scope(engine) as s:
+            found = study_findings(s, library, viewer=coordinator, bootstrap=20, fresh=True)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert found == expected
+    with session_scope(engine) as s:
+        assert s.exec(select(KeptReport)).all() == []
+    engine.dispose()
+
+
+def short_wait(engine):
+    """session_scope on an engine of the same database whose writers wait 0.1 s, not 15."""
+    impatient = create_engine(engine.url, connect_args={"timeout": 0.1})
+
+    def scope(_engine):
+        return session_scope(impatient)
+
+    return scope
