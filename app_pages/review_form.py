@@ -656,7 +656,6 @@ def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
                 review_screen.sign_again(
                     s, lib, user, screen.band, passphrase=passphrase, folder=folder
                 )
-            following = review_screen.after(s, lib, user, screen.band)
     except ConflictError as exc:
         band.conflict = str(exc)
         band.refusals += 1
@@ -668,6 +667,10 @@ def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
         else:
             band.failed_message = f"Not submitted: {exc.message}"
         return
+    # Where to go next is read once the submission is committed: the study's write lock is
+    # not held while the queue is read again.
+    with session() as s:
+        following = review_screen.after(s, lib, user, screen.band)
     review.forget(screen.key, st.session_state)
     again = " and your attestation signed again" if signed else ""
     # The band it was for is named: the message stays above the next band while its own form
@@ -686,6 +689,7 @@ def _skip(screen: Screen, review: ReviewState) -> None:
     lib, user = library(), _user()
     with session() as s:
         marks.skip(s, lib, user, screen.vignette.id, screen.name)
+    with session() as s:  # once the skip is committed (as after a submission)
         following = review_screen.after(s, lib, user, screen.band)
     review.flash = (
         f"Skipped for now: {screen.case} · {screen.action.label} comes back once the others "
