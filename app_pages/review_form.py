@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
 from streamlit.delta_generator import DeltaGenerator
 
 from app_pages import band_form, review_screen
@@ -30,6 +31,7 @@ from app_pages.common import (
     show_errors,
 )
 from app_pages.page_script import FORM_KEY, refused_script
+from app_pages.queue_screen import QueueRow
 from app_pages.review_screen import CONFIDENCES, BandState, ReviewState, Screen
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.band_text import describe
@@ -46,6 +48,7 @@ from fma_bands.core.labels import (
 )
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import CHOICES, QUESTIONS, READINGS
+from fma_bands.core.vignettes import Library
 from fma_bands.study import drafts, marks
 from fma_bands.study.reviews import MAX_CORRECTION, MAX_NOTE, MAX_REASON
 from fma_bands.study.state import verdicts_for
@@ -667,15 +670,17 @@ def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
         else:
             band.failed_message = f"Not submitted: {exc.message}"
         return
-    # Where to go next is read once the submission is committed: the study's write lock is
-    # not held while the queue is read again.
-    with session() as s:
-        following = review_screen.after(s, lib, user, screen.band)
+    following, known = _next_band(lib, user, screen.band)
     review.forget(screen.key, st.session_state)
     again = " and your attestation signed again" if signed else ""
     # The band it was for is named: the message stays above the next band while its own form
     # is worked on, and must not read as that band's.
-    then = "this is the next one" if following else "every band in your queue is now submitted"
+    if following:
+        then = "this is the next one"
+    elif known:
+        then = "every band in your queue is now submitted"
+    else:
+        then = "your queue lists the bands still to do"
     # From round 2 the stored revisions run on from round 1's, which a rater did not revise.
     which = f"revision {saved.revision}" if saved.round == 1 else f"round {saved.round}"
     review.flash = (
@@ -685,12 +690,24 @@ def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
     review.goto = following.band if following else "queue"
 
 
+def _next_band(
+    lib: Library, user: UserPublic, band: tuple[str, str]
+) -> tuple[QueueRow | None, bool]:
+    """The band to open after `band`, read once its submission or skip is committed (the
+    study's write lock is not held while the queue is read again), and whether that could be
+    read: when not, what was done stands and the queue says where the rest are."""
+    try:
+        with session() as s:
+            return review_screen.after(s, lib, user, band), True
+    except (FmaBandsError, SQLAlchemyError):
+        return None, False
+
+
 def _skip(screen: Screen, review: ReviewState) -> None:
     lib, user = library(), _user()
     with session() as s:
         marks.skip(s, lib, user, screen.vignette.id, screen.name)
-    with session() as s:  # once the skip is committed (as after a submission)
-        following = review_screen.after(s, lib, user, screen.band)
+    following, _ = _next_band(lib, user, screen.band)
     review.flash = (
         f"Skipped for now: {screen.case} · {screen.action.label} comes back once the others "
         "are done."

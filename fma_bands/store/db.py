@@ -205,10 +205,18 @@ def on_commit(session: Session, do: Callable[[], object]) -> None:
     event.listen(session, "after_commit", lambda _session: do(), once=True)
 
 
+# Writes a session leaves for after it (store/kept_rows.py): (write, required) in order.
+LATER = "fma_bands.later"
+
+
 @contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
-    """A session that commits on success and rolls back on any error: nothing half-written."""
+    """A session that commits on success and rolls back on any error: nothing half-written.
+    Once it has committed and given its connection back, the writes it left for later (copies
+    of what was computed) are made, each in a transaction of its own."""
+    later: list[tuple[Callable[[Session], None], bool]] = []
     with Session(engine, expire_on_commit=False) as session:
+        session.info[LATER] = later
         event.listen(session, "before_flush", _refuse_control)
         # Registered before any on_commit hook, so it is set when one of them runs.
         event.listen(session, "after_commit", _mark_committed)
@@ -230,6 +238,20 @@ def session_scope(engine: Engine) -> Iterator[Session]:
             if not session.info.get(COMMITTED):
                 session.rollback()
             raise
+    for write, required in later:
+        if not write_apart(engine, write) and required:
+            raise ConflictError(CHANGED_ELSEWHERE)
+
+
+def write_apart(engine: Engine, write: Callable[[Session], None]) -> bool:
+    """`write` in a transaction of its own, committed at once; whether it was (not when another
+    writer made the same meanwhile, or held the database past its busy timeout)."""
+    try:
+        with session_scope(engine) as own:
+            write(own)
+    except (ConflictError, SQLAlchemyError):
+        return False
+    return True
 
 
 COMMITTED = "fma_bands.committed"

@@ -86,7 +86,7 @@ def forget_answers(session: Session) -> None:
     def write(own: Session) -> None:
         own.execute(delete(KeptReport).where(col(KeptReport.key).startswith(ANSWER)))
 
-    keep_apart(session, write)
+    keep_apart(session, write, required=True)
 
 
 @lru_cache(maxsize=1)

@@ -110,7 +110,7 @@ def known_source(session: Session, state: str) -> str | None:
     return None if found is None else found.body
 
 
-def keep_source(session: Session, state: str, source: str) -> None:
+def keep_source(session: Session, state: str, source: str, *, replace: bool = False) -> None:
     """Keep the source_key taken in `state` (only the newest KEEP states), in place of one kept
     before: `fresh` takes the key again from the reviews, which may differ where the store was
     changed outside fma-bands. Written apart (kept_rows)."""
@@ -119,7 +119,8 @@ def keep_source(session: Session, state: str, source: str) -> None:
         put(own, STATE + state, source)
         prune(own, states=True)
 
-    keep_apart(session, write)
+    # Replacing a kept source (`fresh`) must not be lost: a later answer would stand on it.
+    keep_apart(session, write, required=replace)
 
 
 def prune(session: Session, *, states: bool) -> None:

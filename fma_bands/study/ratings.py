@@ -102,7 +102,7 @@ def ratings_source(
     found = read()
     source = source_key(found.rows, found.names, library)
     if state is not None:
-        keep_source(session, state, source)
+        keep_source(session, state, source, replace=fresh)
     return source, read
 
 

@@ -9,10 +9,12 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_pages import review_screen
 from app_pages.page_script import key_class
 from app_pages.queue_screen import rater_queue
 from app_pages.review_screen import ReviewState, screen_key
 from fma_bands.core.actions import sub_action
+from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import RESULT_MARK, case_numbers, case_token, knowledge_at
 from fma_bands.store.models import Review
 from fma_bands.study import drafts, marks
@@ -546,6 +548,26 @@ def test_submit_and_next_opens_the_next_band_and_stores_the_review(study):
     assert review.confidence == "high"
     with study.store() as s:
         assert drafts.restore(s, study.rater, *MED) is None
+
+
+def test_a_submission_stands_when_where_to_go_next_cannot_be_read(study, monkeypatch):
+    # The next band is read once the submission is committed (the write lock is not held for
+    # it); when that read fails, the review is stored all the same, said so, and the queue opens.
+    def unreadable(*_args, **_kwargs):
+        raise FmaBandsError("the database went away for a moment")
+
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "verdict")).set_value("ACCEPT").run()
+    answer(at, MED)
+    monkeypatch.setattr(review_screen, "after", unreadable)
+    click(at, SUBMIT)
+    assert not at.exception
+    [submitted] = [s.value for s in at.success]
+    assert submitted.startswith("Review submitted (revision 1). That was Case ")
+    assert submitted.endswith(" · Analgesia tier; your queue lists the bands still to do.")
+    assert [h.value for h in at.title] == ["My queue"]
+    [review] = study.reviews(study.rater, MED)
+    assert (review.status, review.verdict) == ("submitted", "ACCEPT")
 
 
 def test_revising_a_submitted_review_writes_a_new_revision(study):

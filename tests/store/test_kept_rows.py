@@ -1,11 +1,14 @@
-"""Copies written apart from the caller's transaction (store/kept_rows.py): committed at once,
-whatever becomes of the caller's transaction; never waiting on the caller's own write lock;
-not kept, and said so, when they cannot be written."""
+"""Copies written apart from the transaction that computed them (store/kept_rows.py): once a
+session_scope has committed and given its connection back, each in a transaction of its own;
+never while the computing session runs; dropped when they cannot be made, unless required."""
 
+import sqlite3
 import time
 
-from sqlmodel import select
+import pytest
+from sqlmodel import Session, select
 
+from fma_bands.core.errors import ConflictError
 from fma_bands.store.db import session_scope
 from fma_bands.store.kept_rows import keep_apart, put
 from fma_bands.store.models import KeptReport
@@ -16,39 +19,71 @@ def bodies(engine) -> dict[str, str]:
         return {row.key: row.body for row in s.exec(select(KeptReport))}
 
 
-def test_a_copy_is_committed_apart_and_replaces_the_one_before(engine):
-    class Refused(Exception):
-        pass
-
+def lock_is_free(engine) -> bool:
+    if engine.dialect.name != "sqlite":
+        return True
+    other = sqlite3.connect(engine.url.database, timeout=0, isolation_level=None)
     try:
-        with session_scope(engine) as s:
-            assert keep_apart(s, lambda own: put(own, "k", "one"))
-            assert keep_apart(s, lambda own: put(own, "k", "two"))
-            raise Refused  # the caller's transaction rolls back: the copy stands
-    except Refused:
-        pass
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        other.close()
+
+
+def test_copies_are_written_once_the_session_is_over_and_replace_the_ones_before(engine):
+    with session_scope(engine) as s:
+        keep_apart(s, lambda own: put(own, "k", "one"))
+        keep_apart(s, lambda own: put(own, "k", "two"))
+        assert lock_is_free(engine)  # nothing written while the session computes
+        assert bodies(engine) == {}
     assert bodies(engine) == {"k": "two"}
 
 
-def test_a_caller_that_already_writes_keeps_the_copy_in_its_own_transaction(engine):
-    # On SQLite a transaction apart would wait for the caller's lock, which waits for it: the
-    # copy goes into the caller's transaction, at once (PostgreSQL writes it apart all the same).
+def test_a_session_that_fails_leaves_no_copy(engine):
+    class Refused(Exception):
+        pass
+
+    with pytest.raises(Refused), session_scope(engine) as s:
+        keep_apart(s, lambda own: put(own, "k", "made before the failure"))
+        raise Refused
+    assert bodies(engine) == {}
+
+
+def fails(own) -> None:
+    put(own, "k", "half")
+    own.add(KeptReport(key="k", body="the same key twice"))
+    own.flush()
+
+
+def test_a_copy_that_cannot_be_made_is_dropped_alone_unless_it_is_required(engine):
     with session_scope(engine) as s:
+        keep_apart(s, lambda own: put(own, "before", "kept"))
+        keep_apart(s, fails)
+        keep_apart(s, lambda own: put(own, "after", "kept"))
+    assert bodies(engine) == {"before": "kept", "after": "kept"}
+    with pytest.raises(ConflictError), session_scope(engine) as s:
+        keep_apart(s, fails, required=True)
+    assert bodies(engine) == {"before": "kept", "after": "kept"}
+
+
+def test_outside_a_session_scope_a_copy_is_made_at_once_without_waiting_on_the_caller(engine):
+    # A plain session has no "after": the copy is made at once, apart; on SQLite a caller that
+    # already writes holds the one lock a transaction apart would wait for, so the copy goes
+    # into the caller's transaction instead (PostgreSQL writes it apart all the same).
+    with Session(engine) as s:
+        keep_apart(s, lambda own: put(own, "first", "apart"))
+        assert bodies(engine) == {"first": "apart"}
         s.add(KeptReport(key="the caller's", body="written first"))
         s.flush()
         start = time.monotonic()
-        assert keep_apart(s, lambda own: put(own, "k", "with the caller"))
+        keep_apart(s, lambda own: put(own, "k", "with the caller"))
         assert time.monotonic() - start < 5
-    assert bodies(engine) == {"the caller's": "written first", "k": "with the caller"}
-
-
-def test_a_copy_that_fails_is_not_kept_and_nothing_else_is_lost(engine):
-    def fails(own):
-        put(own, "k", "half")
-        own.add(KeptReport(key="k", body="the same key twice"))
-        own.flush()
-
-    with session_scope(engine) as s:
-        assert keep_apart(s, lambda own: put(own, "before", "kept"))
-        assert not keep_apart(s, fails)
-    assert bodies(engine) == {"before": "kept"}
+        s.commit()
+    assert bodies(engine) == {
+        "first": "apart",
+        "the caller's": "written first",
+        "k": "with the caller",
+    }

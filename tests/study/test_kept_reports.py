@@ -12,8 +12,9 @@ import pytest
 from sqlmodel import create_engine, select
 
 from fma_bands.agreement import DEFAULT_SEED, agreement_report, report_to_json
+from fma_bands.core.errors import ConflictError
 from fma_bands.core.vignettes import load_library
-from fma_bands.store import kept_rows
+from fma_bands.store import db
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.store.models import KeptReport
 from fma_bands.study import audit, kept_diagnostics, kept_reports
@@ -377,12 +378,18 @@ def test_a_copy_that_cannot_be_written_is_not_kept_and_the_figures_still_come(
             s.delete(row)
     # Another process holds the write lock throughout: each copy waits out the busy timeout
     # (shortened here), is not kept, and the figures are given all the same.
-    monkeypatch.setattr(kept_rows, "session_scope", short_wait(engine))
+    real = db.write_apart
+    impatient = create_engine(engine.url, connect_args={"timeout": 0.1})
+    monkeypatch.setattr(db, "write_apart", lambda _engine, write: real(impatient, write))
     other = sqlite3.connect(engine.url.database, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:
         with session_scope(engine) as s:
-            found = study_findings(s, library, viewer=coordinator, bootstrap=20, fresh=True)
+            found = study_findings(s, library, viewer=coordinator, bootstrap=20)
+        # `fresh` replaces what was kept for this state, which must not be lost: asked so while
+        # the database stays locked, the coordinator is told to try again.
+        with pytest.raises(ConflictError), session_scope(engine) as s:
+            study_findings(s, library, viewer=coordinator, bootstrap=20, fresh=True)
     finally:
         other.execute("ROLLBACK")
         other.close()
@@ -390,13 +397,3 @@ def test_a_copy_that_cannot_be_written_is_not_kept_and_the_figures_still_come(
     with session_scope(engine) as s:
         assert s.exec(select(KeptReport)).all() == []
     engine.dispose()
-
-
-def short_wait(engine):
-    """session_scope on an engine of the same database whose writers wait 0.1 s, not 15."""
-    impatient = create_engine(engine.url, connect_args={"timeout": 0.1})
-
-    def scope(_engine):
-        return session_scope(impatient)
-
-    return scope
