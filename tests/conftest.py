@@ -1,6 +1,7 @@
 """Shared fixtures: the real FairMedAgent data read from ../shared, and the bundled demo study."""
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,19 @@ def assign_all(session, library, coordinator, raters):
 
     for rater in raters:
         change(session, library, actor=coordinator, rater=rater.pseudonym, sub_actions=SUB_ACTIONS)
+
+
+def lock_is_free(engine) -> bool:
+    """Whether another connection could take a SQLite study's write lock at once, without
+    waiting (a PostgreSQL study has no such lock: always)."""
+    if engine.dialect.name != "sqlite":
+        return True
+    other = sqlite3.connect(engine.url.database, timeout=0, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        other.close()

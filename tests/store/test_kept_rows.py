@@ -2,7 +2,6 @@
 session_scope has committed and given its connection back, each in a transaction of its own;
 never while the computing session runs; dropped when they cannot be made, unless required."""
 
-import sqlite3
 import time
 
 import pytest
@@ -12,25 +11,12 @@ from fma_bands.core.errors import ConflictError
 from fma_bands.store.db import session_scope
 from fma_bands.store.kept_rows import keep_apart, put
 from fma_bands.store.models import KeptReport
+from tests.conftest import lock_is_free
 
 
 def bodies(engine) -> dict[str, str]:
     with session_scope(engine) as s:
         return {row.key: row.body for row in s.exec(select(KeptReport))}
-
-
-def lock_is_free(engine) -> bool:
-    if engine.dialect.name != "sqlite":
-        return True
-    other = sqlite3.connect(engine.url.database, timeout=0, isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
-        other.execute("ROLLBACK")
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        other.close()
 
 
 def test_copies_are_written_once_the_session_is_over_and_replace_the_ones_before(engine):

@@ -35,7 +35,7 @@ from fma_bands.study.ratings import study_findings, study_ratings, study_report
 from fma_bands.study.submissions import Submitted, submitted_rows
 from fma_bands.study.users import require_user
 from tests.agreement.demo import THREE_RATERS, demo_study
-from tests.conftest import DEMO_VIGNETTES
+from tests.conftest import DEMO_VIGNETTES, lock_is_free
 
 
 @pytest.fixture(scope="module")
@@ -294,36 +294,30 @@ def test_only_the_newest_reports_are_kept(demo, computed):
     assert newest in {row.key for row in kept}
 
 
+def kept_kinds(engine) -> tuple[int, int, int]:
+    """How many rows of kept_report are reports or diagnostics, states' sources, answers."""
+    with session_scope(engine) as s:
+        keys = [row.key for row in s.exec(select(KeptReport))]
+    return (
+        sum(not k.startswith((STATE, ANSWER)) for k in keys),
+        sum(k.startswith(STATE) for k in keys),
+        sum(k.startswith(ANSWER) for k in keys),
+    )
+
+
 def test_the_command_prints_the_same_report_kept_or_fresh(tmp_path):
     made = demo_study(tmp_path, THREE_RATERS)
     first = made.fma("agreement", "--json", "--bootstrap", "200")
     engine = make_engine(made.url)
-    with session_scope(engine) as s:
-        # The report, and the coordinator's diagnostics kept beside it (kept_diagnostics), the
-        # state of the store they were found in, and the command's whole answer (kept_answers).
-        keys = [row.key for row in s.exec(select(KeptReport))]
-        assert sum(not k.startswith((STATE, ANSWER)) for k in keys) == 2
-        assert sum(k.startswith(STATE) for k in keys) == 1
-        assert sum(k.startswith(ANSWER) for k in keys) == 1
+    # The report, and the coordinator's diagnostics kept beside it (kept_diagnostics), the
+    # state of the store they were found in, and the command's whole answer (kept_answers).
+    assert kept_kinds(engine) == (2, 1, 1)
     engine.dispose()
     assert made.fma("agreement", "--json", "--bootstrap", "200") == first
     assert made.fma("agreement", "--json", "--bootstrap", "200", "--fresh") == first
     assert made.fma("agreement", "--bootstrap", "200") == made.fma(
         "agreement", "--bootstrap", "200", "--fresh"
     )
-
-
-def lock_is_free(engine) -> bool:
-    """Whether another connection could take the SQLite study's write lock without waiting."""
-    other = sqlite3.connect(engine.url.database, timeout=0, isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
-        other.execute("ROLLBACK")
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        other.close()
 
 
 def probing(module, name, engine, monkeypatch) -> list[bool]:
@@ -355,12 +349,8 @@ def test_nothing_is_written_while_the_findings_are_computed(tmp_path, monkeypatc
             study_findings(s, library, viewer=coordinator, bootstrap=20, fresh=fresh)
         made.fma("agreement", "--json", "--bootstrap", "30", *(["--fresh"] if fresh else []))
     assert report == diagnostics == [True] * 4
-    with session_scope(engine) as s:
-        keys = [row.key for row in s.exec(select(KeptReport))]
     # Kept all the same: the reports and diagnostics of both B, a state, the answer.
-    assert sum(not k.startswith((STATE, ANSWER)) for k in keys) == 4
-    assert sum(k.startswith(STATE) for k in keys) == 1
-    assert sum(k.startswith(ANSWER) for k in keys) == 1
+    assert kept_kinds(engine) == (4, 1, 1)
     engine.dispose()
 
 
