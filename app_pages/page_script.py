@@ -2,11 +2,13 @@
 do: open a new band at its top (Streamlit keeps the page's scroll position when the band
 changes), press the screen's buttons from the keyboard, and warn before a reload or a closed tab
 would lose text typed into a field but not yet kept (Streamlit sends a field's text to the
-server only when the field loses focus, or on Enter, or Ctrl+Enter in a text area).
+server only when the field loses focus, or on Enter, or Ctrl+Enter in a text area, and the
+server keeps it in the run that sending starts).
 
 Every script is idempotent: its listeners are installed once per browser tab and read the
 band on screen from what the latest run of the page left in `window.fmaBandsReview`."""
 
+import base64
 import json
 import re
 from dataclasses import dataclass
@@ -123,11 +125,39 @@ _SCRIPT = """
     },
     true,
   );
-  w.addEventListener("beforeunload", (event) => {
+  // The latest of the form's markers (kept_marker): live once this run has drawn it, until
+  // then the last run's, now stale, which still says what was last kept.
+  const latest = (found) => found.find((el) => !el.closest('[data-stale="true"]')) || found[0];
+  const named = (field) => field.getAttribute("aria-label") || field.name || "a field";
+  // The text fields whose text would be lost: typed and not yet sent, or sent and not yet
+  // kept (the run the sending started keeps it, and a reload stops that run).
+  const unkept = () => {
     for (const field of Array.from(typed)) {
       if (!field.isConnected) typed.delete(field);
     }
-    if (typed.size > 0) {
+    const lost = Array.from(typed, named);
+    const marker = latest(Array.from(document.querySelectorAll("[data-fma-bands-kept]")));
+    if (!marker) return lost;
+    let kept;
+    try {
+      kept = JSON.parse(atob(marker.getAttribute("data-fma-bands-kept")));
+    } catch (error) {
+      return lost.concat(["the review form"]);
+    }
+    for (const [holderClass, text] of Object.entries(kept)) {
+      const holder = latest(
+        Array.from(document.querySelectorAll('[data-testid="stMain"] .' + CSS.escape(holderClass))),
+      );
+      const field = holder && holder.querySelector(
+        'textarea, input[type="text"]:not([role="combobox"])',
+      );
+      if (field && field.value !== text && !lost.includes(named(field))) lost.push(named(field));
+    }
+    return lost;
+  };
+  w.fmaBandsUnkept = unkept;
+  w.addEventListener("beforeunload", (event) => {
+    if (unkept().length > 0) {
       event.preventDefault();
       event.returnValue = "";
     }
@@ -172,6 +202,23 @@ _REFUSED = """
 })();
 </script>
 """
+
+
+# Hidden, as the cookie's script is; the text is base64 of ASCII JSON, so no character of what
+# a rater typed is ever markup or an attribute's end.
+_KEPT = (
+    "<style>div[data-testid='stElementContainer']:has(div[data-fma-bands-kept])"
+    ' {{ display: none; }}</style><div data-fma-bands-kept="{kept}"></div>'
+)
+
+
+def kept_marker(kept: dict[str, str]) -> None:
+    """Tell the page's script what the store keeps of each text field of the form ({widget
+    key: text}). A text the browser has sent is kept only once the run it started has kept it,
+    and a reload or a closed tab stops that run: the script warns while a field on screen
+    differs from what this says."""
+    mine = {key_class(widget): text for widget, text in kept.items()}
+    st.html(_KEPT.format(kept=base64.b64encode(json.dumps(mine).encode()).decode()))
 
 
 def refused_script(count: int) -> None:

@@ -30,7 +30,7 @@ from app_pages.common import (
     settings,
     show_errors,
 )
-from app_pages.page_script import FORM_KEY, refused_script
+from app_pages.page_script import FORM_KEY, kept_marker, refused_script
 from app_pages.queue_screen import QueueRow
 from app_pages.review_screen import CONFIDENCES, BandState, ReviewState, Screen
 from fma_bands.agreement.picture import Row, band_spec
@@ -138,6 +138,13 @@ def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenera
         review.shown = None
         refused_script(band.refusals)
     notice.caption(screen.place(kept=band.kept, flagged=band.flagged))
+    kept_marker(
+        {
+            band.widget(name): band.stored.get(name) or ""
+            for name in band.entries.keys() | band.stored.keys()
+            if isinstance(band.stored.get(name, ""), str | None)
+        }
+    )
     if review.shown:
         notice.success(review.shown, icon=":material/check_circle:")
 
@@ -198,6 +205,7 @@ def _keep(screen: Screen, band: BandState) -> None:
             )
         band.keep_error = None
         band.kept = True
+        band.stored = dict(band.entries)
     except FmaBandsError as exc:
         band.keep_error = exc.message
 

@@ -460,6 +460,9 @@ class BandState:
     failed_message: str | None = None  # why a submission was refused, when no field says it
     conflict: str | None = None  # the stored review moved on in another tab or window
     keep_error: str | None = None  # why the last change could not be kept in the store
+    # What a reload would bring back: the entries as the store last kept them (or as the band
+    # opened); the page's script warns before a reload while a text on screen differs.
+    stored: dict[str, Any] = field(default_factory=dict)
     question: str | None = None  # a list with gaps asks before it becomes a range
     last_band: AnyBand | None = None  # the last complete band, drawn while the one on screen is not
     flag_error: str | None = None
@@ -506,7 +509,10 @@ class ReviewState:
         """The band's state, begun from the screen's entries the first time this session opens
         it (loaded once a session from the store)."""
         if screen.key not in self.bands:
-            self.bands[screen.key] = BandState(screen.key, screen.entries(), screen.version)
+            entries = screen.entries()
+            self.bands[screen.key] = BandState(
+                screen.key, entries, screen.version, stored=dict(entries)
+            )
         return self.bands[screen.key]
 
     def forget(self, prefix: str, session_state: MutableMapping[Any, Any]) -> None:

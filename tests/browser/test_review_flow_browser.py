@@ -431,6 +431,20 @@ def reload_and_return(page: Page) -> None:
         sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
 
 
+def unkept(page: Page) -> list[str]:
+    """The fields whose text a reload now would lose, as the page's own script counts them."""
+    return page.evaluate("() => window.fmaBandsUnkept()")
+
+
+def all_kept(page: Page) -> None:
+    """Wait until every text on screen is kept: the run that sending it started has ended."""
+
+    def check() -> None:
+        assert unkept(page) == []
+
+    eventually(page, check)
+
+
 def test_a_reload_warns_before_losing_typed_text_and_keeps_what_was_sent(page: Page, server):
     queue = queue_of(server, "rater-01")
     seen: list[str] = []
@@ -454,16 +468,22 @@ def test_a_reload_warns_before_losing_typed_text_and_keeps_what_was_sent(page: P
     on_band(page, queue[0], 1, len(queue))
     expect(page).to_have_url(band_address)
 
-    # Typed and the field left: the text is kept, a reload asks nothing and loses nothing.
+    # Typed and the field left: the text is sent, but not kept until the run the sending
+    # started has kept it (a reload stops that run): in the instant after, the page still
+    # counts it as text a reload would lose.
     seen.clear()
     reason = page.get_by_label("Reason", exact=True)
     reason.fill("A whole sentence, sent when the field lost focus.")
-    reason.blur()
+    sent = "() => { document.activeElement.blur(); return window.fmaBandsUnkept(); }"
+    assert page.evaluate(sent) == ["Reason"]
     settle(page)
+    all_kept(page)
     note = page.get_by_label("Note for question 1", exact=True)
     note.fill("A note sent with Enter")
     note.press("Enter")
     settle(page)
+    # Once kept, a reload asks nothing and loses nothing.
+    all_kept(page)
     reload_and_return(page)
     assert seen == [], f"the reload asked {seen} with nothing left unsent"
     on_band(page, queue[0], 1, len(queue))
@@ -479,6 +499,7 @@ def test_a_reload_warns_before_losing_typed_text_and_keeps_what_was_sent(page: P
     reason.fill("Sent with Ctrl+Enter.")
     reason.press("Control+Enter")
     settle(page)
+    all_kept(page)
     reload_and_return(page)
     assert seen == [], f"the reload asked {seen} after Ctrl+Enter"
     expect(page.get_by_label("Reason", exact=True)).to_have_value("Sent with Ctrl+Enter.")

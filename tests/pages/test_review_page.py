@@ -3,6 +3,7 @@ the screen shows at each step, problems beside their fields and gone once fixed,
 keeping its input after an error, automatic drafts surviving a reload, submit and next, skip,
 flags, list and range, orders, blind mode and the re-reading of a bad link."""
 
+import base64
 import json
 import re
 
@@ -308,6 +309,32 @@ def test_what_is_typed_survives_a_reload_without_saving(study):
     assert again.text_area(key=key(DOC, "reason")).value == "Three weeks at most."
     go(again, "app_pages/queue.py")
     assert any("in progress" in c.value for c in again.caption)
+
+
+def kept_on_screen(at: AppTest) -> dict[str, str]:
+    """What the form's marker tells the page's script the store keeps of each text field."""
+    [marker] = [h.proto.body for h in at.get("html") if "<div data-fma-bands-kept=" in h.proto.body]
+    found = re.search(r'data-fma-bands-kept="([A-Za-z0-9+/=]*)"', marker)
+    assert found, marker
+    return json.loads(base64.b64decode(found.group(1)))
+
+
+def test_the_page_is_told_what_is_kept_and_not_what_could_not_be(study, monkeypatch):
+    at = open_review(study.rater, DOC)
+    reason = key_class(key(DOC, "reason"))
+    assert kept_on_screen(at)[reason] == ""
+    at.radio(key=key(DOC, "verdict")).set_value("DECLINE").run()
+    at.text_area(key=key(DOC, "reason")).input("Outside what I judge </div><b>x</b>").run()
+    assert kept_on_screen(at)[reason] == "Outside what I judge </div><b>x</b>"
+
+    def refuse(*args, **kwargs):
+        raise FmaBandsError("this draft is too large to keep: shorten the notes")
+
+    # Not kept: the page goes on being told the text kept before, so a reload warns.
+    monkeypatch.setattr(drafts, "keep", refuse)
+    at.text_area(key=key(DOC, "reason")).input("A longer reason, not kept").run()
+    assert kept_on_screen(at)[reason] == "Outside what I judge </div><b>x</b>"
+    assert at.text_area(key=key(DOC, "reason")).value == "A longer reason, not kept"
 
 
 def test_a_radio_the_browser_sends_back_empty_never_empties_the_answer_kept(study):
