@@ -21,11 +21,11 @@ from fma_bands.core.labels import case_numbers
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import BandMark, Review, ScreenDraft
-from fma_bands.study import marks
+from fma_bands.study import audit, marks, reviews
 from fma_bands.study.assignment import assigned_bands
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.state import current_round_bands
-from fma_bands.study.store_state import per_state
+from fma_bands.study.store_state import per_change
 
 Status = Literal["to do", "in progress", "skipped", "submitted", "changed since submitted"]
 STATUSES: tuple[Status, ...] = (
@@ -62,19 +62,22 @@ class QueueRow:
 def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[QueueRow]:
     """Every band assigned to this rater (from round 2, the bands they re-review in it), by
     case number, then by step. What is recorded (the assignment, the round, the rater's
-    reviews) is read once per state of the store (store_state); the screens' drafts and the
-    rater's marks, which a skip changes without recording it, on every call."""
-    recorded = per_state(
+    reviews) is read once and then follows the changes recorded (store_state.per_change): a
+    review another rater saves changes nothing here, one of theirs one band. The screens'
+    drafts and the rater's marks, which a skip changes without recording it, are read on every
+    call."""
+    recorded = per_change(
         session,
         ("rater queue", rater.id, library.digests),
         lambda: _recorded(session, library, rater),
+        lambda before, changes: _updated(session, library, rater, before, changes),
     )
     kept = _kept(session, rater)
     skipped, flagged = _marks(session, rater)
     made = _made.get(rater.id)
     if made is not None and made[0] is recorded and made[1] == (kept, skipped, flagged):
         return list(made[2])
-    rows = tuple(_rows(recorded, kept, skipped, flagged))
+    rows = tuple(_rows(recorded.bands, kept, skipped, flagged))
     # One per rater: the recorded part's identity names its store and state (it is held here,
     # so no other can take its id).
     _made[rater.id] = (recorded, (kept, skipped, flagged), rows)
@@ -83,7 +86,7 @@ def rater_queue(session: Session, library: Library, rater: UserPublic) -> list[Q
 
 # The rows last made for each rater, from what: a run of the review page asks for the queue
 # once or twice with nothing changed, and making 2,430 rows took a fifth of the page's run.
-_made: dict[int, tuple[object, tuple[object, ...], tuple[QueueRow, ...]]] = {}
+_made: dict[int, tuple["_Recorded", tuple[object, ...], tuple[QueueRow, ...]]] = {}
 
 
 def _rows(
@@ -125,11 +128,16 @@ class _Latest:
     submitted: Status | None
 
 
-def _recorded(
-    session: Session, library: Library, rater: UserPublic
-) -> tuple[tuple[str, str, int, _Latest | None], ...]:
-    """(vignette, sub-action, case number, latest review) of each band of the rater's queue,
-    in the queue's order: what the store records of it."""
+@dataclass(frozen=True)
+class _Recorded:
+    """What the store records of a rater's queue in round `round`: (vignette, sub-action, case
+    number, their latest review) of each band, in the queue's order."""
+
+    round: int
+    bands: tuple[tuple[str, str, int, _Latest | None], ...]
+
+
+def _recorded(session: Session, library: Library, rater: UserPublic) -> _Recorded:
     number, chosen = current_round_bands(session, rater.id)
     # Round 2's bands and raters are fixed when it opens; round 1 follows the assignment.
     mine = assigned_bands(session, library, rater) if chosen is None else chosen
@@ -142,23 +150,65 @@ def _recorded(
             band = (vignette.id, proposal.sub_action)
             if band not in mine:
                 continue
-            review = latest.get(band)
-            mine_latest = None
-            if review is not None:
-                mine_latest = _Latest(review[1], review[6], _submitted(library, band, review))
-            found.append((vignette.id, proposal.sub_action, numbers[vignette.id], mine_latest))
-    return tuple(sorted(found, key=lambda r: (r[2], order[r[1]])))
+            review = _mine(library, band, latest.get(band))
+            found.append((vignette.id, proposal.sub_action, numbers[vignette.id], review))
+    return _Recorded(number, tuple(sorted(found, key=lambda r: (r[2], order[r[1]]))))
 
 
-def _latest(session: Session, rater: UserPublic, number: int) -> dict[tuple[str, str], tuple]:
+def _updated(
+    session: Session,
+    library: Library,
+    rater: UserPublic,
+    before: _Recorded,
+    changes: list[audit.Change],
+) -> _Recorded | None:
+    """The queue's recorded part after `changes`, when each is a review saved or submitted in
+    its round (another rater's changes nothing here); None when any is another change."""
+    saved: set[tuple[str, str]] = set()
+    for change in changes:
+        if change.kind not in (reviews.SAVED, reviews.SUBMITTED):
+            return None
+        if change.actor != rater.pseudonym:
+            continue
+        if change.payload.get("round") != before.round:
+            return None
+        saved.add((change.payload["vignette_id"], change.payload["sub_action"]))
+    if not saved:
+        return before
+    latest = _latest(session, rater, before.round, only=saved)
+    return _Recorded(
+        before.round,
+        tuple(
+            (vid, name, case, _mine(library, (vid, name), latest.get((vid, name))))
+            if (vid, name) in saved
+            else (vid, name, case, review)
+            for vid, name, case, review in before.bands
+        ),
+    )
+
+
+def _mine(library: Library, band: tuple[str, str], review: tuple | None) -> _Latest | None:
+    if review is None:
+        return None
+    return _Latest(review[1], review[6], _submitted(library, band, review))
+
+
+def _latest(
+    session: Session,
+    rater: UserPublic,
+    number: int,
+    only: set[tuple[str, str]] | None = None,
+) -> dict[tuple[str, str], tuple]:
     """(status, revision, context digest, band digest, proposal digest, mode, last change) of
-    the rater's latest revision of each band in round `number`: columns only, since building ORM
-    rows costs more than the whole screen."""
+    the rater's latest revision of each band in round `number` (`only` those bands): columns
+    only, since building ORM rows costs more than the whole screen."""
     columns = ("vignette_id", "sub_action", "status", "revision", "context_digest")
     digests = ("band_digest", "proposal_digest", "mode", "updated_at")
     query = select(*(col(getattr(Review, c)) for c in (*columns, *digests))).where(
         col(Review.rater_id) == rater.id, col(Review.round) == number
     )
+    if only is not None:
+        query = query.where(col(Review.vignette_id).in_({vid for vid, _ in only}))
     latest: dict[tuple[str, str], tuple] = {}
     for vid, name, status, revision, context, band, proposal, mode, at in session.execute(query):
         if (vid, name) not in latest or revision > latest[(vid, name)][1]:

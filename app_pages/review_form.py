@@ -75,7 +75,10 @@ def follow(review: ReviewState) -> None:
     if goto == "queue":
         st.switch_page("app_pages/queue.py")
     if goto is not None:
-        st.switch_page("app_pages/review.py", query_params=address(*goto, key=case_key()))
+        # This page again, at the next band's address: a rerun of the page, whose elements the
+        # browser redraws in place (a switch of page, even to this one, draws them all anew).
+        st.query_params.from_dict(address(*goto, key=case_key()))
+        st.rerun(scope="app")
 
 
 @st.fragment

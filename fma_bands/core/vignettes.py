@@ -185,10 +185,11 @@ class Library:
     def __len__(self) -> int:
         return len(self.vignettes)
 
-    @property
+    @cached_property
     def digests(self) -> tuple:
         """Each vignette's context digests and whole-proposal digests: everything the registry
-        and the staleness test read from the files, as one key."""
+        and the staleness test read from the files, as one key (made once: a library is not
+        changed once loaded, and the pages key what they keep with it on every run)."""
         return tuple(
             (
                 v.id,

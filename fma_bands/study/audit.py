@@ -131,6 +131,39 @@ def head(session: Session) -> tuple[int, str] | None:
 READINGS = frozenset({"sign_in", "passphrase_failed", "activation_failed", "identity_revealed"})
 
 
+@dataclass(frozen=True)
+class Change:
+    """An event that records a change, as a reader following the store reads it."""
+
+    kind: str
+    actor: str | None
+    payload: dict
+
+
+def changes_since(
+    session: Session, since: tuple[int, str], until: tuple[int, str], *, most: int
+) -> list[Change] | None:
+    """The changes recorded after the state head `since` up to `until`, oldest first; None
+    when `since` is not in the log as it was (another store under the same address) or more
+    than `most` came between."""
+    then = session.execute(select(col(AuditEvent.hash)).where(col(AuditEvent.seq) == since[0]))
+    if then.scalar() != since[1]:
+        return None
+    rows = session.execute(
+        select(col(AuditEvent.kind), col(AuditEvent.actor), col(AuditEvent.payload))
+        .where(
+            col(AuditEvent.seq) > since[0],
+            col(AuditEvent.seq) <= until[0],
+            col(AuditEvent.kind).not_in(READINGS),
+        )
+        .order_by(col(AuditEvent.seq))
+        .limit(most + 1)
+    ).all()
+    if len(rows) > most:
+        return None
+    return [Change(kind, actor, payload) for kind, actor, payload in rows]
+
+
 def state_head(session: Session) -> tuple[int, str] | None:
     """(seq, hash) of the newest event that records a change (any kind but READINGS, so a kind
     added later counts as a change), or None if there is none: the state of what the store

@@ -488,10 +488,15 @@ def _update_draft(
     return draft
 
 
+# The audit log's kinds for a review saved and a review submitted: each event names its
+# rater (the actor's pseudonym), its band, its revision and its round.
+SAVED, SUBMITTED = "review_draft_saved", "review_submitted"
+
+
 def _record_save(session: Session, rater: UserPublic, row: Review, *, submit: bool) -> None:
     audit.record(
         session,
-        kind="review_submitted" if submit else "review_draft_saved",
+        kind=SUBMITTED if submit else SAVED,
         actor=rater.pseudonym,
         payload={
             "vignette_id": row.vignette_id,

@@ -49,7 +49,48 @@ def per_state(session: Session, question: Hashable, read: Callable[[], T]) -> T:
     return found
 
 
+# The last answer to each question followed from change to change, by database and question:
+# one per rater's queue, so a server's raters do not push each other's out.
+FOLLOWED = 256
+_followed: "OrderedDict[tuple[Any, ...], tuple[tuple[int, str], Any]]" = OrderedDict()
+
+
+def per_change(
+    session: Session,
+    question: Hashable,
+    read: Callable[[], T],
+    update: Callable[[T, list[audit.Change]], T | None],
+    *,
+    most: int = 64,
+) -> T:
+    """per_state for an answer that follows the changes recorded since it was read:
+    `update(before, changes)` gives the answer after them (`before` itself when none touches
+    it), or None when one changes what it cannot follow, and the answer is read afresh. Read
+    afresh too when more than `most` changes came between, or the log is not the one it was."""
+    head = audit.state_head(session)
+    if head is None:
+        return read()  # nothing ever recorded: no state to keep it under
+    key = (str(session.get_bind().engine.url), question)
+    with _lock:
+        last = _followed.get(key)
+    found: T | None = None
+    if last is not None and last[0] == head:
+        found = last[1]
+    elif last is not None:
+        changes = audit.changes_since(session, last[0], head, most=most)
+        found = None if changes is None else update(last[1], changes)
+    if found is None:
+        found = read()
+    with _lock:
+        _followed[key] = (head, found)
+        _followed.move_to_end(key)
+        while len(_followed) > FOLLOWED:
+            _followed.popitem(last=False)
+    return found
+
+
 def forget() -> None:
     """Keep nothing (for a benchmark's first load, and tests)."""
     with _lock:
         _kept.clear()
+        _followed.clear()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sqlalchemy import event, update
 from sqlmodel import select
 
-from app_pages import band_form, review_screen
+from app_pages import band_form, queue_screen, review_screen
 from app_pages.audit_log_screen import Search, choices, count, search, to_csv
 from app_pages.progress_screen import rater_summaries, reviews_csv
 from app_pages.queue_screen import (
@@ -44,6 +44,7 @@ from fma_bands.core.labels import (
     tool_name,
     vignette_title,
 )
+from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import load_library, parse_vignette
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import BandMark, Review, ScreenDraft
@@ -501,6 +502,59 @@ def test_the_queue_shows_a_skip_a_draft_a_flag_and_a_save_at_once(demo):
     after = status()
     assert after[third] == ("to do", True)
     assert after[fourth] == ("submitted", False)
+
+
+def test_the_queue_follows_the_reviews_saved_since_and_reads_afresh_after_any_other_change(
+    demo, monkeypatch
+):
+    engine, coordinator, a, b = demo
+    reads: list[int] = []
+    real = queue_screen._recorded
+
+    def counted(session, library, rater):
+        reads.append(rater.id)
+        return real(session, library, rater)
+
+    monkeypatch.setattr(queue_screen, "_recorded", counted)
+
+    def queue() -> list[QueueRow]:
+        with session_scope(engine) as s:
+            return rater_queue(s, DEMO, a)
+
+    def afresh() -> list[QueueRow]:
+        store_state.forget()
+        queue_screen._made.clear()
+        return queue()
+
+    def submit(rater: UserPublic, band: tuple[str, str], *, submit: bool = True) -> None:
+        with session_scope(engine) as s:
+            version = getattr(current_review(s, DEMO, rater, *band), "version", 0)
+            form = ReviewForm(verdict="DECLINE", reason="no")
+            save(s, DEMO, rater, *band, form, expected_version=version, submit=submit)
+
+    store_state.forget()
+    first = queue()
+    assert reads == [a.id]
+    submit(b, FOLLOWUP)  # another rater's review changes nothing of this queue
+    assert queue() == first and reads == [a.id]
+    submit(a, ADMIT, submit=False)  # their own: one band, followed
+    saved = queue()
+    assert {r.band: r.status for r in saved}[ADMIT] == "in progress"
+    submit(a, ADMIT)
+    submit(a, ORDERS)
+    submitted = queue()
+    assert {r.band: r.status for r in submitted}[ADMIT] == "submitted"
+    assert {r.band: r.status for r in submitted}[ORDERS] == "submitted"
+    assert reads == [a.id]
+    assert submitted == afresh()
+    # Any other change (here a mode) is not followed: the queue is read afresh.
+    queue()
+    reads.clear()
+    with session_scope(engine) as s:
+        set_mode(s, actor=coordinator, mode="blind")
+    changed = queue()
+    assert reads == [a.id]
+    assert changed == afresh()
 
 
 def test_the_queue_shows_a_review_stale_once_its_vignette_changes(demo, tmp_path):
