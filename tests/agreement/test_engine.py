@@ -2,6 +2,7 @@
 declines as missing data, and bands ordered by how far apart their raters are."""
 
 import random
+import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -9,7 +10,12 @@ from nltk.metrics.distance import jaccard_distance
 
 from fma_bands.agreement import band_agreements, band_alpha, metric_strata, most_disputed_first
 from fma_bands.agreement import engine as engine_module
-from fma_bands.agreement.engine import jaccard_distances, package_alpha, point_alpha
+from fma_bands.agreement.engine import (
+    jaccard_distances,
+    orders_distances,
+    package_alpha,
+    point_alpha,
+)
 from tests.agreement.build import rate, studies
 
 
@@ -21,6 +27,30 @@ def test_jaccard_distances_are_nltks_to_the_last_bit_and_two_empty_sets_are_equa
     for i, a in enumerate(sets):
         for j, b in enumerate(sets):
             assert d[i, j] == (0.0 if not (a or b) else jaccard_distance(a, b))
+
+
+def test_orders_distances_hold_three_square_matrices_at_most():
+    # A large study's orders bands are thousands of distinct sets: each square matrix of
+    # distances is then tens of megabytes, and five of them at once were most of the peak of
+    # `agreement` at 1,000 x 20.
+    rng = random.Random(7)
+    labels = list(
+        dict.fromkeys(
+            (frozenset(rng.sample(range(20), 2)), frozenset(rng.sample(range(20), 5)))
+            for _ in range(900)
+        )
+    )
+    square = len(labels) ** 2 * 8
+    tracemalloc.start()
+    try:
+        distances = orders_distances(labels)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3.2 * square
+    required = jaccard_distances([r for r, _ in labels])
+    defensible = jaccard_distances([d for _, d in labels])
+    assert distances.tobytes() == ((required + defensible) / 2.0).tobytes()
 
 
 def test_the_memory_guard_gives_the_packages_alpha(monkeypatch):

@@ -4,8 +4,10 @@ vignettes, B, seed and code, is found without making a rating, and a missing, un
 outdated copy is computed again."""
 
 import dataclasses
+import gc
 import json
 import sqlite3
+import weakref
 from types import MappingProxyType
 
 import pytest
@@ -352,6 +354,32 @@ def test_nothing_is_written_while_the_findings_are_computed(tmp_path, monkeypatc
     # Kept all the same: the reports and diagnostics of both B, a state, the answer.
     assert kept_kinds(engine) == (4, 1, 1)
     engine.dispose()
+
+
+def test_the_reviews_read_are_let_go_once_made_into_ratings(demo, computed, monkeypatch):
+    # At 1,000 x 20 the rows read were a fifth of what the diagnostics held at their peak.
+    engine, library = demo
+    coordinator, _ = ratings_of(engine, library)
+    read: list[weakref.ref] = []
+    real = ratings_module.ratings_of
+
+    def watched(found: Submitted, lib):
+        read.append(weakref.ref(found))
+        return real(found, lib)
+
+    monkeypatch.setattr(ratings_module, "ratings_of", watched)
+    held = []
+
+    def probed(*args, **kwargs):
+        gc.collect()
+        held.append([ref() is not None for ref in read])
+        return real_diagnostics(*args, **kwargs)
+
+    real_diagnostics = kept_diagnostics.diagnostics
+    monkeypatch.setattr(kept_diagnostics, "diagnostics", probed)
+    with session_scope(engine) as s:
+        study_findings(s, library, viewer=coordinator, bootstrap=20, fresh=True)
+    assert held == [[False]]  # read once, and let go before the diagnostics
 
 
 def test_a_copy_that_cannot_be_written_is_not_kept_and_the_figures_still_come(
