@@ -106,6 +106,7 @@ def review_form(screen: Screen, review: ReviewState, signed: bool, notice: Delta
 
 def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenerator) -> None:
     band = review.open(screen)
+    band.drawn = set()
     _notice_conflict(screen, band)
     errors = (
         review_screen.problems(
@@ -141,10 +142,12 @@ def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenera
         review.shown = None
         refused_script(band.refusals)
     notice.caption(screen.place(kept=band.kept, flagged=band.flagged))
+    # Only the fields drawn: a draft begun in review mode holds the proposal's texts, which a
+    # blind screen never sends.
     kept_marker(
         {
             band.widget(name): band.stored.get(name) or ""
-            for name in band.entries.keys() | band.stored.keys()
+            for name in band.drawn
             if isinstance(band.stored.get(name, ""), str | None)
         }
     )
@@ -166,6 +169,7 @@ def _widget(
 ):
     """Draw the widget for entry `name`, starting from the entries when it was not drawn."""
     key = band.widget(name)
+    band.drawn.add(name)
     if key not in st.session_state:
         st.session_state[key] = band.entries.get(name)
     # A radio's choice, once made, cannot be taken back: nothing a rater does empties one.
@@ -197,7 +201,7 @@ def _changed(screen: Screen, review: ReviewState, name: str, fixed: bool = False
 def _keep(screen: Screen, band: BandState) -> None:
     try:
         with session() as s:
-            review_screen.keep(
+            kept = review_screen.keep(
                 s,
                 library(),
                 _user(),
@@ -208,7 +212,10 @@ def _keep(screen: Screen, band: BandState) -> None:
             )
         band.keep_error = None
         band.kept = True
-        band.stored = dict(band.entries)
+        # What a reload brings back: not a draft that was not kept (a closed round), nor one
+        # begun from a version since replaced (another tab submitted: the reload shows that).
+        if kept and band.version == screen.version:
+            band.stored = dict(band.entries)
     except FmaBandsError as exc:
         band.keep_error = exc.message
 

@@ -376,16 +376,16 @@ def keep(
     entries: dict[str, Any],
     *,
     base_version: int,
-) -> None:
+) -> bool:
     """Keep what is on screen (the automatic draft): its fields only, never anything else the
-    screen holds (a passphrase is not a field)."""
+    screen holds (a passphrase is not a field); whether it was kept (drafts.keep)."""
     found = library.band(vid, name)
     if found is None:
         raise FmaBandsError("this band is no longer in the study", field="band")
     vignette, proposal = found
     wanted = set(entry_names(proposal, vignette))
     kept = {k: v for k, v in entries.items() if k in wanted}
-    drafts.keep(session, rater, vid, name, kept, base_version=base_version)
+    return drafts.keep(session, rater, vid, name, kept, base_version=base_version)
 
 
 def submit(
@@ -463,6 +463,7 @@ class BandState:
     # What a reload would bring back: the entries as the store last kept them (or as the band
     # opened); the page's script warns before a reload while a text on screen differs.
     stored: dict[str, Any] = field(default_factory=dict)
+    drawn: set[str] = field(default_factory=set)  # the entries the form's last run drew
     question: str | None = None  # a list with gaps asks before it becomes a range
     last_band: AnyBand | None = None  # the last complete band, drawn while the one on screen is not
     flag_error: str | None = None

@@ -56,14 +56,15 @@ def keep(
     entries: dict[str, Any],
     *,
     base_version: int,
-) -> None:
-    """Keep the screen's entries for one band (replacing what was kept before)."""
+) -> bool:
+    """Keep the screen's entries for one band (replacing what was kept before); whether they
+    were kept (nothing is from a closed phase or a band frozen in an earlier round)."""
     _own(rater)
     current = lock_study(session)  # so the round cannot close before this is kept
     if current.phase != "open":
-        return  # nothing can be saved from a closed phase, so nothing is worth keeping
+        return False  # nothing can be saved from a closed phase, so nothing is worth keeping
     if current.round > 1 and (vid, name) not in round_bands(session, rater.id, current.round):
-        return  # nor from a band frozen in an earlier round
+        return False  # nor from a band frozen in an earlier round
     entries = _check(dict(entries))
     row = _row(session, rater, vid, name)
     if row is None:
@@ -71,6 +72,7 @@ def keep(
     row.entries, row.base_version, row.updated_at = entries, base_version, utcnow()
     session.add(row)
     session.flush()
+    return True
 
 
 def restore(session: Session, rater: UserPublic, vid: str, name: str) -> Kept | None:

@@ -7,7 +7,8 @@ saved or submitted, a hand-back imported or confirmed, a rater enrolled, an assi
 a flag, a mode, a round, a signature) appends to the audit log in the write's own transaction,
 so while that event is the newest, they stand. The event is read before the data, so what is
 kept under it is never older than it. A change made to the database outside fma-bands, which
-the audit log does not record, is seen once a change is next recorded. Nothing a signature or
+the audit log does not record, is seen once a change is next recorded; by an answer that
+follows the changes (per_change), once a change it does not follow is. Nothing a signature or
 the hash chain vouches for is decided from here (docs/performance.md, What keeps trust).
 """
 

@@ -516,6 +516,14 @@ def test_the_queue_follows_the_reviews_saved_since_and_reads_afresh_after_any_ot
         return real(session, library, rater)
 
     monkeypatch.setattr(queue_screen, "_recorded", counted)
+    latest: list[set | None] = []
+    real_latest = queue_screen._latest
+
+    def read_latest(session, rater, number, only=None):
+        latest.append(only)
+        return real_latest(session, rater, number, only)
+
+    monkeypatch.setattr(queue_screen, "_latest", read_latest)
 
     def queue() -> list[QueueRow]:
         with session_scope(engine) as s:
@@ -534,11 +542,12 @@ def test_the_queue_follows_the_reviews_saved_since_and_reads_afresh_after_any_ot
 
     store_state.forget()
     first = queue()
-    assert reads == [a.id]
-    submit(b, FOLLOWUP)  # another rater's review changes nothing of this queue
-    assert queue() == first and reads == [a.id]
+    assert reads == [a.id] and latest == [None]
+    submit(b, FOLLOWUP)  # another rater's review changes nothing of this queue: nothing read
+    assert queue() == first and reads == [a.id] and latest == [None]
     submit(a, ADMIT, submit=False)  # their own: one band, followed
     saved = queue()
+    assert latest == [None, {ADMIT}]
     assert {r.band: r.status for r in saved}[ADMIT] == "in progress"
     submit(a, ADMIT)
     submit(a, ORDERS)

@@ -335,6 +335,24 @@ def test_the_page_is_told_what_is_kept_and_not_what_could_not_be(study, monkeypa
     at.text_area(key=key(DOC, "reason")).input("A longer reason, not kept").run()
     assert kept_on_screen(at)[reason] == "Outside what I judge </div><b>x</b>"
     assert at.text_area(key=key(DOC, "reason")).value == "A longer reason, not kept"
+    # Nor when the store keeps nothing without a word (a round closed meanwhile).
+    monkeypatch.setattr(drafts, "keep", lambda *args, **kwargs: False)
+    at.text_area(key=key(DOC, "reason")).input("Typed as the round closed").run()
+    assert kept_on_screen(at)[reason] == "Outside what I judge </div><b>x</b>"
+
+
+def test_the_page_is_told_only_of_the_fields_it_draws(study):
+    at = open_review(study.rater, DOC)
+    at.radio(key=key(DOC, "verdict")).set_value("AMEND").run()
+    clause = key_class(key(DOC, "fix:clause"))
+    assert kept_on_screen(at)[clause]  # the proposal's clause, kept in the draft
+    # The draft still holds it once the study is blind; the blind screen never sends it.
+    with study.store() as s:
+        set_mode(s, actor=study.coordinator, mode="blind")
+    blind = open_review(study.rater, DOC)
+    told = kept_on_screen(blind)
+    assert key_class(key(DOC, "reason")) in told
+    assert not [name for name in told if "fix" in name]
 
 
 def test_a_radio_the_browser_sends_back_empty_never_empties_the_answer_kept(study):
