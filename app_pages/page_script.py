@@ -37,15 +37,9 @@ def shortcut_words(shortcuts: list[Shortcut]) -> str:
     return f"Keyboard shortcuts: {keys} (Option instead of Alt on a Mac)."
 
 
-_SCRIPT = """
-<script>
-(() => {
-  const config = %(config)s;
-  const w = window;
-  w.fmaBandsReview = config;
-  const onReview = () => w.location.pathname.replace(/\\/+$/, "").endsWith("/review");
-
-  // A new band opens at its top, with its title and the confirmation of the last one in view.
+_TOP = """
+  // A new band (or a page newly confirming something) opens at its top, with its title and
+  // the confirmation in view.
   if (w.fmaBandsShownBand !== config.band) {
     w.fmaBandsShownBand = config.band;
     const top = () => {
@@ -75,7 +69,17 @@ _SCRIPT = """
       setTimeout(stop, 15000);
     }
   }
+"""
 
+_SCRIPT = """
+<script>
+(() => {
+  const config = %(config)s;
+  const w = window;
+  w.fmaBandsReview = config;
+  const onReview = () => w.location.pathname.replace(/\\/+$/, "").endsWith("/review");
+
+%(top)s
   if (w.fmaBandsListening) return;
   w.fmaBandsListening = true;
 
@@ -176,7 +180,26 @@ def review_script(band: str, shortcuts: list[Shortcut]) -> None:
     }
     # Nothing in the configuration may close the script element early.
     encoded = json.dumps(config).replace("<", "\\u003c")
-    st.html(_SCRIPT % {"config": encoded}, unsafe_allow_javascript=True)
+    st.html(_SCRIPT % {"config": encoded, "top": _TOP}, unsafe_allow_javascript=True)
+
+
+_AT_TOP = """
+<script>
+(() => {
+  const config = %(config)s;
+  const w = window;
+%(top)s
+})();
+</script>
+"""
+
+
+def top_script(shown: str) -> None:
+    """Open the page at its top once for `shown`, what it newly confirms (a new text each time:
+    the browser runs a script again only when its text changed). Streamlit keeps the scroll
+    position of the page it came from."""
+    encoded = json.dumps({"band": shown}).replace("<", "\\u003c")
+    st.html(_AT_TOP % {"config": encoded, "top": _TOP}, unsafe_allow_javascript=True)
 
 
 _REFUSED = """

@@ -1,11 +1,14 @@
 """A rater's queue: how far they are, where to resume, and their bands a page at a time, by
 status and sub-action."""
 
+import time
+
 import streamlit as st
 
 from app_pages import queue_screen
 from app_pages.case_links import case_key
 from app_pages.common import library, require_user, session
+from app_pages.page_script import top_script
 from app_pages.review_screen import ReviewState
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.labels import address, case_numbers
@@ -80,3 +83,6 @@ for row in queue_screen.page(chosen, number):
     right.caption(row.status + (" · flagged for the coordinator" if row.flagged else ""))
 if not chosen:
     st.caption("No band has this status.")
+if flash:
+    # Come from the review page's last band: opened at its top, the confirmation in view.
+    top_script(f"queue {time.monotonic_ns()}")

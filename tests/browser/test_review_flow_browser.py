@@ -10,7 +10,10 @@ import pytest
 from playwright.sync_api import Dialog, Locator, Page, expect
 
 from fma_bands.core.actions import sub_action
-from tests.browser.case_numbers import case_of, queue_of, status_of
+from fma_bands.store.db import make_engine, session_scope
+from fma_bands.study.reviews import ReviewForm, save
+from fma_bands.study.users import require_user
+from tests.browser.case_numbers import case_of, queue_of, status_of, study_library
 from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
     LIVE,
@@ -130,6 +133,32 @@ def test_submit_and_next_opens_the_next_band_at_its_top(page: Page, server):
         on_band(page, queue[done + 1], done + 2, len(queue))
         at_its_top(page, "Review submitted (revision 1).")
     shoot(page, "review-after-submit-and-next")
+
+
+def submit_in_the_store(server: AppServer, rater: str, bands: list[tuple[str, str]]) -> None:
+    """Submit a DECLINE of each band for `rater`, straight in the server's store."""
+    library = study_library(server)
+    engine = make_engine(server.env["FMA_BANDS_DATABASE_URL"])
+    try:
+        with session_scope(engine) as s:
+            who = require_user(s, rater)
+            for band in bands:
+                form = ReviewForm(verdict="DECLINE", reason="Outside what I can judge.")
+                save(s, library, who, *band, form, expected_version=0, submit=True)
+    finally:
+        engine.dispose()
+
+
+def test_submit_and_next_on_the_last_band_opens_the_queue_at_its_top(page: Page, server):
+    queue = queue_of(server, "rater-01")
+    submit_in_the_store(server, "rater-01", queue[1:])
+    start(page, server)
+    on_band(page, queue[0], 1, len(queue))
+    decline(page, "The last one, outside what I can judge.")
+    press(page, SUBMIT)  # at the foot of the band: the page is scrolled
+    expect(page.get_by_role("heading", name="My queue", level=1)).to_be_visible()
+    at_its_top(page, "every band in your queue is now submitted")
+    shoot(page, "queue-after-the-last-submit")
 
 
 def scroll_to_row_of(page: Page, label: str) -> None:
