@@ -63,6 +63,7 @@ def rounds(user: UserPublic) -> None:
             else []
         )
         labels = band_labels(s, lib)
+        numbers = case_numbers(lib, case_key(s))
     st.subheader("Review rounds")
     if flash := st.session_state.pop("round_flash", None):
         st.success(flash)
@@ -86,9 +87,15 @@ def rounds(user: UserPublic) -> None:
     elif not closed_first:
         st.info(f"Round {now.number} is closed: its reviews are frozen and no round follows it.")
     if now.bands:
+        # In case order, then by step, as the candidates were listed when the round opened.
+        step = {name: i for i, name in enumerate(SUB_ACTIONS)}
+        bands = sorted(
+            now.bands,
+            key=lambda b: (numbers.get(b.vignette_id, 0), step.get(b.sub_action, len(step))),
+        )
         rows = [
             {"band": _label(labels, (b.vignette_id, b.sub_action)), "raters": ", ".join(b.raters)}
-            for b in now.bands
+            for b in bands
         ]
         st.dataframe(rows, hide_index=True)
         st.caption(f"The bands re-reviewed in round {now.number}, and who reviews each.")
