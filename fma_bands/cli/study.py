@@ -85,6 +85,7 @@ def demo(reuse: bool) -> None:
         if is_demo and reuse:
             click.echo(f"The demo study is already in {shown}: {start} and sign in with:")
             _print_demo_accounts()
+            _print_coordinator_commands()
             return
         if taken:
             what = "the demo study" if is_demo else "a study that is not the demo"
@@ -144,6 +145,7 @@ def demo(reuse: bool) -> None:
     click.echo(f"Demo study ready in {shown}: {len(found)} vignettes.")
     click.echo(f"Now {start} and sign in with one of these (demo only, not secret):")
     _print_demo_accounts()
+    _print_coordinator_commands()
     click.echo(
         "These are demo accounts: their passphrases are printed here, so the raters' signed "
         "activation records say demo and the registry warns. A real rater is enrolled with a "
@@ -194,6 +196,14 @@ def _write_recommended_policy(folder: Path) -> Path:
         + yaml.safe_dump(policy.as_dict())
     )
     return write_atomically(Path(folder) / RECOMMENDED_POLICY_FILE, text, shared=True)
+
+
+def _print_coordinator_commands() -> None:
+    click.echo(
+        "A coordinator's commands (agreement, registry, export, round ...) say who runs them: "
+        "`fma-bands --as coordinator agreement` asks for the passphrase at a terminal; a script "
+        "gives --passphrase-file FILE, or sets FMA_BANDS_AS and FMA_BANDS_PASSPHRASE_FILE."
+    )
 
 
 def _print_demo_accounts() -> None:

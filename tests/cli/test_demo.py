@@ -121,3 +121,17 @@ def test_the_demo_records_each_raters_identity_as_the_identities_page_does(run, 
             True,
             f"matches the identity commitment published for {name}",
         )
+
+
+def test_the_demo_says_how_a_coordinators_command_is_run_and_that_way_works(run, tmp_path):
+    made = run("demo")
+    assert made.exit_code == 0, made.output
+    assert "`fma-bands --as coordinator agreement` asks for the passphrase" in made.stdout
+    assert "FMA_BANDS_AS and FMA_BANDS_PASSPHRASE_FILE" in made.stdout
+    (tmp_path / "passphrase").write_text("coordinator-demo\n")
+    ran = run("--as", "coordinator", "--passphrase-file", "passphrase", "agreement", "--json")
+    assert ran.exit_code == 0, ran.output
+    # Without saying who runs it, the command says what it needs and exits 3.
+    assert run("agreement", "--json").exit_code == 3
+    again = run("demo", "--reuse")
+    assert "`fma-bands --as coordinator agreement`" in again.stdout
