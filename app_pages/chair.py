@@ -145,15 +145,22 @@ for key, (label, message) in list(st.session_state.get(ERRORS, {}).items()):
         del st.session_state[ERRORS][key]
 if not disputes:
     st.info(
-        "No band awaits the chair: the chair decides only a band refused after round 2 because "
-        "its raters' bands share no value, and there is none. A band short of its quorum, or "
-        'with a disputed span, is listed on Study admin under "Still in dispute after round '
-        '2": more reviews or signatures settle it, not the chair.'
+        "No band awaits the chair: the chair decides only a band the registry refuses after "
+        "round 2 because its raters' bands share no value, and there is none. The registry "
+        "reads the signed attestations: a band whose raters have not yet signed their reviews "
+        "is not refused yet, and comes here once they sign if their bands share no value. A "
+        "band short of its quorum, or with a disputed span, is listed on Study admin under "
+        '"Still in dispute after round 2": more reviews or signatures settle it, not the chair.'
     )
 waiting = [d for d in disputes if d.chaired is None]
 st.markdown(
     escaped(
-        (f"The chair is {named}. " if named else "The policy names no chair yet. ")
+        (
+            f"The chair is {named}. "
+            if named
+            else "The policy names no chair yet (the coordinator names one on Study admin, "
+            "under Registry policy). "
+        )
         + f"Waiting for a decision: {count_bands(len(waiting))}; "
         f"decided: {count_bands(len(disputes) - len(waiting))}."
     )
