@@ -69,6 +69,12 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> DeltaGenerator:
         above.caption(screen.place())
         if flash:
             above.success(flash, icon=":material/check_circle:")
+    if screen.all_submitted and not flash:
+        st.info(
+            "Every band in your queue is submitted: this is the first of them. You may revise "
+            "any until the round closes; the coordinator closes it once everyone is done.",
+            icon=":material/task_alt:",
+        )
     if screen.redirected:
         st.warning(
             "The link you followed names no band in your queue, so this is where you left off.",

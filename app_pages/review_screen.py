@@ -65,6 +65,8 @@ class Screen:
     # start of theirs and beside it in the picture (fma_bands.study.state.sees_proposals).
     shows_proposal: bool
     redirected: bool = False  # the link named no band of the queue
+    # Opened where the rater left off with every band of the queue submitted: the first.
+    all_submitted: bool = False
     round: int = 1
     # From round 2: the anonymised answers of the round before (never this round's).
     panel: round_panel.Panel | None = None
@@ -168,8 +170,10 @@ def open_screen(
     # An address naming no band (the sidebar's link) opens where the rater left off; one naming
     # a band that is not in the queue does too, and the screen says so.
     redirected = (vid, name) not in bands and (vid is not None or name is not None)
+    resumed = resume(rows) if (vid, name) not in bands else None
+    all_submitted = (vid, name) not in bands and resumed is None
     if (vid, name) not in bands:
-        vid, name = (resume(rows) or rows[0]).band
+        vid, name = (resumed or rows[0]).band
     at = bands.index((vid, name))  # type: ignore[arg-type]
     assert vid is not None and name is not None
     vignette = library.vignettes[vid]
@@ -197,6 +201,7 @@ def open_screen(
         kept=kept,
         shows_proposal=sees_proposals(settings, rater),
         redirected=redirected,
+        all_submitted=all_submitted,
         round=settings.round,
         panel=round_panel.panel(session, library, viewer=rater, vid=vid, name=name),
         queue=tuple(rows),

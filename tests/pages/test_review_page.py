@@ -118,6 +118,20 @@ def test_queue_resumes_at_a_band_in_progress(study):
     assert at.radio(key=key(ORDER, "verdict")).value == "DECLINE"
 
 
+def test_review_opened_with_every_band_submitted_says_so(study):
+    for band in BANDS[:-1]:
+        study.save(study.rater, band, submit=True, verdict="DECLINE", reason="out of my scope")
+    at = open_app(study.rater, "app_pages/review.py")
+    assert not [i for i in at.info if "Every band in your queue is submitted" in i.value]
+    study.save(study.rater, BANDS[-1], submit=True, verdict="DECLINE", reason="out of my scope")
+    at = open_app(study.rater, "app_pages/review.py")
+    [said] = [i.value for i in at.info if "Every band in your queue is submitted" in i.value]
+    assert said.startswith("Every band in your queue is submitted: this is the first of them.")
+    # A band asked for by its address says nothing of the rest.
+    at = open_review(study.rater, BANDS[0])
+    assert not [i for i in at.info if "Every band in your queue is submitted" in i.value]
+
+
 # What the screen shows ----------------------------------------------------------------------
 
 
