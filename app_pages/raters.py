@@ -112,7 +112,21 @@ if submitted:
 
 if raters:
     st.subheader("Enrolled raters")
-    st.dataframe(roster(raters), hide_index=True)
+    # Widths that fit the main column of a laptop's 1280 pixels beside the sidebar: a signing
+    # key is cut at its column's edge (a click on its cell shows it whole), never the table.
+    st.dataframe(
+        roster(raters),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "pseudonym": st.column_config.Column(width=100),
+            "specialty": st.column_config.Column(width=130),
+            "jurisdiction": st.column_config.Column(width=110),
+            "years since registration": st.column_config.Column("years", width=60),
+            "account": st.column_config.Column(width=110),
+            "signing key": st.column_config.Column(width=170),
+        },
+    )
     with st.form("reset"):
         who = st.selectbox(
             "Rater who lost their passphrase", [r.pseudonym for r in raters], index=None

@@ -144,13 +144,15 @@ def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenera
     notice.caption(screen.place(kept=band.kept, flagged=band.flagged))
     # Only the fields drawn: a draft begun in review mode holds the proposal's texts, which a
     # blind screen never sends.
-    kept_marker(
-        {
-            band.widget(name): band.stored.get(name) or ""
-            for name in band.drawn
-            if isinstance(band.stored.get(name, ""), str | None)
-        }
-    )
+    kept = {
+        band.widget(name): band.stored.get(name) or ""
+        for name in band.drawn
+        if isinstance(band.stored.get(name, ""), str | None)
+    }
+    # A flag's note is kept only by sending the flag: any text left in its box is lost on a
+    # reload, so the page warns of it as of text not yet kept.
+    kept[band.widget("flag_note")] = ""
+    kept_marker(kept)
     if review.shown:
         notice.success(review.shown, icon=":material/check_circle:")
 
@@ -280,19 +282,27 @@ def _questions(screen: Screen, review: ReviewState, band: BandState, errors: dic
     for number, question in enumerate(QUESTIONS, start=1):
         q = question["key"]
         words, explained = QUESTION_WORDS[q]
-        st.markdown(f"**{number}. {words}**")
-        if q == "q5" and screen.proposal.disputed_span is None:
-            st.caption(
+        unasked = q == "q5" and screen.proposal.disputed_span is None
+        if unasked:
+            notes = [
                 "The proposal records no disputed span for this band: nothing to answer here."
                 + (
                     " Where round 1's raters differed is in the panel above."
                     if screen.panel is not None
                     else ""
                 )
+            ]
+        else:
+            notes = [explained, "" if q == "q5" else flagged_by(question["problem"])]
+        # One element for the question and its notes: every element is a message the browser
+        # draws on each move to another band.
+        st.markdown(
+            "  \n".join(
+                [f"**{number}. {words}**", *(f":small[:gray[{escaped(n)}]]" for n in notes if n)]
             )
+        )
+        if unasked:
             continue
-        if explained:
-            st.caption(explained)
         if q == "q5":
             _widget(
                 screen,
@@ -307,7 +317,6 @@ def _questions(screen: Screen, review: ReviewState, band: BandState, errors: dic
                 horizontal=True,
             )
         else:
-            st.caption(flagged_by(question["problem"]))
             _widget(
                 screen,
                 review,

@@ -377,11 +377,25 @@ def untimed(probe: Probe, what: str, act: Callable[[], None]) -> None:
     quiet(probe.page)
 
 
+def wire_still(probe: Probe) -> None:
+    """Wait, off the page, until no message has come for QUIET_MS: a clinician's browser does
+    not have Playwright's queries of the page (its locators and `expect`s run in the page's
+    main thread) competing with the drawing, so none is made until the interaction's runs are
+    over on the wire."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while time.monotonic() < deadline:
+        count = len(probe.wire.frames)
+        probe.page.wait_for_timeout(QUIET_MS)  # waits in Playwright's driver, not in the page
+        if len(probe.wire.frames) == count:
+            return
+
+
 def timed(probe: Probe, what: str, act: Callable[[], None], effect: Callable[[], None]) -> dict:
     probe.page.evaluate("window.__bench.reset()")
     probe.wire.frames.clear()
     act()
     rerun_finished(probe, what)
+    wire_still(probe)
     drawn(probe.page)
     effect()
     figures = measure(quiet(probe.page), what)

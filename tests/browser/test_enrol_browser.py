@@ -20,6 +20,7 @@ from tests.browser.helpers import (
     assert_no_exception,
     choose,
     close_the_round,
+    eventually,
     follow_link,
     open_app,
     open_from_sidebar,
@@ -56,6 +57,16 @@ def enrol_on_the_raters_page(desk: Page, url: str) -> str:
     sign_in(desk, "coordinator", DEMO_ACCOUNTS["coordinator"])
     open_from_sidebar(desk, "Raters")
     expect(desk.get_by_role("heading", name="Raters", level=1)).to_be_visible()
+    # The enrolled raters fit the page: their signing keys are cut short in their column rather
+    # than running the table off its right edge.
+    scroller = desk.get_by_test_id("stDataFrame").locator(".dvn-scroller")
+    expect(scroller).to_have_count(1)
+
+    def fits() -> None:
+        width, shown = scroller.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert shown > 0 and width - shown <= 1, f"{width - shown} pixels out of sight"
+
+    eventually(desk, fits)
     form = desk.get_by_test_id("stForm").first
     form.get_by_label("Pseudonym", exact=True).fill(RATER)
     form.get_by_label("Specialty", exact=True).fill("emergency medicine")

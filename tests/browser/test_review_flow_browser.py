@@ -523,6 +523,19 @@ def test_a_reload_warns_before_losing_typed_text_and_keeps_what_was_sent(page: P
         "A note sent with Enter"
     )
 
+    # A flag's note is kept only by sending the flag: left in its box, sent to the server or
+    # not, a reload would lose it, so the page counts it.
+    page.get_by_text("Flag this band for the coordinator").click()
+    flag = page.get_by_label("What should the coordinator look at?", exact=True)
+    flag.fill("The clause is from an older edition")
+    flag.blur()
+    settle(page)
+    assert unkept(page) == ["What should the coordinator look at?"]
+    flag.fill("")
+    flag.blur()
+    settle(page)
+    all_kept(page)
+
     # Ctrl+Enter sends a text area's text too: no question on the next reload.
     reason = page.get_by_label("Reason", exact=True)
     reason.fill("Sent with Ctrl+Enter.")

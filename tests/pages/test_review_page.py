@@ -165,6 +165,23 @@ def test_review_mode_shows_core_proposal_disputed_span_and_results_as_plain_text
     assert len(at.columns) >= 2
 
 
+def test_each_question_is_one_element_with_its_notes(study):
+    """A question, what it asks of the rater and when a note is needed are drawn as one element:
+    each element is a message the browser draws again on every move to another band."""
+    at = open_review(study.rater, DOC)
+    questions = {
+        m.value[2]: m.value.replace("\\", "")
+        for m in at.markdown
+        if re.match(r"\*\*[1-6]\. ", m.value)
+    }
+    assert sorted(questions) == list("123456")
+    assert "band's authors rely on" in questions["1"]
+    assert "If no, say which in the note." in questions["1"]
+    assert "If yes, say which in the note." in questions["3"]
+    assert "the picture shows them in amber" in questions["5"]
+    assert not [c for c in at.caption if "say which in the note" in c.value]
+
+
 @pytest.mark.parametrize("band", [TRIAGE, ORDER], ids=["triage", "ordering"])
 def test_triage_shows_no_results_and_no_metric(study, band):
     at = open_review(study.rater, band)
@@ -367,6 +384,8 @@ def test_the_page_is_told_only_of_the_fields_it_draws(study):
     told = kept_on_screen(blind)
     assert key_class(key(DOC, "reason")) in told
     assert not [name for name in told if "fix" in name]
+    # A flag's note is kept only by sending the flag: the page is told nothing of it is kept.
+    assert told[key_class(key(DOC, "flag_note"))] == ""
 
 
 def test_a_radio_the_browser_sends_back_empty_never_empties_the_answer_kept(study):
