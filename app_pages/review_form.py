@@ -665,6 +665,10 @@ def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
     band = review.bands.get(screen.key)
     if band is None:
         return  # a second click on a band already submitted (see _changed)
+    if _unsent_flag(band, "submit"):
+        band.refusals += 1
+        return
+    band.flag_error = None
     user, lib = _user(), library()
     band.tried = True
     band.failed, band.failed_message = {}, None
@@ -731,6 +735,10 @@ def _next_band(
 
 
 def _skip(screen: Screen, review: ReviewState) -> None:
+    band = review.bands.get(screen.key)
+    if band is not None and _unsent_flag(band, "skip this band"):
+        band.refusals += 1
+        return
     lib, user = library(), _user()
     with session() as s:
         marks.skip(s, lib, user, screen.vignette.id, screen.name)
@@ -758,10 +766,15 @@ def _flag_box(screen: Screen, review: ReviewState, band: BandState, rater: UserP
         for flag in mine:
             st.caption(f"You flagged this band on {flag.created_at:%d %b %Y, %H:%M} UTC:")
             st.text(flag.note)
+        note = band.widget("flag_note")
+        if note not in st.session_state:
+            st.session_state[note] = band.flag_note  # typed before the rater went elsewhere
         st.text_area(
             "What should the coordinator look at?",
-            key=band.widget("flag_note"),
+            key=note,
             help="A problem with the vignette, the proposal, or your scope.",
+            on_change=_flag_typed,
+            args=(band,),
         )
         if band.flag_error:
             st.error(escaped(band.flag_error), icon=":material/error:")
@@ -771,6 +784,22 @@ def _flag_box(screen: Screen, review: ReviewState, band: BandState, rater: UserP
     if sent := band.flag_sent:
         band.flag_sent = None
         st.success(sent, icon=":material/flag:")
+
+
+def _flag_typed(band: BandState) -> None:
+    band.flag_note = st.session_state.get(band.widget("flag_note")) or ""
+
+
+def _unsent_flag(band: BandState, doing: str) -> bool:
+    """Whether the flag's box holds a note not yet sent, which `doing` would lose: it is then
+    refused, and said beside the box."""
+    if not (st.session_state.get(band.widget("flag_note")) or "").strip():
+        return False
+    band.flag_error = (
+        f"Your flag is not sent yet: send it, or clear its box, before you {doing}. "
+        "Nothing else was done."
+    )
+    return True
 
 
 def _flag(screen: Screen, review: ReviewState, rater: UserPublic) -> None:
@@ -786,5 +815,5 @@ def _flag(screen: Screen, review: ReviewState, rater: UserPublic) -> None:
         return
     band.flag_error = None
     band.flagged = True
-    st.session_state[band.widget("flag_note")] = ""
+    st.session_state[band.widget("flag_note")] = band.flag_note = ""
     band.flag_sent = "Flag sent: the coordinator sees it on the Raters' progress page."

@@ -473,6 +473,9 @@ class BandState:
     last_band: AnyBand | None = None  # the last complete band, drawn while the one on screen is not
     flag_error: str | None = None
     flag_sent: str | None = None  # said once, under the flag box
+    # The flag's note as typed and not yet sent: its box is not drawn on another band's screen,
+    # and Streamlit forgets the value of a widget not drawn.
+    flag_note: str = ""
     # Entries kept, a flag sent, since the screen was read: the line under the title says so
     # at once (the form reruns on its own, the rest of the page on its next run).
     kept: bool = False

@@ -449,6 +449,45 @@ def test_a_refused_submit_takes_the_last_confirmation_away_and_shows_its_message
     assert status_of(server, "rater-01", queue[1]) == "to do"
 
 
+def test_a_flag_not_yet_sent_stays_in_its_box_and_holds_back_submit(page: Page, server):
+    """A flag's note typed on a band, then another band and back: the note is in its box again
+    (its box was closed meanwhile). Submit and next then submits nothing, opens the box and
+    brings the reason into view; once the flag is sent, Submit and next goes on."""
+    queue = queue_of(server, "rater-01")
+    start(page, server)
+    decline(page, "Outside what I can judge.")
+    page.get_by_text("Flag this band for the coordinator").click()
+    note = "The clause is from an older edition."
+    box = page.get_by_label("What should the coordinator look at?", exact=True)
+    box.fill(note)
+    box.blur()
+    settle(page)
+    press(page, NEXT)
+    on_band(page, queue[1], 2, len(queue))
+    press(page, PREVIOUS)
+    on_band(page, queue[0], 1, len(queue))
+    scroll_to_bottom(page)
+    press_keys(page, "Alt+S")
+    settle(page)
+    on_band(page, queue[0], 1, len(queue))
+    refused = (
+        page.get_by_test_id("stMain")
+        .locator(LIVE)
+        .get_by_text("Your flag is not sent yet: send it, or clear its box, before you submit.")
+    )
+    in_view(refused)
+    expect(page.get_by_label("What should the coordinator look at?", exact=True)).to_have_value(
+        note
+    )
+    shoot(page, "review-unsent-flag")
+    assert status_of(server, "rater-01", queue[0]) != "submitted"
+    press(page, "Send the flag")
+    expect(page.get_by_text("Flag sent")).to_be_visible()
+    press(page, SUBMIT)
+    on_band(page, queue[1], 2, len(queue))
+    assert status_of(server, "rater-01", queue[0]) == "submitted"
+
+
 # A reload ------------------------------------------------------------------------------------
 
 

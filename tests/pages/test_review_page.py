@@ -320,6 +320,42 @@ def test_a_flag_without_a_note_keeps_the_form_and_says_why(study):
     assert at.text_area(key=key(MED, "reason")).value == "half a thought"
 
 
+def test_a_flag_typed_and_not_sent_is_kept_across_bands_and_refuses_submit_and_skip(study):
+    """Streamlit forgets a box not drawn, and Submit and next or Skip for now would leave the
+    band: a flag's note typed and not sent stays in its box until sent or cleared."""
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "verdict")).set_value("AMEND").run()
+    at.pills(key=key(MED, "band", "values")).set_value([1, 3]).run()
+    answer(at, MED)
+    at.text_area(key=key(MED, "reason")).input("NSAID or strong opioid; not weak.").run()
+    at.text_area(key=key(MED, "flag_note")).input("The core gives no renal function.").run()
+    # Another band and back: the note is in its box again.
+    click(at, "Next band →")
+    assert band_on_screen(at, study) != MED
+    click(at, "← Previous band")
+    assert band_on_screen(at, study) == MED
+    note = at.text_area(key=key(MED, "flag_note"))
+    assert note.value == "The core gives no renal function."
+    for button, doing in ((SUBMIT, "submit"), (SKIP, "skip this band")):
+        click(at, button)
+        assert band_on_screen(at, study) == MED
+        assert (
+            f"Your flag is not sent yet: send it, or clear its box, before you {doing}. "
+            "Nothing else was done."
+        ) in [as_read(e.value) for e in at.error]
+        assert at.text_area(key=key(MED, "flag_note")).value == "The core gives no renal function."
+    assert not [r for r in study.reviews(study.rater, MED) if r.status == "submitted"]
+    click(at, "Send the flag")
+    assert at.text_area(key=key(MED, "flag_note")).value == ""
+    click(at, SUBMIT)
+    assert band_on_screen(at, study) != MED
+    [review] = study.reviews(study.rater, MED)
+    assert review.status == "submitted"
+    with study.store() as s:
+        [flag] = marks.all_flags(s, study.coordinator)
+    assert flag.note == "The core gives no renal function."
+
+
 # Automatic drafts -----------------------------------------------------------------------------
 
 
