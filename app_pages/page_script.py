@@ -133,8 +133,8 @@ _SCRIPT = """
   // then the last run's, now stale, which still says what was last kept.
   const latest = (found) => found.find((el) => !el.closest('[data-stale="true"]')) || found[0];
   const named = (field) => field.getAttribute("aria-label") || field.name || "a field";
-  // The text fields whose text would be lost: typed and not yet sent, or sent and not yet
-  // kept (the run the sending started keeps it, and a reload stops that run).
+  // The text and number fields whose value would be lost: typed and not yet sent, or sent and
+  // not yet kept (the run the sending started keeps it, and a reload stops that run).
   const unkept = () => {
     for (const field of Array.from(typed)) {
       if (!field.isConnected) typed.delete(field);
@@ -153,9 +153,13 @@ _SCRIPT = """
         Array.from(document.querySelectorAll('[data-testid="stMain"] .' + CSS.escape(holderClass))),
       );
       const field = holder && holder.querySelector(
-        'textarea, input[type="text"]:not([role="combobox"])',
+        'textarea, input[type="text"]:not([role="combobox"]), input[type="number"]',
       );
-      if (field && field.value !== text && !lost.includes(named(field))) lost.push(named(field));
+      if (!field) continue;
+      // A bound is kept as a number, shown as its text ("21" for 21.0).
+      const shown =
+        typeof text === "number" ? (field.value === "" ? null : Number(field.value)) : field.value;
+      if (shown !== text && !lost.includes(named(field))) lost.push(named(field));
     }
     return lost;
   };
@@ -235,11 +239,11 @@ _KEPT = (
 )
 
 
-def kept_marker(kept: dict[str, str]) -> None:
-    """Tell the page's script what the store keeps of each text field of the form ({widget
-    key: text}). A text the browser has sent is kept only once the run it started has kept it,
-    and a reload or a closed tab stops that run: the script warns while a field on screen
-    differs from what this says."""
+def kept_marker(kept: dict[str, str | float]) -> None:
+    """Tell the page's script what the store keeps of each text and number field of the form
+    ({widget key: text or number}). What the browser has sent is kept only once the run it
+    started has kept it, and a reload or a closed tab stops that run: the script warns while a
+    field on screen differs from what this says."""
     mine = {key_class(widget): text for widget, text in kept.items()}
     st.html(_KEPT.format(kept=base64.b64encode(json.dumps(mine).encode()).decode()))
 

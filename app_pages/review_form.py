@@ -144,11 +144,13 @@ def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenera
     notice.caption(screen.place(kept=band.kept, flagged=band.flagged))
     # Only the fields drawn: a draft begun in review mode holds the proposal's texts, which a
     # blind screen never sends.
-    kept = {
-        band.widget(name): band.stored.get(name) or ""
-        for name in band.drawn
-        if isinstance(band.stored.get(name, ""), str | None)
-    }
+    kept: dict[str, str | float] = {}
+    for name in band.drawn:
+        value = band.stored.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            kept[band.widget(name)] = value  # a bound: the page compares it as a number
+        elif isinstance(value, str | None):
+            kept[band.widget(name)] = value or ""
     # A flag's note is kept only by sending the flag: any text left in its box is lost on a
     # reload, so the page warns of it as of text not yet kept.
     kept[band.widget("flag_note")] = ""

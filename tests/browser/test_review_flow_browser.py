@@ -13,7 +13,7 @@ from fma_bands.core.actions import sub_action
 from fma_bands.store.db import make_engine, session_scope
 from fma_bands.study.reviews import ReviewForm, save
 from fma_bands.study.users import require_user
-from tests.browser.case_numbers import case_of, queue_of, status_of, study_library
+from tests.browser.case_numbers import band_url, case_of, queue_of, status_of, study_library
 from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
     LIVE,
@@ -584,3 +584,29 @@ def test_a_reload_warns_before_losing_typed_text_and_keeps_what_was_sent(page: P
     reload_and_return(page)
     assert seen == [], f"the reload asked {seen} after Ctrl+Enter"
     expect(page.get_by_label("Reason", exact=True)).to_have_value("Sent with Ctrl+Enter.")
+
+
+def test_a_bound_sent_is_counted_until_kept_and_a_reload_then_keeps_it(page: Page, server):
+    """A number, as a text: the bound the browser has sent is kept only once the run it started
+    has kept it, and a reload in that instant would lose it."""
+    seen: list[str] = []
+    page.on("dialog", lambda dialog: (seen.append(dialog.type), dialog.accept()))
+    page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+    open_app(page, band_url(server, "demo_triage_clear_01", "urgency_score"))
+    sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
+    expect(page.get_by_role("heading", name="Your verdict")).to_be_visible()
+    choose(page, "Verdict", "AMEND: correct the band or its clause")
+    settle(page)
+    all_kept(page)
+    low = page.get_by_label("Lower bound", exact=True)
+    low.fill("9")
+    sent = "() => { document.activeElement.blur(); return window.fmaBandsUnkept(); }"
+    assert page.evaluate(sent) == ["Lower bound"]
+    settle(page)
+    all_kept(page)
+    page.reload()
+    wait_for_app(page)
+    if page.get_by_role("heading", name="Sign in", level=1).count():
+        sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
+    assert seen == [], f"the reload asked {seen} with the bound kept"
+    expect(page.get_by_label("Lower bound", exact=True)).to_have_value("9")
