@@ -590,7 +590,12 @@ def test_a_bound_sent_is_counted_until_kept_and_a_reload_then_keeps_it(page: Pag
     """A number, as a text: the bound the browser has sent is kept only once the run it started
     has kept it, and a reload in that instant would lose it."""
     seen: list[str] = []
-    page.on("dialog", lambda dialog: (seen.append(dialog.type), dialog.accept()))
+
+    def answer(dialog: Dialog) -> None:
+        seen.append(dialog.type)
+        dialog.accept()
+
+    page.on("dialog", answer)
     page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
     open_app(page, band_url(server, "demo_triage_clear_01", "urgency_score"))
     sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
