@@ -149,8 +149,9 @@ if not disputes:
         "round 2 because its raters' bands share no value, and there is none. The registry "
         "reads the signed attestations: a band whose raters have not yet signed their reviews "
         "is not refused yet, and comes here once they sign if their bands share no value. A "
-        "band short of its quorum, or with a disputed span, is listed on Study admin under "
-        '"Still in dispute after round 2": more reviews or signatures settle it, not the chair.'
+        "band short of its quorum, or with a disputed span, is one the coordinator's Study "
+        'admin page counts as "Still in dispute after round 2": more reviews or signatures '
+        "settle it, not the chair."
     )
 waiting = [d for d in disputes if d.chaired is None]
 st.markdown(

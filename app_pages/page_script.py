@@ -148,6 +148,9 @@ _SCRIPT = """
     } catch (error) {
       return lost.concat(["the review form"]);
     }
+    const elsewhere = Number(marker.getAttribute("data-fma-bands-elsewhere")) || 0;
+    if (elsewhere === 1) lost.push("a flag's note on another band");
+    if (elsewhere > 1) lost.push(`flags' notes on ${elsewhere} other bands`);
     for (const [holderClass, text] of Object.entries(kept)) {
       const holder = latest(
         Array.from(document.querySelectorAll('[data-testid="stMain"] .' + CSS.escape(holderClass))),
@@ -235,17 +238,20 @@ _REFUSED = """
 # a rater typed is ever markup or an attribute's end.
 _KEPT = (
     "<style>div[data-testid='stElementContainer']:has(div[data-fma-bands-kept])"
-    ' {{ display: none; }}</style><div data-fma-bands-kept="{kept}"></div>'
+    " {{ display: none; }}</style>"
+    '<div data-fma-bands-kept="{kept}" data-fma-bands-elsewhere="{elsewhere}"></div>'
 )
 
 
-def kept_marker(kept: dict[str, str | float]) -> None:
+def kept_marker(kept: dict[str, str | float], *, elsewhere: int = 0) -> None:
     """Tell the page's script what the store keeps of each text and number field of the form
     ({widget key: text or number}). What the browser has sent is kept only once the run it
     started has kept it, and a reload or a closed tab stops that run: the script warns while a
-    field on screen differs from what this says."""
+    field on screen differs from what this says. `elsewhere`: how many flags' notes not yet
+    sent this session holds for other bands, which a reload would lose too."""
     mine = {key_class(widget): text for widget, text in kept.items()}
-    st.html(_KEPT.format(kept=base64.b64encode(json.dumps(mine).encode()).decode()))
+    encoded = base64.b64encode(json.dumps(mine).encode()).decode()
+    st.html(_KEPT.format(kept=encoded, elsewhere=int(elsewhere)))
 
 
 def refused_script(count: int) -> None:

@@ -147,9 +147,13 @@ def close_phase(number: int, user: UserPublic) -> None:
     st.markdown(
         f"Closing round {number} **freezes every review** of it: no rater can submit or revise "
         "a review, and no paper hand-back can be imported. It also **ends the blinding** of "
-        "this round: while no round is open, raters see the Agreement page, and in round 2 "
-        "each band's raters see round 1's answers beside it, anonymised. The protocol never "
-        "reopens a closed round"
+        "this round: while no round is open, raters see the Agreement page"
+        + (
+            ", and in round 2 each band's raters see round 1's answers beside it, anonymised"
+            if number == 1
+            else ""
+        )
+        + ". The protocol never reopens a closed round"
         + (": bands still in dispute go to round 2, opened on Study admin." if number == 1 else ".")
     )
     sure = st.checkbox(f"I understand: close round {number} now", key="close_sure")

@@ -113,18 +113,25 @@ if submitted:
 if raters:
     st.subheader("Enrolled raters")
     # Widths that fit the main column of a laptop's 1280 pixels beside the sidebar: a signing
-    # key is cut at its column's edge (a click on its cell shows it whole), never the table.
+    # key is cut at its column's edge (a double click on its cell shows it whole, as the
+    # column's help says), never the table.
     st.dataframe(
         roster(raters),
         hide_index=True,
         width="stretch",
         column_config={
             "pseudonym": st.column_config.Column(width=100),
-            "specialty": st.column_config.Column(width=130),
-            "jurisdiction": st.column_config.Column(width=110),
-            "years since registration": st.column_config.Column("years", width=60),
-            "account": st.column_config.Column(width=110),
-            "signing key": st.column_config.Column(width=170),
+            "specialty": st.column_config.Column(width=120),
+            "jurisdiction": st.column_config.Column(width=100),
+            "years since registration": st.column_config.Column(
+                "years", width=50, help="Years since registration"
+            ),
+            "account": st.column_config.Column(width=170),
+            "signing key": st.column_config.Column(
+                width=140,
+                help="The fingerprint of the rater's signing key: double-click a cell to read it "
+                "whole.",
+            ),
         },
     )
     with st.form("reset"):

@@ -70,9 +70,14 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> DeltaGenerator:
         if flash:
             above.success(flash, icon=":material/check_circle:")
     if screen.all_submitted and not flash:
+        then = (
+            "You may revise any until the round closes; the coordinator closes it once everyone "
+            "is done."
+            if screen.phase == "open"
+            else "The round is closed: they stand as submitted."
+        )
         st.info(
-            "Every band in your queue is submitted: this is the first of them. You may revise "
-            "any until the round closes; the coordinator closes it once everyone is done.",
+            f"Every band in your queue is submitted: this is the first of them. {then}",
             icon=":material/task_alt:",
         )
     if screen.redirected:

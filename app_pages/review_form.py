@@ -152,9 +152,14 @@ def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenera
         elif isinstance(value, str | None):
             kept[band.widget(name)] = value or ""
     # A flag's note is kept only by sending the flag: any text left in its box is lost on a
-    # reload, so the page warns of it as of text not yet kept.
-    kept[band.widget("flag_note")] = ""
-    kept_marker(kept)
+    # reload, so the page warns of it as of text not yet kept (a box of blanks holds nothing).
+    note = st.session_state.get(band.widget("flag_note")) or ""
+    kept[band.widget("flag_note")] = note if not note.strip() else ""
+    # And so is one left in the box of another band opened in this session.
+    elsewhere = sum(
+        1 for key, other in review.bands.items() if key != screen.key and other.flag_note.strip()
+    )
+    kept_marker(kept, elsewhere=elsewhere)
     if review.shown:
         notice.success(review.shown, icon=":material/check_circle:")
 
@@ -667,13 +672,12 @@ def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
     band = review.bands.get(screen.key)
     if band is None:
         return  # a second click on a band already submitted (see _changed)
+    band.failed, band.failed_message = {}, None
     if _unsent_flag(band, "submit"):
         band.refusals += 1
         return
-    band.flag_error = None
     user, lib = _user(), library()
     band.tried = True
-    band.failed, band.failed_message = {}, None
     passphrase = st.session_state.get(band.widget("passphrase")) or ""
     try:
         with session() as s:
@@ -738,9 +742,11 @@ def _next_band(
 
 def _skip(screen: Screen, review: ReviewState) -> None:
     band = review.bands.get(screen.key)
-    if band is not None and _unsent_flag(band, "skip this band"):
-        band.refusals += 1
-        return
+    if band is not None:
+        band.failed_message = None
+        if _unsent_flag(band, "skip this band"):
+            band.refusals += 1
+            return
     lib, user = library(), _user()
     with session() as s:
         marks.skip(s, lib, user, screen.vignette.id, screen.name)
@@ -790,17 +796,26 @@ def _flag_box(screen: Screen, review: ReviewState, band: BandState, rater: UserP
 
 def _flag_typed(band: BandState) -> None:
     band.flag_note = st.session_state.get(band.widget("flag_note")) or ""
+    if not band.flag_note.strip():
+        # Cleared: nothing holds Submit back any more, and nothing is said of it.
+        band.flag_error = None
+        if band.failed_message and band.failed_message.startswith(UNSENT_FLAG):
+            band.failed_message = None
+
+
+UNSENT_FLAG = "Your flag is not sent yet"
 
 
 def _unsent_flag(band: BandState, doing: str) -> bool:
     """Whether the flag's box holds a note not yet sent, which `doing` would lose: it is then
-    refused, and said beside the box."""
+    refused, said beside the box and above the buttons (the box may have been closed since)."""
     if not (st.session_state.get(band.widget("flag_note")) or "").strip():
+        band.flag_error = None
         return False
     band.flag_error = (
-        f"Your flag is not sent yet: send it, or clear its box, before you {doing}. "
-        "Nothing else was done."
+        f"{UNSENT_FLAG}: send it, or clear its box, before you {doing}. Nothing else was done."
     )
+    band.failed_message = f"{UNSENT_FLAG}: send it below, or clear its box, before you {doing}."
     return True
 
 

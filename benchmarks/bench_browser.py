@@ -388,6 +388,7 @@ def wire_still(probe: Probe) -> None:
         probe.page.wait_for_timeout(QUIET_MS)  # waits in Playwright's driver, not in the page
         if len(probe.wire.frames) == count:
             return
+    raise RuntimeError("the app's messages never stopped coming")
 
 
 def timed(probe: Probe, what: str, act: Callable[[], None], effect: Callable[[], None]) -> dict:

@@ -89,7 +89,9 @@ def test_the_progress_page_is_the_coordinators_alone(study):
 
 def test_closing_the_phase_asks_first_and_says_what_it_does(study):
     at = open_app(study.coordinator, "app_pages/progress.py")
-    assert any("freezes every review" in m.value for m in at.markdown)
+    [closing] = [m.value for m in at.markdown if "freezes every review" in m.value]
+    assert "and in round 2 each band's raters see round 1's answers beside it" in closing
+    assert closing.endswith(": bands still in dispute go to round 2, opened on Study admin.")
     [close] = [b for b in at.button if b.label == "Close round 1"]
     assert close.disabled
     with study.store() as s:
@@ -232,6 +234,13 @@ def test_in_round_two_the_figures_are_round_twos_alone(study, tmp_path):
         )
     at = open_app(study.coordinator, "app_pages/progress.py")
     assert any(h.value == "Round 2 (open)" for h in at.subheader)
+    # Closing round 2 says what it ends: nothing of a round after it.
+    [closing] = [m.value for m in at.markdown if "freezes every review" in m.value]
+    assert "Closing round 2 **freezes every review**" in closing
+    assert "in round 2 each band's raters see" not in closing
+    assert closing.endswith(
+        "raters see the Agreement page. The protocol never reopens a closed round."
+    )
     assert any(c.value.startswith("Every figure on this page is of round 2") for c in at.caption)
     rows = rows_of(at)
     # Round 2 re-reviews one band with each rater, and nobody has reviewed it in round 2 yet.

@@ -126,7 +126,18 @@ def test_review_opened_with_every_band_submitted_says_so(study):
     study.save(study.rater, BANDS[-1], submit=True, verdict="DECLINE", reason="out of my scope")
     at = open_app(study.rater, "app_pages/review.py")
     [said] = [i.value for i in at.info if "Every band in your queue is submitted" in i.value]
-    assert said.startswith("Every band in your queue is submitted: this is the first of them.")
+    assert said == (
+        "Every band in your queue is submitted: this is the first of them. You may revise any "
+        "until the round closes; the coordinator closes it once everyone is done."
+    )
+    # Once the round is closed, nothing is said of revising.
+    from fma_bands.study.rounds import close_round
+
+    with study.store() as s:
+        close_round(s, actor=study.coordinator)
+    at = open_app(study.rater, "app_pages/review.py")
+    [said] = [i.value for i in at.info if "Every band in your queue is submitted" in i.value]
+    assert said.endswith("this is the first of them. The round is closed: they stand as submitted.")
     # A band asked for by its address says nothing of the rest.
     at = open_review(study.rater, BANDS[0])
     assert not [i for i in at.info if "Every band in your queue is submitted" in i.value]
@@ -340,15 +351,30 @@ def test_a_flag_typed_and_not_sent_is_kept_across_bands_and_refuses_submit_and_s
     assert band_on_screen(at, study) == MED
     note = at.text_area(key=key(MED, "flag_note"))
     assert note.value == "The core gives no renal function."
+    # Another band's screen tells the page a note is left unsent on this one.
+    click(at, away)
+    assert elsewhere_on_screen(at) == 1
+    click(at, back)
+    assert elsewhere_on_screen(at) == 0
     for button, doing in ((SUBMIT, "submit"), (SKIP, "skip this band")):
         click(at, button)
         assert band_on_screen(at, study) == MED
+        said = [as_read(e.value) for e in at.error]
+        # Beside the box, and above the buttons: the box may have been closed since.
         assert (
             f"Your flag is not sent yet: send it, or clear its box, before you {doing}. "
             "Nothing else was done."
-        ) in [as_read(e.value) for e in at.error]
+        ) in said
+        assert (
+            f"Your flag is not sent yet: send it below, or clear its box, before you {doing}."
+        ) in said
         assert at.text_area(key=key(MED, "flag_note")).value == "The core gives no renal function."
     assert not [r for r in study.reviews(study.rater, MED) if r.status == "submitted"]
+    # Cleared, nothing is said of it any more, and a box of blanks holds nothing back.
+    at.text_area(key=key(MED, "flag_note")).input("   ").run()
+    assert not [e for e in at.error if "flag is not sent" in e.value]
+    assert kept_on_screen(at)[key_class(key(MED, "flag_note"))] == "   "
+    at.text_area(key=key(MED, "flag_note")).input("The core gives no renal function.").run()
     click(at, "Send the flag")
     assert at.text_area(key=key(MED, "flag_note")).value == ""
     click(at, SUBMIT)
@@ -382,7 +408,15 @@ def test_what_is_typed_survives_a_reload_without_saving(study):
     assert any("in progress" in c.value for c in again.caption)
 
 
-def kept_on_screen(at: AppTest) -> dict[str, str]:
+def elsewhere_on_screen(at: AppTest) -> int:
+    """How many flags' notes left unsent on other bands the form's marker tells the page of."""
+    [marker] = [h.proto.body for h in at.get("html") if "<div data-fma-bands-kept=" in h.proto.body]
+    found = re.search(r'data-fma-bands-elsewhere="([0-9]+)"', marker)
+    assert found, marker
+    return int(found.group(1))
+
+
+def kept_on_screen(at: AppTest) -> dict[str, str | float]:
     """What the form's marker tells the page's script the store keeps of each text field."""
     [marker] = [h.proto.body for h in at.get("html") if "<div data-fma-bands-kept=" in h.proto.body]
     found = re.search(r'data-fma-bands-kept="([A-Za-z0-9+/=]*)"', marker)

@@ -255,7 +255,7 @@ def test_with_nothing_for_the_chair_the_chair_page_says_where_the_rest_is(study)
     # Signatures not yet made are why a band Study admin lists as having no consensus is not
     # here yet: said, so the two pages do not seem to disagree.
     assert "not yet signed their reviews is not refused yet" in said
-    assert 'listed on Study admin under "Still in dispute after round 2"' in said
+    assert 'the coordinator\'s Study admin page counts as "Still in dispute after round 2"' in said
     named = " ".join(m.value for m in at.markdown).replace("\\", "")  # markdown escapes
     assert "names no chair yet (the coordinator names one on Study admin" in named
 
