@@ -67,7 +67,7 @@ def band_spec(
         },
     }
     if action.kind == "multilabel":
-        spec = _orders(records, row_order, colour, names or {})
+        spec = _orders(records, row_order, colour, names or {}, orderables)
     elif len(domain) <= SMALL_DOMAIN:
         spec = _cells(action, domain, records, row_order, colour)
     else:
@@ -126,11 +126,19 @@ def _cells(action: SubAction, domain: list, records: list[dict], rows: list[str]
     }
 
 
-def _orders(records: list[dict], rows: list[str], colour, names: Mapping[str, str]):
-    """Orders: one line per test (by its readable name), one column per band."""
+def _orders(
+    records: list[dict],
+    rows: list[str],
+    colour,
+    names: Mapping[str, str],
+    orderables: Sequence[str],
+):
+    """Orders: one line per test (by its readable name), in the vignette's order of its tests
+    (the review form's buttons follow it), one column per band."""
     for record in records:
         record["test"] = names.get(record["value"], record["value"])
-    tests = sorted({r["test"] for r in records})
+    tests = list(dict.fromkeys(names.get(t, t) for t in orderables))
+    tests += sorted({r["test"] for r in records} - set(tests))
     return {
         "height": 28 * max(1, len(tests)),
         "data": {"values": records},

@@ -29,3 +29,15 @@ def test_a_yes_no_band_names_its_two_answers_level():
     assert spec["encoding"]["x"]["sort"] == ["no", "yes"]
     assert (axis["labelAngle"], axis["labelAlign"], axis["labelFontSize"]) == (0, "center", 12)
     assert axis["labelOverlap"] is False
+
+
+def test_orders_are_drawn_in_the_vignettes_order_of_its_tests():
+    """The review form lists a vignette's tests in its own order: the picture beside it too,
+    not by name."""
+    orderables = ("ecg", "cxr", "ddimer")
+    band = parse_band(
+        "orders", {"required": ["ecg"], "defensible": ["ecg", "cxr"]}, orderables=orderables
+    )
+    names = {"ecg": "ECG", "cxr": "Chest X-ray", "ddimer": "D-dimer"}
+    spec = band_spec("orders", [Row("proposal", band)], orderables=orderables, names=names)
+    assert spec["encoding"]["y"]["sort"] == ["ECG", "Chest X-ray", "D-dimer"]
