@@ -102,7 +102,38 @@ _SCRIPT = """
     true,
   );
   // Streamlit sends a field's text when it loses focus.
-  document.addEventListener("focusout", (event) => typed.delete(event.target), true);
+  let leftForm = -Infinity;
+  document.addEventListener(
+    "focusout",
+    (event) => {
+      typed.delete(event.target);
+      const form = w.fmaBandsReview.form;
+      if (textField(event.target) && form && event.target.closest("." + CSS.escape(form))) {
+        leftForm = performance.now();
+      }
+    },
+    true,
+  );
+  // Streamlit sends the widgets changed within one task together, as one run, and the first
+  // change decides which: a field of the review form (a fragment) left by pressing a button
+  // outside it makes that button's click part of the form's run, where it does nothing (or
+  // acts on a later run). A tap on a touchpad presses and releases at once, before the text is
+  // sent. Such a click is held back and made again once the text has gone.
+  document.addEventListener(
+    "click",
+    (event) => {
+      const form = w.fmaBandsReview.form;
+      if (!event.isTrusted || !onReview() || !form) return;
+      const target = event.target.closest && event.target.closest("button, a[href]");
+      if (!target || target.closest("." + CSS.escape(form))) return;
+      if (performance.now() - leftForm > 300) return;
+      leftForm = -Infinity;
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      setTimeout(() => target.isConnected && target.click(), 50);
+    },
+    true,
+  );
   document.addEventListener(
     "keydown",
     (event) => {
@@ -184,6 +215,7 @@ def review_script(band: str, shortcuts: list[Shortcut]) -> None:
     config = {
         "band": band,
         "buttons": {f"Key{s.key.upper()}": key_class(s.widget) for s in shortcuts},
+        "form": key_class(FORM_KEY),
     }
     # Nothing in the configuration may close the script element early.
     encoded = json.dumps(config).replace("<", "\\u003c")

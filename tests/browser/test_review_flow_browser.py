@@ -209,6 +209,33 @@ def test_next_and_previous_open_the_band_at_its_top(page: Page, server):
     at_its_top(page)
 
 
+def test_a_quick_click_outside_the_form_while_typing_is_never_lost(page: Page, server):
+    """A tap on a touchpad presses and releases at once. Leaving a field of the review form (a
+    fragment) sends its text, and Streamlit puts a click that comes before that is sent into
+    the same fragment's run, where a button outside the form does nothing (then or, worse, on
+    a later run). The page hands such a click on after the text has gone: one click moves on,
+    and the text typed is kept."""
+    queue = queue_of(server, "rater-01")
+    start(page, server)
+    decline(page, "Outside what I can judge.")
+    reason = page.get_by_label("Reason", exact=True)
+    reason.fill("Typed, and the field still focused")
+    reason.focus()
+    page.get_by_role("button", name=NEXT).click()  # pressed and released at once
+    on_band(page, queue[1], 2, len(queue))
+    press(page, PREVIOUS)
+    on_band(page, queue[0], 1, len(queue))
+    expect(page.get_by_label("Reason", exact=True)).to_have_value(
+        "Typed, and the field still focused"
+    )
+    # The same for the sidebar's Sign out.
+    reason = page.get_by_label("Reason", exact=True)
+    reason.fill("Typed again, still focused")
+    reason.focus()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
+
+
 # The case picker and the keyboard ------------------------------------------------------------
 
 
