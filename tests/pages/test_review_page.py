@@ -840,9 +840,11 @@ def test_the_keyboard_shortcuts_are_said_and_press_the_screens_own_buttons(study
         "KeyP": "review_previous",
     }
     # Each shortcut names the element of a button on screen, by the class Streamlit gives it.
+    # And the form's element: a click outside it right after typing in it is handed on.
     assert config == {
         "band": screen_key(*band),
         "buttons": {code: key_class(widget) for code, widget in buttons.items()},
+        "form": key_class("review_form"),
     }
     for widget in buttons.values():
         assert at.button(key=widget) is not None
