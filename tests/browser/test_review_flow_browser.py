@@ -539,6 +539,12 @@ def unkept(page: Page) -> list[str]:
     return page.evaluate("() => window.fmaBandsUnkept()")
 
 
+def unkept_on_leaving(page: Page) -> list[str]:
+    """Leave the field being typed in and, in the same task (before the run that leaving starts
+    can keep anything), ask the page what a reload would lose."""
+    return page.evaluate("() => { document.activeElement.blur(); return window.fmaBandsUnkept(); }")
+
+
 def all_kept(page: Page) -> None:
     """Wait until every text on screen is kept: the run that sending it started has ended."""
 
@@ -577,8 +583,7 @@ def test_a_reload_warns_before_losing_typed_text_and_keeps_what_was_sent(page: P
     seen.clear()
     reason = page.get_by_label("Reason", exact=True)
     reason.fill("A whole sentence, sent when the field lost focus.")
-    sent = "() => { document.activeElement.blur(); return window.fmaBandsUnkept(); }"
-    assert page.evaluate(sent) == ["Reason"]
+    assert unkept_on_leaving(page) == ["Reason"]
     settle(page)
     all_kept(page)
     note = page.get_by_label("Note for question 1", exact=True)
@@ -640,13 +645,9 @@ def test_a_bound_sent_is_counted_until_kept_and_a_reload_then_keeps_it(page: Pag
     all_kept(page)
     low = page.get_by_label("Lower bound", exact=True)
     low.fill("9")
-    sent = "() => { document.activeElement.blur(); return window.fmaBandsUnkept(); }"
-    assert page.evaluate(sent) == ["Lower bound"]
+    assert unkept_on_leaving(page) == ["Lower bound"]
     settle(page)
     all_kept(page)
-    page.reload()
-    wait_for_app(page)
-    if page.get_by_role("heading", name="Sign in", level=1).count():
-        sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
+    reload_and_return(page)
     assert seen == [], f"the reload asked {seen} with the bound kept"
     expect(page.get_by_label("Lower bound", exact=True)).to_have_value("9")

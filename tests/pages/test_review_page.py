@@ -331,14 +331,21 @@ def test_a_flag_without_a_note_keeps_the_form_and_says_why(study):
     assert at.text_area(key=key(MED, "reason")).value == "half a thought"
 
 
-def test_a_flag_typed_and_not_sent_is_kept_across_bands_and_refuses_submit_and_skip(study):
-    """Streamlit forgets a box not drawn, and Submit and next or Skip for now would leave the
-    band: a flag's note typed and not sent stays in its box until sent or cleared."""
+def amended_med(study) -> AppTest:
+    """The analgesia band open, amended to {1, 3} with every question answered and a reason:
+    ready to submit."""
     at = open_review(study.rater, MED)
     at.radio(key=key(MED, "verdict")).set_value("AMEND").run()
     at.pills(key=key(MED, "band", "values")).set_value([1, 3]).run()
     answer(at, MED)
     at.text_area(key=key(MED, "reason")).input("NSAID or strong opioid; not weak.").run()
+    return at
+
+
+def test_a_flag_typed_and_not_sent_is_kept_across_bands_and_refuses_submit_and_skip(study):
+    """Streamlit forgets a box not drawn, and Submit and next or Skip for now would leave the
+    band: a flag's note typed and not sent stays in its box until sent or cleared."""
+    at = amended_med(study)
     at.text_area(key=key(MED, "flag_note")).input("The core gives no renal function.").run()
     # Another band and back: the note is in its box again. (The study's case key is drawn
     # afresh, so the band may be the last of the queue: then away is back.)
@@ -693,11 +700,7 @@ def test_an_order_can_be_added_by_its_readable_name_and_submitted(demo_rater):
 
 
 def test_submit_and_next_opens_the_next_band_and_stores_the_review(study):
-    at = open_review(study.rater, MED)
-    at.radio(key=key(MED, "verdict")).set_value("AMEND").run()
-    at.pills(key=key(MED, "band", "values")).set_value([1, 3]).run()
-    answer(at, MED)
-    at.text_area(key=key(MED, "reason")).input("NSAID or strong opioid; not weak.").run()
+    at = amended_med(study)
     at.segmented_control(key=key(MED, "confidence")).set_value("high").run()
     click(at, SUBMIT)
     [submitted] = [s.value for s in at.success]
