@@ -105,9 +105,9 @@ def run() -> None:
         send_cookie_script,
         session,
         settings,
-        sign_out,
         study_chair,
     )
+    from app_pages.page_script import click_guard
     from fma_bands.core.errors import FmaBandsError
     from fma_bands.study.users import has_users
 
@@ -137,13 +137,51 @@ def run() -> None:
     if user is not None:
         with st.sidebar:
             st.caption(f"Signed in as {user.pseudonym} ({user.role})")
-            if st.button("Sign out", icon=":material/logout:"):
-                sign_out()
-                st.rerun()
+            sign_out_button()
+        click_guard()
     # Every page in the menu: a collapsed one hides the last (Audit log) behind "View more".
     chosen = st.navigation(pages, expanded=True)
     note_page(chosen.url_path)
     chosen.run()
+
+
+ASKING = "sign_out:asking"
+
+
+def sign_out_button() -> None:
+    """Sign out, asked first while a flag's note typed on Review a band is not sent: signing
+    out forgets it (the browser asks before a reload would; signing out is no reload)."""
+    from app_pages.common import sign_out
+    from app_pages.review_screen import STATE_KEY
+
+    held = st.session_state.get(STATE_KEY)
+    unsent = held.unsent_flags() if held is not None else 0
+    if st.button("Sign out", icon=":material/logout:"):
+        if not unsent or st.session_state.get(ASKING):
+            sign_out()
+            st.rerun()
+        st.session_state[ASKING] = True
+    if not st.session_state.get(ASKING):
+        return
+    if not unsent:  # sent or cleared since
+        del st.session_state[ASKING]
+        return
+    said = (
+        "The flag's note you typed on Review a band is not sent yet"
+        if unsent == 1
+        else f"The flags' notes you typed on {unsent} bands of Review a band are not sent yet"
+    )
+    st.warning(
+        f"{said}: signing out loses {'it' if unsent == 1 else 'them'}. Send, or clear the box, "
+        "or sign out anyway.",
+        icon=":material/flag:",
+    )
+    if st.button("Sign out anyway", key="sign_out:anyway"):
+        sign_out()
+        st.rerun()
+    if st.button("Stay signed in", key="sign_out:stay"):
+        del st.session_state[ASKING]
+        st.rerun()
 
 
 SHOWN_KEY, OPENED_KEY = "page_shown", "page_opened"

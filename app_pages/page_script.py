@@ -1,9 +1,10 @@
-"""The small scripts the review page runs in the browser itself, for what only the browser can
-do: open a new band at its top (Streamlit keeps the page's scroll position when the band
-changes), press the screen's buttons from the keyboard, and warn before a reload or a closed tab
-would lose text typed into a field but not yet kept (Streamlit sends a field's text to the
-server only when the field loses focus, or on Enter, or Ctrl+Enter in a text area, and the
-server keeps it in the run that sending starts).
+"""The small scripts the pages run in the browser itself, for what only the browser can do: hand
+on a click made while leaving a field (every signed-in page), open a new band at its top
+(Streamlit keeps the page's scroll position when the band changes), press the screen's buttons
+from the keyboard, and warn before a reload or a closed tab would lose text typed into a field
+but not yet kept (Streamlit sends a field's text to the server only when the field loses focus,
+or on Enter, or Ctrl+Enter in a text area, and the server keeps it in the run that sending
+starts).
 
 Every script is idempotent: its listeners are installed once per browser tab and read the
 band on screen from what the latest run of the page left in `window.fmaBandsReview`."""
@@ -102,38 +103,7 @@ _SCRIPT = """
     true,
   );
   // Streamlit sends a field's text when it loses focus.
-  let leftForm = -Infinity;
-  document.addEventListener(
-    "focusout",
-    (event) => {
-      typed.delete(event.target);
-      const form = w.fmaBandsReview.form;
-      if (textField(event.target) && form && event.target.closest("." + CSS.escape(form))) {
-        leftForm = performance.now();
-      }
-    },
-    true,
-  );
-  // Streamlit sends the widgets changed within one task together, as one run, and the first
-  // change decides which: a field of the review form (a fragment) left by pressing a button
-  // outside it makes that button's click part of the form's run, where it does nothing (or
-  // acts on a later run). A tap on a touchpad presses and releases at once, before the text is
-  // sent. Such a click is held back and made again once the text has gone.
-  document.addEventListener(
-    "click",
-    (event) => {
-      const form = w.fmaBandsReview.form;
-      if (!event.isTrusted || !onReview() || !form) return;
-      const target = event.target.closest && event.target.closest("button, a[href]");
-      if (!target || target.closest("." + CSS.escape(form))) return;
-      if (performance.now() - leftForm > 300) return;
-      leftForm = -Infinity;
-      event.preventDefault();
-      event.stopImmediatePropagation();
-      setTimeout(() => target.isConnected && target.click(), 50);
-    },
-    true,
-  );
+  document.addEventListener("focusout", (event) => typed.delete(event.target), true);
   document.addEventListener(
     "keydown",
     (event) => {
@@ -215,11 +185,75 @@ def review_script(band: str, shortcuts: list[Shortcut]) -> None:
     config = {
         "band": band,
         "buttons": {f"Key{s.key.upper()}": key_class(s.widget) for s in shortcuts},
-        "form": key_class(FORM_KEY),
     }
     # Nothing in the configuration may close the script element early.
     encoded = json.dumps(config).replace("<", "\\u003c")
     st.html(_SCRIPT % {"config": encoded, "top": _TOP}, unsafe_allow_javascript=True)
+
+
+_GUARD = """
+<script data-fma-bands-guard>
+(() => {
+  const w = window;
+  if (w.fmaBandsGuarding) return;
+  w.fmaBandsGuarding = true;
+  const fragments = %(fragments)s;
+  // Streamlit sends the widgets changed within one task together, as one run, and the first
+  // change decides which: a field inside a fragment (the review form, a due date) left by
+  // pressing a button or link outside it makes that click part of the fragment's run, where it
+  // does nothing (or acts on a later run). A tap on a touchpad presses and releases at once,
+  // before the field's value is sent. Such a click is held back and made again once the value
+  // has gone; a click inside the field's own fragment needs no wait and gets none.
+  const editable = (el) =>
+    !!el &&
+    !!el.closest &&
+    (el.tagName === "TEXTAREA" ||
+      el.isContentEditable ||
+      (el.tagName === "INPUT" &&
+        !["checkbox", "radio", "hidden", "button", "submit"].includes(el.type)));
+  const fragmentOf = (el) =>
+    fragments.map((holder) => el.closest("." + CSS.escape(holder))).find((found) => found) ||
+    null;
+  let left = -Infinity;
+  let leftIn = null;
+  document.addEventListener(
+    "focusout",
+    (event) => {
+      if (!editable(event.target)) return;
+      left = performance.now();
+      leftIn = fragmentOf(event.target);
+    },
+    true,
+  );
+  document.addEventListener(
+    "click",
+    (event) => {
+      if (!event.isTrusted || performance.now() - left > 300) return;
+      const target = event.target.closest && event.target.closest("button, a[href]");
+      if (!target || (leftIn && leftIn.contains(target))) return;
+      left = -Infinity;
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      setTimeout(() => target.isConnected && target.click(), 50);
+    },
+    true,
+  );
+})();
+</script>
+"""
+# Hidden, as the cookie's script is.
+_GUARD_HIDDEN = (
+    "<style>div[data-testid='stElementContainer']:has(script[data-fma-bands-guard])"
+    " { display: none; }</style>"
+)
+
+
+def click_guard() -> None:
+    """Install, once per browser tab, the script that keeps a click made while leaving a field
+    from being lost (_GUARD). Drawn by every signed-in page, in the sidebar, where a hidden
+    element shifts nothing."""
+    fragments = json.dumps([key_class(FORM_KEY)])
+    st.sidebar.html(_GUARD_HIDDEN + _GUARD % {"fragments": fragments}, unsafe_allow_javascript=True)
 
 
 _AT_TOP = """

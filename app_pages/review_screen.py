@@ -532,6 +532,10 @@ class ReviewState:
         for name in [k for k in session_state if str(k).startswith(mine)]:
             del session_state[name]
 
+    def unsent_flags(self) -> int:
+        """How many bands opened in this session hold a flag's note typed and not sent."""
+        return sum(1 for band in self.bands.values() if band.flag_note.strip())
+
     def take_flash(self) -> str | None:
         flash, self.flash = self.flash, None
         return flash

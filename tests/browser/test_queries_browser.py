@@ -114,3 +114,17 @@ def test_a_due_date_typed_is_set_by_the_first_click(page: Page, server: AppServe
     shoot(page, "due-date-set")
     press(page, "Clear the due date")
     expect(page.get_by_text("Round 1 has no due date now.")).to_be_visible()
+
+
+def test_a_tap_outside_the_due_date_while_typing_it_is_never_lost(page: Page, server: AppServer):
+    """The due date's form is a fragment: a click pressed and released at once (a touchpad's
+    tap) on a button outside it, made while leaving the field, was put into the fragment's run
+    by Streamlit and did nothing. Every signed-in page hands such a click on once the field's
+    value has gone: one tap on Sign out signs out."""
+    signed_in(page, server, "coordinator", "Study admin")
+    field = page.get_by_test_id("stMain").get_by_role("group", name="Due on", exact=True)
+    field.get_by_role("spinbutton", name="year, Due on").click()
+    page.keyboard.type((date.today() + timedelta(days=9)).strftime("%Y%m%d"))
+    page.get_by_role("button", name="Sign out").click()  # pressed and released at once
+    expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
+    assert_no_exception(page)

@@ -17,6 +17,7 @@ from tests.browser.case_numbers import band_url, case_of, queue_of, status_of, s
 from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
     LIVE,
+    assert_no_exception,
     choose,
     eventually,
     open_app,
@@ -521,6 +522,33 @@ def test_a_flag_not_yet_sent_stays_in_its_box_and_holds_back_submit(page: Page, 
     press(page, SUBMIT)
     on_band(page, queue[1], 2, len(queue))
     assert status_of(server, "rater-01", queue[0]) == "submitted"
+
+
+def test_signing_out_with_a_flag_not_yet_sent_asks_first(page: Page, server):
+    """Signing out forgets a flag's note typed and not sent, and is no reload the browser would
+    ask about: one tap on Sign out, still typing in the box, asks in the sidebar first."""
+    start(page, server)
+    page.get_by_text("Flag this band for the coordinator").click()
+    note = "The core leaves out the allergy history."
+    box = page.get_by_label("What should the coordinator look at?", exact=True)
+    box.fill(note)
+    box.focus()
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_role("button", name="Sign out").click()  # pressed and released at once
+    asked = sidebar.get_by_text(
+        "The flag's note you typed on Review a band is not sent yet: signing out loses it."
+    )
+    expect(asked).to_be_visible()
+    shoot(page, "sign-out-asks")
+    sidebar.get_by_role("button", name="Stay signed in", exact=True).click()
+    expect(asked).to_have_count(0)
+    expect(page.get_by_label("What should the coordinator look at?", exact=True)).to_have_value(
+        note
+    )
+    sidebar.get_by_role("button", name="Sign out").click()
+    sidebar.get_by_role("button", name="Sign out anyway", exact=True).click()
+    expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
+    assert_no_exception(page)
 
 
 # A reload ------------------------------------------------------------------------------------

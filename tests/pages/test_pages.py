@@ -129,6 +129,18 @@ def test_every_page_opens_without_an_exception(study, role):
     for page in pages_of(at):
         go(at, page)  # asserts that no exception is shown
         assert at.title or at.info, page
+        # Every signed-in page hands on a click made while leaving a field (page_script._GUARD;
+        # the browser tests try it), from one hidden element of the sidebar.
+        assert len(guards(at)) == 1, page
+
+
+def guards(at: AppTest) -> list[str]:
+    return [e.proto.body for e in at.sidebar.get("html") if "data-fma-bands-guard" in e.proto.body]
+
+
+def test_a_signed_out_page_draws_no_click_guard(study):
+    at = open_app()
+    assert title(at) == "Sign in" and not guards(at) and not at.sidebar.get("html")
 
 
 def test_coordinator_signs_in_to_study_admin(study):

@@ -393,6 +393,37 @@ def test_a_flag_typed_and_not_sent_is_kept_across_bands_and_refuses_submit_and_s
     assert flag.note == "The core gives no renal function."
 
 
+def test_signing_out_asks_first_while_a_flags_note_is_not_sent(study):
+    """Signing out forgets what the session holds, a flag's note typed and not sent with it, and
+    the browser asks only before a reload: the sidebar asks instead, and says how to keep it."""
+    at = amended_med(study)
+    at.text_area(key=key(MED, "flag_note")).input("The core gives no renal function.").run()
+
+    def sign_out_button(label: str):
+        [button] = [b for b in at.sidebar.button if b.label == label]
+        return button
+
+    sign_out_button("Sign out").click().run()
+    assert at.session_state["user"] is not None and band_on_screen(at, study) == MED
+    [asked] = at.sidebar.warning
+    assert asked.value == (
+        "The flag's note you typed on Review a band is not sent yet: signing out loses it. "
+        "Send, or clear the box, or sign out anyway."
+    )
+    sign_out_button("Stay signed in").click().run()
+    assert not at.sidebar.warning
+    assert at.text_area(key=key(MED, "flag_note")).value == "The core gives no renal function."
+    # Cleared, nothing is asked.
+    sign_out_button("Sign out").click().run()
+    assert at.sidebar.warning
+    at.text_area(key=key(MED, "flag_note")).input("").run()
+    assert not at.sidebar.warning
+    at.text_area(key=key(MED, "flag_note")).input("The core gives no renal function.").run()
+    sign_out_button("Sign out").click().run()
+    sign_out_button("Sign out anyway").click().run()
+    assert "user" not in at.session_state and title(at) == "Sign in"
+
+
 # Automatic drafts -----------------------------------------------------------------------------
 
 
@@ -843,11 +874,9 @@ def test_the_keyboard_shortcuts_are_said_and_press_the_screens_own_buttons(study
         "KeyP": "review_previous",
     }
     # Each shortcut names the element of a button on screen, by the class Streamlit gives it.
-    # And the form's element: a click outside it right after typing in it is handed on.
     assert config == {
         "band": screen_key(*band),
         "buttons": {code: key_class(widget) for code, widget in buttons.items()},
-        "form": key_class("review_form"),
     }
     for widget in buttons.values():
         assert at.button(key=widget) is not None
