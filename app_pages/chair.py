@@ -5,12 +5,14 @@ and signs with their own passphrase. The coordinator reads the same list without
 What the chair records is the chair's decision, never a rater's review: the registry grants the
 band as decided by the chair, and agreement never counts it (fma_bands.study.chair)."""
 
+from typing import Any
+
 import streamlit as st
 
+from app_pages import band_form
 from app_pages.case_links import case_key
 from app_pages.common import escaped, library, plain, require_user, session, settings
 from fma_bands.core.actions import sub_action
-from fma_bands.core.band_text import parse_notation
 from fma_bands.core.bands import to_file
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.labels import case_label, case_numbers, case_token, describe_band, tool_names
@@ -34,7 +36,6 @@ def record(lib: Library, user: UserPublic, dispute: Dispute, label: str) -> None
     draws again); a refusal is said beside the form, which keeps all but the passphrase, or at
     the top of the page when the band is no longer listed (`label` names it there)."""
     vid, name = dispute.vignette_id, dispute.sub_action
-    typed = st.session_state.get(form_key(dispute, "band"), "")
     reason = st.session_state.get(form_key(dispute, "reason"), "")
     passphrase = st.session_state.get(form_key(dispute, "passphrase"), "")
     st.session_state[form_key(dispute, "passphrase")] = ""
@@ -42,9 +43,12 @@ def record(lib: Library, user: UserPublic, dispute: Dispute, label: str) -> None
         found = lib.band(vid, name)
         if found is None:
             raise FmaBandsError("this band is no longer in the study", field="band")
-        if not typed.strip():
-            raise FmaBandsError("write the band you choose, e.g. {2, 3}", field="band")
-        band = parse_notation(name, typed, orderables=found[0].orderables)
+        orderables = found[0].orderables
+        band, problem = band_form.band_of(
+            sub_action(name), band_fields(dispute, orderables), orderables
+        )
+        if band is None:
+            raise FmaBandsError(problem or "choose the band", field="band")
         with session() as s:
             chair.decide_band(
                 s,
@@ -92,14 +96,58 @@ def show_decided(lib: Library, dispute: Dispute) -> None:
     plain(dispute.chaired.reason, label="The chair's reason")
 
 
+def band_fields(dispute: Dispute, orderables: tuple[str, ...]) -> dict[str, Any]:
+    """The band editor's fields (app_pages.band_form) as the form holds them."""
+    names = band_form.field_names(sub_action(dispute.sub_action), orderables)
+    return {name: st.session_state.get(form_key(dispute, f"band:{name}")) for name in names}
+
+
+def band_editor(lib: Library, dispute: Dispute) -> None:
+    """The band the chair chooses, with the review screen's choices for its kind: which answers,
+    which values, which bounds, or each test's state."""
+    action = sub_action(dispute.sub_action)
+    vignette = lib.vignettes[dispute.vignette_id]
+
+    def key(name: str) -> str:
+        return form_key(dispute, f"band:{name}")
+
+    st.markdown("**The band you choose**")
+    if action.kind == "multilabel":
+        names = tool_names(vignette)
+        st.caption("For each test: not defensible, defensible to order, or required.")
+        for test in vignette.orderables:
+            st.segmented_control(
+                escaped(names[test]),
+                options=band_form.ORDER_STATES,
+                key=key(band_form.order_field(test)),
+            )
+    elif action.kind == "boolean":
+        st.radio(
+            "Acceptable answers",
+            options=list(band_form.BOOLEAN),
+            horizontal=True,
+            index=None,
+            key=key("bool"),
+        )
+    elif action.forms != ("interval",):
+        st.pills(
+            "Acceptable values",
+            options=list(action.domain()),
+            selection_mode="multi",
+            format_func=action.label_for,
+            key=key("values"),
+        )
+    else:
+        unit = f" ({action.unit})" if action.unit else ""
+        low, high = st.columns(2)
+        # No bounds on the fields: a bound outside the scale is said in words, not clamped.
+        low.number_input(f"Lower bound{unit}", step=1, value=None, key=key("lo"))
+        high.number_input(f"Upper bound{unit}", step=1, value=None, key=key("hi"))
+
+
 def show_form(lib: Library, user: UserPublic, dispute: Dispute, label: str) -> None:
     with st.form(form_key(dispute, "form"), clear_on_submit=False):
-        st.text_input(
-            "The band you choose",
-            key=form_key(dispute, "band"),
-            help="Written as on a hand-back: a list such as {2, 3}, or a range such as "
-            '{"min": 7, "max": 30}.',
-        )
+        band_editor(lib, dispute)
         st.text_area("Why you chose it (required)", key=form_key(dispute, "reason"))
         st.text_input("Your passphrase", type="password", key=form_key(dispute, "passphrase"))
         st.form_submit_button(

@@ -156,7 +156,7 @@ def sign_out_button() -> None:
 
     held = st.session_state.get(STATE_KEY)
     unsent = held.unsent_flags() if held is not None else 0
-    if st.button("Sign out", icon=":material/logout:"):
+    if st.button("Sign out", icon=":material/logout:", key="sign_out"):
         if not unsent or st.session_state.get(ASKING):
             sign_out()
             st.rerun()

@@ -225,11 +225,107 @@ _GUARD = """
     },
     true,
   );
+
+  // On every page but Review a band (whose fields are kept as they are left, and whose own
+  // script warns of what is not), a text box belongs to a form and is sent only by its button:
+  // text typed into one and not sent is lost by leaving the page. The page asks first.
+  const onReview = () => w.location.pathname.replace(/\\/+$/, "").endsWith("/review");
+  const writing = (el) =>
+    !!el &&
+    (el.tagName === "TEXTAREA" ||
+      (el.tagName === "INPUT" &&
+        el.getAttribute("role") !== "combobox" &&
+        ["text", "number", "email", "url", "search"].includes(el.type)));
+  const typed = new Set();
+  document.addEventListener(
+    "input",
+    (event) => {
+      const field = event.target;
+      if (!onReview() && writing(field) && field.closest('[data-testid="stMain"]')) {
+        typed.add(field);
+      }
+    },
+    true,
+  );
+  // A form's button, or Enter in it, sends its fields. A form sent and refused keeps the text
+  // and says why inside it: the text is still not sent. Sent and taken, it is emptied.
+  const sentOnce = new Set();
+  const sent = (form) => {
+    for (const field of Array.from(typed)) {
+      if (form.contains(field)) {
+        typed.delete(field);
+        sentOnce.add(field);
+      }
+    }
+  };
+  const refused = (field) => {
+    const form = field.closest('[data-testid="stForm"]');
+    return (
+      !!form &&
+      Array.from(form.querySelectorAll('[data-testid="stAlertContentError"]')).some(
+        (el) => !el.closest('[data-stale="true"]'),
+      )
+    );
+  };
+  document.addEventListener(
+    "keydown",
+    (event) => {
+      const form = event.target.closest && event.target.closest('[data-testid="stForm"]');
+      if (!form || event.key !== "Enter") return;
+      if (event.target.tagName === "INPUT" || event.ctrlKey || event.metaKey) sent(form);
+    },
+    true,
+  );
+  const unsent = () => {
+    if (onReview()) return [];
+    const names = [];
+    for (const field of Array.from(typed).concat(Array.from(sentOnce))) {
+      if (!field.isConnected) {
+        typed.delete(field);
+        sentOnce.delete(field);
+      } else if (field.value.trim() && (typed.has(field) || refused(field))) {
+        const name = `"${field.getAttribute("aria-label") || "a box"}"`;
+        if (!names.includes(name)) names.push(name);
+      }
+    }
+    return names;
+  };
+  w.fmaBandsUnsent = unsent;
+  w.addEventListener("beforeunload", (event) => {
+    if (unsent().length > 0) {
+      event.preventDefault();
+      event.returnValue = "";
+    }
+  });
+  // What leaves the page in the app: a link (the menu's, a page's) or signing out.
+  const LEAVING = [
+    'a[href]:not([target="_blank"])',
+    ".st-key-sign_out button",
+    ".st-key-sign_out-anyway button",
+  ].join(", ");
   document.addEventListener(
     "click",
     (event) => {
-      if (!event.isTrusted || performance.now() - left > 300) return;
-      const target = event.target.closest && event.target.closest("button, a[href]");
+      if (!event.isTrusted) return;
+      const button = event.target.closest && event.target.closest("button");
+      const form = button && button.closest('[data-testid="stForm"]');
+      if (form) sent(form);
+      const leaving = event.target.closest && event.target.closest(LEAVING);
+      const names = leaving ? unsent() : [];
+      if (names.length > 0) {
+        const question =
+          `What you typed in ${names.join(", ")} is not sent: leaving this page loses it. ` +
+          "Leave anyway?";
+        if (!w.confirm(question)) {
+          event.preventDefault();
+          event.stopImmediatePropagation();
+          return;
+        }
+        typed.clear();
+        sentOnce.clear();
+      }
+      if (performance.now() - left > 300) return;
+      const target = event.target.closest("button, a[href]");
       if (!target || (leftIn && leftIn.contains(target))) return;
       left = -Infinity;
       event.preventDefault();
@@ -250,7 +346,8 @@ _GUARD_HIDDEN = (
 
 def click_guard() -> None:
     """Install, once per browser tab, the script that keeps a click made while leaving a field
-    from being lost (_GUARD). Drawn by every signed-in page, in the sidebar, where a hidden
+    from being lost, and asks before leaving a page would lose text typed into a form and not
+    sent (_GUARD). Drawn by every signed-in page, in the sidebar, where a hidden
     element shifts nothing."""
     fragments = json.dumps([key_class(FORM_KEY)])
     st.sidebar.html(_GUARD_HIDDEN + _GUARD % {"fragments": fragments}, unsafe_allow_javascript=True)

@@ -81,9 +81,12 @@ def _state(thread: Thread, viewer: UserPublic) -> str:
         return "Closed"
     mine = "coordinator" if viewer.is_coordinator else "rater"
     if thread.awaits == mine:
-        return "Open · awaiting your reply"
+        # A rater owes the coordinator nothing: the coordinator's last word may be an answer.
+        if viewer.is_coordinator:
+            return "Open · awaiting your reply"
+        return "Open · the coordinator wrote last: reply if you need to (the coordinator closes it)"
     if viewer.is_coordinator:
-        return f"Open · awaiting {thread.rater}'s reply"
+        return f"Open · you wrote last: {thread.rater} may reply; close it once it is settled"
     return "Open · awaiting the coordinator's reply"
 
 

@@ -153,11 +153,15 @@ def verify(since: str | None, study: str | None, export_file: str | None, as_jso
         )
         done(0 if evidence.valid else 1)
     click.echo(f"study {evidence.study or '(none found)'}: {folder}")
+    # Columns as wide as the longest kind and name listed (chair_decision is 14 letters).
+    kind_width = max((len(env.kind or "") for env in evidence.chain), default=0)
+    name_width = max((len(env.pseudonym or "") for env in evidence.chain), default=0)
     for env in evidence.chain:
         position = env.position
         assert position is not None
         click.echo(
-            f"ok    {position[1]:>6} {env.kind:<12} {env.pseudonym or '':<20} {env.path.name}"
+            f"ok    {position[1]:>6} {env.kind or '':<{kind_width}} "
+            f"{env.pseudonym or '':<{name_width}} {env.path.name}"
         )
     for problem in evidence.strays:
         click.echo(f"stray {problem}")

@@ -6,7 +6,8 @@ look."""
 from datetime import date, timedelta
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Dialog, Page, expect
+from playwright.sync_api import Error as PlaywrightError
 
 from fma_bands.study.due_dates import long_date
 from tests.browser.case_numbers import in_queue, queue_of
@@ -68,7 +69,9 @@ def test_a_query_goes_between_one_rater_and_the_coordinator_only(
         press(coordinator, "Send the reply")
         expect(coordinator.get_by_text("Your message is sent to rater-01.")).to_be_visible()
         expect(
-            coordinator.get_by_text("Open · awaiting rater-01's reply", exact=True)
+            coordinator.get_by_text(
+                "Open · you wrote last: rater-01 may reply; close it once it is settled", exact=True
+            )
         ).to_be_visible()
         shoot(coordinator, "queries-coordinator")
     finally:
@@ -78,7 +81,12 @@ def test_a_query_goes_between_one_rater_and_the_coordinator_only(
     expect(page.get_by_text("1 query has a new message for you.", exact=True)).to_be_visible()
     follow_link(page, "Read and answer your queries")
     expect(page.get_by_text(ANSWER, exact=True)).to_be_visible()
-    expect(page.get_by_text("Open · awaiting your reply", exact=True)).to_be_visible()
+    expect(
+        page.get_by_text(
+            "Open · the coordinator wrote last: reply if you need to (the coordinator closes it)",
+            exact=True,
+        )
+    ).to_be_visible()
     shoot(page, "queries-rater")
 
     other = browser.new_context().new_page()
@@ -127,4 +135,60 @@ def test_a_tap_outside_the_due_date_while_typing_it_is_never_lost(page: Page, se
     page.keyboard.type((date.today() + timedelta(days=9)).strftime("%Y%m%d"))
     page.get_by_role("button", name="Sign out").click()  # pressed and released at once
     expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
+    assert_no_exception(page)
+
+
+def test_leaving_a_page_with_a_message_typed_and_not_sent_asks_first(page: Page, demo_server):
+    """A message box is a form's, sent only by its button: leaving the page (a menu link, a
+    reload) would lose what is typed in it, so the page asks first, and again after a refused
+    send (the text is still not sent); once sent, the box is emptied and nothing is asked."""
+    server = demo_server(fresh=True)  # rater-01's query is seen by the other tests' server
+    asked: list[tuple[str, str]] = []
+    leave = {"answer": False}
+
+    def answer(dialog: Dialog) -> None:
+        asked.append((dialog.type, dialog.message))
+        dialog.accept() if leave["answer"] else dialog.dismiss()
+
+    page.on("dialog", answer)
+    question = (
+        'What you typed in "Your question" is not sent: leaving this page loses it. Leave anyway?'
+    )
+    menu = page.get_by_test_id("stSidebar")
+    signed_in(page, server, "rater-01", "My queue")
+    open_from_sidebar(page, "Queries")
+    box = page.get_by_label("Your question", exact=True)
+    box.fill(QUESTION)
+    menu.get_by_role("link", name="Vignette library").click()
+    wait_for_app(page)
+    assert asked == [("confirm", question)]
+    expect(page.get_by_role("heading", name="Queries", level=1)).to_be_visible()
+    expect(box).to_have_value(QUESTION)
+    # A reload asks too (the browser's own question), and stays when told to.
+    with pytest.raises(PlaywrightError):
+        page.reload(timeout=2_000)
+    assert asked[-1][0] == "beforeunload"
+    expect(box).to_have_value(QUESTION)
+    # Refused (no band chosen): the text stays, said beside it, and is still not sent.
+    press(page, "Send the question")
+    expect(page.get_by_text("choose the band your message is about")).to_be_visible()
+    menu.get_by_role("link", name="Vignette library").click()
+    wait_for_app(page)
+    assert asked[-1] == ("confirm", question)
+    # Sent: the box is emptied, and leaving asks nothing.
+    count = len(asked)
+    page.get_by_role("combobox", name="Band").click()
+    page.get_by_role("option", name=in_queue(server, *queue_of(server, "rater-01")[0])).click()
+    press(page, "Send the question")
+    expect(page.get_by_text("Your message is sent to the study coordinator.")).to_be_visible()
+    open_from_sidebar(page, "My queue")
+    assert len(asked) == count
+    # Left anyway, the page goes; back, nothing is held.
+    open_from_sidebar(page, "Queries")
+    page.get_by_label("Your question", exact=True).fill("A second thought")
+    leave["answer"] = True
+    menu.get_by_role("link", name="Vignette library").click()
+    expect(page.get_by_role("heading", name="Vignette library", level=1)).to_be_visible()
+    assert asked[-1] == ("confirm", question)
+    assert page.evaluate("window.fmaBandsUnsent()") == []
     assert_no_exception(page)

@@ -67,19 +67,21 @@ def everything(at: AppTest) -> str:
 def form_key(at: AppTest) -> str:
     """The ESI band's form's key: the case named by its token, never by the id (the browser
     sees keys as class names, and the chair is a rater)."""
-    keys = [t.key or "" for t in at.text_input]
+    keys = [t.key or "" for t in at.text_area]
     [key] = [
-        k.removesuffix(":band")
+        k.removesuffix(":reason")
         for k in keys
-        if k.startswith("chair:") and k.endswith(":esi_acuity:band")
+        if k.startswith("chair:") and k.endswith(":esi_acuity:reason")
     ]
     assert cs.VID not in key
     return key
 
 
-def submit(at: AppTest, band: str, reason: str, passphrase: str) -> AppTest:
+def submit(at: AppTest, values: list[int], reason: str, passphrase: str) -> AppTest:
+    """The chair's form sent: the ESI levels chosen (the review screen's choice of values),
+    the reason and the passphrase."""
     key = form_key(at)
-    at.text_input(key=f"{key}:band").input(band)
+    at.button_group(key=f"{key}:band:values").set_value(values)
     at.text_area(key=f"{key}:reason").input(reason)
     at.text_input(key=f"{key}:passphrase").input(passphrase)
     [button] = [b for b in at.button if b.label == BUTTON]
@@ -104,7 +106,7 @@ def test_the_chair_reads_the_anonymous_panel_and_records_a_decision(study):
     assert "as [a rater] said in round 1" in shown
     # A reason people typed is shown as written, never as markup.
     reason = "**Both** fit: see [the guide](http://example.org) $x$"
-    at = submit(at, "{2, 3}", reason, cs.passphrase(cs.CHAIR))
+    at = submit(at, [2, 3], reason, cs.passphrase(cs.CHAIR))
     shown = everything(at)
     assert "The chair's decision is signed and recorded." in shown
     assert "Decided by the study chair, rater-03, after round 2" in shown
@@ -116,7 +118,7 @@ def test_the_chair_reads_the_anonymous_panel_and_records_a_decision(study):
 
 def test_a_wrong_passphrase_or_a_bad_band_is_said_beside_the_form_and_nothing_is_signed(study):
     at = open_page(study, cs.CHAIR)
-    at = submit(at, "{2, 3}", "both fit", "not the chair's passphrase")
+    at = submit(at, [2, 3], "both fit", "not the chair's passphrase")
     assert [as_read(e.value) for e in at.error] == [
         "that passphrase is not right; nothing was signed"
     ]
@@ -124,10 +126,17 @@ def test_a_wrong_passphrase_or_a_bad_band_is_said_beside_the_form_and_nothing_is
     key = form_key(at)
     assert at.text_area(key=f"{key}:reason").value == "both fit"
     assert at.text_input(key=f"{key}:passphrase").value == ""
-    at = submit(at, "{9}", "both fit", cs.passphrase(cs.CHAIR))
-    [error] = [as_read(e.value) for e in at.error]
-    assert "9" in error
-    at = submit(at, "{2}", "", cs.passphrase(cs.CHAIR))
+    # The ESI levels are offered as the review screen offers them: none chosen is said so.
+    assert at.button_group(key=f"{key}:band:values").options == [
+        "1 - resuscitation",
+        "2 - emergent",
+        "3 - urgent",
+        "4 - less urgent",
+        "5 - non-urgent",
+    ]
+    at = submit(at, [], "both fit", cs.passphrase(cs.CHAIR))
+    assert [as_read(e.value) for e in at.error] == ["Choose at least one acceptable value."]
+    at = submit(at, [2], "", cs.passphrase(cs.CHAIR))
     assert [as_read(e.value) for e in at.error] == ["say why the chair chose this band"]
     assert not list(study.folder.glob("*-chair_decision-*"))
     assert not esi(study)[1].adjudicated
@@ -149,7 +158,7 @@ def test_a_refusal_of_a_band_no_longer_listed_is_said_at_the_top(study):
             chair=cs.CHAIR,
         )
     engine.dispose()
-    at = submit(at, "{2, 3}", "both fit", cs.passphrase(cs.CHAIR))
+    at = submit(at, [2, 3], "both fit", cs.passphrase(cs.CHAIR))
     [error] = [as_read(e.value) for e in at.error]
     assert (
         error.startswith("Case ")

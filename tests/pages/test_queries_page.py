@@ -80,7 +80,9 @@ def test_a_rater_asks_the_coordinator_replies_and_the_rater_reads_the_reply(stud
     box.input(ANSWER)
     click(coordinator, "Send the reply")
     assert successes(coordinator) == ["Your message is sent to rater-01."]
-    assert "Open · awaiting rater-01's reply" in captions(coordinator)
+    assert "Open · you wrote last: rater-01 may reply; close it once it is settled" in captions(
+        coordinator
+    )
 
     queue = open_app(study.rater)
     assert title(queue) == "My queue"
@@ -88,7 +90,10 @@ def test_a_rater_asks_the_coordinator_replies_and_the_rater_reads_the_reply(stud
     assert "Read and answer your queries" in [link.label for link in queue.get("page_link")]
     reader = open_app(study.rater, PAGE)
     assert ANSWER in [t.value for t in reader.text]
-    assert "Open · awaiting your reply" in captions(reader)
+    assert (
+        "Open · the coordinator wrote last: reply if you need to (the coordinator closes it)"
+        in captions(reader)
+    )
     assert any(c.startswith("The study coordinator · ") for c in captions(reader))
 
 
@@ -125,7 +130,7 @@ def test_the_coordinator_starts_a_query_and_closes_it(study):
     choose_band(at, study, MED)
     at.text_area(key="queries:start:body").input("Which tier did you mean?")
     click(at, "Send to the rater")
-    assert "Open · awaiting rater-02's reply" in captions(at)
+    assert "Open · you wrote last: rater-02 may reply; close it once it is settled" in captions(at)
     click(at, "Close the query")
     assert successes(at) == ["The query is closed."]
     assert "No query is open." in captions(at)

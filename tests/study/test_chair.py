@@ -293,6 +293,13 @@ def test_the_chair_decides_and_lists_from_the_command_line(study, tmp_path):
     assert "chair_decision" in esi["warnings"]
     words = run(study, tmp_path, "chair", "list").output
     assert "decided by the chair, rater-03" in words
+    # `verify` lists the chair's record in the folder's columns, however long its kind's name.
+    listed_lines = [
+        line for line in run(study, tmp_path, "verify").output.splitlines() if line.startswith("ok")
+    ]
+    assert any("chair_decision" in line for line in listed_lines)
+    starts = {line.index(line.split()[-1]) for line in listed_lines}
+    assert len(starts) == 1, listed_lines
 
 
 def test_policy_set_names_the_chair_and_refuses_one_who_is_not_a_rater(study, tmp_path):
