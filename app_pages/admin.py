@@ -140,7 +140,17 @@ def _still_in_dispute(number: int, candidates: list[Candidate], labels: dict[Ban
         )
         return
     st.markdown(f"**Still in dispute after round {number}**: {count_bands(len(candidates))}")
+    st.caption(STILL_IN_DISPUTE)
     _candidate_table(candidates, labels)
+
+
+# What becomes of a band still in dispute: the registry, not this list, says what is granted.
+STILL_IN_DISPUTE = (
+    "What the Band registry then grants, once the raters have signed: a band whose raters meet "
+    "in a consensus, with its disputed span marked; a band whose raters' bands share no value, "
+    "once the study's chair has decided it (Chair's decision), as the chair's; a band short of "
+    "its quorum, only with more signed reviews."
+)
 
 
 def _label(labels: dict[Band, str], band: Band) -> str:

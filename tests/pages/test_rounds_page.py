@@ -222,6 +222,8 @@ def test_study_admin_lists_the_bands_of_round_two_still_in_dispute(study):
         close_round(s, actor=study.coordinator)
     at = open_app(study.coordinator)
     assert "**Still in dispute after round 2**: 1 band" in [m.value for m in at.markdown]
+    # What becomes of them is said: the registry may grant some (a disputed span, the chair's).
+    assert any(c.value.startswith("What the Band registry then grants, ") for c in at.caption)
     assert [(r["band"], r["why"]) for r in candidates_table(at)] == [
         (labels(study)[TRIAGE], "too few raters")
     ]
