@@ -54,19 +54,34 @@ again.button("Check again", icon=":material/refresh:", on_click=_check_again)
 @st.fragment
 def events() -> None:
     what, who, since, until, size = st.columns([3, 2, 2, 2, 1])
+    # The filters are still set when the coordinator comes back from another page.
     wanted = Search(
-        kinds=tuple(what.multiselect("What", kinds, format_func=lambda k: k.replace("_", " "))),
+        kinds=tuple(
+            what.multiselect(
+                "What",
+                kinds,
+                format_func=lambda k: k.replace("_", " "),
+                key="audit_what",
+                persist_state="session",
+            )
+        ),
         actor=who.selectbox(
             "Who",
             actors,
             index=None,
             placeholder="anyone",
             format_func=lambda actor: who_words(actor, people),
+            key="audit_who",
+            persist_state="session",
         ),
-        since=since.date_input("From (UTC)", value=None),
-        until=until.date_input("Until (UTC)", value=None),
+        since=since.date_input(
+            "From (UTC)", value=None, key="audit_since", persist_state="session"
+        ),
+        until=until.date_input(
+            "Until (UTC)", value=None, key="audit_until", persist_state="session"
+        ),
     )
-    per_page = size.selectbox("Per page", PAGE_SIZES, key="audit_size")
+    per_page = size.selectbox("Per page", PAGE_SIZES, key="audit_size", persist_state="session")
     with session() as s:
         total = count(s, user, wanted)
         pages = max(1, -(-total // per_page))

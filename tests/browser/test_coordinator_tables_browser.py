@@ -73,3 +73,23 @@ def test_the_audit_grid_shows_every_row_of_its_page_and_progress_names_its_round
     press(page, "Check again")
     expect(page.get_by_text("The audit log has been tampered with (1 problem(s)):")).to_be_visible()
     shoot(page, "audit-log-tampered")
+
+
+def test_the_audit_logs_filters_are_still_set_after_another_page(page: Page, demo_server):
+    """Streamlit forgets a widget's value once a page does not draw it: the audit log's filters
+    are kept for the session, so the coordinator comes back to the rows they chose."""
+    server = demo_server()
+    open_app(page, server.url)
+    sign_in(page, "coordinator", DEMO_ACCOUNTS["coordinator"])
+    expect(page.get_by_role("heading", name="Study admin", level=1)).to_be_visible()
+    open_from_sidebar(page, "Audit log")
+    rows = page.get_by_text(re.compile(r"^Rows 1-\d+ of \d+ matching events"))
+    everyone = rows.inner_text()
+    page.get_by_role("combobox", name="Who").click()
+    page.get_by_role("option").first.click()
+    expect(rows).not_to_have_text(everyone)
+    chosen = rows.inner_text()
+    open_from_sidebar(page, "Raters' progress")
+    open_from_sidebar(page, "Audit log")
+    expect(rows).to_have_text(chosen)  # the rows chosen, not every event again
+    assert chosen != everyone

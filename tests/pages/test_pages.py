@@ -516,6 +516,21 @@ def test_audit_log_shows_an_intact_chain_then_tampering(study):
     tampered(go(at, "app_pages/audit_log.py"))
 
 
+def test_the_audit_logs_filters_are_still_set_after_another_page(study):
+    at = open_app(study.coordinator, "app_pages/audit_log.py")
+    everyone = [c.value for c in at.caption if c.value.startswith("Rows ")]
+    at.selectbox(key="audit_who").set_value("coordinator").run()
+    at.multiselect(key="audit_what").set_value(["user_enrolled"]).run()
+    [filtered] = [c.value for c in at.caption if c.value.startswith("Rows ")]
+    assert [filtered] != everyone
+    go(at, "app_pages/progress.py")
+    go(at, "app_pages/audit_log.py")
+    assert at.selectbox(key="audit_who").value == "coordinator"
+    assert at.multiselect(key="audit_what").value == ["user_enrolled"]
+    assert [c.value for c in at.caption if c.value.startswith("Rows ")] == [filtered]
+    assert not at.warning  # no "set by the Session State API" warning either
+
+
 def test_an_event_added_since_the_check_has_the_rerun_check_again(study):
     at = open_app(study.coordinator, "app_pages/audit_log.py")
     assert at.success and not at.error
