@@ -133,7 +133,7 @@ def test_a_tap_outside_the_due_date_while_typing_it_is_never_lost(page: Page, se
     field = page.get_by_test_id("stMain").get_by_role("group", name="Due on", exact=True)
     field.get_by_role("spinbutton", name="year, Due on").click()
     page.keyboard.type((date.today() + timedelta(days=9)).strftime("%Y%m%d"))
-    page.get_by_role("button", name="Sign out").click()  # pressed and released at once
+    page.get_by_role("button", name="Sign out", exact=True).click()  # pressed and released at once
     expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
     assert_no_exception(page)
 

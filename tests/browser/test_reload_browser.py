@@ -122,7 +122,7 @@ def test_a_reload_keeps_the_rater_signed_in_until_they_sign_out(
         other.close()
 
     # Signing out ends the session and clears the cookie: a reload asks to sign in again.
-    page.get_by_test_id("stSidebar").get_by_role("button", name="Sign out").click()
+    page.get_by_test_id("stSidebar").get_by_role("button", name="Sign out", exact=True).click()
     settle(page)
     on_sign_in_form(page)
     eventually(page, lambda: has_cookie(page.context, present=False))
@@ -186,5 +186,5 @@ def test_activity_inside_the_review_form_keeps_the_sidebar_and_renews_the_cookie
     page.wait_for_timeout(3000)
     sidebar = page.get_by_test_id("stSidebar")
     expect(sidebar).to_contain_text("Signed in as rater-02 (rater)")
-    expect(sidebar.get_by_role("button", name="Sign out")).to_be_visible()
+    expect(sidebar.get_by_role("button", name="Sign out", exact=True)).to_be_visible()
     shoot(page, "review-form-keeps-the-sidebar")

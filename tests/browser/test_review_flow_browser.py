@@ -233,7 +233,7 @@ def test_a_quick_click_outside_the_form_while_typing_is_never_lost(page: Page, s
     reason = page.get_by_label("Reason", exact=True)
     reason.fill("Typed again, still focused")
     reason.focus()
-    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("button", name="Sign out", exact=True).click()
     expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
 
 
@@ -534,7 +534,7 @@ def test_signing_out_with_a_flag_not_yet_sent_asks_first(page: Page, server):
     box.fill(note)
     box.focus()
     sidebar = page.get_by_test_id("stSidebar")
-    sidebar.get_by_role("button", name="Sign out").click()  # pressed and released at once
+    sidebar.get_by_role("button", name="Sign out", exact=True).click()  # a tap
     asked = sidebar.get_by_text(
         "The flag's note you typed on Review a band is not sent yet: signing out loses it."
     )
@@ -545,7 +545,7 @@ def test_signing_out_with_a_flag_not_yet_sent_asks_first(page: Page, server):
     expect(page.get_by_label("What should the coordinator look at?", exact=True)).to_have_value(
         note
     )
-    sidebar.get_by_role("button", name="Sign out").click()
+    sidebar.get_by_role("button", name="Sign out", exact=True).click()
     sidebar.get_by_role("button", name="Sign out anyway", exact=True).click()
     expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
     assert_no_exception(page)
