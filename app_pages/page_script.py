@@ -248,7 +248,7 @@ _GUARD = """
     true,
   );
   // A form's button, or Enter in it, sends its fields. A form sent and refused keeps the text
-  // and says why inside it: the text is still not sent. Sent and taken, it is emptied.
+  // and says why inside it: the text is still not sent. Sent and taken, nothing is owed.
   const sentOnce = new Set();
   const sent = (form) => {
     for (const field of Array.from(typed)) {
