@@ -45,6 +45,13 @@ CATALOGUE = {
         "larger than the 512 KB limit",
     ),
     "huge_integer": (HEADER + "ambiguity: " + "9" * 5000 + "\n", "a number of 5,000 digits"),
+    # Hexadecimal digits are the densest: the shortest text that is too long a number.
+    "huge_hex_integer": (
+        HEADER + "ambiguity: 0x" + "f" * 3572 + "\n",
+        "a number of about 4,302 digits",
+    ),
+    "anchor_alone": (HEADER + "ambiguity: &a clear\n", "anchors and aliases"),
+    "escaped_control_key": (HEADER + 'tool_labels:\n  "in\\er": INR\n', "a key here holds"),
     "escaped_nul": (HEADER + 'tool_results:\n  inr: "1.0\\0"\n', "holds a NUL byte"),
     "escaped_control": (HEADER + 'tool_labels:\n  inr: "INR\\e"\n', "U+001B"),
     "set_tag": (

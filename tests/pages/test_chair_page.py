@@ -195,3 +195,124 @@ def test_only_the_chair_named_now_has_the_page_in_their_menu(study):
     cs.name_chair(study, "rater-01")  # the coordinator names another chair
     assert "app_pages/chair.py" in menu("rater-01")
     assert "app_pages/chair.py" not in menu(cs.CHAIR)
+
+
+ORDERS = ("demo_order_border_01", "orders")
+ADMIT = ("demo_doc_inter_01", "admit")
+MIXED = {
+    cs.URGENCY: {"rater-01": {"min": 55, "max": 60}, "rater-02": {"min": 80, "max": 85}},
+    ORDERS: {
+        "rater-01": {"required": ["ecg"], "defensible": ["ecg", "troponin"]},
+        "rater-02": {"required": ["ecg", "ctpa"], "defensible": ["ctpa", "d_dimer", "ecg"]},
+    },
+    ADMIT: {"rater-01": [True], "rater-02": [False]},
+}
+
+
+@pytest.fixture(scope="module")
+def built_mixed(tmp_path_factory):
+    """Bands of every other kind still in dispute: an interval, tests' states and yes/no."""
+    return cs.build(tmp_path_factory.mktemp("chair-kinds") / "study", MIXED, accepted=())
+
+
+@pytest.fixture
+def mixed(built_mixed, tmp_path, monkeypatch):
+    copied = cs.copy(built_mixed, tmp_path / "study")
+    for name, value in {
+        "FMA_BANDS_DATABASE_URL": copied.url,
+        "FMA_BANDS_VIGNETTES": str(copied.root / "vignettes"),
+        "FMA_BANDS_ATTESTATIONS": str(copied.folder),
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield copied
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def key_of(at: AppTest, name: str) -> str:
+    [key] = [
+        (t.key or "").removesuffix(":reason")
+        for t in at.text_area
+        if (t.key or "").startswith("chair:") and (t.key or "").endswith(f":{name}:reason")
+    ]
+    return key
+
+
+def send(at: AppTest, name: str, fill, reason: str = "the chair's reading") -> AppTest:
+    """Fill the band of `name` with `fill(at, key)`, give a reason and the passphrase, send."""
+    key = key_of(at, name)
+    fill(at, key)
+    at.text_area(key=f"{key}:reason").input(reason)
+    at.text_input(key=f"{key}:passphrase").input(cs.passphrase(cs.CHAIR))
+    [button] = [b for b in at.button if b.label == BUTTON and key in (b.key or b.form_id or "")]
+    button.click()
+    return run(at)
+
+
+def chaired(study, band):
+    """The band as the registry grants it on the chair's decision (None: not so granted)."""
+    registry = decide(study.library, study.folder)
+    if band not in registry.chaired:
+        return None
+    [decision] = [d for d in registry.decisions if (d.vignette_id, d.sub_action) == band]
+    assert decision.provenance == ADJUDICATED
+    return decision.band
+
+
+def test_the_chair_gives_bounds_for_an_interval_and_a_reversed_pair_is_said_in_words(mixed):
+    at = open_page(mixed, cs.CHAIR)
+
+    def bounds(lo, hi):
+        def fill(at, key):
+            at.number_input(key=f"{key}:band:lo").set_value(lo)
+            at.number_input(key=f"{key}:band:hi").set_value(hi)
+
+        return fill
+
+    assert [n.label for n in at.number_input] == ["Lower bound", "Upper bound"]
+    at = send(at, "urgency_score", bounds(70, 60))
+    assert [as_read(e.value) for e in at.error] == [
+        "The lower bound, 70, is above the upper bound, 60."
+    ]
+    assert chaired(mixed, cs.URGENCY) is None
+    at = send(at, "urgency_score", bounds(58, 82))
+    assert not at.error, [as_read(e.value) for e in at.error]
+    band = chaired(mixed, cs.URGENCY)
+    assert band is not None and (band.min, band.max) == (58, 82)
+
+
+def test_the_chair_sets_each_tests_state_for_an_orders_band(mixed):
+    at = open_page(mixed, cs.CHAIR)
+
+    def states(at, key):
+        for test in ("ecg", "ctpa"):
+            at.button_group(key=f"{key}:band:order:{test}").set_value("required")
+        at.button_group(key=f"{key}:band:order:d_dimer").set_value("defensible")
+
+    # Each test is named in words beside its states.
+    key = key_of(at, "orders")
+    assert at.button_group(key=f"{key}:band:order:ecg").options == [
+        "not defensible",
+        "defensible",
+        "required",
+    ]
+    at = send(at, "orders", states)
+    assert not at.error, [as_read(e.value) for e in at.error]
+    band = chaired(mixed, ORDERS)
+    assert band is not None
+    assert (band.required, band.defensible) == (("ctpa", "ecg"), ("ctpa", "d_dimer", "ecg"))
+
+
+def test_the_chair_answers_yes_or_no_for_a_yes_no_band(mixed):
+    at = open_page(mixed, cs.CHAIR)
+    # Nothing chosen is refused in words, and nothing is signed.
+    at = send(at, "admit", lambda at, key: None)
+    assert [as_read(e.value) for e in at.error] == ["Choose which answers are acceptable."]
+    assert chaired(mixed, ADMIT) is None
+    at = send(at, "admit", lambda at, key: at.radio(key=f"{key}:band:bool").set_value("no only"))
+    assert not at.error, [as_read(e.value) for e in at.error]
+    band = chaired(mixed, ADMIT)
+    assert band is not None and band.members == (False,)

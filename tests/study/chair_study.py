@@ -73,11 +73,20 @@ def review(engine, library, rater, band, verdict, values=None, reason=None):
         return save(s, library, rater, *band, form, expected_version=version, submit=True)
 
 
-def build(root: Path) -> ChairStudy:
-    """The study, in `root`, with round 2 closed and the ESI band still in dispute."""
+def build(
+    root: Path,
+    disputed: dict[tuple[str, str], dict[str, object]] | None = None,
+    accepted: tuple[tuple[str, str], ...] = (URGENCY,),
+) -> ChairStudy:
+    """The study, in `root`, with round 2 closed and the ESI band still in dispute; or the
+    bands `disputed` names, each with the band every rater gives it in both rounds (AMEND),
+    and the bands `accepted` by both."""
+    if disputed is None:
+        disputed = {ESI: {name: band for name, band in BANDS.items()}}
     vignettes = root / "vignettes"
     vignettes.mkdir(parents=True)
-    shutil.copy(DEMO_VIGNETTES / f"{VID}.yaml", vignettes)
+    for vid in sorted({vid for vid, _ in (*disputed, *accepted)}):
+        shutil.copy(DEMO_VIGNETTES / f"{vid}.yaml", vignettes)
     library = load_library([vignettes])
     folder = root / "attestations"
     engine = make_engine(f"sqlite:///{root / 'study.db'}")
@@ -132,31 +141,25 @@ def build(root: Path) -> ChairStudy:
                 folder=folder,
             )
     for name in RATERS:
-        review(
-            engine,
-            library,
-            users[name],
-            ESI,
-            "AMEND",
-            BANDS[name],
-            f"first reading: ESI {BANDS[name][0]}",
-        )
-        review(engine, library, users[name], URGENCY, "ACCEPT")
+        for band, given in disputed.items():
+            review(
+                engine, library, users[name], band, "AMEND", given[name], _first(band, given[name])
+            )
+        for band in accepted:
+            review(engine, library, users[name], band, "ACCEPT")
     with session_scope(engine) as s:
         close_round(s, actor=users["coordinator"], folder=folder)
     with session_scope(engine) as s:
-        open_round(s, library, actor=users["coordinator"], number=2, folder=folder, bands=[ESI])
-    for name in RATERS:
-        review(
-            engine,
-            library,
-            users[name],
-            ESI,
-            "AMEND",
-            BANDS[name],
-            # Naming a rater, as people do: the chair's panel must not.
-            f"kept after the panel: ESI {BANDS[name][0]}, as {name} said in round 1",
+        open_round(
+            s, library, actor=users["coordinator"], number=2, folder=folder, bands=list(disputed)
         )
+    for name in RATERS:
+        for band, given in disputed.items():
+            # Naming a rater, as people do: the chair's panel must not.
+            reason = (
+                f"kept after the panel: {_reading(band, given[name])}, as {name} said in round 1"
+            )
+            review(engine, library, users[name], band, "AMEND", given[name], reason)
     with session_scope(engine) as s:
         close_round(s, actor=users["coordinator"], folder=folder)
     for name in RATERS:
@@ -177,6 +180,16 @@ def build(root: Path) -> ChairStudy:
     engine.dispose()
     assert study_id is not None
     return ChairStudy(root, library, study_id, users)
+
+
+def _reading(band: tuple[str, str], given: object) -> str:
+    """The ESI band's reading as its reasons have always said it ("ESI 2"); any other band's
+    as its values."""
+    return f"ESI {given[0]}" if band == ESI and isinstance(given, list) else f"{band[1]} {given}"
+
+
+def _first(band: tuple[str, str], given: object) -> str:
+    return f"first reading: {_reading(band, given)}"
 
 
 def copy(built: ChairStudy, target: Path) -> ChairStudy:
