@@ -15,6 +15,7 @@ from fma_bands.study.state import study
 
 FLASH, ERROR = "due_flash", "due_error"
 FIELD = "due:day"
+LABEL = "Due on"
 
 
 def _set(user: UserPublic) -> None:
@@ -38,6 +39,7 @@ def _clear(user: UserPublic) -> None:
     except FmaBandsError as exc:
         st.session_state[ERROR] = exc.message
         return
+    st.session_state[FIELD] = None  # the field shows what is recorded: no day
     st.session_state[FLASH] = (
         f"Round {number} has no due date now." if cleared else f"Round {number} had no due date."
     )
@@ -67,25 +69,40 @@ def due_date_form(user: UserPublic) -> None:
         st.caption(
             escaped(f"{when_due(due)}; set by {due.set_by}. Each rater's queue reminds them.")
         )
-    st.date_input(
-        "Due on",
-        value=due.due_on if due else None,
-        # A date already past stays on show (the field refuses a value before its minimum):
-        # an overdue round is a normal state, and its date is moved or cleared from here.
-        min_value=min(today(), due.due_on) if due else today(),
-        format="YYYY-MM-DD",
-        key=FIELD,
-    )
-    if error := st.session_state.pop(ERROR, None):
-        st.error(escaped(error), icon=":material/error:")
-    left, right = st.columns(2)
-    # Never greyed out for want of a day: a day typed into the field counts only once the field
-    # is left, and the click that leaves it is this one (an empty field is refused in words).
-    left.button("Set the due date", on_click=_set, args=(user,), key="due:set")
-    right.button(
-        "Clear the due date",
-        on_click=_clear,
-        args=(user,),
-        disabled=due is None,
-        key="due:clear",
-    )
+    recorded = due.due_on if due else None
+    # The field and its buttons in a block of their own: the browser's guard counts a day typed
+    # as set by a button beside it (app_pages/page_script.py).
+    with st.container(key="due:form"):
+        chosen = st.date_input(
+            LABEL,
+            value=recorded,
+            # A date already past stays on show (the field refuses a value before its minimum):
+            # an overdue round is a normal state, and its date is moved or cleared from here.
+            min_value=min(today(), recorded) if recorded else today(),
+            format="YYYY-MM-DD",
+            key=FIELD,
+        )
+        if error := st.session_state.pop(ERROR, None):
+            st.error(escaped(error), icon=":material/error:")
+        left, right = st.columns(2)
+        # Never greyed out for want of a day: a day typed into the field counts only once the
+        # field is left, and the click that leaves it is this one (an empty field is refused in
+        # words).
+        left.button("Set the due date", on_click=_set, args=(user,), key="due:set")
+        right.button(
+            "Clear the due date",
+            on_click=_clear,
+            args=(user,),
+            disabled=due is None,
+            key="due:clear",
+        )
+        if isinstance(chosen, date) and chosen != recorded:
+            # Chosen is not set: leaving the page now would lose it, so the page says so, and
+            # the browser asks before leaving while this is on screen. Under the buttons: drawn
+            # as the field is left, it moves nothing the pointer may be about to press.
+            with st.container(key=f"unsent:{LABEL}"):
+                st.warning(
+                    f"{long_date(chosen)} is chosen, not set: press Set the due date to make "
+                    f"round {current.round} due then.",
+                    icon=":material/schedule:",
+                )

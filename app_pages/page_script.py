@@ -247,6 +247,34 @@ _GUARD = """
     },
     true,
   );
+  // A date is typed into segments (year, month, day), not into a box, and is sent when its
+  // field is left, which sets nothing: the button beside it does. A date field left changed is
+  // owed until a button beside it (in its own block) is pressed.
+  const dateGroup = (el) =>
+    (el && el.closest && el.closest('[data-testid="stDateInput"] [role="group"]')) || null;
+  const dateSeen = new WeakMap();
+  document.addEventListener(
+    "focusin",
+    (event) => {
+      const group = dateGroup(event.target);
+      if (group && !onReview()) dateSeen.set(group, group.textContent);
+    },
+    true,
+  );
+  document.addEventListener(
+    "focusout",
+    (event) => {
+      const group = dateGroup(event.target);
+      if (group && dateSeen.has(group) && dateSeen.get(group) !== group.textContent) {
+        typed.add(group);
+      }
+    },
+    true,
+  );
+  const besideButton = (field, button) => {
+    const block = field.closest('[data-testid="stVerticalBlock"]');
+    return !!block && block.contains(button);
+  };
   // A form's button, or Enter in it, sends its fields. A form sent and refused keeps the text
   // and says why inside it: the text is still not sent. Sent and taken, nothing is owed.
   const sentOnce = new Set();
@@ -258,6 +286,17 @@ _GUARD = """
       }
     }
   };
+  // What a page itself says is chosen and not yet set (a container keyed "unsent:" and the
+  // field's label, drawn while the server holds such a choice): owed whatever this script saw
+  // typed.
+  const MARK = "st-key-unsent-";
+  const marked = () =>
+    Array.from(document.querySelectorAll(`[data-testid="stMain"] [class*="${MARK}"]`))
+      .filter((el) => !el.closest('[data-stale="true"]'))
+      .map((el) => {
+        const found = Array.from(el.classList).find((c) => c.startsWith(MARK));
+        return `"${found.slice(MARK.length).replace(/-/g, " ")}"`;
+      });
   const refused = (field) => {
     const form = field.closest('[data-testid="stForm"]');
     return (
@@ -276,6 +315,10 @@ _GUARD = """
     },
     true,
   );
+  const filled = (field) =>
+    field.getAttribute("role") === "group"
+      ? !!field.querySelector('[role="spinbutton"]:not([data-placeholder="true"])')
+      : !!field.value.trim();
   const unsent = () => {
     if (onReview()) return [];
     const names = [];
@@ -283,10 +326,13 @@ _GUARD = """
       if (!field.isConnected) {
         typed.delete(field);
         sentOnce.delete(field);
-      } else if (field.value.trim() && (typed.has(field) || refused(field))) {
+      } else if (filled(field) && (typed.has(field) || refused(field))) {
         const name = `"${field.getAttribute("aria-label") || "a box"}"`;
         if (!names.includes(name)) names.push(name);
       }
+    }
+    for (const name of marked()) {
+      if (!names.includes(name)) names.push(name);
     }
     return names;
   };
@@ -310,6 +356,11 @@ _GUARD = """
       const button = event.target.closest && event.target.closest("button");
       const form = button && button.closest('[data-testid="stForm"]');
       if (form) sent(form);
+      for (const field of Array.from(typed)) {
+        if (button && field.getAttribute("role") === "group" && besideButton(field, button)) {
+          typed.delete(field);
+        }
+      }
       const leaving = event.target.closest && event.target.closest(LEAVING);
       const names = leaving ? unsent() : [];
       if (names.length > 0) {
@@ -330,7 +381,18 @@ _GUARD = """
       left = -Infinity;
       event.preventDefault();
       event.stopImmediatePropagation();
-      setTimeout(() => target.isConnected && target.click(), 50);
+      // The field's value, once sent, may redraw the button (a run of its fragment): the
+      // button with the same key is the one pressed; a key that names another band or row
+      // finds nothing, and the click is dropped rather than made on something else.
+      const holder = target.closest('[class*="st-key-"]');
+      const keyClass =
+        holder && Array.from(holder.classList).find((c) => c.startsWith("st-key-"));
+      setTimeout(() => {
+        const again = target.isConnected
+          ? target
+          : keyClass && document.querySelector(`.${CSS.escape(keyClass)} :is(button, a[href])`);
+        if (again) again.click();
+      }, 50);
     },
     true,
   );

@@ -124,17 +124,78 @@ def test_a_due_date_typed_is_set_by_the_first_click(page: Page, server: AppServe
     expect(page.get_by_text("Round 1 has no due date now.")).to_be_visible()
 
 
+DUE_QUESTION = 'What you typed in "Due on" is not sent: leaving this page loses it. Leave anyway?'
+
+
 def test_a_tap_outside_the_due_date_while_typing_it_is_never_lost(page: Page, server: AppServer):
     """The due date's form is a fragment: a click pressed and released at once (a touchpad's
     tap) on a button outside it, made while leaving the field, was put into the fragment's run
     by Streamlit and did nothing. Every signed-in page hands such a click on once the field's
-    value has gone: one tap on Sign out signs out."""
+    value has gone: one tap on Sign out asks first (the day is not set), and once told to
+    leave, signs out."""
+    asked: list[str] = []
+
+    def leave(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.on("dialog", leave)
     signed_in(page, server, "coordinator", "Study admin")
     field = page.get_by_test_id("stMain").get_by_role("group", name="Due on", exact=True)
     field.get_by_role("spinbutton", name="year, Due on").click()
     page.keyboard.type((date.today() + timedelta(days=9)).strftime("%Y%m%d"))
     page.get_by_role("button", name="Sign out", exact=True).click()  # pressed and released at once
     expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
+    assert asked == [DUE_QUESTION]
+    assert_no_exception(page)
+
+
+def test_leaving_study_admin_with_a_due_date_chosen_and_not_set_asks_first(
+    page: Page, server: AppServer
+):
+    """A day typed into "Due on" sets nothing until Set the due date is pressed: leaving the
+    page at once, or later, asks first, and the page says the day is chosen, not set; once set,
+    nothing is asked."""
+    asked: list[str] = []
+
+    def stay(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", stay)
+    signed_in(page, server, "coordinator", "Study admin")
+    day = date.today() + timedelta(days=11)
+    field = page.get_by_test_id("stMain").get_by_role("group", name="Due on", exact=True)
+    field.get_by_role("spinbutton", name="year, Due on").click()
+    page.keyboard.type(day.strftime("%Y%m%d"))
+    menu = page.get_by_test_id("stSidebar")
+    menu.get_by_role("link", name="Audit log").click()  # straight from the field
+    wait_for_app(page)
+    assert asked == [DUE_QUESTION]
+    expect(page.get_by_role("heading", name="Study admin", level=1)).to_be_visible()
+    expect(
+        page.get_by_text(
+            f"{long_date(day)} is chosen, not set: press Set the due date to make round 1 due "
+            "then.",
+            exact=True,
+        )
+    ).to_be_visible()
+    shoot(page, "due-date-chosen-not-set")
+    menu.get_by_role("link", name="Audit log").click()  # later, the field long left
+    wait_for_app(page)
+    assert asked == [DUE_QUESTION, DUE_QUESTION]
+    press(page, "Set the due date")
+    expect(page.get_by_text(f"Round 1 is now due on {long_date(day)}.")).to_be_visible()
+    expect(page.get_by_text("is chosen, not set")).to_have_count(0)
+    open_from_sidebar(page, "Audit log")
+    assert len(asked) == 2
+    open_from_sidebar(page, "Study admin")
+    press(page, "Clear the due date")
+    expect(page.get_by_text("Round 1 has no due date now.")).to_be_visible()
+    # Cleared, the field is empty again: nothing is chosen and nothing is asked.
+    expect(page.get_by_text("is chosen, not set")).to_have_count(0)
+    open_from_sidebar(page, "Audit log")
+    assert len(asked) == 2
     assert_no_exception(page)
 
 

@@ -6,6 +6,7 @@ Argon2 hashes and signing keys are what is slow to make), and checks the store, 
 """
 
 import json
+import re
 
 import pytest
 from sqlalchemy import text
@@ -132,6 +133,21 @@ def test_every_page_opens_without_an_exception(study, role):
         # Every signed-in page hands on a click made while leaving a field (page_script._GUARD;
         # the browser tests try it), from one hidden element of the sidebar.
         assert len(guards(at)) == 1, page
+        for script in scripts(at):
+            # The browser's sanitizer drops a script whose text reads like markup ("<" then a
+            # letter or "/"), silently: the page would lose its guard, shortcuts or cookie.
+            assert not re.search(r"<[/\w]", script), (
+                page,
+                re.search(r".{0,40}<[/\w].{0,40}", script),
+            )
+
+
+def scripts(at: AppTest) -> list[str]:
+    """The text of every script the page drew (its html elements, the sidebar's included)."""
+    bodies = [e.proto.body for e in (*at.get("html"), *at.sidebar.get("html"))]
+    return [
+        found for body in bodies for found in re.findall(r"<script[^>]*>(.*?)</script>", body, re.S)
+    ]
 
 
 def guards(at: AppTest) -> list[str]:

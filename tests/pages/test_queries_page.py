@@ -5,6 +5,7 @@ from datetime import timedelta
 
 from sqlmodel import select
 from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Block
 
 from fma_bands.core.labels import case_token
 from fma_bands.core.people import UserPublic
@@ -48,6 +49,23 @@ def errors(at: AppTest) -> list[str]:
 
 def successes(at: AppTest) -> list[str]:
     return [as_read(e.value) for e in at.success]
+
+
+def warnings(at: AppTest) -> list[str]:
+    return [as_read(e.value) for e in at.warning]
+
+
+def keys_of(at: AppTest) -> set[str]:
+    """The keys of the containers the page drew: a block's id ends with its key."""
+    found = set()
+    todo = list(at._tree.children.values())
+    while todo:
+        node = todo.pop()
+        block_id = getattr(node.proto, "id", "") if isinstance(node, Block) else ""
+        if block_id:
+            found.add(block_id.split("-", 2)[-1])
+        todo += list(getattr(node, "children", {}).values())
+    return found
 
 
 def captions(at: AppTest) -> list[str]:
@@ -173,13 +191,22 @@ def test_the_due_date_form_sets_and_clears_the_rounds_due_date(study):
     day = today() + timedelta(days=3)
     at.date_input(key="due:day").set_value(day)
     run(at)
+    # Chosen is not set: said under the buttons, in a block the browser's guard reads before
+    # the page is left (page_script.py).
+    chosen = (
+        f"{long_date(day)} is chosen, not set: press Set the due date to make round 1 due then."
+    )
+    assert warnings(at) == [chosen] and "unsent:Due on" in keys_of(at)
     click(at, "Set the due date")
     assert successes(at) == [f"Round 1 is now due on {long_date(day)}."]
+    assert warnings(at) == [] and "unsent:Due on" not in keys_of(at)
     with study.store() as s:
         found = due_date(s)
         assert found is not None and found.due_on == day
     click(at, "Clear the due date")
     assert successes(at) == ["Round 1 has no due date now."]
+    # The field is emptied with the date: nothing is left chosen.
+    assert at.date_input(key="due:day").value is None and warnings(at) == []
     with study.store() as s:
         assert due_date(s) is None
 
