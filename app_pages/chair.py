@@ -74,7 +74,14 @@ def show_panel(lib: Library, user: UserPublic, dispute: Dispute) -> None:
     vignette = lib.vignettes[vid]
     with session() as s:
         found = chair.panel(s, lib, viewer=user, vid=vid, name=name)
+        own = not user.is_coordinator and chair.rated(s, lib, viewer=user, vid=vid, name=name)
     st.markdown(f"**The raters' bands in round {found.round}, without their names**")
+    if own:
+        st.info(
+            "You rated this band: one of these readings is yours. You may still decide it as "
+            "the chair; the registry says on the band that the chair also rated it.",
+            icon=":material/person:",
+        )
     for entry in found.entries:
         band = "declined" if entry.band is None else describe_band(entry.band, tool_names(vignette))
         said = f"{entry.letter}: {entry.verdict}, {band}"

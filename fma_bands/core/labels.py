@@ -442,6 +442,11 @@ WARNING_WORDS = {
         "Decided by the study's chair after round 2, where the raters' bands shared no value: "
         "the chair's decision, never counted as agreement between raters.",
     ),
+    "chair_rated": CodeWords(
+        "chair also rated it",
+        "The study's chair is also one of this band's raters: the decision chose between "
+        "readings that include the chair's own.",
+    ),
 }
 # What a band the harness cannot check yet means for the coordinator, by the kind of band:
 # said once for the whole study (fma_bands.evidence.harness.harness_note is the export's note).

@@ -414,6 +414,12 @@ def chair_text(
         "x_proposal; the raters' signed attestations and the chair's signed decision are "
         "listed in x_attestations."
     )
+    if chaired.chair in {v.pseudonym for v in grant.verdicts}:
+        # The harness keeps notes, not x_warnings: chair_rated is said here too.
+        notes += (
+            f" The chair, {chaired.chair}, is also one of these raters: the decision chose "
+            "between readings that include the chair's own."
+        )
     return reasoning, notes
 
 

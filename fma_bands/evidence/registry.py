@@ -52,6 +52,8 @@ CHAIR_REASONS = {
     "chair_band_invalid": "the band the chair's decision chose cannot be read for this sub-action",
     "chair_not_in_dispute": "a chair's decision settles only a band refused for no other reason "
     "than that its raters' bands share no value after round 2",
+    "chair_rated": "the study chair is also one of the band's counted raters: the decision "
+    "chose between readings that include the chair's own",
 }
 SECOND_ROUND = 2
 
@@ -351,6 +353,16 @@ def _by_chair(
             "bands shared no value; the chair's decision, not agreement between raters",
         )
     )
+    if chair in {entry.pseudonym for entry, _ in counted}:
+        # Allowed (the chair is one of the raters), and said: an editor weighs a decision
+        # between readings one of which is the decider's own.
+        decision.warnings.append(
+            Reason(
+                "chair_rated",
+                f"the study chair, {chair}, is also one of this band's counted raters: the "
+                "decision chose between readings that include the chair's own",
+            )
+        )
     record = evidence.adjudicators[chair].record
     chair_record = dict(record, n_keys=len(evidence.adjudicators[chair].keys))
     # A chair who also rated the band already has their account's warnings said once.

@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from fma_bands.core.bands import AnyBand, parse_band, to_file
 from fma_bands.core.errors import AccessDenied, FmaBandsError
@@ -20,6 +20,7 @@ from fma_bands.core.vignettes import Library
 from fma_bands.evidence.log import proposal_digest, subject_name
 from fma_bands.evidence.provenance import Decision
 from fma_bands.evidence.registry import ChairGrant, decide, in_dispute
+from fma_bands.store.models import Review
 from fma_bands.study import audit, ledger
 from fma_bands.study.governance import policy_in_force
 from fma_bands.study.ledger import Receipt
@@ -103,6 +104,19 @@ def panel(session: Session, library: Library, *, viewer: UserPublic, vid: str, n
     reviews = latest or latest_of_round(session, library, vid, name, 1)
     # A reason naming a rater ("as rater-01 said") would undo the letters.
     return build(vid, name, number, reviews, names, hide=pseudonyms(session).values())
+
+
+def rated(session: Session, library: Library, *, viewer: UserPublic, vid: str, name: str) -> bool:
+    """Whether the viewer submitted a review of the band in either round: a chair may be one of
+    its raters, and is told so, as the registry tells an editor (chair_rated)."""
+    _require_viewer(session, viewer)
+    query = select(Review.id).where(
+        Review.vignette_id == vid,
+        Review.sub_action == name,
+        Review.rater_id == viewer.id,
+        Review.status == "submitted",
+    )
+    return session.exec(query.limit(1)).first() is not None
 
 
 def read_band(library: Library, vid: str, name: str, raw: Any) -> AnyBand:

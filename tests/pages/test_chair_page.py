@@ -169,6 +169,27 @@ def test_a_refusal_of_a_band_no_longer_listed_is_said_at_the_top(study):
     assert not run(at).error
 
 
+RATED = (
+    "You rated this band: one of these readings is yours. You may still decide it as the "
+    "chair; the registry says on the band that the chair also rated it."
+)
+
+
+def test_a_chair_who_rated_the_band_is_told_so_and_may_decide_it(study):
+    at = open_page(study, cs.CHAIR)
+    assert RATED not in [as_read(e.value) for e in at.info]  # rater-03 rated nothing of it
+    cs.name_chair(study, "rater-01")
+    at = open_page(study, "rater-01")
+    assert [as_read(e.value) for e in at.info] == [RATED]
+    # The panel still names nobody: which reading is theirs is not said.
+    shown = everything(at)
+    assert "Rater A: AMEND" in shown and "rater-02" not in shown
+    at = submit(at, [2], "ESI 2: the vital signs are borderline", cs.passphrase("rater-01"))
+    assert "The chair's decision is signed and recorded." in everything(at)
+    _, decision = esi(study)
+    assert "chair_rated" in decision.as_dict()["warnings"]
+
+
 def test_the_coordinator_reads_the_list_without_a_form(study):
     at = open_page(study, "coordinator")
     assert f"({cs.VID})" in everything(at)

@@ -23,6 +23,7 @@ from fma_bands.evidence.export import (
 )
 from fma_bands.evidence.harness import build, private_harness
 from fma_bands.evidence.log import read_evidence
+from fma_bands.evidence.overview import registry_rows, warning_lines
 from fma_bands.evidence.policy import Policy, check_policy
 from fma_bands.evidence.provenance import ADJUDICATED
 from fma_bands.evidence.registry import decide
@@ -142,6 +143,41 @@ def test_the_chair_decides_the_band_in_dispute_and_the_registry_says_it_is_the_c
     assert [d.chaired.chair for d in listed if d.chaired] == [cs.CHAIR]
     assert "chair_decision_signed" in kinds
     engine.dispose()
+    # rater-03 rated nothing of the band: nothing is said of the chair's own reading.
+    assert "chair_rated" not in esi.as_dict()["warnings"]
+
+
+def test_a_chair_who_rated_the_band_decides_it_and_the_registry_says_so(study, tmp_path):
+    """The chair may be one of the raters (docs/design.md, The chair's decision); a decision
+    between readings one of which is the chair's own is said on the band, for an editor."""
+    cs.name_chair(study, "rater-01")
+    cs.decide_as_chair(study, who=study.users["rater-01"], passphrase=cs.passphrase("rater-01"))
+    after, registry = decisions(study)
+    esi = after[cs.ESI]
+    assert esi.provenance == ADJUDICATED and registry.chaired[cs.ESI].chair == "rater-01"
+    [rated] = [w for w in esi.warnings if w.code == "chair_rated"]
+    assert rated.message == (
+        "the study chair, rater-01, is also one of this band's counted raters: the decision "
+        "chose between readings that include the chair's own"
+    )
+    assert esi.as_dict()["warnings"].count("chair_rated") == 1
+    # In words wherever the registry is read: its tag and its sentence.
+    [row] = [
+        r for r in registry_rows(registry, study.library) if (r.vignette_id, r.sub_action) == cs.ESI
+    ]
+    assert "chair also rated it" in row.tags
+    # The export says it where the harness keeps it (notes), and a chair who rated nothing of
+    # the band has no such sentence (the test above).
+    document = export_document(study.library, study.folder, relative_to=tmp_path)
+    [exported] = [b for b in document["bands"][cs.VID] if b["sub_action"] == "esi_acuity"]
+    assert (
+        "The chair, rater-01, is also one of these raters: the decision chose between readings "
+        "that include the chair's own." in exported["notes"]
+    )
+    assert any(
+        line.startswith("The study's chair is also one of this band's raters")
+        for line in warning_lines(esi)
+    )
 
 
 def test_the_export_says_the_chair_decided_and_the_harness_loads_it_with_the_chair_named(
@@ -153,6 +189,7 @@ def test_the_export_says_the_chair_decided_and_the_harness_loads_it_with_the_cha
     assert esi["provenance"] == ADJUDICATED and esi["acceptable"] == [2]
     assert esi["adjudicated_by"] == ["rater-01", "rater-02", "rater-03"]
     assert "decided by the study chair, rater-03, after round 2" in esi["notes"].lower()
+    assert "is also one of these raters" not in esi["notes"]
     assert "the raters' bands shared no value" in esi["notes"]
     assert "not agreement between raters" in esi["reasoning"]
     assert esi["x_chair_decision"]["chair"] == cs.CHAIR
