@@ -455,7 +455,9 @@ with st.form("policy"):
         choices,
         index=choices.index(policy.chair) if policy.chair else 0,
         help="The chair's decision is signed with the chair's own key and is never counted as "
-        "agreement between raters.",
+        "agreement between raters. A chair who also rated a band they decide is told so, and "
+        "the registry says so on the band (chair_rated): a rater who reviewed none of the "
+        "disputed bands decides them most independently.",
     )
     chair = None if chair_choice == no_chair else chair_choice
     root_passphrase = st.text_input(
