@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from app_pages.common import escaped, library, require_user, session, settings
+from app_pages.common import escaped, for_signed_in, library, require_user, session, settings
 from app_pages.due_dates import due_date_form
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.errors import FmaBandsError
@@ -158,6 +158,7 @@ def _label(labels: dict[Band, str], band: Band) -> str:
     return labels.get(band) or f"{band[0]} · {sub_action(band[1]).label}"
 
 
+@for_signed_in
 def _choose_group(candidates: list[Candidate]) -> None:
     """The chosen group of candidates becomes round 2's bands (the coordinator may then add or
     remove any band by hand)."""
@@ -285,6 +286,7 @@ def _saved_policy() -> Policy:
 # Who reviews what -----------------------------------------------------------------------------
 
 
+@for_signed_in
 def _change(lib: Library, user: UserPublic, assigned: bool) -> None:
     """Add the chosen rater to the chosen bands (`assigned`), or remove them."""
     state = st.session_state

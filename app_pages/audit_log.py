@@ -17,7 +17,7 @@ from app_pages.audit_log_screen import (
     to_csv,
     who_words,
 )
-from app_pages.common import require_user, session
+from app_pages.common import for_signed_in, require_user, session
 from app_pages.main import opened
 
 PAGE_SIZES = (25, 50, 100)
@@ -25,6 +25,7 @@ ROW_PIXELS = 35  # the height of a grid row (and of its header row)
 CHECK_KEY = "audit_log_check"
 
 
+@for_signed_in
 def _check_again() -> None:
     st.session_state.pop(CHECK_KEY, None)
 

@@ -11,7 +11,16 @@ import streamlit as st
 
 from app_pages import band_form
 from app_pages.case_links import case_key
-from app_pages.common import escaped, library, plain, require_user, session, settings
+from app_pages.common import (
+    escaped,
+    for_signed_in,
+    label_words,
+    library,
+    plain,
+    require_user,
+    session,
+    settings,
+)
 from fma_bands.core.actions import sub_action
 from fma_bands.core.bands import to_file
 from fma_bands.core.errors import AccessDenied, FmaBandsError
@@ -31,6 +40,7 @@ def form_key(dispute: Dispute, part: str) -> str:
     return f"chair:{case_token(dispute.vignette_id, case_key())}:{dispute.sub_action}:{part}"
 
 
+@for_signed_in
 def record(lib: Library, user: UserPublic, dispute: Dispute, label: str) -> None:
     """Sign the chair's decision from the form's fields (a callback: it runs before the page
     draws again); a refusal is said beside the form, which keeps all but the passphrase, or at
@@ -124,7 +134,7 @@ def band_editor(lib: Library, dispute: Dispute) -> None:
         st.caption("For each test: not defensible, defensible to order, or required.")
         for test in vignette.orderables:
             st.segmented_control(
-                escaped(names[test]),
+                label_words(names[test]),
                 options=band_form.ORDER_STATES,
                 key=key(band_form.order_field(test)),
             )

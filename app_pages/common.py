@@ -1,14 +1,15 @@
 """What every page shares: settings, the engine, the vignette library, the signed-in user."""
 
+import functools
 import hashlib
 import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, ParamSpec
 
 import streamlit as st
 from sqlalchemy.engine import Engine
@@ -194,6 +195,8 @@ def _not_synced(exc: FmaBandsError) -> NoReturn:
     st.stop()
 
 
+P = ParamSpec("P")
+
 # When the signed-in person last ran a page (time.monotonic()), and the note the sign-in page
 # shows after an idle sign-out.
 ACTIVE_AT, SIGNED_OUT_NOTE = "active_at", "signed_out_note"
@@ -225,15 +228,39 @@ def current_user() -> UserPublic | None:
     if not data:
         user = _resume()
     else:
-        now, idle = time.monotonic(), settings().idle_minutes
-        last = st.session_state.get(ACTIVE_AT)
-        if last is not None and now - last > idle * 60:
-            sign_out(_idle_note(idle))
+        if _signed_out_for_idling():
             st.rerun()
+        now = time.monotonic()
         st.session_state[ACTIVE_AT] = now
         user = UserPublic(**data)
         _keep_alive(user, now)
     return user
+
+
+def _signed_out_for_idling() -> bool:
+    """Sign a session left idle longer than the idle_minutes setting out, with the note the
+    sign-in form shows; whether it was."""
+    idle = settings().idle_minutes
+    last = st.session_state.get(ACTIVE_AT)
+    if last is None or time.monotonic() - last <= idle * 60:
+        return False
+    sign_out(_idle_note(idle))
+    return True
+
+
+def for_signed_in(action: Callable[P, None]) -> Callable[P, None]:
+    """A widget's callback that acts for the signed-in person. Streamlit runs a callback before
+    the page's script, and so before current_user() would sign an idle session out: the same
+    check comes first here, and a session idle too long, or signed out, acts on nothing (the
+    run that follows shows the sign-in form and its note). Every callback of every page is one
+    of these (tests/pages/test_callbacks.py)."""
+
+    @functools.wraps(action)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> None:
+        if st.session_state.get("user") and not _signed_out_for_idling():
+            action(*args, **kwargs)
+
+    return checked
 
 
 def _cookie_token() -> str | None:
@@ -434,6 +461,20 @@ def escaped(text: object) -> str:
     line breaks stay line breaks."""
     literal = _MARKUP.sub(r"\\\1", _TRIGGERS.sub(WORD_JOINER, str(text)))
     return literal.replace("\n", "  \n")
+
+
+# A widget's label reads inline markdown only (no lists or headings), and a screen reader reads
+# the label as given, escapes included ("X\\-ray"). Text that starts with a letter and holds only
+# letters, digits, spaces and . , - ( ) / ' can mark nothing up, save a "www." link.
+_PLAIN_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9 .,()/'-]*")
+
+
+def label_words(text: str) -> str:
+    """Text from files or people as a widget's label: as written where it can mark nothing up
+    (a test's name, "X-ray ankle"), else escaped."""
+    if _PLAIN_LABEL.fullmatch(text) and "www." not in text.lower():
+        return text
+    return escaped(text)
 
 
 def plain(text: str, *, label: str | None = None) -> None:

@@ -7,10 +7,10 @@ from datetime import date
 
 import streamlit as st
 
-from app_pages.common import escaped, session
+from app_pages.common import escaped, for_signed_in, session
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.people import UserPublic
-from fma_bands.study.due_dates import clear_due, due_date, long_date, set_due, today, when_due
+from fma_bands.study.due_dates import clear_due, due_date, long_date, set_due, when_due
 from fma_bands.study.state import study
 
 FLASH, ERROR = "due_flash", "due_error"
@@ -18,19 +18,28 @@ FIELD = "due:day"
 LABEL = "Due on"
 
 
+@for_signed_in
 def _set(user: UserPublic) -> None:
     chosen = st.session_state.get(FIELD)
     try:
         if not isinstance(chosen, date):
             raise FmaBandsError("choose the day the round is due", field="due date")
         with session() as s:
+            before = due_date(s, study(s).round)
             due = set_due(s, actor=user, due_on=chosen)
     except FmaBandsError as exc:
         st.session_state[ERROR] = exc.message
         return
-    st.session_state[FLASH] = f"Round {due.round} is now due on {long_date(due.due_on)}."
+    moved = before is None or before.due_on != due.due_on
+    st.session_state[FLASH] = (
+        f"Round {due.round} is now due on {long_date(due.due_on)}."
+        if moved
+        else f"Round {due.round} is already due on {long_date(due.due_on)}: choose another "
+        "day to move it."
+    )
 
 
+@for_signed_in
 def _clear(user: UserPublic) -> None:
     try:
         with session() as s:
@@ -76,9 +85,10 @@ def due_date_form(user: UserPublic) -> None:
         chosen = st.date_input(
             LABEL,
             value=recorded,
-            # A date already past stays on show (the field refuses a value before its minimum):
-            # an overdue round is a normal state, and its date is moved or cleared from here.
-            min_value=min(today(), recorded) if recorded else today(),
+            # No earliest day of our own on the field: one typed before it would be kept back by
+            # the browser, shown in red, and Set would set the day on show before it. A day
+            # already past is refused in words (due_dates.set_due); an overdue round's date
+            # stays on show, to be moved or cleared from here.
             format="YYYY-MM-DD",
             key=FIELD,
         )

@@ -44,6 +44,7 @@ if start:
             f"{who} to confirm them when signing."
         )
     except FmaBandsError as exc:
-        st.error(escaped(f"{upload.name} was not imported; nothing was stored. {exc.message}"))
+        why = exc.message[:1].upper() + exc.message[1:]  # a sentence of its own here
+        st.error(escaped(f"{upload.name} was not imported; nothing was stored. {why}"))
         if exc.problems:
             st.code("\n".join(str(p) for p in exc.problems), language=None)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from app_pages.band_table import IN_SIGHT, ROW, row_height
 from app_pages.case_links import case_key
-from app_pages.common import escaped, library, plain, require_user, session, settings
+from app_pages.common import escaped, for_signed_in, library, plain, require_user, session, settings
 from app_pages.progress_screen import (
     progress_table,
     rater_summaries,
@@ -112,6 +112,7 @@ def quorum_progress(lib: Library, user: UserPublic, current: StudyPublic) -> Non
     )
 
 
+@for_signed_in
 def _deal_with(user: UserPublic, flag_id: int) -> None:
     with session() as s:
         marks.resolve(s, user, flag_id)

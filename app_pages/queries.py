@@ -11,7 +11,7 @@ import streamlit as st
 
 from app_pages import queue_screen
 from app_pages.case_links import case_key
-from app_pages.common import escaped, library, plain, require_user, session
+from app_pages.common import escaped, for_signed_in, library, plain, require_user, session
 from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import address, case_label, case_numbers, case_token
@@ -34,6 +34,7 @@ def band_words(numbers: dict[str, int], band: Band, viewer: UserPublic) -> str:
     return f"{case} · {sub_action(name).label}"
 
 
+@for_signed_in
 def _send(action: str, user: UserPublic, field: str, band: Band | None, rater: str | None) -> None:
     """Send what the box `field` holds (a callback: it runs before the page draws again)."""
     body = st.session_state.get(field, "")

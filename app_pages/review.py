@@ -12,6 +12,7 @@ from streamlit.delta_generator import DeltaGenerator
 from app_pages.case_links import case_key
 from app_pages.common import (
     chart,
+    for_signed_in,
     library,
     plain,
     require_user,
@@ -109,6 +110,7 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> DeltaGenerator:
     return above
 
 
+@for_signed_in
 def _go(band: tuple[str, str]) -> None:
     """Before the run the click starts: the address names the band, so that run opens it (one
     run, where switching page took two) and a reload or a shared link opens it too."""
@@ -146,6 +148,7 @@ def case_picker(screen: Screen, case: DeltaGenerator, band: DeltaGenerator) -> N
     )
 
 
+@for_signed_in
 def _pick_case(cases: dict[int, list[QueueRow]]) -> None:
     """The case chosen opens on its first band not yet submitted, in the run this choice
     starts."""
@@ -154,6 +157,7 @@ def _pick_case(cases: dict[int, list[QueueRow]]) -> None:
         _go(opening(cases[chosen]).band)
 
 
+@for_signed_in
 def _pick_band(bands: list[QueueRow]) -> None:
     chosen = chosen_band(st.session_state.get(BAND_PICKER_KEY), bands)
     if chosen is not None:
@@ -255,6 +259,7 @@ def submitted(screen: Screen, rater: UserPublic) -> None:
         st.info("The review phase is closed: reviews can no longer change.")
 
 
+@for_signed_in
 def _revise(screen: Screen, rater: UserPublic) -> None:
     """Open the submitted review for revision: its entries become the screen's draft."""
     start = entries_from(screen.current, screen.proposal, screen.vignette, screen.shows_proposal)

@@ -23,6 +23,8 @@ from app_pages.common import (
     chart,
     current_user,
     escaped,
+    for_signed_in,
+    label_words,
     library,
     plain,
     send_cookie_script,
@@ -186,6 +188,7 @@ def _widget(
     return draw(label, key=key, on_change=_changed, args=(screen, review, name, fixed), **options)
 
 
+@for_signed_in
 def _changed(screen: Screen, review: ReviewState, name: str, fixed: bool = False) -> None:
     """A widget changed: its value into the entries, a form switched, the entries kept; `fixed`:
     the widget is one a rater cannot empty once chosen (a radio)."""
@@ -245,6 +248,7 @@ def _switch(screen: Screen, band: BandState, to: str, *, confirmed: bool) -> Non
     band.question = switched.question
 
 
+@for_signed_in
 def _confirm(screen: Screen, review: ReviewState, to_range: bool) -> None:
     """The answer to the question a list with gaps asks before it becomes a range."""
     band = review.bands.get(screen.key)
@@ -278,6 +282,7 @@ def _conflict(screen: Screen, review: ReviewState, band: BandState) -> None:
         )
 
 
+@for_signed_in
 def _reload(screen: Screen, review: ReviewState) -> None:
     with session() as s:
         drafts.discard(s, _user(), screen.vignette.id, screen.name)
@@ -404,7 +409,7 @@ def _band_editor(screen: Screen, review: ReviewState, band: BandState) -> None:
             widget(
                 st.segmented_control,
                 band_form.order_field(test),
-                escaped(names[test]),
+                label_words(names[test]),
                 options=band_form.ORDER_STATES,
                 required=True,
             )
@@ -538,7 +543,7 @@ def _span_editor(screen: Screen, review: ReviewState, band: BandState) -> None:
     names = tool_names(screen.vignette)
 
     def label_of(value: Any) -> str:
-        return escaped(names[value]) if action.kind == "multilabel" else action.label_for(value)
+        return label_words(names[value]) if action.kind == "multilabel" else action.label_for(value)
 
     options = list(action.domain(screen.vignette.orderables))
     _widget(
@@ -668,6 +673,7 @@ def _actions(
     _flag_box(screen, review, band, _user())
 
 
+@for_signed_in
 def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
     band = review.bands.get(screen.key)
     if band is None:
@@ -740,6 +746,7 @@ def _next_band(
         return None, False
 
 
+@for_signed_in
 def _skip(screen: Screen, review: ReviewState) -> None:
     band = review.bands.get(screen.key)
     if band is not None:
@@ -794,6 +801,7 @@ def _flag_box(screen: Screen, review: ReviewState, band: BandState, rater: UserP
         st.success(sent, icon=":material/flag:")
 
 
+@for_signed_in
 def _flag_typed(band: BandState) -> None:
     band.flag_note = st.session_state.get(band.widget("flag_note")) or ""
     if not band.flag_note.strip():
@@ -819,6 +827,7 @@ def _unsent_flag(band: BandState, doing: str) -> bool:
     return True
 
 
+@for_signed_in
 def _flag(screen: Screen, review: ReviewState, rater: UserPublic) -> None:
     band = review.bands.get(screen.key)
     if band is None:

@@ -50,13 +50,16 @@ def parse_due(text: str) -> date:
 
 def set_due(session: Session, *, actor: UserPublic, due_on: date, now: date | None = None) -> Due:
     """The coordinator sets (or moves) the current round's due date (audited). A day already
-    past is refused: it would only tell every rater they are late."""
+    past is refused: it would only tell every rater they are late. The day it is already due
+    changes nothing and records nothing."""
     authorize(session, actor, "set_due_date")
     if due_on < (now or today()):
         message = "choose today or a later day: a due date already past helps nobody"
         raise FmaBandsError(message, field=FIELD, fields={FIELD: message})
     number = study(session).round
     row = session.get(RoundDue, number)
+    if row is not None and row.due_on == due_on:
+        return Due(row.round, row.due_on, row.set_by, row.set_at)  # nothing moves: nothing audited
     before = None if row is None else row.due_on.isoformat()
     if row is None:
         row = RoundDue(round=number, due_on=due_on, set_by=actor.pseudonym)

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from app_pages import common
-from app_pages.common import WORD_JOINER, escaped
+from app_pages.common import WORD_JOINER, escaped, label_words
 from tests.conftest import DEMO_VIGNETTES
 
 
@@ -87,6 +87,20 @@ def test_escaped_text_defeats_the_links_and_icons_made_after_parsing():
 
 def test_escaped_text_keeps_its_line_breaks():
     assert escaped("one\ntwo") == "one  \ntwo"
+
+
+@pytest.mark.parametrize(
+    "text", ["X-ray ankle", "D-dimer", "CT pulmonary angiography (CTPA)", "Lipase, serum"]
+)
+def test_a_plain_label_is_given_as_written_for_screen_readers(text):
+    assert label_words(text) == text
+
+
+@pytest.mark.parametrize(
+    "text", ["1. one", "- listed", "# heading", "**bold**", "www.example.org", "see [a](b)", "x\ny"]
+)
+def test_a_label_that_could_mark_something_up_is_escaped(text):
+    assert label_words(text) == escaped(text)
 
 
 # Signed in across a reload (current_user, sign_in_session, sign_out) ------------------------

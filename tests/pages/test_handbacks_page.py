@@ -72,3 +72,14 @@ def test_an_unassigned_band_is_refused_with_its_line_and_how_to_assign_it(study,
         "Imported 4 submitted reviews for rater-02; they wait for rater-02 to confirm them when "
         "signing."
     ]
+
+
+def test_a_refusal_is_said_as_a_sentence_after_nothing_was_stored(study, uploaded):
+    """The closed phase's refusal is a sentence of its own after "nothing was stored."."""
+    from fma_bands.study.rounds import close_round
+
+    with study.store() as s:
+        close_round(s, actor=study.coordinator)
+    [error] = [as_read(e.value) for e in import_as(study, "rater-02").error]
+    prefix = f"{HANDBACK.name} was not imported; nothing was stored. "
+    assert error.startswith(prefix) and error[len(prefix)].isupper(), error

@@ -156,3 +156,41 @@ def test_the_idle_time_is_a_setting(study, monkeypatch):
     assert [i.value for i in at.info] == [
         "You were signed out after 5 minutes without activity. Sign in again to go on."
     ]
+
+
+IDLE_NOTE = "You were signed out after 30 minutes without activity. Sign in again to go on."
+
+
+def test_a_button_pressed_after_idling_acts_on_nothing_and_signs_out(study):
+    """Streamlit runs a button's callback before the page: a due date cleared, or a query sent,
+    by a session idle past the setting would act before the page signed it out. The callback
+    checks first (common.for_signed_in): nothing is done, and the sign-in form says why."""
+    from fma_bands.study.due_dates import due_date, set_due, today
+
+    with study.store() as s:
+        set_due(s, actor=study.coordinator, due_on=today())
+    at = open_app(study.coordinator)
+    assert title(at) == "Study admin"
+    at.session_state["active_at"] = time.monotonic() - 31 * 60
+    click(at, "Clear the due date")
+    assert title(at) == "Sign in" and [i.value for i in at.info] == [IDLE_NOTE]
+    with study.store() as s:
+        assert due_date(s) is not None  # not cleared
+
+    at = open_app(study.rater)
+    go(at, "app_pages/queries.py")
+    band = at.selectbox(key="queries:start:band")
+    band.set_value(band.options[0])
+    at.text_area(key="queries:start:body").input("Sent after half an hour away?")
+    at.session_state["active_at"] = time.monotonic() - 31 * 60
+    click(at, "Send the question")
+    assert title(at) == "Sign in" and [i.value for i in at.info] == [IDLE_NOTE]
+    with study.store() as s:
+        assert "query_message" not in [e["kind"] for e in audit.events(s)]
+    # Inside the idle time the same press acts, as always.
+    at = open_app(study.coordinator)
+    at.session_state["active_at"] = time.monotonic() - 29 * 60
+    click(at, "Clear the due date")
+    assert title(at) == "Study admin"
+    with study.store() as s:
+        assert due_date(s) is None

@@ -178,6 +178,8 @@ def _due_form(user: dict) -> None:
 
 def form_app(user: UserPublic) -> AppTest:
     at = AppTest.from_function(_due_form, args=(user.model_dump(),), default_timeout=30)
+    # Signed in as the app signs in: a button acts only for the session's person.
+    at.session_state["user"] = user.model_dump()
     return run(at)
 
 
@@ -200,6 +202,10 @@ def test_the_due_date_form_sets_and_clears_the_rounds_due_date(study):
     click(at, "Set the due date")
     assert successes(at) == [f"Round 1 is now due on {long_date(day)}."]
     assert warnings(at) == [] and "unsent:Due on" not in keys_of(at)
+    click(at, "Set the due date")  # again: it is due then already
+    assert successes(at) == [
+        f"Round 1 is already due on {long_date(day)}: choose another day to move it."
+    ]
     with study.store() as s:
         found = due_date(s)
         assert found is not None and found.due_on == day

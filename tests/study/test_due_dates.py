@@ -44,6 +44,7 @@ def test_the_coordinator_sets_moves_and_clears_the_rounds_due_date(study):
         assert found is not None and (found.round, found.due_on) == (1, first)
         assert found.set_by == "coordinator"
         set_due(s, actor=coordinator, due_on=later)
+        set_due(s, actor=coordinator, due_on=later)  # the day it is due already: no event
     with session_scope(engine) as s:
         assert due_date(s, 1).due_on == later  # type: ignore[union-attr]
         assert due_date(s, 2) is None
