@@ -24,8 +24,8 @@ def built(tmp_path_factory):
     return cs.build(tmp_path_factory.mktemp("chair-page") / "study")
 
 
-@pytest.fixture
-def study(built, tmp_path, monkeypatch):
+def served(built, tmp_path, monkeypatch):
+    """A copy of a built study, the one the app's settings name, with the app's caches fresh."""
     copied = cs.copy(built, tmp_path / "study")
     for name, value in {
         "FMA_BANDS_DATABASE_URL": copied.url,
@@ -39,6 +39,11 @@ def study(built, tmp_path, monkeypatch):
     yield copied
     st.cache_data.clear()
     st.cache_resource.clear()
+
+
+@pytest.fixture
+def study(built, tmp_path, monkeypatch):
+    yield from served(built, tmp_path, monkeypatch)
 
 
 def open_page(study, who: str) -> AppTest:
@@ -238,19 +243,7 @@ def built_mixed(tmp_path_factory):
 
 @pytest.fixture
 def mixed(built_mixed, tmp_path, monkeypatch):
-    copied = cs.copy(built_mixed, tmp_path / "study")
-    for name, value in {
-        "FMA_BANDS_DATABASE_URL": copied.url,
-        "FMA_BANDS_VIGNETTES": str(copied.root / "vignettes"),
-        "FMA_BANDS_ATTESTATIONS": str(copied.folder),
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.chdir(tmp_path)
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield copied
-    st.cache_data.clear()
-    st.cache_resource.clear()
+    yield from served(built_mixed, tmp_path, monkeypatch)
 
 
 def key_of(at: AppTest, name: str) -> str:

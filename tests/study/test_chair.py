@@ -148,7 +148,7 @@ def test_the_chair_decides_the_band_in_dispute_and_the_registry_says_it_is_the_c
 
 
 def test_a_chair_who_rated_the_band_decides_it_and_the_registry_says_so(study, tmp_path):
-    """The chair may be one of the raters (docs/design.md, The chair's decision); a decision
+    """The chair may be one of the raters (docs/design.md, The registry); a decision
     between readings one of which is the chair's own is said on the band, for an editor."""
     cs.name_chair(study, "rater-01")
     cs.decide_as_chair(study, who=study.users["rater-01"], passphrase=cs.passphrase("rater-01"))
