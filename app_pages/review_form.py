@@ -207,10 +207,13 @@ def _changed(screen: Screen, review: ReviewState, name: str, fixed: bool = False
     band.entries[name] = value
     if name == "band:form":
         _switch(screen, band, band.entries[name], confirmed=False)
-    _keep(screen, band)
+        _keep(screen, band)  # a switch rewrites the band's fields: all of them are kept
+    else:
+        # Only this field over what is kept: another tab on the band keeps its own answers.
+        _keep(screen, band, changed={name})
 
 
-def _keep(screen: Screen, band: BandState) -> None:
+def _keep(screen: Screen, band: BandState, changed: set[str] | None = None) -> None:
     try:
         with session() as s:
             kept = review_screen.keep(
@@ -221,6 +224,7 @@ def _keep(screen: Screen, band: BandState) -> None:
                 screen.name,
                 band.entries,
                 base_version=band.version,
+                changed=changed,
             )
         band.keep_error = None
         band.kept = True

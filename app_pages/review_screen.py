@@ -11,7 +11,7 @@ Entries are the screen's fields by name: `verdict`, `reason`, `confidence`, `q1:
 import hashlib
 import hmac
 import secrets
-from collections.abc import MutableMapping
+from collections.abc import Collection, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -381,16 +381,18 @@ def keep(
     entries: dict[str, Any],
     *,
     base_version: int,
+    changed: Collection[str] | None = None,
 ) -> bool:
     """Keep what is on screen (the automatic draft): its fields only, never anything else the
-    screen holds (a passphrase is not a field); whether it was kept (drafts.keep)."""
+    screen holds (a passphrase is not a field); whether it was kept (drafts.keep, which with
+    `changed` writes only those fields)."""
     found = library.band(vid, name)
     if found is None:
         raise FmaBandsError("this band is no longer in the study", field="band")
     vignette, proposal = found
     wanted = set(entry_names(proposal, vignette))
     kept = {k: v for k, v in entries.items() if k in wanted}
-    return drafts.keep(session, rater, vid, name, kept, base_version=base_version)
+    return drafts.keep(session, rater, vid, name, kept, base_version=base_version, changed=changed)
 
 
 def submit(

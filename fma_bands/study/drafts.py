@@ -7,6 +7,7 @@ review is submitted. The review itself is only ever written by `reviews.save`.
 """
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -56,9 +57,13 @@ def keep(
     entries: dict[str, Any],
     *,
     base_version: int,
+    changed: Collection[str] | None = None,
 ) -> bool:
     """Keep the screen's entries for one band (replacing what was kept before); whether they
-    were kept (nothing is from a closed phase or a band frozen in an earlier round)."""
+    were kept (nothing is from a closed phase or a band frozen in an earlier round). With
+    `changed`, only those entries are written over what is kept from the same version: a second
+    tab on the band, whose screen has not seen the first's answers, keeps its own change
+    without blanking them."""
     _own(rater)
     current = lock_study(session)  # so the round cannot close before this is kept
     if current.phase != "open":
@@ -69,6 +74,14 @@ def keep(
     row = _row(session, rater, vid, name)
     if row is None:
         row = ScreenDraft(rater_id=rater.id, vignette_id=vid, sub_action=name)
+    elif changed is not None and row.base_version == base_version:
+        merged = dict(row.entries)
+        for field in changed:
+            if field in entries:
+                merged[field] = entries[field]
+            else:
+                merged.pop(field, None)
+        entries = merged
     row.entries, row.base_version, row.updated_at = entries, base_version, utcnow()
     session.add(row)
     session.flush()

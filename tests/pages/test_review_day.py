@@ -283,6 +283,31 @@ def test_a_draft_is_kept_for_its_rater_only(demo):
         assert not [e for e in audit.events(s) if "draft" in e["kind"]]
 
 
+def test_a_second_tab_keeps_its_change_without_blanking_the_firsts_answers(demo):
+    """Two tabs on one band: the first answers, the second (whose screen never saw the answer)
+    changes its reason. Only the field changed is written over what is kept, so both stay;
+    a whole screen is still kept whole (a switch of list and range), and a draft begun from
+    another version of the review is replaced, not merged."""
+    engine, _, a, _ = demo
+    with session_scope(engine) as s:
+        drafts.keep(s, a, *FOLLOWUP, {"q1": "yes", "reason": ""}, base_version=0, changed={"q1"})
+        second_tab = {"q1": None, "reason": "typed in the second tab"}
+        drafts.keep(s, a, *FOLLOWUP, second_tab, base_version=0, changed={"reason"})
+        assert drafts.restore(s, a, *FOLLOWUP).entries == {  # type: ignore[union-attr]
+            "q1": "yes",
+            "reason": "typed in the second tab",
+        }
+        drafts.keep(s, a, *FOLLOWUP, {"reason": "gone", "q2": "no"}, base_version=0, changed={"q3"})
+        assert drafts.restore(s, a, *FOLLOWUP).entries == {  # type: ignore[union-attr]
+            "q1": "yes",
+            "reason": "typed in the second tab",
+        }
+        drafts.keep(s, a, *FOLLOWUP, {"band:lo": 3}, base_version=0)
+        assert drafts.restore(s, a, *FOLLOWUP).entries == {"band:lo": 3}  # type: ignore[union-attr]
+        drafts.keep(s, a, *FOLLOWUP, {"q1": "no"}, base_version=1, changed={"q1"})
+        assert drafts.restore(s, a, *FOLLOWUP).entries == {"q1": "no"}  # type: ignore[union-attr]
+
+
 def test_flags_need_a_note_and_only_the_coordinator_reads_them(demo):
     engine, coordinator, a, b = demo
     with session_scope(engine) as s:

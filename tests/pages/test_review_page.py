@@ -949,3 +949,19 @@ def test_closed_phase_shows_no_form(study):
         "The review phase is closed: reviews can no longer change."
     ]
     assert not [b for b in at.button if b.label in (SUBMIT, SKIP)]
+
+
+def test_two_tabs_on_one_band_keep_each_others_answers(study):
+    """A rater with the band open in two tabs answers in one and types a reason in the other,
+    whose screen never saw the answer: the kept draft holds both (only the field changed is
+    written), so a reload or Load the saved version loses neither."""
+    first, second = open_review(study.rater, MED), open_review(study.rater, MED)
+    first.radio(key=key(MED, "q1", "choice")).set_value("yes")
+    run(first)
+    second.text_area(key=key(MED, "reason")).input("written in the second tab")
+    run(second)
+    with study.store() as s:
+        kept = drafts.restore(s, study.rater, *MED)
+    assert kept is not None
+    assert kept.entries.get("q1:choice") == "yes"
+    assert kept.entries.get("reason") == "written in the second tab"
