@@ -30,6 +30,11 @@ _NOUNS = {
 }
 
 
+# A bound's number field: it keeps a fraction as typed (a whole-number field would cut 12.5 to 12
+# unseen), shows whole numbers without decimals, and the reading refuses a fraction in words.
+BOUND_INPUT: dict[str, Any] = {"step": 1.0, "format": "%g", "value": None}
+
+
 def order_field(test: str) -> str:
     return f"order:{test}"
 
@@ -108,6 +113,11 @@ def _read_bounds(action: SubAction, lo: Any, hi: Any) -> Reading:
         missing = "both bounds" if lo is None and hi is None else "lower" if lo is None else "upper"
         which = missing if missing == "both bounds" else f"the {missing} bound"
         return Reading(None, f"Give {which} of the range.")
+    for which, value in (("lower", lo), ("upper", hi)):
+        # The fields take what is typed as it is typed (BOUND_INPUT): 12.5 is said, never
+        # cut to 12.
+        if not float(value).is_integer():
+            return Reading(None, f"The {which} bound, {value:g}, is not a whole number.")
     lo, hi = int(lo), int(hi)
     domain = action.domain()
     first, last = domain[0], domain[-1]

@@ -158,8 +158,8 @@ def band_editor(lib: Library, dispute: Dispute) -> None:
         unit = f" ({action.unit})" if action.unit else ""
         low, high = st.columns(2)
         # No bounds on the fields: a bound outside the scale is said in words, not clamped.
-        low.number_input(f"Lower bound{unit}", step=1, value=None, key=key("lo"))
-        high.number_input(f"Upper bound{unit}", step=1, value=None, key=key("hi"))
+        low.number_input(f"Lower bound{unit}", key=key("lo"), **band_form.BOUND_INPUT)
+        high.number_input(f"Upper bound{unit}", key=key("hi"), **band_form.BOUND_INPUT)
 
 
 def show_form(lib: Library, user: UserPublic, dispute: Dispute, label: str) -> None:

@@ -204,6 +204,8 @@ def _changed(screen: Screen, review: ReviewState, name: str, fixed: bool = False
         # and nothing kept is overwritten with the blank.
         st.session_state[band.widget(name)] = band.entries[name]
         return
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # a bound field gives 21.0 for the 21 it shows; kept as it shows
     band.entries[name] = value
     if name == "band:form":
         _switch(screen, band, band.entries[name], confirmed=False)
@@ -457,9 +459,9 @@ def _band_editor(screen: Screen, review: ReviewState, band: BandState) -> None:
     unit = f" ({action.unit})" if action.unit else ""
     # No min_value or max_value: a bound outside the domain is said in words, not clamped.
     with low:
-        widget(st.number_input, "lo", f"Lower bound{unit}", step=1, value=None)
+        widget(st.number_input, "lo", f"Lower bound{unit}", **band_form.BOUND_INPUT)
     with high:
-        widget(st.number_input, "hi", f"Upper bound{unit}", step=1, value=None)
+        widget(st.number_input, "hi", f"Upper bound{unit}", **band_form.BOUND_INPUT)
 
 
 # What an AMEND may correct besides the band: the proposal's texts and its disputed span.
@@ -540,8 +542,7 @@ def _span_editor(screen: Screen, review: ReviewState, band: BandState) -> None:
                     st.number_input,
                     f"span:{name}",
                     f"{label} disputed{unit}",
-                    step=1,
-                    value=None,
+                    **band_form.BOUND_INPUT,
                 )
         return
     names = tool_names(screen.vignette)

@@ -369,6 +369,17 @@ def test_messages_stand_beside_their_fields_and_go_once_fixed(page: Page, server
             "The lower bound, -3 days, is below the smallest follow-up interval, 0 days."
         )
     ).to_be_visible()
+    # A fraction is kept as typed and said, never cut to a whole number unseen.
+    low.fill("12.5")
+    low.press("Enter")
+    settle(page)
+    expect(low).to_have_value("12.5")
+    expect(page.get_by_text("The lower bound, 12.5, is not a whole number.")).to_be_visible()
+    low.fill("12")
+    low.press("Enter")
+    settle(page)
+    expect(low).to_have_value("12")
+    expect(page.get_by_text("is not a whole number")).to_have_count(0)
     high.press("Tab")
     shoot(page, "review-errors")
 

@@ -187,6 +187,10 @@ def test_every_band_survives_its_editor(name, data):
         ("followup_days", {"lo": 1, "hi": 400},
          "The upper bound, 400 days, is above the largest follow-up interval, 365 days."),
         ("urgency_score", {"lo": None, "hi": 30}, "Give the lower bound of the range."),
+        ("followup_days", {"lo": 12.5, "hi": 30.0},
+         "The lower bound, 12.5, is not a whole number."),
+        ("urgency_score", {"lo": 40.0, "hi": 60.25},
+         "The upper bound, 60.25, is not a whole number."),
         ("urgency_score", {"lo": None, "hi": None}, "Give both bounds of the range."),
         ("analgesia_tier", {"form": band_form.LIST, "values": []},
          "Choose at least one acceptable value."),
@@ -199,6 +203,13 @@ def test_a_band_that_cannot_be_is_said_in_plain_words(name, fields, message):
     band, problem = band_form.band_of(sub_action(name), fields, ("ecg",))
     assert (band, problem) == (None, message)
     assert "{" not in problem and "[" not in problem
+
+
+def test_a_whole_bound_typed_into_the_number_field_reads_as_a_whole_number():
+    """The bound fields keep what is typed (12.5 is said, not cut): 12.0 is the number 12."""
+    band, problem = band_form.band_of(sub_action("followup_days"), {"lo": 2.0, "hi": 30.0}, ())
+    assert problem is None and band is not None
+    assert (band.min, band.max) == (2, 30) and type(band.min) is int  # type: ignore[union-attr]
 
 
 def test_switching_list_and_range_keeps_the_values():
