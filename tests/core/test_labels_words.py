@@ -18,7 +18,7 @@ DEVELOPER_WORDS = re.compile(r"TypeError|in_band|x_required|dichotomy|\b[a-z]+_[
 
 
 def test_every_code_the_registry_writes_has_its_words():
-    chair_warning = {"chair_decision"}  # the one chair code a granted band carries
+    chair_warning = {"chair_decision", "chair_rated"}  # the chair codes a granted band carries
     assert set(REASONS) | (set(CHAIR_REASONS) - chair_warning) == set(REASON_WORDS)
     assert set(WARNINGS) | chair_warning == set(WARNING_WORDS)
 
