@@ -127,19 +127,25 @@ def test_a_due_date_typed_is_set_by_the_first_click(page: Page, server: AppServe
 DUE_QUESTION = 'What you typed in "Due on" is not sent: leaving this page loses it. Leave anyway?'
 
 
+def answer_questions(page: Page, *, leave: bool) -> list[str]:
+    """The page's "Leave anyway?" questions, each answered with `leave`, as they are asked."""
+    asked: list[str] = []
+
+    def answer(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        dialog.accept() if leave else dialog.dismiss()
+
+    page.on("dialog", answer)
+    return asked
+
+
 def test_a_tap_outside_the_due_date_while_typing_it_is_never_lost(page: Page, server: AppServer):
     """The due date's form is a fragment: a click pressed and released at once (a touchpad's
     tap) on a button outside it, made while leaving the field, was put into the fragment's run
     by Streamlit and did nothing. Every signed-in page hands such a click on once the field's
     value has gone: one tap on Sign out asks first (the day is not set), and once told to
     leave, signs out."""
-    asked: list[str] = []
-
-    def leave(dialog: Dialog) -> None:
-        asked.append(dialog.message)
-        dialog.accept()
-
-    page.on("dialog", leave)
+    asked = answer_questions(page, leave=True)
     signed_in(page, server, "coordinator", "Study admin")
     field = page.get_by_test_id("stMain").get_by_role("group", name="Due on", exact=True)
     field.get_by_role("spinbutton", name="year, Due on").click()
@@ -156,13 +162,7 @@ def test_leaving_study_admin_with_a_due_date_chosen_and_not_set_asks_first(
     """A day typed into "Due on" sets nothing until Set the due date is pressed: leaving the
     page at once, or later, asks first, and the page says the day is chosen, not set; once set,
     nothing is asked."""
-    asked: list[str] = []
-
-    def stay(dialog: Dialog) -> None:
-        asked.append(dialog.message)
-        dialog.dismiss()
-
-    page.on("dialog", stay)
+    asked = answer_questions(page, leave=False)
     signed_in(page, server, "coordinator", "Study admin")
     day = date.today() + timedelta(days=11)
     field = page.get_by_test_id("stMain").get_by_role("group", name="Due on", exact=True)
