@@ -30,7 +30,13 @@ st.title("My queue")
 if flash := ReviewState.of(st.session_state).take_flash():
     st.success(flash, icon=":material/check_circle:")
 mode = "you see each proposed band" if sees_proposals(settings, user) else "you write each band"
-st.caption(f"Review phase {settings.phase}; {settings.mode} mode: {mode}.")
+if settings.phase == "open":
+    st.caption(f"Round {settings.round} is open; {settings.mode} mode: {mode}.")
+else:
+    st.caption(
+        f"Round {settings.round} is closed: your reviews can be read, no longer changed; "
+        f"{settings.mode} mode: {mode}."
+    )
 if settings.round > 1:
     st.caption(
         f"Round {settings.round}: the bands you re-review after round 1's anonymised panel. "

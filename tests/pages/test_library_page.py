@@ -243,7 +243,7 @@ def test_blind_mode_hides_the_proposals_from_a_rater_on_every_page(app):
     assert proposed not in text_of(app)
     app.switch_page("app_pages/queue.py")
     app.run()
-    assert "Review phase open; blind mode: you write each band." in text_of(app)
+    assert "Round 1 is open; blind mode: you write each band." in text_of(app)
 
     app.session_state["user"] = coordinator.model_dump()
     app.switch_page("app_pages/vignette.py")

@@ -328,8 +328,18 @@ def test_the_round_two_queue_holds_its_band_only(study):
     [bar] = at.get("progress")
     assert bar.proto.text == "0 of 1 bands submitted"
     assert any(c.value.startswith("Round 2: the bands you re-review") for c in at.caption)
+    assert "Round 2 is open; review mode: you see each proposed band." in shown(at)
     [link] = at.get("page_link")
     assert link.proto.label.endswith("ESI acuity level")
+
+
+def test_a_closed_round_says_so_on_the_queue_in_words(study):
+    round_two(study)
+    with study.store() as s:
+        close_round(s, actor=study.coordinator)
+    at = open_app(study.rater, "app_pages/queue.py")
+    assert "Round 2 is closed: your reviews can be read, no longer changed" in shown(at)
+    assert "phase" not in shown(at)
 
 
 def _pooled_band_row(at) -> dict:
