@@ -114,12 +114,10 @@ def jackknife_t(s: Samples) -> Bounds:
 def jackknife_log(s: Samples) -> Bounds:
     """The jackknife-t interval of log(1 - alpha), the log of D_o / D_e, carried back to alpha:
     1 - (1 - alpha) exp(+-t se). A ratio is closer to normal on the log scale, and the bounds
-    stay below 1. Where alpha, or alpha without some vignette, is 1, the log is undefined and
-    the interval is the jackknife-t on alpha's own scale."""
-    if np.isnan(s.left_out).any():
+    stay below 1. None where the log is undefined: alpha, or alpha without some vignette, is 1
+    (no_interval_reason says why), or leaving one out makes alpha undefined."""
+    if np.isnan(s.left_out).any() or s.point >= 1.0 or (s.left_out >= 1.0).any():
         return None
-    if s.point >= 1.0 or (s.left_out >= 1.0).any():
-        return jackknife_t(s)
     se = jackknife_se(Samples(math.log1p(-s.point), s.resampled, np.log1p(-s.left_out)))
     if se is None:
         return None
@@ -253,15 +251,29 @@ def bootstrap(
     bounds, spread = INTERVALS[CHOSEN](found), jackknife_se(found)
     missing = None
     if bounds is None:
-        missing = (
-            "leaving out one vignette leaves no variation (one vignette carries all the "
-            "disagreement)"
-        )
-    elif spread == 0.0 and point < 1.0:
+        missing = no_interval_reason(found, n)
+    elif spread == 0.0:
         # Raters disagree, yet every sample without one vignette has the same alpha: the
         # jackknife sees no spread, which is not certainty, so no interval rather than one of
-        # width 0. (Agreement perfect in every sample keeps its interval of 1 to 1.)
+        # width 0.
         bounds, missing = None, "alpha is the same whichever vignette is left out"
+    else:
+        floor = lowest_alpha(strata)
+        if bounds[1] < floor:
+            bounds, missing = (
+                None,
+                (
+                    f"the interval lies wholly below {floor:g}, the lowest alpha "
+                    "these values can give: too little disagreement data to bound it"
+                ),
+            )
+        elif bounds[0] < floor:
+            warnings.append(
+                f"the interval's lower bound, {bounds[0]:.3f}, was below {floor:g}, the lowest "
+                f"alpha these values can give, and is cut to it: the data do not bound alpha "
+                "from below"
+            )
+            bounds = (floor, bounds[1])
     if missing:
         warnings.append(f"no interval: {missing}")
     return Interval(
@@ -275,6 +287,35 @@ def bootstrap(
         warnings=tuple(warnings),
         se=spread,
     )
+
+
+def no_interval_reason(s: Samples, n_vignettes: int) -> str:
+    """Why the chosen interval could not be made from these samples."""
+    if np.isnan(s.left_out).any():
+        return (
+            "leaving out one vignette leaves no variation (one vignette carries all the "
+            "disagreement)"
+        )
+    if s.point >= 1.0:
+        # Zero disagreement seen on a sample bounds nothing, as zero events in n trials do not
+        # make a rate of 0: an interval of 1 to 1 would claim certainty.
+        return (
+            f"no disagreement was seen on these {n_vignettes} vignettes (alpha is 1), and none "
+            "seen is no proof of none: the interval cannot be computed, so alpha is not read"
+        )
+    if (s.left_out >= 1.0).any():
+        return (
+            "without one of the vignettes no disagreement is left (alpha is 1): the "
+            "disagreement rests on too few vignettes for an interval"
+        )
+    return "the interval cannot be computed from these samples"
+
+
+def lowest_alpha(strata: Sequence[Stratum]) -> float:
+    """The lowest alpha the strata's pairable values can give, 2 - n for n of them (Krippendorff
+    2011: each coincidence o_ck is at most n_c n_k). A pool is never below its lowest part, so
+    2 - n holds for it too with n counting every part's values (a looser bound)."""
+    return float(2 - sum(s.n_pairable for s in strata))
 
 
 def no_interval(n_vignettes: int, B: int, seed: int, why: str) -> str:
@@ -342,7 +383,8 @@ def coverage_note(n_raters: int, n_vignettes: int) -> str | None:
         smaller = f" (this study, {n_vignettes} vignettes and {n_raters} raters, is smaller)"
     return (
         f"in simulated studies of {found.vignettes} vignettes and {found.raters} raters"
-        f"{smaller}, this 95% interval covered the true alpha {found.low:.0%} to "
+        f"{smaller} (ESI, follow-up, orders and admission bands; verdicts were not simulated), "
+        f"this 95% interval, where one could be made, covered the true alpha {found.low:.0%} to "
         f"{found.high:.0%} of the time (median {found.median:.0%}; bench_coverage run of {run})"
     )
 

@@ -40,6 +40,7 @@ COLUMNS = (
     "reading",
     "bands",
     "vignettes",
+    "vignettes read",
     "raters",
     "declined",
     "left as proposed",
@@ -255,7 +256,8 @@ def _intervals(report: Report) -> list[str]:
     if any(a.ci_low_two_way is not None for a in alphas):
         two_way = (
             " For raters in general rather than these raters, the command fma-bands agreement "
-            "--json gives each alpha's two-way interval (vignettes and raters both left out)."
+            "--json gives each band alpha's two-way interval (vignettes and raters both left "
+            "out); the other metrics have none."
         )
     return [
         "Each alpha's interval as its row states it (what is resampled, what is held fixed, "

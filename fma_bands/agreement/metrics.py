@@ -174,6 +174,8 @@ def read(sizes: Alpha, alpha: float | None, low: float | None, high: float | Non
     if sizes.n_vignettes_reading < MIN_VIGNETTES:
         return f"too few vignettes ({sizes.n_vignettes_reading})"
     if low is None or high is None:
+        if alpha >= 1.0:
+            return "no reading: no disagreement seen, which bounds nothing (no interval)"
         return "no reading: no interval"
     if low >= 0.800:
         return "reliable"
@@ -269,6 +271,7 @@ def _with_declines(units: list[Unit], group: list[Rating]) -> list[Unit]:
 class _Part:
     """One sub-action's share of a metric: its stratum and the sizes printed beside alpha."""
 
+    name: str  # the sub-action
     stratum: Stratum
     declined: Stratum | None  # with DECLINE as maximal disagreement; None without a DECLINE
     n_bands: int
@@ -285,13 +288,13 @@ def _parts(metric: str, groups: Groups) -> dict[str, _Part]:
     for (_, name), group in groups.items():
         by_name.setdefault(name, []).append(group)
     return {
-        name: _part(metric, at_level, by_name[name])
+        name: _part(metric, name, at_level, by_name[name])
         for name in sorted(by_name)
         if (at_level := level(metric, name)) is not None
     }
 
 
-def _part(metric: str, at_level: str, groups: list[list[Rating]]) -> _Part:
+def _part(metric: str, name: str, at_level: str, groups: list[list[Rating]]) -> _Part:
     units = [(group, _units(metric, group)) for group in groups]
     counted = [r for g in groups for r in g if metric != "verdict" or r.mode == REVIEW_MODE]
     n_declined = sum(r.verdict == DECLINE for r in counted)
@@ -301,6 +304,7 @@ def _part(metric: str, at_level: str, groups: list[list[Rating]]) -> _Part:
         declined = stratum(at_level, [u for g, us in units for u in _with_declines(us, g)], plain)
     reviewed = [r for r in counted if r.mode == REVIEW_MODE and r.values]
     return _Part(
+        name=name,
         stratum=plain,
         declined=declined,
         n_bands=sum(any(len(values) >= 2 for _, values in us) for _, us in units),
@@ -387,9 +391,10 @@ def _alpha(
         d_observed=None if disagreements is None else disagreements[0],
         d_expected=None if disagreements is None else disagreements[1],
         percent_agreement=exact_agreement(strata),
+        # Verdicts were not simulated: their intervals carry no measured coverage.
         coverage_note=(
             coverage_note(sized.n_raters, sized.n_vignettes)
-            if interval.ci_low is not None
+            if interval.ci_low is not None and metric != "verdict"
             else None
         ),
         ci_low=interval.ci_low,
@@ -413,9 +418,43 @@ def _alpha(
         )
         found = replace(found, reading_declines_as_disagreement=declined)
     few = (
-        coverage_caution(sized.n_raters, sized.n_vignettes) if interval.ci_low is not None else None
+        coverage_caution(sized.n_raters, sized.n_vignettes)
+        if interval.ci_low is not None and metric != "verdict"
+        else None
     )
-    return replace(found, warnings=(*interval.warnings, *filter(None, [few]), *_cautions(found)))
+    panels = _panels_caution(read_on) if len(parts) > 1 else None
+    return replace(
+        found,
+        warnings=(
+            *interval.warnings,
+            *found.warnings,
+            *filter(None, [few, panels]),
+            *_cautions(found),
+        ),
+    )
+
+
+# A pool whose sub-actions' panels differ by this factor or more is cautioned.
+PANELS_APART = 1.5
+
+
+def _panels_caution(parts: Sequence[_Part]) -> str | None:
+    """A pool weighs each sub-action by its pairable values, so by the size of its panels: where
+    they differ, the pooled alpha follows the sub-actions rated by more raters."""
+    sizes = {
+        sub_action(p.name).label: p.stratum.n_pairable / p.stratum.n_units
+        for p in parts
+        if p.stratum.n_units
+    }
+    if len(sizes) < 2 or max(sizes.values()) < PANELS_APART * min(sizes.values()):
+        return None
+    fewest, most = min(sizes, key=sizes.__getitem__), max(sizes, key=sizes.__getitem__)
+    return (
+        f"the sub-actions' panels differ in size ({sizes[fewest]:.1f} raters a band for "
+        f"{fewest}, {sizes[most]:.1f} for {most}): the pool weighs each sub-action by its "
+        "pairable values, so it leans towards the larger panels; read each sub-action's own "
+        "alpha beside it"
+    )
 
 
 def _declines_alpha(a: Alpha, parts: Sequence[_Part], *, B: int, seed: int, draw: Draw) -> Alpha:
@@ -430,11 +469,17 @@ def _declines_alpha(a: Alpha, parts: Sequence[_Part], *, B: int, seed: int, draw
         interval = bootstrap(
             strata, B=B, seed=seed, point=value, weights=weights, left_out=left_out
         )
+    said = [
+        f"with each DECLINE as maximal disagreement, {w}"
+        for w in (interval.warnings if interval else ())
+        if "cut to it" in w or w.startswith("no interval")
+    ]
     return replace(
         a,
         alpha_declines_as_disagreement=value,
         ci_low_declines_as_disagreement=interval.ci_low if interval else None,
         ci_high_declines_as_disagreement=interval.ci_high if interval else None,
+        warnings=(*a.warnings, *said),
     )
 
 

@@ -129,7 +129,11 @@ def test_the_interval_contains_alpha_and_says_how_it_was_made(metric):
         "errors of log(1 - alpha)) over vignettes); vignette-cluster bootstrap B=500, seed=99, "
         "for the shares below 0.800 and 0.667"
     )
-    assert a.coverage_note is not None and "60" not in a.coverage_note
+    if metric == "verdict":  # verdicts were not simulated: no coverage is claimed for them
+        assert a.coverage_note is None
+    else:
+        assert a.coverage_note is not None and "60" not in a.coverage_note
+        assert "verdicts were not simulated" in a.coverage_note
     others = ("maximal disagreement", "read its bounds loosely")  # each tested on its own
     assert [w for w in a.warnings if not any(o in w for o in others)] == []
 
@@ -314,3 +318,46 @@ def test_an_alpha_that_no_vignette_moves_has_no_interval_of_width_zero():
     assert (a.ci_low, a.ci_high) == (None, None)
     assert "no interval: alpha is the same whichever vignette is left out" in a.method
     assert a.reading == "too few bands (2)"
+
+
+def test_agreement_seen_perfect_gives_no_interval_and_no_reading():
+    # Two raters agree on every one of 30 boolean bands: none seen is no proof of none, so
+    # neither an interval of 1 to 1 nor "reliable".
+    ratings = [rate(f"v{v:02d}", "admit", r, [v % 7 == 0]) for v in range(30) for r in "pq"]
+    a = metric_alpha("band", ratings, bootstrap=200)
+    assert (a.alpha, a.ci_low, a.ci_high) == (1.0, None, None)
+    assert a.reading == "no reading: no disagreement seen, which bounds nothing (no interval)"
+    assert "no disagreement was seen on these 30 vignettes" in a.method
+    assert a.coverage_note is None
+    assert (a.ci_low_two_way, a.ci_high_two_way) == (None, None)
+
+
+def test_disagreement_in_one_vignette_alone_gives_no_interval():
+    # Without vignette v00 alpha is 1, where the log scale has no value: no interval, never a
+    # fallback of another method under this one's name.
+    ratings = [rate(f"v{v:02d}", "admit", r, [v % 3 == 0]) for v in range(30) for r in "pq"]
+    ratings[1] = rate("v00", "admit", "q", [False])
+    a = metric_alpha("band", ratings, bootstrap=200)
+    assert a.alpha is not None and 0 < a.alpha < 1
+    assert (a.ci_low, a.ci_high) == (None, None)
+    assert "without one of the vignettes no disagreement is left" in a.method
+    assert a.reading == "no reading: no interval"
+
+
+def test_an_interval_never_reaches_below_the_lowest_alpha_the_values_allow():
+    # One DECLINE counted as maximal disagreement among agreeing follow-up bands: the log-scale
+    # interval would reach far below 2 - n, which no alpha of n pairable values can be.
+    ratings = []
+    for v in range(12):
+        days = (1, 3, 7, 14, 30, 90)[v % 6]
+        for i, r in enumerate("abc"):
+            if v == 0 and r == "c":
+                ratings.append(rate(f"v{v:02d}", "followup_days", r))
+                continue
+            low = days + (i == 1 and v % 4 == 1)
+            ratings.append(rate(f"v{v:02d}", "followup_days", r, {"min": low, "max": low + 7}))
+    a = metric_alpha("lower", ratings, bootstrap=200)
+    floor = 2 - (a.n_pairable + 2 * a.n_declined)
+    assert a.ci_low_declines_as_disagreement is not None
+    assert a.ci_low_declines_as_disagreement >= floor
+    assert any("is cut to it" in w for w in a.warnings)
