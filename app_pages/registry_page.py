@@ -139,7 +139,7 @@ def _decision(d: Decision) -> None:
         st.caption(f"Adjudicated by {escaped(', '.join(d.adjudicated_by))} ({rule})")
     # Every named cut the export carries for this band (x_thresholds), the primary first.
     proposal = vignette.proposal(d.sub_action) if vignette is not None else None
-    if cuts := band_cuts(proposal, d.band) if proposal is not None else []:
+    if cuts := band_cuts(proposal, d.band, signed=d.proposal_signed) if proposal else []:
         st.caption("Cuts: " + "; ".join(escaped(cut_line(cut)) for cut in cuts))
     lines = [
         *(f"Not adjudicated: {line}" for line in reason_lines(d)),

@@ -11,6 +11,7 @@ May import: every fma_bands package. Never Streamlit or the pages."""
 import gc
 import sys
 from collections.abc import Sequence
+from typing import Any, TextIO
 
 from fma_bands.cli import (  # noqa: F401  (each module adds its commands to the group)
     agreement,
@@ -36,6 +37,7 @@ from fma_bands.cli import (  # noqa: F401  (each module adds its commands to the
     vignettes,
 )
 from fma_bands.cli.base import cli
+from fma_bands.core.markup import terminal_text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,9 +60,30 @@ def run() -> None:
 
 
 def _command(argv: Sequence[str] | None) -> int:
+    streams = sys.stdout, sys.stderr
+    # Whatever a command prints may hold names and texts from files: none may act on the
+    # terminal (erase a line, hide the rest), whichever command prints it.
+    sys.stdout, sys.stderr = _Escaping(streams[0]), _Escaping(streams[1])
     try:
         cli.main(args=list(argv) if argv is not None else None, prog_name="fma-bands")
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
+    finally:
+        sys.stdout, sys.stderr = streams
     return 0
+
+
+class _Escaping:
+    """A text stream that writes every control and reordering character but newline and tab
+    as its escape (core.markup.terminal_text); all else is the stream's own."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(terminal_text(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

@@ -65,7 +65,9 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
     def cuts(d: Any) -> list[dict[str, Any]]:
         # Every named cut of the band as decided, as the export's x_thresholds states them.
         proposal = found.vignettes[d.vignette_id].proposal(d.sub_action)
-        return band_cuts(proposal, d.band) if proposal is not None else []
+        if proposal is None:
+            return []
+        return band_cuts(proposal, d.band, signed=d.proposal_signed)
 
     if as_json:
         print_json(

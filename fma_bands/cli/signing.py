@@ -6,6 +6,7 @@ import click
 
 from fma_bands.cli.base import cli, done, print_json, read_secret, settings, store, synced
 from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.markup import terminal_escape
 from fma_bands.core.protocol import DECLARATIONS, MEANINGS
 
 
@@ -161,7 +162,7 @@ def verify(since: str | None, study: str | None, export_file: str | None, as_jso
         assert position is not None
         click.echo(
             f"ok    {position[1]:>6} {env.kind or '':<{kind_width}} "
-            f"{env.pseudonym or '':<{name_width}} {env.path.name}"
+            f"{env.pseudonym or '':<{name_width}} {terminal_escape(env.path.name)}"
         )
     for problem in evidence.strays:
         click.echo(f"stray {problem}")

@@ -43,3 +43,23 @@ def tex_escape(text: str) -> str:
     """Text as LaTeX typesets it verbatim: every special character escaped, line breaks as
     spaces (a blank line would end a paragraph, or a table row)."""
     return _LATEX_RE.sub(lambda m: _LATEX[m.group()], " ".join(text.splitlines()))
+
+
+# Characters a terminal acts on rather than shows (C0 and C1 controls, DEL) and those that
+# reorder what follows (bidirectional overrides and isolates): a file name holding them could
+# erase a line, hide the rest or print a verdict of its own.
+_ACTING = [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x200E, 0x200F, *range(0x202A, 0x202F)]
+_ACTING += [*range(0x2066, 0x206A)]
+_SHOWN = {c: f"\\u{c:04x}" for c in _ACTING}  # as JSON writes them too
+_SHOWN_IN_TEXT = {c: e for c, e in _SHOWN.items() if chr(c) not in "\n\t"}
+
+
+def terminal_escape(text: str) -> str:
+    """One line as a terminal shows it verbatim: every control and reordering character written
+    as its escape (a newline too), so a name from a file can neither act nor start a line."""
+    return text.translate(_SHOWN)
+
+
+def terminal_text(text: str) -> str:
+    """Text for a terminal, its lines and tabs kept and every other acting character escaped."""
+    return text.translate(_SHOWN_IN_TEXT)

@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from fma_bands.core.actions import STEPS, Threshold, sub_action
+from fma_bands.core.actions import STEPS, SUB_ACTIONS, Threshold, sub_action
 from fma_bands.core.bands import AnyBand, to_file
 from fma_bands.core.canonical import sha256_digest
 from fma_bands.core.demographics import clinical_core_warnings
@@ -98,6 +98,10 @@ _PROPOSAL_KEYS = {f.name for f in fields(Proposal)} | {"step"}
 # A vignette id names a file, a case token and a band in the registry: plain ASCII, so no two
 # ids look alike (a Cyrillic "с" or a full-width "ｃ" is not a "c").
 IDENTIFIER = re.compile(r"[a-z0-9_-]+")
+# The steps whose form lists every orderable test (the orders band marks each one not
+# defensible, defensible or required): a test added or removed after signing changes what the
+# signed band says of it, so their context digests cover the tests' names.
+MENU_STEPS = frozenset(a.step for a in SUB_ACTIONS.values() if a.kind == "multilabel")
 # A vignette is a few kilobytes; this is far more than any real one and refuses a flood at once.
 MAX_BYTES = 512 * 1024
 
@@ -153,7 +157,13 @@ class Vignette:
         # test names raters read (tool_labels) are covered when the vignette gives any, so a
         # label changed after signing makes the review stale; without labels nothing changes.
         labels = {"tool_labels": dict(self.tool_labels)} if self.tool_labels else {}
-        return {step: sha256_digest({**self.context(step), **labels}) for step in STEPS}
+        menu = {"orderable_tests": sorted(self.tool_results)}
+        return {
+            step: sha256_digest(
+                {**self.context(step), **labels, **(menu if step in MENU_STEPS else {})}
+            )
+            for step in STEPS
+        }
 
     def context_digest_for(self, name: str) -> str:
         return self.context_digest(sub_action(name).step)

@@ -246,6 +246,7 @@ def _well_formed(statement: Any) -> bool:
             and statement["predicateType"] in PREDICATE_TYPES
             and isinstance(statement["predicate"], dict)
             and isinstance(statement["predicate"]["log"], dict)
+            and isinstance(statement["predicate"].get("signer", {}), dict)
             and isinstance(statement["subject"], list)
             and all(
                 isinstance(s["name"], str) and isinstance(s["digest"]["sha256"], str)

@@ -234,7 +234,12 @@ def _band_entry(
     chaired = chaired if granted else None
     band = granted.band if granted else proposal.acceptable
     disputed = granted.disputed_span if granted else proposal.disputed_span
-    threshold = proposal.effective_threshold
+    # A band granted on blind reviews says nothing no signature covers: the proposal's source,
+    # clause and threshold were never shown to its raters, and travel in x_proposal only.
+    signed = granted is None or granted.proposal_signed
+    own = sub_action(proposal.sub_action).threshold
+    threshold = proposal.effective_threshold if signed else own
+    source, clause = (proposal.source, proposal.clause) if signed else (None, None)
     reasoning, notes = proposal.reasoning, proposal.notes
     if granted:
         # The proposal's own text argues for the proposal's values; it travels in x_proposal.
@@ -251,8 +256,8 @@ def _band_entry(
         "provenance": grant.provenance if grant else proposal.provenance,
         # Corrected by every counted adjudicator alike (registry.agreed_texts), else the
         # proposal's; the proposal's own travel in x_proposal either way.
-        "source": granted.corrected.get("source", proposal.source) if granted else proposal.source,
-        "clause": granted.corrected.get("clause", proposal.clause) if granted else proposal.clause,
+        "source": granted.corrected.get("source", source) if granted else source,
+        "clause": granted.corrected.get("clause", clause) if granted else clause,
         "reasoning": reasoning,
         # The harness treats any non-empty adjudicated_by as ground truth: only a grant writes it.
         "adjudicated_by": list(granted.adjudicated_by) if granted else [],
@@ -260,7 +265,7 @@ def _band_entry(
         "notes": notes,
         "x_threshold": threshold.expression() if threshold else None,
         "x_straddles": band.straddles(threshold),
-        "x_thresholds": band_cuts(proposal, band),
+        "x_thresholds": band_cuts(proposal, band, signed=signed),
         "x_agreement": {
             "n_raters": grant.n_raters if grant else 0,
             "intersection_rule": grant.intersection_rule if grant else "absent",
@@ -287,12 +292,13 @@ def _band_entry(
     return entry
 
 
-def band_cuts(proposal: Proposal, band: AnyBand) -> list[dict[str, Any]]:
+def band_cuts(proposal: Proposal, band: AnyBand, *, signed: bool = True) -> list[dict[str, Any]]:
     """x_thresholds: every named cut the band carries (its primary first, the one x_threshold
-    states), each with whether the band straddles it (docs/design.md, Cuts)."""
+    states), each with whether the band straddles it (docs/design.md, Cuts). Unless the
+    proposal is `signed` (a grant on blind reviews), only the sub-action's own cuts."""
     return [
         {"name": cut.name, "expression": cut.expression(), "straddles": band.straddles(cut)}
-        for cut in sub_action(proposal.sub_action).cuts(proposal.threshold)
+        for cut in sub_action(proposal.sub_action).cuts(proposal.threshold if signed else None)
     ]
 
 
@@ -354,7 +360,7 @@ def adjudication_text(grant: Grant, proposal: Proposal, policy: Policy) -> tuple
             else " Admitted by some of them but not all, or left disputed by one of them, and "
             f"so disputed: {left}."
         )
-    elif proposal.disputed_span is not None:
+    elif proposal.disputed_span is not None and grant.proposal_signed:
         rule += (
             " The proposal's disputed span is settled: no counted adjudicator leaves any disputed."
         )
@@ -369,6 +375,11 @@ def adjudication_text(grant: Grant, proposal: Proposal, policy: Policy) -> tuple
         "x_proposal with its own source, clause, reasoning and notes; the signed attestations "
         "are listed in x_attestations."
     )
+    if not grant.proposal_signed:
+        notes += (
+            " Its raters reviewed blind, never shown the proposal: the band takes nothing from "
+            "it (no source, clause, threshold or disputed span of the proposal's)."
+        )
     return reasoning, notes
 
 
@@ -454,7 +465,13 @@ def _texts_rule(grant: Grant, proposal: Proposal) -> str:
         )
         if "reasoning" in grant.corrected:
             said += f' Corrected reasoning: "{grant.corrected["reasoning"]}"'
-    if kept:
+    if kept and not grant.proposal_signed:
+        said += (
+            f" The {' and '.join(kept)} {'are' if len(kept) > 1 else 'is'} left empty: the "
+            "counted adjudicators did not all write it alike (each is quoted above), and the "
+            "proposal's was never shown to them."
+        )
+    elif kept:
         said += (
             f" The proposal's {' and '.join(kept)} {'stay' if len(kept) > 1 else 'stays'}: the "
             "counted adjudicators did not all correct it alike (each correction is quoted above)."

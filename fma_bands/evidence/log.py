@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.files import read_bounded_bytes
+from fma_bands.core.markup import terminal_escape
 from fma_bands.evidence.dsse import STATEMENT_TYPE
 from fma_bands.evidence.envelope import (
     ENVELOPE_SUFFIX,
@@ -119,7 +120,8 @@ class Problem:
         return {"file": self.file, "code": self.code, "message": self.message}
 
     def __str__(self) -> str:
-        return (
+        # A file name is whatever the folder holds: it may not act on a terminal or a log.
+        return terminal_escape(
             f"{self.file}: {self.code}: {self.message}"
             if self.file
             else f"{self.code}: {self.message}"
@@ -394,7 +396,7 @@ class _Walk:
     def _activation(self, env: CheckedEnvelope, sequence: int) -> tuple[str, str] | Effect:
         activation = env.predicate["activation"]
         name, keyid, public = activation["pseudonym"], activation["keyid"], activation["public_key"]
-        if not (isinstance(keyid, str) and keyid == keyid_for(public)):
+        if not _named_by(keyid, public):
             return ("malformed", "the activation's key id is not the hash of its public key")
         if verify_signers(env, {keyid: public}) is None:
             assert env.error is not None
@@ -473,9 +475,7 @@ class _Walk:
 
             return decided
         reviews = env.predicate["reviews"]
-        if not isinstance(reviews, list) or not all(
-            isinstance(r["vignette_id"], str) and isinstance(r["sub_action"], str) for r in reviews
-        ):
+        if not isinstance(reviews, list) or not all(map(_review_well_formed, reviews)):
             return ("malformed", "its reviews are not a list of signed reviews")
         if not _exemption_reviews_well_formed(env.predicate.get("exemption_reviews", [])):
             return ("malformed", "its exemption reviews are not a list of signed reviews")
@@ -484,6 +484,39 @@ class _Walk:
             self.signed_by[env.digest] = name
 
         return signed
+
+
+REVIEW_TEXTS = ("vignette_id", "sub_action", "band_digest", "context_digest")
+VERDICTS = ("ACCEPT", "AMEND", "DECLINE")
+
+
+def _review_well_formed(review: Any) -> bool:
+    """Whether a signed review has the shape the registry reads (docs/design.md, Attestation):
+    its band and digests named by text, a verdict, and what else it holds of the right kind. A
+    record signed by a key of its own study can still hold anything: it is refused whole, never
+    read in part."""
+    if not isinstance(review, dict) or review.get("verdict") not in VERDICTS:
+        return False
+    if not all(isinstance(review.get(k), str) for k in REVIEW_TEXTS):
+        return False
+    kinds: dict[str, tuple[type, ...]] = {
+        "proposal_digest": (str, type(None)),
+        "mode": (str,),
+        "reason": (str, type(None)),
+        "answers": (dict,),
+        "corrections": (dict,),
+        "origin": (str,),
+    }
+    if any(k in review and not isinstance(review[k], t) for k, t in kinds.items()):
+        return False
+    if "round" in review and not _whole(review["round"]):
+        return False
+    answers = review.get("answers", {})
+    return all(isinstance(a, dict) for a in answers.values())
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 CHAIR_TEXTS = ("vignette_id", "sub_action", "band_digest", "context_digest", "proposal_digest")
@@ -527,6 +560,14 @@ def _enrolment(fields: Any) -> dict[str, Any] | tuple[str, str]:
         return ("malformed", f"the enrolment's role {role!r} is not rater or steward")
     if not isinstance(fields.get("activation_check"), str):
         return ("malformed", "the enrolment commits to no activation")
+    for key in ("specialty", "jurisdiction"):
+        if not isinstance(fields.get(key), str | None):
+            return ("malformed", f"the enrolment's {key} is not text")
+    years = fields.get("years_post_registration")
+    if years is not None and (isinstance(years, bool) or not isinstance(years, int)):
+        return ("malformed", "the enrolment's years since registration is not a whole number")
+    if not isinstance(fields.get("anonymous_to_readers", True), bool):
+        return ("malformed", "the enrolment's anonymous_to_readers is not true or false")
     threshold = fields.get("threshold", 1)
     if role == "steward" and (
         isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1
@@ -560,10 +601,7 @@ def _root(env: CheckedEnvelope) -> tuple[dict[str, tuple[str, str]], int] | tupl
         or not 1 <= threshold <= len(keys)
     ):
         return ("malformed", "the root's threshold is not a number of its keys")
-    if not all(
-        isinstance(k, str) and keyid_for(p) == k and isinstance(h, str)
-        for k, (p, h) in keys.items()
-    ):
+    if not all(_named_by(k, p) and isinstance(h, str) for k, (p, h) in keys.items()):
         return ("malformed", "a root key's id is not the hash of its public key")
     signers = verify_signers(env, {k: p for k, (p, _) in keys.items()})
     if signers is None:
@@ -576,6 +614,15 @@ def _root(env: CheckedEnvelope) -> tuple[dict[str, tuple[str, str]], int] | tupl
     if env.position[0] != study_id_for(keys):
         return ("malformed", "the study's id is not the one its root keys make")
     return keys, threshold
+
+
+def _named_by(keyid: Any, public_key: Any) -> bool:
+    """Whether `keyid` is the hash of `public_key`, an Ed25519 public key (a malformed key is
+    no key, never an error that stops the walk)."""
+    try:
+        return isinstance(keyid, str) and keyid_for(public_key) == keyid
+    except (FmaBandsError, ValueError, TypeError):
+        return False
 
 
 def _is_root(env: CheckedEnvelope) -> bool:
@@ -884,7 +931,10 @@ def latest_signed_reviews(
 def parse_head(text: str) -> tuple[int, str]:
     """'SEQ:DIGEST' (as verify prints a head) as (sequence, digest)."""
     sequence, _, digest = text.partition(":")
-    if not sequence.isdigit() or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+    # ASCII digits only, and no more than a log could count ("²".isdigit() holds, int() refuses).
+    if not re.fullmatch(r"[0-9]{1,18}", sequence) or not re.fullmatch(
+        r"sha256:[0-9a-f]{64}", digest
+    ):
         raise FmaBandsError(
             f"a head is SEQ:DIGEST, as verify prints it (e.g. 12:sha256:…), not {text!r}"
         )

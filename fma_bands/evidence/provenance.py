@@ -79,6 +79,9 @@ class Grant:
     round: int | None = None
     # The proposal's texts every counted adjudicator corrected alike (registry.agreed_texts).
     corrected: dict[str, str] = field(default_factory=dict)
+    # Whether every counted review signed the proposal's digest (review mode). A band granted on
+    # blind reviews takes nothing from the proposal, which no signature covers.
+    proposal_signed: bool = True
 
 
 @dataclass
@@ -97,6 +100,7 @@ class Decision:
     verdicts: list[Verdict] = field(default_factory=list)
     round: int | None = None
     corrected: dict[str, str] = field(default_factory=dict)
+    proposal_signed: bool = True
 
     @property
     def adjudicated(self) -> bool:
@@ -115,6 +119,7 @@ class Decision:
             verdicts=tuple(self.verdicts),
             round=self.round,
             corrected=dict(self.corrected),
+            proposal_signed=self.proposal_signed,
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -536,8 +536,14 @@ def _record_grant(
         for e, band in ordered
     ]
     decision.corrected = agreed_texts(decision.verdicts)
+    decision.proposal_signed = all(_signed_proposal(e) for e, _ in ordered)
     decision.round = max(v.round for v in decision.verdicts)
     decision.warnings += _account_warnings([e for e, _ in ordered])
+
+
+def _signed_proposal(entry: _Entry) -> bool:
+    """Whether the signed review covers the proposal: a blind review was never shown one."""
+    return entry.review.get("mode", "review") != "blind"
 
 
 def _corrections(entry: _Entry) -> dict[str, Any]:
@@ -568,7 +574,7 @@ def _span(
     answers = entry.review.get("answers")
     q5 = answers.get("q5") if isinstance(answers, dict) else None
     return rater_span(
-        proposal.disputed_span,
+        proposal.disputed_span if _signed_proposal(entry) else None,
         band,
         reading=q5.get("choice") if isinstance(q5, dict) else None,
         amended="disputed_span" in _corrections(entry),

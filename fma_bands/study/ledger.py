@@ -19,7 +19,7 @@ from sqlmodel import Session, col, select
 
 from fma_bands.core.canonical import canonical_json
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.files import json_text, write_atomically
+from fma_bands.core.files import json_text, read_bounded_bytes, write_atomically
 from fma_bands.evidence.dsse import IN_TOTO_PAYLOAD_TYPE, sign_envelope
 from fma_bands.evidence.envelope import (
     ENVELOPE_SUFFIX,
@@ -264,10 +264,13 @@ def write_copies(folder: Path, study_id: str) -> None:
 
 
 def _write_if_changed(path: Path, text: str) -> None:
+    # Read no more than the copy to write could hold: whatever the folder holds in its place (a
+    # huge or sparse file, a FIFO) is written over, never read whole.
+    wanted = text.encode("utf-8")
     try:
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
+        if read_bounded_bytes(path, limit=len(wanted), what="copy") == wanted:
             return
-    except (OSError, UnicodeDecodeError):
+    except FmaBandsError:
         pass
     write_atomically(path, text, shared=True)
 

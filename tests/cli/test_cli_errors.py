@@ -4,13 +4,14 @@ import base64
 import json
 import os
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
-from fma_bands.cli import cli
+from fma_bands.cli import cli, main
 from fma_bands.cli.base import BUG_EXIT, PIPE_CLOSED_EXIT, REFUSED_EXIT
 from tests.conftest import DEMO_VIGNETTES
 
@@ -93,6 +94,26 @@ def test_a_hand_edited_adjudicators_file_is_named_and_not_believed(run, tmp_path
     exported = yaml.safe_load((tmp_path / "bands.yaml").read_text())["adjudicators"]
     assert {a["pseudonym"]: a["specialty"] for a in exported} == signed
     assert run("verify").exit_code == 0
+
+
+def test_a_huge_file_in_place_of_a_copy_is_written_over_unread(run, tmp_path):
+    # A sparse file of 300 MB takes no disk; read whole it would take the memory. The command
+    # that publishes the copies writes over it, reading no more than the copy would hold.
+    demo(run)
+    path = tmp_path / "attestations" / "adjudicators.yaml"
+    copy = path.read_bytes()
+    with path.open("r+b") as handle:
+        handle.truncate(300 * 1024 * 1024)
+    records(tmp_path / "attestations")[-1].unlink()  # published again by the next command
+    tracemalloc.start()
+    try:
+        listed = run("user", "list")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert listed.exit_code == 0, listed.output
+    assert path.read_bytes() == copy
+    assert peak < 100 * 1024 * 1024
 
 
 def test_export_to_a_folder_is_refused_by_name(run, tmp_path):
@@ -364,6 +385,23 @@ def test_verify_since_fails_on_another_history_of_the_same_study(run, tmp_path):
 def test_verify_since_must_be_a_head(run):
     demo(run)
     one_line_error(run("verify", "--since", "5"), "a head is SEQ:DIGEST")
+    digest = "sha256:" + "0" * 64
+    # Digits Python's isdigit takes and int refuses, and a number no log could count to.
+    for sequence in ("²", "٣", "9" * 5000):
+        one_line_error(run("verify", "--since", f"{sequence}:{digest}"), "a head is SEQ:DIGEST")
+
+
+def test_a_name_that_would_act_on_a_terminal_is_printed_escaped(run, tmp_path, capsys):
+    demo(run)
+    spoof = "a\r\x1b[2Kthe folder verifies\n\x1b[8m\u202e.dsse.json"
+    (tmp_path / "attestations" / spoof).write_text("{}")
+    capsys.readouterr()
+    assert main(["verify"]) == 0
+    out = capsys.readouterr().out
+    assert not {"\r", "\x1b", "\u202e"} & set(out)
+    escaped = "a\\u000d\\u001b[2Kthe folder verifies\\u000a\\u001b[8m\\u202e.dsse.json"
+    assert f"stray {escaped}: stray_file" in out
+    assert out.splitlines()[-1] == "the folder verifies"
 
 
 def test_export_of_an_invalid_folder_writes_nothing_unless_provisional(run, tmp_path):

@@ -70,9 +70,25 @@ def test_context_shows_results_only_from_reassess_on(shared_library):
     assert "tool_results" not in v.context("triage")
     assert "tool_results" not in v.context("order")
     assert v.context("reassess")["tool_results"]["troponin"].startswith("0.9")
-    assert v.context_digest("triage") == v.context_digest("order")
+    # The order step's form lists the orderable tests by name: its digest covers them.
+    assert v.context_digest("triage") != v.context_digest("order")
     assert v.context_digest("triage") != v.context_digest("prescribe")
     assert all("canary" not in v.context(step) for step in ("triage", "document"))
+
+
+def test_a_test_added_to_the_order_menu_makes_the_orders_review_stale(tmp_path):
+    # The orders band calls every listed test not defensible, defensible or required: a test
+    # added after signing was never judged, so only the order step's digest changes.
+    (tmp_path / "case_01.yaml").write_text(GOOD)
+    before, _ = load_vignette(tmp_path / "case_01.yaml")
+    assert before is not None and before.tool_results
+    [cbc] = [line for line in GOOD.splitlines(keepends=True) if "cbc: normal" in line]
+    text = GOOD.replace(cbc, cbc + cbc.replace("cbc: normal", "troponin: pending"), 1)
+    (tmp_path / "case_01.yaml").write_text(text)
+    after, _ = load_vignette(tmp_path / "case_01.yaml")
+    assert after is not None and after.orderables == (*before.orderables, "troponin")
+    assert before.context_digest("order") != after.context_digest("order")
+    assert before.context_digest("triage") == after.context_digest("triage")
 
 
 def test_context_digest_changes_with_the_clinical_core(tmp_path):

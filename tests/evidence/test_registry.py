@@ -38,6 +38,7 @@ from fma_bands.study.identity import set_identity
 from fma_bands.study.reviews import ReviewForm, current_review, save
 from fma_bands.study.rounds import close_round
 from fma_bands.study.signing import attest, revoke
+from fma_bands.study.state import set_mode
 from fma_bands.study.state import study as study_settings
 from fma_bands.study.users import unlock_signing_key
 from tests.conftest import HANDBACK, enrol_study
@@ -1245,3 +1246,87 @@ def test_several_raters_who_all_settle_the_span_export_none(opened):
     decision = by_band(decide(study.library, folder))[DOC]
     assert decision.adjudicated_by == ("adjudicator-01", "adjudicator-02"), codes(decision)
     assert decision.disputed_span is None
+
+
+def test_a_band_granted_on_blind_reviews_takes_nothing_unsigned_from_the_proposal(opened, tmp_path):
+    # A blind review signs no proposal digest (its rater never saw one): whatever the vignette's
+    # proposal says, edited after signing or not, is never written as the adjudicated band's.
+    study, engine, folder = opened
+    with session_scope(engine) as s:
+        set_mode(s, actor=study.coordinator, mode="blind")
+    save_review(engine, study.library, study.b, DOC, amend({"min": 7, "max": 20}))
+    sign(engine, study.library, study.b, PASS_02, folder)
+    close(engine, study, folder)
+    vignettes = vignettes_copy(study.library, tmp_path)
+    path = vignettes / "draft_documentation_01.yaml"
+    edit_file(path, "  source: 'ADA Standards", "  source: 'FORGED: Fabricated 2099. ADA Standards")
+    span = "    min: 21\n    max: 54\n  threshold: 'value >= 90'\n"
+    edit_file(path, "    min: 15\n    max: 30\n", span)
+    library = reload(vignettes)
+    decision = by_band(decide(library, folder))[DOC]
+    # adjudicator-01 reviewed the proposal, now changed; adjudicator-02's blind review stands.
+    assert decision.adjudicated_by == ("adjudicator-02",), codes(decision)
+    assert "proposal_changed" in codes(decision)
+    assert decision.proposal_signed is False
+    [entry] = [
+        e
+        for e in export_document(library, folder)["bands"]["draft_documentation_01"]
+        if e["sub_action"] == "followup_days"
+    ]
+    assert entry["provenance"] == ADJUDICATED
+    assert entry["acceptable"] == {"min": 7, "max": 20}
+    assert (entry["source"], entry["clause"], entry["disputed_span"]) == (None, None, None)
+    assert entry["x_threshold"] != "value >= 90"
+    assert "FORGED" not in entry["reasoning"] + entry["notes"]
+    assert "54" not in entry["reasoning"]
+    assert "reviewed blind, never shown the proposal" in entry["notes"]
+    # The proposal itself still travels, said to be the proposal's.
+    assert entry["x_proposal"]["source"].startswith("FORGED")
+
+
+def planted_root(folder: Path, root: dict) -> Path:
+    """An unsigned record claiming place 0 of the study, holding `root` as its root."""
+    real = statement_of(sorted(folder.glob("000000-*.dsse.json"))[0])
+    statement = {
+        **real,
+        "predicate": {**real["predicate"], "root": root, "signer": {"keyid": "sha256:00"}},
+    }
+    path = folder / "000000-root-planted.dsse.json"
+    payload = base64.b64encode(json.dumps(statement).encode()).decode()
+    signature = {"keyid": "sha256:00", "sig": base64.b64encode(bytes(64)).decode()}
+    envelope = {"payload": payload, "payloadType": "application/vnd.in-toto+json"}
+    path.write_text(json.dumps({**envelope, "signatures": [signature]}))
+    return path
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        {"keyid": "sha256:00", "public_key": "AAAA", "holder": "x"},  # three bytes, no key
+        {"keyid": "sha256:00", "public_key": 12, "holder": "x"},
+        {"keyid": ["sha256:00"], "public_key": "AAAA", "holder": "x"},
+    ],
+)
+def test_a_planted_root_with_a_key_that_is_no_key_is_a_stray_and_stops_nothing(files, key):
+    study, folder, _ = files
+    before = granted(study, folder)
+    planted = planted_root(folder, {"keys": [key], "threshold": 1})
+    assert problems(folder) == {}
+    assert planted.name in strays(folder)
+    assert granted(study, folder) == before
+
+
+def test_a_signed_review_or_enrolment_of_the_wrong_kind_is_refused_whole(files, store):
+    # Signed by a key the study knows, yet not what the registry reads: the record is refused
+    # by name (the folder then grants nothing), never read in part or crashing a command.
+    study, folder, envelope = files
+    statement = statement_of(envelope)
+    with session_scope(store) as s:
+        _, private_01 = unlock_signing_key(s, study.a.id, PASS_01)
+    del statement["predicate"]["reviews"][0]["verdict"]
+    envelope.unlink()
+    resigned = forge(envelope, statement, private_01)
+    assert problems(folder) == {resigned.name: "malformed"}
+    [said] = [p.message for p in read_evidence(folder).problems if p.file == resigned.name]
+    assert "its reviews are not a list of signed reviews" in said
+    nothing_granted(study, folder)

@@ -354,7 +354,15 @@ def forge_after_head(folder: Path, pseudonym: str, keyid: str, private_key) -> P
             "log": {"study": newest["study"], "sequence": sequence, "previous": newest["digest"]},
             "signer": {"pseudonym": pseudonym, "keyid": keyid},
             "signed_at": "2020-01-01T00:00:00.000000Z",  # back-dated: order is by position
-            "reviews": [{"vignette_id": "case_01", "sub_action": "esi_acuity"}],
+            "reviews": [
+                {
+                    "vignette_id": "case_01",
+                    "sub_action": "esi_acuity",
+                    "verdict": "ACCEPT",
+                    "band_digest": "sha256:" + "0" * 64,
+                    "context_digest": "sha256:" + "0" * 64,
+                }
+            ],
         },
     }
     payload = json.dumps(statement, sort_keys=True).encode()
