@@ -491,7 +491,7 @@ VERDICTS = ("ACCEPT", "AMEND", "DECLINE")
 
 
 def _review_well_formed(review: Any) -> bool:
-    """Whether a signed review has the shape the registry reads (docs/design.md, Attestation):
+    """Whether a signed review has the shape the registry reads (docs/design.md, Attestations):
     its band and digests named by text, a verdict, and what else it holds of the right kind. A
     record signed by a key of its own study can still hold anything: it is refused whole, never
     read in part."""
