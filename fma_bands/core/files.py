@@ -12,7 +12,7 @@ import re
 import secrets
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, ClassVar, NoReturn
 
@@ -113,8 +113,11 @@ def read_bounded(path: str | Path, *, limit: int, what: str = "file") -> str:
     return decode_text(read_bounded_bytes(path, limit=limit, what=what), what=what, file=str(path))
 
 
-def read_bounded_bytes(path: str | Path, *, limit: int, what: str = "file") -> bytes:
-    """read_bounded's bytes, before they are read as text (for a reader that hashes them)."""
+def read_bounded_bytes(
+    path: str | Path, *, limit: int, what: str = "file", start_only: bool = False
+) -> bytes:
+    """read_bounded's bytes, before they are read as text (for a reader that hashes them).
+    With `start_only`, the first `limit` bytes of a longer file rather than a refusal."""
     path = Path(path)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then says what it is.
@@ -127,6 +130,8 @@ def read_bounded_bytes(path: str | Path, *, limit: int, what: str = "file") -> b
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
+        if start_only:
+            return data[:limit]
         raise FmaBandsError(f"the {what} is larger than the {_size(limit)} limit", file=str(path))
     return data
 
@@ -375,6 +380,64 @@ def read_yaml(path: str | Path, *, limit: int, what: str = "file") -> Any:
     return load_yaml(read_bounded(path, limit=limit, what=what), source=str(path))
 
 
+# The events a value read by read_yaml_values may hold: far more than any header's.
+_VALUE_EVENTS = 10_000
+
+
+def read_yaml_values(
+    path: str | Path, keys: Iterable[str], *, limit: int, what: str = "file"
+) -> dict[str, Any]:
+    """The values of `keys` in a YAML file that is one mapping, read as libyaml's events go by:
+    every other value is skipped without being built, so what a large file holds besides them
+    (or what is planted there) costs time, never memory. Each value found is read as
+    load_yaml reads a file (its limits and refusals), and a key given twice is refused."""
+    wanted = set(keys)
+    found: dict[str, Any] = {}
+    data = read_bounded_bytes(path, limit=limit, what=what)
+    try:
+        events = yaml.parse(data, Loader=_Loader)
+        for _ in range(3):  # stream, document and mapping start
+            event = next(events, None)
+        if not isinstance(event, yaml.MappingStartEvent):
+            return found
+        for key in events:
+            if not isinstance(key, yaml.ScalarEvent):
+                break
+            if key.value in found:
+                raise FmaBandsError(
+                    f"gives the key {key.value!r} twice: keep one, since only one can count",
+                    file=str(path),
+                    line=_line(key),
+                )
+            taken = _value_events(events, keep=key.value in wanted)
+            if taken is not None:
+                document = [yaml.StreamStartEvent(), yaml.DocumentStartEvent(), *taken]
+                text = yaml.emit([*document, yaml.DocumentEndEvent(), yaml.StreamEndEvent()])
+                found[key.value] = load_yaml(text, source=str(path))
+    except yaml.YAMLError as exc:
+        raise _yaml_refusal(exc, str(path)) from None
+    return found
+
+
+def _value_events(events: Iterator[Any], *, keep: bool) -> list[Any] | None:
+    """The events of the value that comes next (kept, or only passed by)."""
+    kept: list[Any] = []
+    depth = 0
+    for event in events:
+        kind = type(event)
+        if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            depth += 1
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            depth -= 1
+        if keep:
+            kept.append(event)
+            if len(kept) > _VALUE_EVENTS:
+                raise FmaBandsError(f"a value holds more than {_VALUE_EVENTS:,} YAML events")
+        if depth == 0:
+            break
+    return kept if keep else None
+
+
 def _yaml_refusal(exc: yaml.YAMLError, source: str) -> FmaBandsError:
     mark = getattr(exc, "problem_mark", None)
     reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -453,12 +516,19 @@ _SHARED_JSON = json.JSONDecoder(object_pairs_hook=_shared_object)
 _LONG_NUMBER = re.compile(f"[0-9]{{{MAX_DIGITS + 1},}}")
 
 
-def load_json(text: str, *, source: str, shared: bool = False) -> Any:
+def load_json(
+    text: str, *, source: str, shared: bool = False, max_containers: int | None = None
+) -> Any:
     """JSON data nested at most MAX_DEPTH deep (deeper is refused, never a RecursionError),
     without a key given twice, an integer too long for Python to read, or a NUL in a string.
     With `shared`, small objects and short strings equal to ones read before are the very same
-    objects: the caller must never change what it gets."""
+    objects: the caller must never change what it gets. With `max_containers`, data of more
+    objects and lists than that is refused, before it is built where the text allows: a few
+    bytes a list, such data takes twenty times its size in memory."""
     too_deep = FmaBandsError(f"nested more than {MAX_DEPTH} levels deep", file=source)
+    brackets = _brackets(text)
+    if max_containers is not None and brackets is not None:
+        _refuse_many(len(brackets) // 2, max_containers, source)
     try:
         data = (_SHARED_JSON if shared else _JSON).decode(text)
     except RecursionError:
@@ -476,8 +546,10 @@ def load_json(text: str, *, source: str, shared: bool = False) -> Any:
             file=source,
             line=line,
         ) from None
-    if _depth(data, text) > MAX_DEPTH:
+    if _depth(data, brackets) > MAX_DEPTH:
         raise too_deep
+    if max_containers is not None and brackets is None:
+        _refuse_many(_containers(data), max_containers, source)
     # A NUL can only be written escaped (json refuses a raw one), so most text is never walked.
     if "\\u0000" in text:
         _refuse_nul(data, source)
@@ -490,14 +562,41 @@ _QUOTES_AND_BRACKETS = str.maketrans({chr(c): None for c in range(128) if chr(c)
 _LEAF = re.compile(r"\[\]|\{\}")
 
 
-def _depth(data: Any, text: str) -> int:
-    """How deep the JSON data nests (a scalar: 0). Where no string holds an escaped quote,
-    from the text: strings cut out, then the innermost pairs of brackets removed, a level a
-    pass; else level by level through the data. Neither can recurse too far."""
-    if '\\"' not in text:
-        # Every quote opens or closes a string: the pieces between them alternate outside,
-        # inside, outside.
-        brackets = "".join(text.translate(_QUOTES_AND_BRACKETS).split('"')[::2])
+def _brackets(text: str) -> str | None:
+    """The brackets of JSON text outside its strings, in order; None where a string holds an
+    escaped quote (the strings cannot then be cut out by their quotes alone)."""
+    if '\\"' in text:
+        return None
+    # Every quote opens or closes a string: the pieces between them alternate outside, inside,
+    # outside.
+    return "".join(text.translate(_QUOTES_AND_BRACKETS).split('"')[::2])
+
+
+def _refuse_many(found: int, most: int, source: str) -> None:
+    if found > most:
+        raise FmaBandsError(
+            f"holds {found:,} JSON objects and lists, more than the {most:,} any record holds",
+            file=source,
+        )
+
+
+def _containers(data: Any) -> int:
+    """How many objects and lists the JSON data holds, level by level (no recursion)."""
+    count, level = 0, [data]
+    while level:
+        level = [c for c in level if isinstance(c, dict | list)]
+        count += len(level)
+        level = list(
+            itertools.chain.from_iterable(v.values() if type(v) is dict else v for v in level)
+        )
+    return count
+
+
+def _depth(data: Any, brackets: str | None) -> int:
+    """How deep the JSON data nests (a scalar: 0). From its brackets (_brackets) where it has
+    them: the innermost pairs removed, a level a pass; else level by level through the data.
+    Neither can recurse too far."""
+    if brackets is not None:
         depth = 0
         while brackets and depth <= MAX_DEPTH:
             depth += 1

@@ -47,6 +47,9 @@ STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
 # Signing splits an attestation into records of at most 200 bands and 1 MiB of reviews
 # (study/signing.py), so every record the app signs is well inside this.
 MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
+# Such a record holds about 2,500 JSON objects and lists; a statement of far more is no record
+# of the app's, and is refused before it is built (a few bytes a list, twenty times that held).
+MAX_STATEMENT_CONTAINERS = 50_000
 
 
 @dataclass
@@ -224,7 +227,9 @@ def _parse(data: bytes, source: str) -> tuple[_Parsed, tuple[str, str] | None]:
     digest = hashlib.sha256(payload).hexdigest()
     try:
         text = decode_text(payload, what="signed statement")
-        claimed = load_json(text, source=source, shared=True)
+        claimed = load_json(
+            text, source=source, shared=True, max_containers=MAX_STATEMENT_CONTAINERS
+        )
     except FmaBandsError as exc:
         reason = f"the signed payload is not a JSON statement: {exc.message}"
         return (parsed, parse, digest, None), ("malformed", reason)
@@ -234,7 +239,10 @@ def _parse(data: bytes, source: str) -> tuple[_Parsed, tuple[str, str] | None]:
     if parsed[1] != IN_TOTO_PAYLOAD_TYPE:
         return found, ("malformed", f"payloadType is {parsed[1]}, not in-toto")
     if not _well_formed(claimed):
-        return found, ("malformed", "the payload is not an fma-bands in-toto statement")
+        # Nothing reads what is no statement: it is not kept (a folder of such files would
+        # otherwise be held whole).
+        reason = "the payload is not an fma-bands in-toto statement"
+        return (parsed, parse, digest, None), ("malformed", reason)
     return found, None
 
 

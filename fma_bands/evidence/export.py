@@ -19,7 +19,7 @@ from fma_bands.core.actions import SUB_ACTIONS, SubAction, sub_action
 from fma_bands.core.band_text import describe, describe_values
 from fma_bands.core.bands import AnyBand, MultilabelBand, SetBand, parse_band, to_harness
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.files import MIB, read_yaml, write_atomically
+from fma_bands.core.files import MIB, read_yaml, read_yaml_values, write_atomically
 from fma_bands.core.protocol import CORRECTED_TEXTS
 from fma_bands.core.vignettes import Library, Proposal
 from fma_bands.evidence import yaml_writer
@@ -543,8 +543,12 @@ def _read(path: str | Path) -> dict[str, Any]:
 
 def read_export_header(path: str | Path) -> dict[str, Any]:
     """The `attestations` header of a bands.yaml: the folder, study and head it was decided
-    from, and the audit head it carries."""
-    header = _read(path).get("attestations")
+    from, and the audit head it carries. Only it and `format` are built: the bands, or
+    anything planted in their place, are passed by unbuilt, however large."""
+    found = read_yaml_values(path, ("format", "attestations"), limit=256 * MIB, what="bands.yaml")
+    if found.get("format") != FORMAT:
+        raise FmaBandsError(f"{path}: format: not a {FORMAT} file")
+    header = found.get("attestations")
     if not isinstance(header, dict):
         raise FmaBandsError("states no attestations header", file=str(path))
     return header

@@ -24,6 +24,7 @@ from fma_bands.core.markup import terminal_escape
 from fma_bands.evidence.dsse import STATEMENT_TYPE
 from fma_bands.evidence.envelope import (
     ENVELOPE_SUFFIX,
+    MAX_ENVELOPE_BYTES,
     TYPE_OF,
     CheckedEnvelope,
     check_signature,
@@ -616,6 +617,15 @@ def _root(env: CheckedEnvelope) -> tuple[dict[str, tuple[str, str]], int] | tupl
     return keys, threshold
 
 
+def _named_as_made(env: CheckedEnvelope, sequence: int) -> bool:
+    """Whether the file has the name file_name gives the record: its place and kind first, the
+    start of its digest last."""
+    name = env.path.name
+    return name.startswith(f"{sequence:06d}-{env.kind}-") and name.endswith(
+        f"-{(env.payload_sha256 or '')[:12]}{ENVELOPE_SUFFIX}"
+    )
+
+
 def _named_by(keyid: Any, public_key: Any) -> bool:
     """Whether `keyid` is the hash of `public_key`, an Ed25519 public key (a malformed key is
     no key, never an error that stops the walk)."""
@@ -796,10 +806,14 @@ def _walk(candidates: dict[int, list[CheckedEnvelope]], walk: _Walk, evidence: E
             if isinstance(outcome, tuple):
                 refused.append((env, outcome))
             elif env.digest in members:
+                kept = members[env.digest][0]
+                if _named_as_made(env, sequence) and not _named_as_made(kept, sequence):
+                    # Of two copies of one record, the one under the name the app gives it is
+                    # the record, whatever name sorts first: a copy planted under another name
+                    # displaces nothing (the readable copies name the record's own file).
+                    members[env.digest], kept, env = (env, outcome), env, kept
                 evidence.strays.append(
-                    Problem(
-                        env.path.name, "stray_file", f"a copy of {members[env.digest][0].path.name}"
-                    )
+                    Problem(env.path.name, "stray_file", f"a copy of {kept.path.name}")
                 )
             else:
                 members[env.digest] = (env, outcome)
@@ -951,7 +965,14 @@ def folder_digests(folder: Path) -> tuple[tuple[str, str], ...]:
     return tuple((p.name, _digest_of(p)) for p in sorted(folder.iterdir()))
 
 
-MAX_FOLDER_FILE_BYTES = 64 * 1024 * 1024  # above every limit a reader of the folder applies
+MAX_FOLDER_FILE_BYTES = MAX_ENVELOPE_BYTES  # the largest any reader of the folder reads
+
+
+# Each file's digest by what its status says of it (device, inode, size, modification and
+# change times): a page asks for the folder's digests on every run, and a file is read again
+# only once written again (which sets its change time, as no one can by hand).
+_digests: dict[tuple[Any, ...], str] = {}
+_DIGESTS_KEPT = 20_000
 
 
 def _digest_of(path: Path) -> str:
@@ -966,4 +987,18 @@ def _digest_of(path: Path) -> str:
             return "not a regular file"
         if found.st_size > MAX_FOLDER_FILE_BYTES:  # refused by every reader: never read
             return f"too large: {found.st_size} bytes"
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        status = (
+            str(path),
+            found.st_dev,
+            found.st_ino,
+            found.st_size,
+            found.st_mtime_ns,
+            found.st_ctime_ns,
+        )
+        known = _digests.get(status)
+        if known is None:
+            known = hashlib.file_digest(handle, "sha256").hexdigest()
+            if len(_digests) >= _DIGESTS_KEPT:
+                _digests.clear()
+            _digests[status] = known
+        return known

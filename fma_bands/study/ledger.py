@@ -336,7 +336,9 @@ def audit_anchors(session: Session, folder: Path | None = None) -> list[tuple[in
     # the same bytes are then parsed already. A record at a time: a large study's records are
     # hundreds of megabytes, never held at once.
     if folder is not None:  # only records that verify in their place: a planted file is no anchor
-        for env in read_evidence(folder).chain:
+        # Pinned to the store's study: a root record of another study planted beside ours would
+        # otherwise leave two roots and no chain, and so no anchor from the folder at all.
+        for env in read_evidence(folder, study=study(session).study_id).chain:
             anchor(env, from_folder)
     query = select(col(LogRecord.file_name), col(LogRecord.envelope))
     rows = session.execute(query.order_by(col(LogRecord.sequence)).execution_options(yield_per=50))

@@ -13,6 +13,7 @@ work on copies of its store and attestations folder.
 import base64
 import json
 import re
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -69,7 +70,13 @@ class Cli:
         """A coordinator command, naming and authenticating the coordinator."""
         return self("--as", "coordinator", "--passphrase-file", "coordinator.pass", *args)
 
-    def __call__(self, *args: str) -> subprocess.CompletedProcess:
+    def __call__(self, *args: str, memory: int | None = None) -> subprocess.CompletedProcess:
+        """The command in a process of its own; `memory` caps its address space (bytes)."""
+
+        def capped() -> None:
+            if memory is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
         result = subprocess.run(
             [
                 sys.executable,
@@ -90,6 +97,7 @@ class Cli:
             text=True,
             timeout=120,
             check=False,
+            preexec_fn=capped,
         )
         assert "Traceback" not in result.stderr, result.stderr
         return result
@@ -679,3 +687,26 @@ def test_verify_export_says_whether_the_folder_or_the_export_fails(copied, tmp_p
     )
     passed = ok(cli("verify", "--export", str(signed)))
     assert passed.rstrip().endswith("the folder verifies and so does the export")
+
+
+def test_verify_export_builds_only_the_header_of_a_bands_yaml(copied, tmp_path):
+    # A bands.yaml of three million empty lists beside its header: read whole, it would take
+    # gigabytes; only the header is built, so the check answers in bounded memory. Its keys in
+    # any order (a file dumped again with sorted keys), a header given twice is refused.
+    cli, _ = copied
+    out = tmp_path / "bands.yaml"
+    ok(cli.coordinator("export", "--sign-head", "--out", str(out)))
+    document = yaml.safe_load(out.read_text())
+    lists = ",".join(["[]"] * 3_000_000)
+    hostile = tmp_path / "hostile.yaml"
+    hostile.write_text(yaml.safe_dump(document) + f"x_planted: [{lists}]\n")
+    # Built whole, these lists alone take about 2 GB; the command is given 1.5 GB to run in.
+    checked = cli("verify", "--export", str(hostile), memory=1536 * 1024 * 1024)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "the folder verifies and so does the export" in checked.stdout
+    twice = tmp_path / "twice.yaml"
+    header = yaml.safe_dump({"attestations": document["attestations"]})
+    twice.write_text(out.read_text() + header)
+    refused = cli("verify", "--export", str(twice))
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "gives the key 'attestations' twice" in refused.stderr

@@ -4,6 +4,7 @@ nothing twice, and a file changed after it was verified and cached is still refu
 
 import base64
 import json
+import tracemalloc
 
 import pytest
 
@@ -233,3 +234,42 @@ def test_the_stores_signed_revisions_are_the_folders(files, store):
     assert latest_signed_reviews(read_evidence(folder), "adjudicator-01") == {}
     with session_scope(store) as s:
         assert signing.signed_revisions(s, "adjudicator-01") == {}
+
+
+def junk(folder, name: str, payload: bytes) -> None:
+    """An unsigned envelope file around `payload`, inside the size every reader accepts."""
+    envelope = {
+        "payload": base64.b64encode(payload).decode(),
+        "payloadType": "application/vnd.in-toto+json",
+        "signatures": [{"keyid": "k", "sig": "AAAA"}],
+    }
+    (folder / name).write_text(json.dumps(envelope))
+
+
+def test_files_of_many_small_lists_are_strays_the_folder_does_not_hold(files):
+    # A few bytes a list, a 3 MB payload would take twenty times its size in memory: no such
+    # file is held while the folder is read, a statement or not, and the study still grants.
+    study, folder, _ = files
+    lists = ",".join(["[]"] * 1_000_000)
+    for i in range(4):
+        junk(folder, f"9{i:05d}-lists.dsse.json", f"[{lists},[{i}]]".encode())
+        statement = {
+            "_type": "https://in-toto.io/Statement/v1",
+            "predicateType": "https://fma-bands.org/log/adjudication/v2",
+            "subject": [],
+            "predicate": {"log": {}, "reviews": "@"},
+        }
+        text = json.dumps(statement).replace('"@"', f"[{lists},[{i}]]")
+        junk(folder, f"9{i:05d}-statement.dsse.json", text.encode())
+    clear_cache()
+    tracemalloc.start()
+    try:
+        evidence = read_evidence(folder)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 120 * 1024 * 1024
+    assert evidence.valid
+    assert len(evidence.strays) == 8
+    assert any("more than the 50,000 any record holds" in p.message for p in evidence.strays)
+    assert is_granted(study, folder)

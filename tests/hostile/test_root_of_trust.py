@@ -1019,3 +1019,54 @@ def test_the_store_and_the_folder_agree_on_the_head(built):
     """The folder's head is the store's: nothing the app signed is missing from it."""
     with session_scope(built.engine) as s:
         assert store_head(s) == built.head
+
+
+def test_another_studys_root_in_the_folder_hides_no_cut_of_the_audit_log(built):
+    # Someone who can edit the database cuts the audit log's newest events and the store's own
+    # copies of the records that carry its head: the folder's records still show the cut. A
+    # valid root record of another study (any key can make one) dropped into the folder must not
+    # make the folder unreadable to audit verify, and so hide the cut.
+    from fma_bands.study import audit
+    from fma_bands.study.ledger import audit_anchors
+
+    study = built
+    with study.engine.begin() as connection:
+        connection.execute(text("DELETE FROM audit_event WHERE seq > 3"))
+        connection.execute(text("DELETE FROM log_record"))
+
+    def cut_seen() -> bool:
+        with session_scope(study.engine) as s:
+            report = audit.verify(s, anchors=audit_anchors(s, study.folder))
+        return any(p.kind == "truncated" for p in report.problems)
+
+    assert cut_seen()
+    elsewhere = study.root / "elsewhere"
+    resign_everything(study.folder, elsewhere, study="derived")
+    [foreign_root] = [p for p in elsewhere.glob(f"*{SUFFIX}") if p.name.startswith("000000-")]
+    shutil.copy(foreign_root, study.folder / f"000000-planted{SUFFIX}")
+    assert cut_seen()
+
+
+def test_a_copy_planted_under_a_name_that_sorts_first_displaces_no_record(built):
+    # A byte-for-byte copy of the policy record and of an attestation, each under a name ls
+    # lists before the real file: the real files stay the records (the readable copies name
+    # them), the copies are strays said to be copies, and deleting them later changes nothing.
+    study = built
+    planted = []
+    for found in records(study.folder):
+        if found.kind in ("policy", "adjudication") and found.kind not in {k for k, _ in planted}:
+            copy = study.folder / f"{found.sequence:06d}-a{SUFFIX}"
+            shutil.copy(found.path, copy)
+            planted.append((found.kind, (copy.name, found.path.name)))
+    assert len(planted) == 2
+    registry = decide(study.library, study.folder, study=study.study)
+    assert registry.valid, registry.file_problems
+    assert granted(registry) == study.grants
+    assert {(p.file, p.code, p.message) for p in registry.strays} == {
+        (copy, "stray_file", f"a copy of {real}") for _, (copy, real) in planted
+    }
+    code, found = verify_json(study, "--study", study.study)
+    assert code == 0 and found["valid"] and not found["problems"]
+    for _, (copy, _) in planted:
+        (study.folder / copy).unlink()
+    assert_untouched(study)
