@@ -110,9 +110,15 @@ def due_date_form(user: UserPublic) -> None:
             # Chosen is not set: leaving the page now would lose it, so the page says so, and
             # the browser asks before leaving while this is on screen. Under the buttons: drawn
             # as the field is left, it moves nothing the pointer may be about to press.
+            # Just refused, the day cannot be set as it is: the notice says so rather than
+            # asking for the press the page has just refused.
+            then = (
+                "choose another day, as said above"
+                if error
+                else f"press Set the due date to make round {current.round} due then"
+            )
             with st.container(key=f"unsent:{LABEL}"):
                 st.warning(
-                    f"{long_date(chosen)} is chosen, not set: press Set the due date to make "
-                    f"round {current.round} due then.",
+                    f"{long_date(chosen)} is chosen, not set: {then}.",
                     icon=":material/schedule:",
                 )

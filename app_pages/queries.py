@@ -244,7 +244,7 @@ if flash := st.session_state.pop(FLASH, None):
 mine = "coordinator" if user.is_coordinator else "rater"
 waiting = sum(t.awaits == mine for t in found)
 if waiting:
-    st.info(f"{queries.awaiting_words(waiting)}.", icon=":material/forum:")
+    st.info(f"{queries.awaiting_words(waiting, mine)}.", icon=":material/forum:")
 if user.is_coordinator:
     start_as_coordinator(user, numbers, bands, token_key)
 else:

@@ -44,7 +44,7 @@ if settings.round > 1:
     )
 if waiting:
     # Only then: a question to the coordinator starts from Queries in the menu.
-    st.info(f"{awaiting_words(waiting)}.", icon=":material/forum:")
+    st.info(f"{awaiting_words(waiting, 'rater')}.", icon=":material/forum:")
     st.page_link(
         "app_pages/queries.py", label="Read and answer your queries", icon=":material/forum:"
     )

@@ -845,6 +845,8 @@ def _flag(screen: Screen, review: ReviewState, rater: UserPublic) -> None:
         band.flag_error = exc.message
         return
     band.flag_error = None
+    if band.failed_message and band.failed_message.startswith(UNSENT_FLAG):
+        band.failed_message = None  # sent: nothing holds Submit back any more
     band.flagged = True
     st.session_state[band.widget("flag_note")] = band.flag_note = ""
     band.flag_sent = "Flag sent: the coordinator sees it on the Raters' progress page."

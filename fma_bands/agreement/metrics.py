@@ -487,8 +487,11 @@ def _cautions(a: Alpha) -> list[str]:
     """What a reader must weigh beside the alpha: anchoring on the proposal, and declines."""
     out = []
     if a.share_unchanged is not None and a.share_unchanged > ANCHORING:
+        share = f"{a.share_unchanged:.0%}"
+        if share == f"{ANCHORING:.0%}":  # 80.4% is above 80%; "80% ... above 80%" is not
+            share = f"{a.share_unchanged:.1%}"
         out.append(
-            f"{a.share_unchanged:.0%} of review-mode bands leave the proposal unchanged "
+            f"{share} of review-mode bands leave the proposal unchanged "
             f"({a.share_accept or 0:.0%} ACCEPT): above {ANCHORING:.0%}, agreement may be "
             "anchoring on the proposal rather than independent judgement"
         )

@@ -243,8 +243,11 @@ def open_threads(found: Iterable[Thread]) -> list[Thread]:
     return [t for t in found if t.is_open]
 
 
-def awaiting_words(count: int) -> str:
-    """How many queries wait for this person, in the same words on the queue and the queries
-    page: "1 query has a new message for you", "3 queries have a new message for you" (an
-    answer to read or a question to answer: either way the other side wrote last)."""
-    return f"{count} quer{'y has' if count == 1 else 'ies have'} a new message for you"
+def awaiting_words(count: int, role: str) -> str:
+    """How many open queries the other side wrote in last, in the same words on the queue and
+    the queries page, and as true once read as before: for the coordinator a question to
+    answer ("1 query waits for your answer"), for a rater an answer the coordinator has not
+    closed ("1 open query has the coordinator's answer")."""
+    if role == "coordinator":
+        return f"{count} quer{'y waits' if count == 1 else 'ies wait'} for your answer"
+    return f"{count} open quer{'y has' if count == 1 else 'ies have'} the coordinator's answer"

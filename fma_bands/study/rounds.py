@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import delete, update
 from sqlmodel import Session, col, select
 
 from fma_bands.agreement import band_agreements
@@ -24,7 +24,7 @@ from fma_bands.core.labels import case_label, case_numbers, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.policy import Policy
-from fma_bands.store.models import RoundBand, StudySettings, utcnow
+from fma_bands.store.models import RoundBand, ScreenDraft, StudySettings, utcnow
 from fma_bands.study import audit, ledger
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.governance import policy_in_force
@@ -306,6 +306,9 @@ def open_round(
         raise FmaBandsError(f"no rater can review {', '.join(empty)} in round {number}")
     now = utcnow()
     _move_to(session, current, number, now)
+    # What was typed and never submitted belongs to the round closed (never reopened): kept,
+    # it would show a band of the new round as in progress, and Resume would go there first.
+    session.execute(delete(ScreenDraft))
     _assign(session, raters, actor=actor, number=number, now=now)
     session.flush()
     return state(session, viewer=actor)

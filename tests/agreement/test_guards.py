@@ -107,6 +107,20 @@ def test_rubber_stamping_is_cautioned_beside_a_perfect_alpha(amend_to_proposal):
     assert caution.startswith("100% of review-mode bands leave the proposal unchanged")
 
 
+def test_a_share_just_above_the_line_is_said_above_it():
+    # 123 of 153 bands left as proposed is 80.4%: "80% ... above 80%" would contradict itself.
+    ratings = [
+        Rating(r.vignette_id, r.sub_action, "c", "AMEND", r.band)
+        if r.rater == "c" and int(r.vignette_id[1:]) >= 21
+        else r
+        for r in stamped(n=51)
+    ]
+    a = metric_alpha("band", ratings, bootstrap=50)
+    assert a.share_unchanged == pytest.approx(123 / 153)
+    [caution] = [w for w in a.warnings if "proposal unchanged" in w]
+    assert caution.startswith("80.4% of review-mode bands") and "above 80%" in caution
+
+
 def test_independent_amendments_are_not_cautioned():
     ratings = [
         Rating(r.vignette_id, r.sub_action, r.rater, "AMEND", r.band, proposal=None)

@@ -62,7 +62,7 @@ def test_a_query_goes_between_one_rater_and_the_coordinator_only(
         signed_in(coordinator, server, "coordinator", "Study admin")
         open_from_sidebar(coordinator, "Queries")
         expect(
-            coordinator.get_by_text("1 query has a new message for you.", exact=True)
+            coordinator.get_by_text("1 query waits for your answer.", exact=True)
         ).to_be_visible()
         expect(coordinator.get_by_text(QUESTION, exact=True)).to_be_visible()
         coordinator.get_by_label("Your reply", exact=True).fill(ANSWER)
@@ -78,7 +78,9 @@ def test_a_query_goes_between_one_rater_and_the_coordinator_only(
         coordinator.context.close()
 
     open_from_sidebar(page, "My queue")
-    expect(page.get_by_text("1 query has a new message for you.", exact=True)).to_be_visible()
+    expect(
+        page.get_by_text("1 open query has the coordinator's answer.", exact=True)
+    ).to_be_visible()
     follow_link(page, "Read and answer your queries")
     expect(page.get_by_text(ANSWER, exact=True)).to_be_visible()
     expect(
@@ -92,7 +94,9 @@ def test_a_query_goes_between_one_rater_and_the_coordinator_only(
     other = browser.new_context().new_page()
     try:
         signed_in(other, server, "rater-02", "My queue")
-        expect(other.get_by_text("1 query has a new message for you.", exact=True)).to_have_count(0)
+        expect(
+            other.get_by_text("1 open query has the coordinator's answer.", exact=True)
+        ).to_have_count(0)
         expect(other.get_by_role("link", name="Read and answer your queries")).to_have_count(0)
         open_from_sidebar(other, "Queries")
         expect(other.get_by_text("No query is open.", exact=True)).to_be_visible()

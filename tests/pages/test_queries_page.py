@@ -93,7 +93,7 @@ def test_a_rater_asks_the_coordinator_replies_and_the_rater_reads_the_reply(stud
     assert DOC[0] not in shown(at)
 
     coordinator = open_app(study.coordinator, PAGE)
-    assert "1 query has a new message for you." in infos(coordinator)
+    assert "1 query waits for your answer." in infos(coordinator)
     [box] = [a for a in coordinator.text_area if a.label == "Your reply"]
     box.input(ANSWER)
     click(coordinator, "Send the reply")
@@ -104,7 +104,7 @@ def test_a_rater_asks_the_coordinator_replies_and_the_rater_reads_the_reply(stud
 
     queue = open_app(study.rater)
     assert title(queue) == "My queue"
-    assert "1 query has a new message for you." in infos(queue)
+    assert "1 open query has the coordinator's answer." in infos(queue)
     assert "Read and answer your queries" in [link.label for link in queue.get("page_link")]
     reader = open_app(study.rater, PAGE)
     assert ANSWER in [t.value for t in reader.text]
@@ -240,6 +240,22 @@ def test_an_overdue_round_shows_its_date_and_moves_it(study):
     admin = open_app(study.coordinator, "app_pages/admin.py")
     assert not admin.exception
     assert "Progress by rater" in [h.value for h in admin.subheader]
+
+
+def test_a_past_day_refused_is_not_also_asked_to_be_set(study):
+    # Refused, the day stays chosen and not set (leaving would lose it), but the notice no
+    # longer asks for the press just refused.
+    past = today() - timedelta(days=5)
+    at = form_app(study.coordinator)
+    at.date_input(key="due:day").set_value(past)
+    run(at)
+    click(at, "Set the due date")
+    assert errors(at) == ["choose today or a later day: a due date already past helps nobody"]
+    assert warnings(at) == [
+        f"{long_date(past)} is chosen, not set: choose another day, as said above."
+    ]
+    with study.store() as s:
+        assert due_date(s) is None
 
 
 def test_a_rater_cannot_set_a_due_date_with_the_form(study):

@@ -377,13 +377,17 @@ def test_a_flag_typed_and_not_sent_is_kept_across_bands_and_refuses_submit_and_s
         ) in said
         assert at.text_area(key=key(MED, "flag_note")).value == "The core gives no renal function."
     assert not [r for r in study.reviews(study.rater, MED) if r.status == "submitted"]
-    # Cleared, nothing is said of it any more, and a box of blanks holds nothing back.
+    # Sent, nothing is said of it any more (above the buttons either).
+    click(at, "Send the flag")
+    assert at.text_area(key=key(MED, "flag_note")).value == ""
+    assert not [e for e in at.error if "flag is not sent" in e.value]
+    # Typed again and refused, then cleared: the same, and a box of blanks holds nothing back.
+    at.text_area(key=key(MED, "flag_note")).input("A second thought.").run()
+    click(at, SUBMIT)
+    assert [e for e in at.error if "flag is not sent" in e.value]
     at.text_area(key=key(MED, "flag_note")).input("   ").run()
     assert not [e for e in at.error if "flag is not sent" in e.value]
     assert kept_on_screen(at)[key_class(key(MED, "flag_note"))] == "   "
-    at.text_area(key=key(MED, "flag_note")).input("The core gives no renal function.").run()
-    click(at, "Send the flag")
-    assert at.text_area(key=key(MED, "flag_note")).value == ""
     click(at, SUBMIT)
     assert band_on_screen(at, study) != MED
     [review] = study.reviews(study.rater, MED)

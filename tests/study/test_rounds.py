@@ -19,7 +19,7 @@ from fma_bands.evidence.log import read_evidence
 from fma_bands.evidence.registry import decide
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import LogRecord, Review
-from fma_bands.study import audit
+from fma_bands.study import audit, drafts
 from fma_bands.study.enrolment import create_user
 from fma_bands.study.governance import set_policy
 from fma_bands.study.handback import import_handback
@@ -720,3 +720,27 @@ def test_a_yes_no_panel_says_each_answer_on_a_line_of_its_own():
         "Admitted by 2 of 2: the answer yes",
         "Admitted by 1 of 2: the answer no",
     )
+
+
+def test_what_was_typed_and_never_submitted_in_round_one_is_gone_in_round_two(
+    engine, library, tmp_path
+):
+    # A second tab's answers on a band already submitted (its submit refused as stale) are kept
+    # as typed while round 1 is open; round 2 starts from the round-1 review, never from them.
+    folder = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, folder)
+    for name, (verdict, values, reason) in ROUND_ONE.items():
+        review(engine, library, raters[name], ESI, verdict, values, reason)
+        review(engine, library, raters[name], URGENCY, "ACCEPT")
+    rater = raters["rater-a1"]
+    with session_scope(engine) as s:
+        assert drafts.keep(s, rater, *ESI, {"reason": "typed in a stale tab"}, base_version=0)
+        assert drafts.in_progress(s, rater) == {ESI}
+        close_round(s, actor=coordinator, folder=folder)
+    with session_scope(engine) as s:
+        open_round(s, library, actor=coordinator, number=2, folder=folder)
+    with session_scope(engine) as s:
+        assert drafts.in_progress(s, rater) == set()
+        assert drafts.restore(s, rater, *ESI) is None
+        [row] = rater_queue(s, library, rater)
+        assert (row.sub_action, row.status) == ("esi_acuity", "to do")
