@@ -239,5 +239,9 @@ for dispute in disputes:
     if dispute.chaired is not None:
         show_decided(lib, dispute)
     show_panel(lib, user, dispute)
-    if deciding:
+    if deciding and dispute.chaired is not None:
+        # Decided: the form is there to change it, not to decide it again by mistake.
+        with st.expander("Change this decision: a new one replaces it", icon=":material/edit:"):
+            show_form(lib, user, dispute, label)
+    elif deciding:
         show_form(lib, user, dispute, label)

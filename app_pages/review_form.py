@@ -763,10 +763,17 @@ def _skip(screen: Screen, review: ReviewState) -> None:
     with session() as s:
         marks.skip(s, lib, user, screen.vignette.id, screen.name)
     following, _ = _next_band(lib, user, screen.band)
-    review.flash = (
-        f"Skipped for now: {screen.case} · {screen.action.label} comes back once the others "
-        "are done."
-    )
+    if following is None or following.band == screen.band:
+        # No other band is left to come back after: said so, never "once the others are done".
+        review.flash = (
+            f"Skipped for now: {screen.case} · {screen.action.label} is the only band left to "
+            "review: it waits in your queue, marked skipped."
+        )
+    else:
+        review.flash = (
+            f"Skipped for now: {screen.case} · {screen.action.label} comes back once the "
+            "others are done."
+        )
     review.goto = following.band if following else "queue"
 
 

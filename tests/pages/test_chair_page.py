@@ -119,6 +119,10 @@ def test_the_chair_reads_the_anonymous_panel_and_records_a_decision(study):
     registry, decision = esi(study)
     assert decision.provenance == ADJUDICATED and cs.ESI in registry.chaired
     assert registry.chaired[cs.ESI].reason == reason
+    # Decided, its form is folded away under what it does now: change the decision.
+    [fold] = at.expander
+    assert fold.label == "Change this decision: a new one replaces it"
+    assert not fold.proto.expanded
 
 
 def test_a_wrong_passphrase_or_a_bad_band_is_said_beside_the_form_and_nothing_is_signed(study):

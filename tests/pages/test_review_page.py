@@ -796,6 +796,22 @@ def test_revising_a_submitted_review_writes_a_new_revision(study):
     }
 
 
+def test_skipping_the_last_band_left_says_so(study):
+    # Every other band submitted: "comes back once the others are done" would name others that
+    # are not there.
+    with study.store() as s:
+        rows = rater_queue(s, study.library, study.rater)
+    for row in rows:
+        band = (row.vignette_id, row.sub_action)
+        if band != TRIAGE:
+            study.save(study.rater, band, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    at = open_review(study.rater, TRIAGE)
+    click(at, SKIP)
+    [said] = [s.value for s in at.success if s.value.startswith("Skipped for now")]
+    assert said.endswith("is the only band left to review: it waits in your queue, marked skipped.")
+    assert "once the others are done" not in said
+
+
 def test_skip_for_now_moves_on_and_the_queue_comes_back_to_it_last(study):
     at = open_review(study.rater, TRIAGE)
     click(at, SKIP)
