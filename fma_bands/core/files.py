@@ -113,11 +113,8 @@ def read_bounded(path: str | Path, *, limit: int, what: str = "file") -> str:
     return decode_text(read_bounded_bytes(path, limit=limit, what=what), what=what, file=str(path))
 
 
-def read_bounded_bytes(
-    path: str | Path, *, limit: int, what: str = "file", start_only: bool = False
-) -> bytes:
-    """read_bounded's bytes, before they are read as text (for a reader that hashes them).
-    With `start_only`, the first `limit` bytes of a longer file rather than a refusal."""
+def read_bounded_bytes(path: str | Path, *, limit: int, what: str = "file") -> bytes:
+    """read_bounded's bytes, before they are read as text (for a reader that hashes them)."""
     path = Path(path)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then says what it is.
@@ -130,8 +127,6 @@ def read_bounded_bytes(
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
-        if start_only:
-            return data[:limit]
         raise FmaBandsError(f"the {what} is larger than the {_size(limit)} limit", file=str(path))
     return data
 

@@ -489,6 +489,15 @@ class _Walk:
 
 REVIEW_TEXTS = ("vignette_id", "sub_action", "band_digest", "context_digest")
 VERDICTS = ("ACCEPT", "AMEND", "DECLINE")
+# What else a signed review may hold, and of which kinds.
+REVIEW_KINDS: dict[str, tuple[type, ...]] = {
+    "proposal_digest": (str, type(None)),
+    "mode": (str,),
+    "reason": (str, type(None)),
+    "answers": (dict,),
+    "corrections": (dict,),
+    "origin": (str,),
+}
 
 
 def _review_well_formed(review: Any) -> bool:
@@ -500,15 +509,7 @@ def _review_well_formed(review: Any) -> bool:
         return False
     if not all(isinstance(review.get(k), str) for k in REVIEW_TEXTS):
         return False
-    kinds: dict[str, tuple[type, ...]] = {
-        "proposal_digest": (str, type(None)),
-        "mode": (str,),
-        "reason": (str, type(None)),
-        "answers": (dict,),
-        "corrections": (dict,),
-        "origin": (str,),
-    }
-    if any(k in review and not isinstance(review[k], t) for k, t in kinds.items()):
+    if any(k in review and not isinstance(review[k], t) for k, t in REVIEW_KINDS.items()):
         return False
     if "round" in review and not _whole(review["round"]):
         return False

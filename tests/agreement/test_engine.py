@@ -2,7 +2,6 @@
 declines as missing data, and bands ordered by how far apart their raters are."""
 
 import random
-import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +16,7 @@ from fma_bands.agreement.engine import (
     point_alpha,
 )
 from tests.agreement.build import rate, studies
+from tests.memory import peak_of
 
 
 def test_jaccard_distances_are_nltks_to_the_last_bit_and_two_empty_sets_are_equal():
@@ -41,12 +41,7 @@ def test_orders_distances_hold_three_square_matrices_at_most():
         )
     )
     square = len(labels) ** 2 * 8
-    tracemalloc.start()
-    try:
-        distances = orders_distances(labels)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    distances, peak = peak_of(lambda: orders_distances(labels))
     assert peak < 3.2 * square
     required = jaccard_distances([r for r, _ in labels])
     defensible = jaccard_distances([d for _, d in labels])

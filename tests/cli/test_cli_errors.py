@@ -4,7 +4,6 @@ import base64
 import json
 import os
 import shutil
-import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 from fma_bands.cli import cli, main
 from fma_bands.cli.base import BUG_EXIT, PIPE_CLOSED_EXIT, REFUSED_EXIT
 from tests.conftest import DEMO_VIGNETTES
+from tests.memory import peak_of
 
 # An editor's view: the folder alone, no database (and --study, read from the paper).
 EDITOR = ("--db", "sqlite:///no-database.db")
@@ -105,12 +105,7 @@ def test_a_huge_file_in_place_of_a_copy_is_written_over_unread(run, tmp_path):
     with path.open("r+b") as handle:
         handle.truncate(300 * 1024 * 1024)
     records(tmp_path / "attestations")[-1].unlink()  # published again by the next command
-    tracemalloc.start()
-    try:
-        listed = run("user", "list")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    listed, peak = peak_of(lambda: run("user", "list"))
     assert listed.exit_code == 0, listed.output
     assert path.read_bytes() == copy
     assert peak < 100 * 1024 * 1024

@@ -4,7 +4,6 @@ nothing twice, and a file changed after it was verified and cached is still refu
 
 import base64
 import json
-import tracemalloc
 
 import pytest
 
@@ -30,6 +29,7 @@ from tests.evidence.test_registry import (
     revoke_01,
     statement_of,
 )
+from tests.memory import peak_of
 
 # The registry tests' signed study and its per-test copies of the folder and the store.
 signed = test_registry.signed
@@ -262,12 +262,7 @@ def test_files_of_many_small_lists_are_strays_the_folder_does_not_hold(files):
         text = json.dumps(statement).replace('"@"', f"[{lists},[{i}]]")
         junk(folder, f"9{i:05d}-statement.dsse.json", text.encode())
     clear_cache()
-    tracemalloc.start()
-    try:
-        evidence = read_evidence(folder)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    evidence, peak = peak_of(lambda: read_evidence(folder))
     assert peak < 120 * 1024 * 1024
     assert evidence.valid
     assert len(evidence.strays) == 8
