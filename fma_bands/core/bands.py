@@ -6,6 +6,7 @@ its end, a one-bound mapping means "no answer"); this module makes those impossi
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import (
@@ -81,7 +82,7 @@ class SetBand(_Band):
         return self
 
     def values(self) -> frozenset[Value]:
-        return frozenset(self.members)
+        return _shared(self.sub_action, self.members)
 
 
 class IntervalBand(_Band):
@@ -107,7 +108,7 @@ class IntervalBand(_Band):
         return self
 
     def values(self) -> frozenset[Value]:
-        return frozenset(range(self.min, self.max + 1))
+        return _shared(self.sub_action, range(self.min, self.max + 1))
 
 
 class MultilabelBand(_Band):
@@ -138,10 +139,18 @@ class MultilabelBand(_Band):
         return self
 
     def values(self) -> frozenset[Value]:
-        return frozenset(self.defensible)
+        return _shared(self.sub_action, self.defensible)
 
 
 AnyBand = SetBand | IntervalBand | MultilabelBand
+
+
+@lru_cache(maxsize=4096)
+def _shared(name: str, values: tuple[Value, ...] | range) -> frozenset[Value]:
+    """One set of values for equal bands: a study's ratings name the same bands many times, and
+    each rating keeps its band's values. The sub-action is part of the key because True == 1:
+    a boolean band's {true} and a tier band's {1} are equal tuples of different values."""
+    return frozenset(values)
 
 
 def _orderables(info: ValidationInfo) -> tuple[str, ...] | None:

@@ -283,3 +283,17 @@ def test_the_exported_span_is_the_same_rule_for_one_rater_or_many():
     spans = [rater_span(proposed, b, reading="neither") for b in (narrow, wide)]
     span = exported_span("followup_days", split.band, spans, split.disputed)
     assert span is not None and span.values() == frozenset(range(15, 31))
+
+
+def test_equal_bands_share_one_set_of_values_and_true_is_never_a_tier_of_one():
+    # A study's ratings hold the same bands many times over: one set of values each.
+    first = parse_band("followup_days", {"min": 1, "max": 30})
+    again = parse_band("followup_days", {"min": 1, "max": 30})
+    assert first.values() is again.values()
+    assert first.values() == frozenset(range(1, 31))
+    # True == 1, so (True,) and (1,) are one key unless the sub-action is part of it: a
+    # boolean band read after a tier band (or before) keeps its own values' type.
+    tier, boolean = parse_band("analgesia_tier", [1]), parse_band("referral", [True])
+    assert [type(v) for v in tier.values()] == [int]
+    assert [type(v) for v in boolean.values()] == [bool]
+    assert [type(v) for v in parse_band("analgesia_tier", [1]).values()] == [int]

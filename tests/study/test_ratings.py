@@ -18,6 +18,7 @@ from fma_bands.study.ratings import study_ratings, study_report, study_screen
 from fma_bands.study.reviews import ReviewForm, save
 from fma_bands.study.rounds import close_round
 from fma_bands.study.state import set_mode
+from fma_bands.study.submissions import submitted_rows
 from tests.agreement.demo import THREE_RATERS, demo_study
 from tests.conftest import HANDBACK, enrol_study
 
@@ -208,3 +209,19 @@ def test_a_problem_with_the_ratings_names_no_rater_to_a_rater(study, monkeypatch
     with session_scope(engine) as s, pytest.raises(FmaBandsError) as seen:
         study_screen(s, library, viewer=coordinator)
     assert "adjudicator-02" in seen.value.message
+
+
+def test_the_reviews_read_for_agreement_share_their_repeated_strings(study):
+    # Each row holding its own copy of its vignette, sub-action, verdict and mode was a third
+    # of what agreement held while it read a large study's reviews.
+    engine, _, coordinator, _, _ = study
+    with session_scope(engine) as s:
+        rows = submitted_rows(s, viewer=coordinator).rows
+    for column in ("vignette_id", "sub_action", "verdict", "mode"):
+        by_value: dict[str, list[str]] = {}
+        for row in rows:
+            by_value.setdefault(row[column], []).append(row[column])
+        repeated = [texts for texts in by_value.values() if len(texts) > 1]
+        assert repeated, f"no {column} repeats in this study: the test would prove nothing"
+        for texts in repeated:
+            assert all(text is texts[0] for text in texts), column
