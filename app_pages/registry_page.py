@@ -134,7 +134,13 @@ def _decision(d: Decision) -> None:
     if d.disputed_span is not None:
         # What the export carries as disputed_span, as its reasoning says it.
         st.markdown(f"Disputed span: {escaped(span_words(d.disputed_span))}")
-    if d.adjudicated_by:
+    if d.adjudicated_by and any(w.code == "chair_decision" for w in d.warnings):
+        rated = ", ".join(v.pseudonym for v in d.verdicts)
+        st.caption(
+            f"Decided by the study chair, {escaped(d.adjudicated_by[0])}, where the raters' "
+            f"bands shared no value (rated by {escaped(rated)})"
+        )
+    elif d.adjudicated_by:
         rule = RULE_LABELS[d.intersection_rule]
         st.caption(f"Adjudicated by {escaped(', '.join(d.adjudicated_by))} ({rule})")
     # Every named cut the export carries for this band (x_thresholds), the primary first.

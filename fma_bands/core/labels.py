@@ -444,8 +444,8 @@ WARNING_WORDS = {
     ),
     "chair_rated": CodeWords(
         "chair also rated it",
-        "The study's chair is also one of this band's raters: the decision chose between "
-        "readings that include the chair's own.",
+        "The study's chair is also one of this band's raters: the band was decided by someone "
+        "whose own reading was in dispute.",
     ),
 }
 # What a band the harness cannot check yet means for the coordinator, by the kind of band:

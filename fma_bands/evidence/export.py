@@ -428,8 +428,8 @@ def chair_text(
     if chaired.chair in {v.pseudonym for v in grant.verdicts}:
         # The harness keeps notes, not x_warnings: chair_rated is said here too.
         notes += (
-            f" The chair, {chaired.chair}, is also one of these raters: the decision chose "
-            "between readings that include the chair's own."
+            f" The chair, {chaired.chair}, is also one of these raters: the band was decided "
+            "by someone whose own reading was in dispute."
         )
     return reasoning, notes
 

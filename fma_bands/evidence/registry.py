@@ -52,8 +52,8 @@ CHAIR_REASONS = {
     "chair_band_invalid": "the band the chair's decision chose cannot be read for this sub-action",
     "chair_not_in_dispute": "a chair's decision settles only a band refused for no other reason "
     "than that its raters' bands share no value after round 2",
-    "chair_rated": "the study chair is also one of the band's counted raters: the decision "
-    "chose between readings that include the chair's own",
+    "chair_rated": "the study chair is also one of the band's counted raters: the band was "
+    "decided by someone whose own reading was in dispute",
 }
 SECOND_ROUND = 2
 
@@ -326,7 +326,9 @@ def _by_chair(
     # What some rater admits outside the chair's band stays disputed; nothing inside it.
     outside = agreed.disputed - band.values()
     decision.disputed_span = exported_span(proposal.sub_action, band, spans, outside)
-    decision.adjudicated_by = tuple(sorted({*decision.adjudicated_by, chair}))
+    # The chair alone adjudicated the band granted: a rater whose band shares nothing with
+    # another's vouched for none of it (their reviews stay in x_attestations and the notes).
+    decision.adjudicated_by = (chair,)
     decision.attestations.append(
         {
             "file": env.path.name,
@@ -355,12 +357,12 @@ def _by_chair(
     )
     if chair in {entry.pseudonym for entry, _ in counted}:
         # Allowed (the chair is one of the raters), and said: an editor weighs a decision
-        # between readings one of which is the decider's own.
+        # made by one whose own reading was in dispute.
         decision.warnings.append(
             Reason(
                 "chair_rated",
                 f"the study chair, {chair}, is also one of this band's counted raters: the "
-                "decision chose between readings that include the chair's own",
+                "band was decided by someone whose own reading was in dispute",
             )
         )
     record = evidence.adjudicators[chair].record

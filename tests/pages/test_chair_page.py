@@ -334,3 +334,22 @@ def test_the_chair_answers_yes_or_no_for_a_yes_no_band(mixed):
     assert not at.error, [as_read(e.value) for e in at.error]
     band = chaired(mixed, ADMIT)
     assert band is not None and band.members == (False,)
+
+
+def test_the_registry_credits_a_chaired_band_to_the_chair_and_names_its_raters(study):
+    at = open_page(study, cs.CHAIR)
+    submit(at, [2, 3], "ESI 2 or 3: stable, but chest pain", cs.passphrase(cs.CHAIR))
+    registry = AppTest.from_file(str(ROOT / "app_pages" / "registry_page.py"), default_timeout=30)
+    registry.session_state["user"] = study.users["coordinator"].model_dump()
+    registry = run(registry)
+    box = registry.selectbox(key="registry:band")
+    [title] = [o for o in box.options if f"{cs.VID} · " in o and "ESI" in o]
+    registry = box.set_value(title).run()
+    assert not registry.exception, [e.value for e in registry.exception]
+    shown = everything(registry)
+    # Neither rater's band is the chair's: they rated the band, the chair adjudicated it.
+    assert (
+        "Decided by the study chair, rater-03, where the raters' bands shared no value "
+        "(rated by rater-01, rater-02)" in shown
+    )
+    assert "Adjudicated by" not in shown

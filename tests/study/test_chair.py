@@ -118,7 +118,8 @@ def test_the_chair_decides_the_band_in_dispute_and_the_registry_says_it_is_the_c
     after, registry = decisions(study)
     esi = after[cs.ESI]
     assert esi.provenance == ADJUDICATED and esi.band.values() == frozenset({2, 3})
-    assert esi.adjudicated_by == ("rater-01", "rater-02", "rater-03")
+    # The chair alone adjudicated the band granted: neither rater's band is it.
+    assert esi.adjudicated_by == (cs.CHAIR,)
     # The raters' disagreement stays what it was: never counted as their agreement.
     assert (esi.n_raters, esi.intersection_rule) == (2, "empty")
     assert [w.code for w in esi.warnings if w.code == "chair_decision"] == ["chair_decision"]
@@ -157,8 +158,8 @@ def test_a_chair_who_rated_the_band_decides_it_and_the_registry_says_so(study, t
     assert esi.provenance == ADJUDICATED and registry.chaired[cs.ESI].chair == "rater-01"
     [rated] = [w for w in esi.warnings if w.code == "chair_rated"]
     assert rated.message == (
-        "the study chair, rater-01, is also one of this band's counted raters: the decision "
-        "chose between readings that include the chair's own"
+        "the study chair, rater-01, is also one of this band's counted raters: the band was "
+        "decided by someone whose own reading was in dispute"
     )
     assert esi.as_dict()["warnings"].count("chair_rated") == 1
     # In words wherever the registry is read: its tag and its sentence.
@@ -171,8 +172,8 @@ def test_a_chair_who_rated_the_band_decides_it_and_the_registry_says_so(study, t
     document = export_document(study.library, study.folder, relative_to=tmp_path)
     [exported] = [b for b in document["bands"][cs.VID] if b["sub_action"] == "esi_acuity"]
     assert (
-        "The chair, rater-01, is also one of these raters: the decision chose between readings "
-        "that include the chair's own." in exported["notes"]
+        "The chair, rater-01, is also one of these raters: the band was decided by someone "
+        "whose own reading was in dispute." in exported["notes"]
     )
     assert any(
         line.startswith("The study's chair is also one of this band's raters")
@@ -187,7 +188,7 @@ def test_the_export_says_the_chair_decided_and_the_harness_loads_it_with_the_cha
     document = export_document(study.library, study.folder, relative_to=tmp_path)
     [esi] = [b for b in document["bands"][cs.VID] if b["sub_action"] == "esi_acuity"]
     assert esi["provenance"] == ADJUDICATED and esi["acceptable"] == [2]
-    assert esi["adjudicated_by"] == ["rater-01", "rater-02", "rater-03"]
+    assert esi["adjudicated_by"] == [cs.CHAIR]
     assert "decided by the study chair, rater-03, after round 2" in esi["notes"].lower()
     assert "is also one of these raters" not in esi["notes"]
     assert "the raters' bands shared no value" in esi["notes"]
@@ -212,7 +213,7 @@ def test_the_export_says_the_chair_decided_and_the_harness_loads_it_with_the_cha
         assert check.problems == []
         [loaded] = [b for b in built[cs.VID] if b.sub_action == "esi_acuity"]
         assert loaded.provenance == ADJUDICATED and loaded.is_adjudicated
-        assert list(loaded.adjudicated_by) == ["rater-01", "rater-02", "rater-03"]
+        assert list(loaded.adjudicated_by) == [cs.CHAIR]
         assert harness.registered[cs.CHAIR].attestation_on_file is True
         assert "decided by the study chair, rater-03" in loaded.notes.lower()
 
