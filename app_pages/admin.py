@@ -106,24 +106,25 @@ def rounds(user: UserPublic) -> None:
 
 
 def _candidate_table(candidates: list[Candidate], labels: dict[Band, str]) -> None:
-    """The candidates, each with its reasons in a few words and its disputed span in words, and
-    under them each reason's sentence."""
+    """The candidates, each with its reasons in a few words and what some but not all of its
+    raters admit (its disputed span when they meet in a consensus), and under them each
+    reason's sentence."""
     st.dataframe(
         [
             {
                 "band": _label(labels, c.band),
                 "raters with a band": c.n_raters,
                 "why": c.short(),
-                "disputed span": c.disputed or "",
+                SOME_ADMIT: c.disputed or "",
             }
             for c in candidates
         ],
         hide_index=True,
         width="stretch",
-        # The band and its disputed span whole: a span of a 0 to 100 score is long.
+        # The band and what some admit whole: the values of a 0 to 100 score are long.
         column_config={
             "band": st.column_config.TextColumn(width="large"),
-            "disputed span": st.column_config.TextColumn(width="large"),
+            SOME_ADMIT: st.column_config.TextColumn(width="large"),
         },
     )
     seen = [code for code in REASONS if any(code in c.reasons for c in candidates)]
@@ -143,6 +144,9 @@ def _still_in_dispute(number: int, candidates: list[Candidate], labels: dict[Ban
     st.caption(STILL_IN_DISPUTE)
     _candidate_table(candidates, labels)
 
+
+# Not "disputed span": a band whose raters share no value has no consensus to dispute beyond.
+SOME_ADMIT = "admitted by some raters, not all"
 
 # What becomes of a band still in dispute: the registry, not this list, says what is granted.
 STILL_IN_DISPUTE = (
@@ -186,7 +190,8 @@ def _open_round_two(user: UserPublic, candidates: list[Candidate], labels: dict[
         st.caption(
             f"{count_bands(len(candidates) - unreviewed).capitalize()} to re-review after round "
             "1: those the registry would refuse, and those the Agreement page shows with a "
-            "disputed span (what some but not all raters admit, in the last column)."
+            "disputed span. The last column says what some but not all of each band's raters "
+            "admit."
             + (
                 f" Besides, {count_bands(unreviewed)} no one reviewed in round 1: listed, "
                 "not chosen (round 2 would have no bands to show), unless you choose them."
@@ -215,6 +220,14 @@ def _open_round_two(user: UserPublic, candidates: list[Candidate], labels: dict[
         "value and the round-1 reasons without names, then keep or revise their band, with a "
         "reason. Round 1 stays the reliability figure."
     )
+    if left_out := len({c.band for c in candidates} - set(chosen)):
+        # Said before the choice is made, not after: no round follows round 2.
+        st.warning(
+            f"{count_bands(left_out).capitalize()} listed above "
+            f"{'is' if left_out == 1 else 'are'} not chosen. No round follows round 2: a band "
+            "not chosen now is not reviewed again, and the Band registry decides it from "
+            "round 1's signed reviews."
+        )
     sure = st.checkbox("I understand: open round 2 for these bands now", key="round_two_sure")
     if st.button("Open round 2", type="primary", disabled=not (sure and chosen)):
         try:

@@ -122,7 +122,8 @@ def _deal_with(user: UserPublic, flag_id: int) -> None:
 @st.fragment
 def flags(numbers: dict[str, int], user: UserPublic) -> None:
     with session() as s:
-        waiting = marks.all_flags(s, user)
+        raised = marks.all_flags(s, user, open_only=False)
+    waiting = [f for f in raised if f.cleared_at is None]
     st.subheader(f"Flags for you ({len(waiting)})")
     if flash := st.session_state.pop("flag_flash", None):
         st.success(flash)
@@ -139,7 +140,10 @@ def flags(numbers: dict[str, int], user: UserPublic) -> None:
                 on_click=_deal_with,
                 args=(user, flag.id),
             )
-    if not waiting:
+    if raised and not waiting:
+        dealt = f"{len(raised)} flag" if len(raised) == 1 else f"{len(raised)} flags"
+        st.caption(f"No flag waits for you: {dealt} dealt with.")
+    elif not raised:
         st.caption("No rater has flagged a band.")
 
 

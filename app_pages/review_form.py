@@ -89,16 +89,11 @@ def review_form(screen: Screen, review: ReviewState, signed: bool, notice: Delta
     place under the band's title for its place in the queue and the last action's
     confirmation."""
     follow(review)
-    band = review.open(screen)
-    told = (band.kept, band.flagged)
-    if screen.boxes_behind(kept=band.kept, flagged=band.flagged) and band.boxes_told != told:
-        # The boxes above the band are the page's: a run of the page brings them up to date,
-        # once per change of status (a band to do now in progress, a flag sent), and says the
-        # confirmation on screen again. Before anything is drawn or taken (the cookie's script
-        # among them), so nothing said once is lost with this run's elements.
-        band.boxes_told = told
-        review.flash = review.shown
-        st.rerun(scope="app")
+    # The form never runs the whole page while the rater works: a box left during a run of
+    # the page comes back empty in the browser, its words lost (a reason typed just after the
+    # verdict was). The line under the title follows the form at once (it is written from
+    # here); the case and band boxes above, the page's, say the band's new status at the
+    # page's next run.
     # A rater may work here for long without a run of the page: the session's cookie is kept
     # alive from here too (the save asked who is signed in, and so renewed it).
     send_cookie_script(signed_in=True)
@@ -305,7 +300,8 @@ def _questions(screen: Screen, review: ReviewState, band: BandState, errors: dic
             notes = [
                 "The proposal records no disputed span for this band: nothing to answer here."
                 + (
-                    " Where round 1's raters differed is in the panel above."
+                    " Where round 1's raters differed is in the panel's bands, under what the "
+                    "agent knows (below it, on a narrow screen)."
                     if screen.panel is not None
                     else ""
                 )

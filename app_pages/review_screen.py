@@ -127,12 +127,6 @@ class Screen:
             f"band {self.position} of {self.total} in your queue ({status}{flag})"
         )
 
-    def boxes_behind(self, *, kept: bool, flagged: bool) -> bool:
-        """Whether the boxes above the band, drawn from the queue as the screen was read, say
-        less than the line under the title: entries kept on a band to do, or a flag sent."""
-        row = self.queue[self.position - 1]
-        return (kept and row.status == "to do") or (flagged and not row.flagged)
-
     def entries(self) -> dict[str, Any]:
         """What the screen starts from: the automatic draft, else the stored review, else the
         proposal (when the rater sees it) or nothing (blind mode)."""
@@ -483,7 +477,6 @@ class BandState:
     kept: bool = False
     flagged: bool = False
     # The (kept, flagged) for which the form last had the page run to bring its boxes up to date.
-    boxes_told: tuple[bool, bool] = (False, False)
     # Submit refused so far (problems, a wrong passphrase, a conflict), and up to which refusal
     # the form has brought its messages into view.
     refusals: int = 0

@@ -408,7 +408,9 @@ def band_row(
         outcome=outcome(b),
         raters=f"{b.n_raters} with a band, {b.n_declined} declined",
         consensus=agreed or "none",
-        disputed=disputed_text(b.sub_action, c, names) or "none",
+        # A disputed span is what some raters admit beyond a consensus: with none, there is none
+        # (the raters' bands are in the band's details).
+        disputed=(disputed_text(b.sub_action, c, names) if c.band is not None else None) or "none",
     )
 
 
@@ -530,7 +532,11 @@ def band_view(
         orderables=orderables,
         names=dict(names),
         consensus=None if agreed is None else f"Consensus: {agreed}",
-        disputed=None if disputed is None else f"Disputed span: {disputed}",
+        disputed=None
+        if disputed is None
+        else f"Disputed span: {disputed}"
+        if c.band is not None
+        else f"Admitted by some raters, by none of them all: {disputed}",
         query=query,
     )
 

@@ -19,6 +19,7 @@ from fma_bands.core.labels import (
     tool_names,
 )
 from fma_bands.core.vignettes import Library
+from fma_bands.evidence.export import span_words
 from fma_bands.evidence.harness import harness_note
 from fma_bands.evidence.provenance import REASONS, WARNINGS, Decision, Reason
 from fma_bands.evidence.registry import Registry
@@ -99,6 +100,15 @@ def _tags(d: Decision) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tags))  # each once, in order
 
 
+def _band_words(d: Decision, names: Mapping[str, str]) -> str:
+    """The band in words, and its disputed span when it has one: a band granted where its
+    raters met on one value of a wide dispute must not read as settled in the table."""
+    band = describe_band(d.band, names)
+    if d.disputed_span is None:
+        return band
+    return f"{band}; disputed span: {span_words(d.disputed_span)}"
+
+
 def status(d: Decision) -> str:
     """A band's status in words: adjudicated, or not and why, each reason in a few words."""
     if d.adjudicated:
@@ -124,7 +134,7 @@ def registry_rows(
                 action=sub_action(d.sub_action).label,
                 adjudicated=d.adjudicated,
                 status=status(d),
-                band=describe_band(d.band, names),
+                band=_band_words(d, names),
                 raters=", ".join(d.adjudicated_by) or "none",
                 tags=_tags(d),
                 number=(numbers or {}).get(d.vignette_id),

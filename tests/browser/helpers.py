@@ -198,6 +198,12 @@ def submit_first_band(page: Page) -> None:
     """As a signed-in rater: decline the first band of the queue, with a reason, and submit."""
     open_from_sidebar(page, "Review a band")
     choose(page, "Verdict", "DECLINE: I cannot adjudicate this band")
+    # choose() may return before the form's run has begun (the page still says "notRunning"
+    # from the run before): the line under the title says "in progress" once that run has
+    # kept the verdict, and the reason is typed after it.
+    place = re.compile(r"band \d+ of \d+ in your queue \(in progress[^)]*\)$")
+    expect(page.get_by_test_id("stMain").get_by_text(place)).to_be_visible()
+    settle(page)
     box = page.get_by_label("Reason", exact=True)
     box.fill("Outside what I can judge.")
     box.blur()

@@ -169,7 +169,7 @@ def test_a_disputed_band_reaches_consensus_in_round_two(study, browser: Browser,
 
     eventually(desk, read_candidates)
     assert candidates[label]["why"] == "no consensus"
-    assert candidates[label]["disputed span"] == "2 - emergent to 3 - urgent"
+    assert candidates[label]["admitted by some raters, not all"] == "2 - emergent to 3 - urgent"
     main = desk.get_by_test_id("stMain")
     expect(main.get_by_text(REASONS["no_consensus"].sentence, exact=False)).to_be_visible()
     chosen = main.get_by_test_id("stMultiSelect").filter(has_text="Bands for round 2")

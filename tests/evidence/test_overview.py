@@ -2,7 +2,7 @@
 bands share said once for the study (demo accounts by name, what the harness cannot check yet, each
 reason), filters, and one band's reasons and warnings as sentences beside their codes."""
 
-from fma_bands.core.bands import parse_band
+from fma_bands.core.bands import band_from_values, parse_band
 from fma_bands.core.labels import HARNESS_WORDS, REASON_WORDS, WARNING_WORDS
 from fma_bands.core.vignettes import load_library
 from fma_bands.evidence.overview import (
@@ -73,6 +73,20 @@ def test_each_band_is_one_row_in_words():
     assert orders["band"] == "required: ECG; also defensible: Troponin"
     assert orders["raters"] == "none"
     assert rows[0].title == "demo_med_border_01 · Analgesia tier"
+
+
+def test_a_band_granted_with_a_disputed_span_says_it_in_the_table():
+    # Raters who met on one value of a wide dispute: the table must not read as settled.
+    met = Decision(
+        "demo_med_border_01",
+        "followup_days",
+        ADJUDICATED,
+        band=parse_band("followup_days", {"min": 60, "max": 60}),
+        disputed_span=band_from_values("followup_days", [*range(40, 60), *range(61, 86)]),
+        adjudicated_by=("rater-01", "rater-02"),
+    )
+    [row] = registry_rows(Registry([met], Policy(1, "warn")), load_library([DEMO_VIGNETTES]))
+    assert row.cells()["band"] == "60 days; disputed span: 40 to 59 and 61 to 85 days"
     # With the study's case numbers, each case also by the number raters read it by.
     numbered = registry_rows(registry(), load_library([DEMO_VIGNETTES]), {"demo_med_border_01": 7})
     assert numbered[0].cells()["case"] == "7 · demo_med_border_01"

@@ -54,7 +54,8 @@ def test_the_progress_page_shows_each_raters_progress_and_flags(study):
     click(at, "Mark as dealt with")
     assert [s.value for s in at.success] == ["Flag marked as dealt with."]
     assert any(h.value == "Flags for you (0)" for h in at.subheader)
-    assert any(c.value == "No rater has flagged a band." for c in at.caption)
+    assert any(c.value == "No flag waits for you: 1 flag dealt with." for c in at.caption)
+    assert not any(c.value == "No rater has flagged a band." for c in at.caption)
 
 
 def test_the_figures_follow_a_save_and_what_is_not_recorded_too(study):

@@ -119,7 +119,7 @@ def test_study_admin_opens_round_two_for_the_band_without_consensus_once_confirm
             "band": label,
             "raters with a band": 2,
             "why": "no consensus",
-            "disputed span": "1 - resuscitation and 3 - urgent",
+            "admitted by some raters, not all": "1 - resuscitation and 3 - urgent",
         }
     ]
     assert f"- **no consensus**: {WHY['no_consensus'].sentence}" in [m.value for m in at.markdown]
@@ -157,18 +157,24 @@ def test_study_admin_chooses_round_two_by_reason_and_by_sub_action(study):
     why = {MED: "disputed span", TRIAGE: "no consensus"}
     assert [(r["band"], r["why"]) for r in rows] == [(named[b], why[b]) for b in both]
     [med] = [r for r in rows if r["band"] == named[MED]]
-    assert med["disputed span"].startswith("2")
+    assert med["admitted by some raters, not all"].startswith("2")
     legend = [m.value for m in at.markdown if m.value.startswith("- **")]
     assert legend == [
         f"- **no consensus**: {WHY['no_consensus'].sentence}\n"
         f"- **disputed span**: {WHY['disputed_span'].sentence}"
     ]
     assert bands_for_round_two(at) == both  # every candidate, by default
+    assert not [w for w in at.warning if "No round follows" in w.value]
     at.radio(key="round2:by").set_value("reason").run()
     [reasons] = [m for m in at.multiselect if m.label == "Reasons"]
     assert reasons.options == ["no consensus (1 band)", "disputed span (1 band)"]
     reasons.set_value(["disputed_span"]).run()
     assert bands_for_round_two(at) == [MED]
+    # What is left out now is never re-reviewed: said before the round opens.
+    assert [w.value for w in at.warning if "No round follows" in w.value] == [
+        "1 band listed above is not chosen. No round follows round 2: a band not chosen now is "
+        "not reviewed again, and the Band registry decides it from round 1's signed reviews."
+    ]
     at.radio(key="round2:by").set_value("sub_action").run()
     [kinds] = [m for m in at.multiselect if m.label == "Sub-actions"]
     assert kinds.options == ["Analgesia tier (1 band)", "ESI acuity level (1 band)"]
@@ -276,7 +282,8 @@ def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
     [q5] = [m.value for m in at.markdown if m.value.startswith("**5. ")]
     assert (
         "The proposal records no disputed span for this band: nothing to answer here. Where "
-        "round 1's raters differed is in the panel above."
+        "round 1's raters differed is in the panel's bands, under what the agent knows (below "
+        "it, on a narrow screen)."
     ) in q5.replace("\\", "")
     # No pseudonym on a rater's screen in round 2 but in the sidebar's own account line.
     assert "rater-02" not in screen
