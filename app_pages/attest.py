@@ -80,14 +80,15 @@ def in_case_order(
 # as tall as the longest band needs.
 WIDTHS = {
     "case": 75,
-    "sub-action": 150,
+    "sub-action": 130,
     "verdict": 70,
     "band attested": 150,
     "band": 150,
-    "corrected": 85,
+    "corrected": 75,
+    "round": 50,
     "revision": 60,
-    "origin": 95,
-    "as signed before": 95,
+    "origin": 85,
+    "already signed": 85,
     "entered": 110,
     "reason": 150,
 }
@@ -191,7 +192,7 @@ def exemptions_covered(exempting: ExemptionSigning) -> None:
                 "verdict": r["verdict"],
                 "direction": direction_words(r["direction"]) if r["direction"] else "",
                 "reason": r["reason"],
-                "as signed before": "no: new or changed"
+                "already signed": "no: new or changed"
                 if f"{r['attribute']}/{r['sub_action']}" in exempting.fresh
                 else "yes, unchanged",
             }

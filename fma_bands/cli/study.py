@@ -200,9 +200,11 @@ def _write_recommended_policy(folder: Path) -> Path:
 
 def _print_coordinator_commands() -> None:
     click.echo(
-        "A coordinator's commands (agreement, registry, export, round ...) say who runs them: "
-        "`fma-bands --as coordinator agreement` asks for the passphrase at a terminal; a script "
-        "gives --passphrase-file FILE, or sets FMA_BANDS_AS and FMA_BANDS_PASSPHRASE_FILE."
+        "A coordinator's commands on the study's store (agreement, round, assign ...) say who "
+        "runs them: `fma-bands --as coordinator agreement` asks for the passphrase at a "
+        "terminal; a script gives --passphrase-file FILE, or sets FMA_BANDS_AS and "
+        "FMA_BANDS_PASSPHRASE_FILE. Those that decide from the files alone (verify, registry, "
+        "export) need no one's passphrase: an editor runs them too."
     )
 
 

@@ -86,9 +86,11 @@ def covered_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[
                 "band attested": "none (declined)" if attested is None else words[key],
                 # What an AMEND corrected besides the band: signed, and exported (bands.yaml).
                 "corrected": _corrected(r),
+                # Round 2 re-reviews a band: its review is then of round 2, whatever its revision.
+                "round": r.get("round"),
                 "revision": r.get("revision"),
                 "origin": origin,
-                "as signed before": "yes, unchanged" if label in carried else "no: new or changed",
+                "already signed": "yes, unchanged" if label in carried else "no: new or changed",
             }
         )
     return rows

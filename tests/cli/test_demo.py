@@ -133,5 +133,8 @@ def test_the_demo_says_how_a_coordinators_command_is_run_and_that_way_works(run,
     assert ran.exit_code == 0, ran.output
     # Without saying who runs it, the command says what it needs and exits 3.
     assert run("agreement", "--json").exit_code == 3
+    # What decides from the files alone needs no one, as the demo says.
+    assert "(verify, registry, export) need no one's passphrase" in made.stdout
+    assert run("registry", "--json").exit_code == 0
     again = run("demo", "--reuse")
     assert "`fma-bands --as coordinator agreement`" in again.stdout

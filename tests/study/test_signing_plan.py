@@ -10,6 +10,7 @@ def entry(vid: str, verdict: str, **more) -> dict:
         "sub_action": "esi_acuity",
         "verdict": verdict,
         "attested_band": [2, 3],
+        "round": 1,
         "revision": 1,
         "origin": "app",
     } | more
@@ -33,7 +34,7 @@ def test_the_sign_page_says_what_each_amend_corrected():
     )
     rows = covered_rows(signing, {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})
     # Every cell says something in words: no empty column, no tick box that looks editable.
-    assert [(r["case"], r["corrected"], r["as signed before"], r["origin"]) for r in rows] == [
+    assert [(r["case"], r["corrected"], r["already signed"], r["origin"]) for r in rows] == [
         ("Case 1 of 5", "clause, disputed span", "no: new or changed", "reviewed in the app"),
         ("Case 2 of 5", "nothing", "no: new or changed", "reviewed in the app"),
         ("Case 3 of 5", "the band", "yes, unchanged", "reviewed in the app"),
@@ -46,3 +47,7 @@ def test_the_sign_page_says_what_each_amend_corrected():
         ("Case 5 of 5", "the band, clause", "no: new or changed", "reviewed in the app"),
     ]
     assert rows[0]["band attested"] == "2 - emergent, 3 - urgent"
+    # Which round each review is of: a round-2 review is said so, whatever its revision.
+    assert [r["round"] for r in rows] == [1] * 5
+    again = covered_rows(SigningPlan(reviews=[entry("a", "ACCEPT", round=2, revision=3)]), {})
+    assert (again[0]["round"], again[0]["revision"]) == (2, 3)
