@@ -17,14 +17,24 @@ from app_pages.common import (
     label_words,
     library,
     plain,
+    proposals_visible,
     require_user,
     session,
     settings,
+    show_knowledge,
+    show_proposal,
 )
 from fma_bands.core.actions import sub_action
 from fma_bands.core.bands import to_file
 from fma_bands.core.errors import AccessDenied, FmaBandsError
-from fma_bands.core.labels import case_label, case_numbers, case_token, describe_band, tool_names
+from fma_bands.core.labels import (
+    case_label,
+    case_numbers,
+    case_token,
+    describe_band,
+    knowledge_at,
+    tool_names,
+)
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.study import chair
@@ -76,6 +86,19 @@ def record(lib: Library, user: UserPublic, dispute: Dispute, label: str) -> None
         return
     st.session_state[ERRORS] = {}
     st.session_state[FLASH] = "The chair's decision is signed and recorded."
+
+
+def show_case(lib: Library, user: UserPublic, dispute: Dispute) -> None:
+    """The case the chair decides, as its raters read it at the band's step, and the proposal
+    where the study shows proposals: folded, since the chair may have rated it already."""
+    vignette = lib.vignettes[dispute.vignette_id]
+    step = sub_action(dispute.sub_action).step
+    with st.expander("The case, as its raters read it at this step"):
+        show_knowledge(vignette, knowledge_at(vignette, step))
+        proposal = vignette.proposal(dispute.sub_action)
+        if proposal is not None and proposals_visible(user):
+            st.markdown("**Proposed band**")
+            show_proposal(proposal, vignette)
 
 
 def show_panel(lib: Library, user: UserPublic, dispute: Dispute) -> None:
@@ -238,6 +261,7 @@ for dispute in disputes:
     st.subheader(escaped(label))
     if dispute.chaired is not None:
         show_decided(lib, dispute)
+    show_case(lib, user, dispute)
     show_panel(lib, user, dispute)
     if deciding and dispute.chaired is not None:
         # Decided: the form is there to change it, not to decide it again by mistake.

@@ -18,7 +18,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.errors import FmaBandsError
-from fma_bands.core.labels import describe_band, tool_names
+from fma_bands.core.labels import Knowledge, describe_band, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.settings import PREFIX, Settings, load_settings
 from fma_bands.core.vignettes import Library, Proposal, Vignette, load_library
@@ -421,6 +421,20 @@ def proposals_visible(user: UserPublic) -> bool:
     """Whether this person sees the proposed bands now (fma_bands.study.state.sees_proposals)."""
     with session() as s:
         return sees_proposals(study(s), user)
+
+
+def show_knowledge(vignette: Vignette, knows: Knowledge) -> None:
+    """What the agent knows at a step, as raters read it: the clinical core and the results
+    the step shows (texts from the file, shown as written)."""
+    st.caption(knows.summary)
+    with st.container(border=True):
+        plain(vignette.clinical_core, label="Clinical core (frozen, verbatim)")
+        if knows.results:
+            st.markdown("**Results**")
+            for line in knows.result_lines():
+                plain(line)
+    if knows.earlier:
+        st.info(knows.earlier, icon=":material/history:")
 
 
 def show_proposal(proposal: Proposal, vignette: Vignette) -> None:

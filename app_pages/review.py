@@ -17,6 +17,7 @@ from app_pages.common import (
     plain,
     require_user,
     session,
+    show_knowledge,
     show_proposal,
     signed_bands,
     stack_below,
@@ -182,17 +183,8 @@ def shortcuts(screen: Screen, form: bool) -> list[Shortcut]:
 
 def what_the_agent_knows(screen: Screen) -> None:
     """The left column: the agent's knowledge at this step, and the proposal if it is shown."""
-    knows = screen.knows
     st.subheader("What the agent knows at this step")
-    st.caption(knows.summary)
-    with st.container(border=True):
-        plain(screen.vignette.clinical_core, label="Clinical core (frozen, verbatim)")
-        if knows.results:
-            st.markdown("**Results**")
-            for line in knows.result_lines():
-                plain(line)
-    if knows.earlier:
-        st.info(knows.earlier, icon=":material/history:")
+    show_knowledge(screen.vignette, screen.knows)
     if screen.shows_proposal:
         st.subheader("Proposed band")
         with st.container(border=True):

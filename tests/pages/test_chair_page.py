@@ -109,6 +109,11 @@ def test_the_chair_reads_the_anonymous_panel_and_records_a_decision(study):
     # The panel names nobody, not even where a reason did.
     assert "rater-01" not in shown and "rater-02" not in shown
     assert "as [a rater] said in round 1" in shown
+    # The case itself, as its raters read it at this step, folded away beside the panel.
+    [case] = [e for e in at.expander if e.label == "The case, as its raters read it at this step"]
+    assert not case.proto.expanded
+    vignette = study.library.vignettes[cs.VID]
+    assert vignette.clinical_core in [e.value for e in at.text]
     # A reason people typed is shown as written, never as markup.
     reason = "**Both** fit: see [the guide](http://example.org) $x$"
     at = submit(at, [2, 3], reason, cs.passphrase(cs.CHAIR))
@@ -120,7 +125,7 @@ def test_the_chair_reads_the_anonymous_panel_and_records_a_decision(study):
     assert decision.provenance == ADJUDICATED and cs.ESI in registry.chaired
     assert registry.chaired[cs.ESI].reason == reason
     # Decided, its form is folded away under what it does now: change the decision.
-    [fold] = at.expander
+    [fold] = [e for e in at.expander if e.label.startswith("Change this decision")]
     assert fold.label == "Change this decision: a new one replaces it"
     assert not fold.proto.expanded
 
