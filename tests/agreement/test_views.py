@@ -1,9 +1,10 @@
 """What the Agreement page writes of a report: a short row per alpha with its sizes in words, the
 fields it leaves out in its details (none lost), the rules of each metric, and the whole rows as
-CSV a spreadsheet opens safely."""
+CSV a spreadsheet opens safely and R or pandas read numbers from."""
 
 import csv
 import io
+import re
 from dataclasses import replace
 
 from fma_bands.agreement import METRICS, POOLED, agreement_report
@@ -134,6 +135,30 @@ def test_the_csv_holds_every_field_of_every_row_safely():
     read = list(csv.DictReader(io.StringIO(table_csv(rows))))
     assert [tuple(r) for r in read] == [HEADINGS] * len(rows)
     assert read == [{h: cell(row[h]) for h in HEADINGS} for row in rows]
-    # A negative bound is text to a spreadsheet, never the start of a formula.
-    negative = [r for r in read if r["95% interval"].startswith("'-")]
-    assert all(r["95% interval"][1:] in {x["95% interval"] for x in rows} for r in negative)
+    # Numbers, ranges of numbers and "-" for none are written as they are (as data); only text
+    # that merely starts with a number ("-0.095, -0.288 to 0.069: unreliable") is guarded.
+    data = re.compile(r"-|-?[0-9.]+%?(?: to -?[0-9.]+)?")
+    cells = [(r[h], row[h]) for r, row in zip(read, rows, strict=True) for h in HEADINGS]
+    assert any(shown.startswith("-") and data.fullmatch(shown) for _, shown in cells)
+    for written, shown in cells:
+        assert written == (shown if data.fullmatch(shown) else cell(shown))
+        assert not written.startswith("'") or not data.fullmatch(shown)
+
+
+def test_negative_figures_in_the_csv_read_as_numbers_and_text_formulas_stay_inert():
+    [pooled] = [a for a in alphas_of(study(), "band") if a.scope == POOLED]
+    negative = replace(pooled, alpha=-0.25, ci_low=-3.857, ci_high=0.847, weakest=None)
+    row = alpha_row(negative)
+    assert (row["alpha"], row["95% interval"], row["weakest sub-action"]) == (
+        "-0.250",
+        "-3.857 to 0.847",
+        "-",
+    )
+    hostile = {**row, "reading": '=HYPERLINK("http://x")', "cautions": "-2+3+cmd|' /C calc'!A0"}
+    [read, guarded] = csv.DictReader(io.StringIO(table_csv([row, hostile])))
+    # As R's read.csv or pandas see them: a number, a range of two, and "-" for none.
+    assert float(read["alpha"]) == -0.25
+    assert [float(x) for x in read["95% interval"].split(" to ")] == [-3.857, 0.847]
+    assert read["weakest sub-action"] == "-"
+    assert guarded["reading"] == '\'=HYPERLINK("http://x")'
+    assert guarded["cautions"] == "'-2+3+cmd|' /C calc'!A0"
