@@ -26,6 +26,7 @@ from fma_bands.agreement.views import (
     BAND_COLUMNS,
     METRIC_LABELS,
     OUTCOMES,
+    SHARE_NOTE,
     SUMMARY,
     BandView,
     Detail,
@@ -58,6 +59,7 @@ WIDTHS = {
     "left as proposed": 105,
     "cautions": 75,
 }
+HELP = {"left as proposed": SHARE_NOTE}
 # Three lines of text to a row: streamlit wraps a cell's text only in rows taller than 4rem.
 ROW_HEIGHT = 66
 PROVISIONAL = (
@@ -140,7 +142,9 @@ def alpha_table(rows: list[dict[str, str]]) -> None:
         height="content",  # every row in sight: no scrolling inside the table
         hide_index=True,
         column_order=SUMMARY,
-        column_config={h: st.column_config.TextColumn(h, width=WIDTHS[h]) for h in SUMMARY},
+        column_config={
+            h: st.column_config.TextColumn(h, width=WIDTHS[h], help=HELP.get(h)) for h in SUMMARY
+        },
         row_height=ROW_HEIGHT,
     )
 
@@ -290,6 +294,7 @@ if screen.summaries[metric]:
         "Sizes: the bands and vignettes the reading counts, the raters with a value to pair, "
         "and the DECLINE ratings. Each row's cautions and other fields are under Details."
     )
+    st.caption(escaped(SHARE_NOTE))
 else:
     st.info(absent_text(metric))
 # Side by side, both collapsed: one line of the page for what a reader opens on demand.

@@ -49,7 +49,7 @@ COLUMNS = (
 CSV_COLUMNS = (
     "round", "mode", "metric", "scope", "sub_action_label", "level", "alpha", "ci_low",
     "ci_high", "reading", "n_bands", "n_vignettes", "n_vignettes_reading", "n_raters",
-    "n_declined", "share_unchanged", "share_accept",
+    "n_declined", "share_unchanged", "share_accept", "n_reviewed",
 )  # fmt: skip
 _TEXT = ("mode", "metric", "scope", "sub_action_label", "level", "reading")
 MODE_TEXT = {

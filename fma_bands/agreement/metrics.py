@@ -1,9 +1,10 @@
 """Agreement among raters (docs/design.md, Agreement): the band, membership, lower, upper and
 verdict alphas per sub-action and pooled (stratified by sub-action), with bootstrap intervals and
 readings; blind-mode and review-mode ratings apart, never pooled; beside each alpha the share of
-review-mode bands that leave the proposal unchanged and the alpha with DECLINE counted as maximal
-disagreement; each band's consensus by the one intersection rule (bands.consensus); the report as
-JSON. Pure functions on plain data: nothing here touches the database or Streamlit.
+its own review-mode reviews (those on the bands it reads) that leave the proposal unchanged, with
+their number, and the alpha with DECLINE counted as maximal disagreement; each band's consensus
+by the one intersection rule (bands.consensus); the report as JSON. Pure functions on plain
+data: nothing here touches the database or Streamlit.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -51,7 +52,7 @@ REVIEW_MODE = "review"
 MODES = (REVIEW_MODE, "blind")
 MIN_BANDS = 10  # below this many bands, or vignettes, no reading at all
 MIN_VIGNETTES = 10
-# Above this share of review-mode bands left as proposed, agreement may be anchoring.
+# Above this share of an alpha's review-mode reviews left as proposed, it may be anchoring.
 ANCHORING = 0.80
 READINGS = ("reliable", "tentative", "unreliable")
 
@@ -122,10 +123,13 @@ class Alpha:
     mode: str = REVIEW_MODE
     # Vignettes holding a band the reading counts (in a pool, of sub-actions whose values vary).
     n_vignettes_reading: int = 0
-    # Review mode: of the bands rated (not DECLINE), the share ACCEPTed, and the share left as
-    # proposed (ACCEPT, or AMEND to the proposal's own band). None in blind mode.
+    # Review mode: of the reviews with a band (not DECLINE) on the bands this alpha reads (those
+    # n_bands counts), the share ACCEPTed, and the share left as proposed (ACCEPT, or AMEND to the
+    # proposal's own band); None when there is none. n_reviewed is how many reviews that is: 0
+    # when the alpha reads no band, None in blind mode (no proposal, so no share).
     share_accept: float | None = None
     share_unchanged: float | None = None
+    n_reviewed: int | None = None
     # The same alpha with each DECLINE counted as maximal disagreement, and its interval.
     alpha_declines_as_disagreement: float | None = None
     ci_low_declines_as_disagreement: float | None = None
@@ -277,7 +281,10 @@ class _Part:
     n_bands: int
     n_declined: int
     n_counted: int  # ratings the metric reads (for verdicts: review mode only)
-    n_reviewed: int  # review-mode ratings with a band
+    # Review-mode ratings with a band on the bands counted in n_bands (those the alpha reads),
+    # and how many of them ACCEPT, and keep the proposal: a review of a band no other rater
+    # rated says nothing of the agreement beside it.
+    n_reviewed: int
     n_accepted: int
     n_unchanged: int
 
@@ -302,12 +309,13 @@ def _part(metric: str, name: str, at_level: str, groups: list[list[Rating]]) -> 
     declined = None
     if n_declined and metric != "verdict":  # verdicts count DECLINE as a category already
         declined = stratum(at_level, [u for g, us in units for u in _with_declines(us, g)], plain)
-    reviewed = [r for r in counted if r.mode == REVIEW_MODE and r.values]
+    read = [g for g, us in units if any(len(values) >= 2 for _, values in us)]
+    reviewed = [r for g in read for r in g if r.mode == REVIEW_MODE and r.values]
     return _Part(
         name=name,
         stratum=plain,
         declined=declined,
-        n_bands=sum(any(len(values) >= 2 for _, values in us) for _, us in units),
+        n_bands=len(read),
         n_declined=n_declined,
         n_counted=len(counted),
         n_reviewed=len(reviewed),
@@ -338,13 +346,16 @@ def _alpha(
     draw: Draw = _no_draws,
 ) -> Alpha:
     """Alpha of the parts (one sub-action, or the stratified pool), its sizes and interval,
-    the share left as proposed, and the alpha with DECLINE as maximal disagreement."""
+    the share of its reviews left as proposed, and the alpha with DECLINE as maximal
+    disagreement."""
     strata = [p.stratum for p in parts]
     levels = {s.level for s in strata}
     # In a pool, the bands of a sub-action whose values never vary add nothing to alpha, so
     # they do not count towards the bands and vignettes the reading rests on.
     read_on = [p for p in parts if len(parts) == 1 or p.stratum.varies]
-    reviewed = sum(p.n_reviewed for p in parts)
+    # The share left as proposed is over the reviews of the same bands as the alpha: those
+    # n_bands counts.
+    reviewed = sum(p.n_reviewed for p in read_on)
     sized = Alpha(
         metric,
         scope,
@@ -359,8 +370,9 @@ def _alpha(
         n_vignettes=len({v for s in strata for v in s.vignettes}),
         mode=mode,
         n_vignettes_reading=len({v for p in read_on for v in p.stratum.vignettes}),
-        share_accept=sum(p.n_accepted for p in parts) / reviewed if reviewed else None,
-        share_unchanged=sum(p.n_unchanged for p in parts) / reviewed if reviewed else None,
+        share_accept=sum(p.n_accepted for p in read_on) / reviewed if reviewed else None,
+        share_unchanged=sum(p.n_unchanged for p in read_on) / reviewed if reviewed else None,
+        n_reviewed=reviewed if mode == REVIEW_MODE else None,
     )
     if metric == "verdict" and not any(p.n_counted for p in parts):
         return replace(sized, reason=REVIEW_MODE_ONLY)
@@ -483,17 +495,27 @@ def _declines_alpha(a: Alpha, parts: Sequence[_Part], *, B: int, seed: int, draw
     )
 
 
+def percent(count: int, n: int) -> str:
+    """count of n (n > 0) as a whole percentage that never says all or none when it is not."""
+    if 0 < count < n and f"{count / n:.0%}" in ("0%", "100%"):
+        return "under 1%" if count / n < 0.5 else "over 99%"
+    return f"{count / n:.0%}"
+
+
 def _cautions(a: Alpha) -> list[str]:
     """What a reader must weigh beside the alpha: anchoring on the proposal, and declines."""
     out = []
-    if a.share_unchanged is not None and a.share_unchanged > ANCHORING:
-        share = f"{a.share_unchanged:.0%}"
+    if a.share_unchanged is not None and a.share_unchanged > ANCHORING and a.n_reviewed:
+        n = a.n_reviewed
+        share = percent(round(a.share_unchanged * n), n)
         if share == f"{ANCHORING:.0%}":  # 80.4% is above 80%; "80% ... above 80%" is not
             share = f"{a.share_unchanged:.1%}"
+        accepted = percent(round((a.share_accept or 0) * n), n)
         out.append(
-            f"{share} of review-mode bands leave the proposal unchanged "
-            f"({a.share_accept or 0:.0%} ACCEPT): above {ANCHORING:.0%}, agreement may be "
-            "anchoring on the proposal rather than independent judgement"
+            f"{share} of the {n} review{'' if n == 1 else 's'} on the bands this alpha reads "
+            f"leave the proposal unchanged ({accepted} ACCEPT): above "
+            f"{ANCHORING:.0%}, agreement may be anchoring on the proposal rather than "
+            "independent judgement"
         )
     declined = a.reading_declines_as_disagreement
     if declined is not None and declined != a.plain_reading:
@@ -639,7 +661,7 @@ ALPHA_FIELDS = (
     "share_unchanged", "alpha_declines_as_disagreement", "ci_low_declines_as_disagreement",
     "ci_high_declines_as_disagreement", "reading_declines_as_disagreement", "weakest",
     "weakest_alpha", "weakest_reading", "coverage_note", "ci_low_two_way", "ci_high_two_way",
-    "d_observed", "d_expected", "percent_agreement",
+    "d_observed", "d_expected", "percent_agreement", "n_reviewed",
 )  # fmt: skip
 
 

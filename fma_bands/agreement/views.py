@@ -20,6 +20,7 @@ from fma_bands.agreement.metrics import (
     POOLED_LABEL,
     Alpha,
     Report,
+    percent,
 )
 from fma_bands.agreement.panel import (
     BandAgreement,
@@ -70,11 +71,19 @@ READING_RULE = (
     "bands reads unreliable, and names its weakest sub-action."
 )
 GUARDS_RULE = (
-    "Beside each alpha: in review mode, the share of bands left as proposed (ACCEPT, or AMEND to "
-    f"the proposal's own band), with a caution above {ANCHORING:.0%}, since raters who keep the "
-    "proposal agree with it rather than with each other; and the alpha with each DECLINE counted "
-    "as maximal disagreement instead of missing, with a caution when the two read differently. "
-    "Blind-mode and review-mode ratings are reported apart, never pooled."
+    "Beside each alpha: in review mode, the share of its reviews left as proposed (ACCEPT, or "
+    "AMEND to the proposal's own band), of the reviews with a band on the bands the alpha reads "
+    f"and said with their number, with a caution above {ANCHORING:.0%}, since raters who keep "
+    "the proposal agree with it rather than with each other; and the alpha with each DECLINE "
+    "counted as maximal disagreement instead of missing, with a caution when the two read "
+    "differently. Blind-mode and review-mode ratings are reported apart, never pooled."
+)
+# What the page's "left as proposed" cell is, said under the table and in its heading's help.
+SHARE_NOTE = (
+    "Left as proposed: of the review-mode reviews with a band (DECLINE not counted) on the bands "
+    "the alpha reads, the share that ACCEPT the proposal or AMEND it to the proposal's own band, "
+    "and how many reviews that is; how many by ACCEPT and how many by AMEND is under Details. "
+    "A review of a band no other rater rated is not counted: the alpha does not read it."
 )
 INTERVAL_RULE = (
     f"Interval: 95% {METHODS[CHOSEN]}. Vignettes are the unit it leaves out or resamples (each "
@@ -94,15 +103,37 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _kept(a: Alpha) -> tuple[int, int, int] | None:
+    """The reviews the share left as proposed is over, those left as proposed, and those by
+    ACCEPT; None in blind mode."""
+    n = a.n_reviewed
+    if n is None:
+        return None
+    return n, round((a.share_unchanged or 0) * n), round((a.share_accept or 0) * n)
+
+
 def _unchanged(a: Alpha) -> str:
-    if a.share_unchanged is None:
+    """The short cell: the share and the reviews it is over ("75% of 4 reviews")."""
+    kept = _kept(a)
+    if kept is None:
         return "-"
-    kept, accepted = a.share_unchanged, a.share_accept or 0
-    if kept == 0:
-        return "0%"
-    if accepted == kept:
-        return f"{kept:.0%}, all by ACCEPT"
-    return f"{kept:.0%}: {accepted:.0%} by ACCEPT, the rest by AMEND to the proposal's own band"
+    n, unchanged, _ = kept
+    return counted(n, "review") if n == 0 else f"{percent(unchanged, n)} of {counted(n, 'review')}"
+
+
+def _unchanged_how(a: Alpha) -> str:
+    """The same in counts, ACCEPT and AMEND apart, and what the reviews are."""
+    kept = _kept(a)
+    if kept is None or kept[0] == 0:
+        return "-"
+    n, unchanged, accepted = kept
+    said = f"{unchanged} of {counted(n, 'review')} on the bands this alpha reads"
+    if unchanged == 0:
+        return said
+    if accepted == unchanged:
+        return f"{said}, all by ACCEPT"
+    amended = unchanged - accepted
+    return f"{said}: {accepted} by ACCEPT, {amended} by AMEND to the proposal's own band"
 
 
 def _declines(a: Alpha) -> str:
@@ -150,6 +181,7 @@ COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
     ("vignettes read", lambda a: str(a.n_vignettes_reading)),
     ("mode", lambda a: a.mode),
     ("left as proposed", _unchanged),
+    ("left as proposed, in counts", _unchanged_how),
     ("weakest sub-action", _weakest),
     ("metric", lambda a: a.metric),
     ("level", lambda a: a.level or "-"),
@@ -219,6 +251,7 @@ SUMMARY = (
 # The details of a row, in the order a reader weighs them; "vignettes" there are those the
 # interval resamples, as the sizes count the vignettes the reading counts.
 DETAILS = (
+    "left as proposed, in counts",
     "measured coverage",
     "two-way interval (other raters too)",
     "declines as disagreement",

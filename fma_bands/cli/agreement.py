@@ -33,6 +33,7 @@ SHORT = {
     "P(alpha < 0.667)": "P(<0.667)",
 }
 BELOW = (
+    "left as proposed, in counts",
     "weakest sub-action",
     "declines as disagreement",
     "two-way interval (other raters too)",

@@ -1,5 +1,6 @@
 """What keeps a reading honest (issue 21): a pool is never better than inconclusive over a
-sub-action at chance; rubber-stamping the proposals is cautioned; declines that select the hard
+sub-action at chance; rubber-stamping the proposals is cautioned, by the share left as proposed
+of the reviews the alpha itself reads, with their number; declines that select the hard
 bands are cautioned, by the alpha with each DECLINE counted as maximal disagreement (checked
 against a plain pairwise computation); blind-mode and review-mode ratings are never pooled."""
 
@@ -103,8 +104,12 @@ def test_rubber_stamping_is_cautioned_beside_a_perfect_alpha(amend_to_proposal):
     assert a.reading == NO_DISAGREEMENT
     assert a.share_unchanged == 1.0
     assert a.share_accept == pytest.approx(2 / 3 if amend_to_proposal else 1.0)
+    assert a.n_reviewed == 60  # 20 bands, three raters each
     [caution] = [w for w in a.warnings if "proposal unchanged" in w]
-    assert caution.startswith("100% of review-mode bands leave the proposal unchanged")
+    # Reviews, counted, and said to be those of the alpha's own bands: not "bands".
+    assert caution.startswith(
+        "100% of the 60 reviews on the bands this alpha reads leave the proposal unchanged"
+    )
 
 
 def test_a_share_just_above_the_line_is_said_above_it():
@@ -118,7 +123,25 @@ def test_a_share_just_above_the_line_is_said_above_it():
     a = metric_alpha("band", ratings, bootstrap=50)
     assert a.share_unchanged == pytest.approx(123 / 153)
     [caution] = [w for w in a.warnings if "proposal unchanged" in w]
-    assert caution.startswith("80.4% of review-mode bands") and "above 80%" in caution
+    assert caution.startswith("80.4% of the 153 reviews") and "above 80%" in caution
+
+
+def test_the_caution_never_says_all_when_one_review_changed_the_proposal():
+    # 199 of 200 reviews keep the proposal: 99.5%, which is not 100%.
+    ratings = [
+        Rating(r.vignette_id, r.sub_action, r.rater, "AMEND", r.band)
+        if (r.vignette_id, r.rater) == ("v000", "b")
+        else r
+        for r in stamped(n=100)
+        if r.rater != "c"
+    ]
+    a = metric_alpha("band", ratings, bootstrap=0)
+    assert (a.n_reviewed, a.share_unchanged) == (200, 199 / 200)
+    [caution] = [w for w in a.warnings if "proposal unchanged" in w]
+    assert caution.startswith("over 99% of the 200 reviews") and "(over 99% ACCEPT)" in caution
+    assert alpha_rows(agreement_report(ratings, bootstrap=0))[0]["left as proposed"] == (
+        "over 99% of 200 reviews"
+    )
 
 
 def test_independent_amendments_are_not_cautioned():
@@ -136,7 +159,69 @@ def test_blind_mode_has_no_share_left_as_proposed():
         rate(f"v{v}", "esi_acuity", r, [1 + v % 5], mode="blind") for v in range(12) for r in "ab"
     ]
     a = metric_alpha("band", blind, bootstrap=100)
-    assert (a.mode, a.share_unchanged, a.share_accept) == ("blind", None, None)
+    assert (a.mode, a.share_unchanged, a.share_accept, a.n_reviewed) == ("blind", None, None, None)
+
+
+def kept(v: str, sub: str, rater: str, verdict: str, raw, proposal) -> Rating:
+    """A review-mode rating of `raw` (None: DECLINE) shown the proposal `proposal`."""
+    band = None if raw is None else parse_band(sub, raw)
+    return Rating(v, sub, rater, verdict, band, proposal=parse_band(sub, proposal))
+
+
+def beside_single_reviews() -> list[Rating]:
+    """Admission: two bands with two raters (three of their four reviews keep the proposal) and
+    one band only rater a reviewed (kept); ESI: bands each only one rater reviewed, and one
+    a rater ACCEPTs and another DECLINEs; referral: one band both raters ACCEPT."""
+    return [
+        kept("v1", "admit", "a", "ACCEPT", [True], [True]),
+        kept("v1", "admit", "b", "ACCEPT", [True], [True]),
+        kept("v2", "admit", "a", "ACCEPT", [True], [True]),
+        kept("v2", "admit", "b", "AMEND", [False], [True]),
+        kept("v3", "admit", "a", "ACCEPT", [False], [False]),
+        kept("v1", "esi_acuity", "a", "ACCEPT", [2], [2]),
+        kept("v2", "esi_acuity", "b", "ACCEPT", [3], [3]),
+        kept("v3", "esi_acuity", "a", "ACCEPT", [3], [3]),
+        kept("v3", "esi_acuity", "b", "DECLINE", None, [3]),
+        kept("v1", "referral", "a", "ACCEPT", [True], [True]),
+        kept("v1", "referral", "b", "ACCEPT", [True], [True]),
+    ]
+
+
+def test_the_share_left_as_proposed_is_over_the_reviews_the_alpha_reads():
+    data = report_to_json(agreement_report(beside_single_reviews(), bootstrap=0))["metrics"]
+
+    def share(scope, metric="band"):
+        a = data[scope][metric]
+        return a["n_bands"], a["n_reviewed"], a["share_unchanged"], a["share_accept"]
+
+    # Over the 2 bands the alpha reads: 3 of 4 reviews, not 4 of 5 with v3's lone review.
+    assert share("admit") == (2, 4, 0.75, 0.75)
+    # No band has two raters: no alpha, and no share beside it (not "100%, all by ACCEPT").
+    assert data["esi_acuity"]["band"]["alpha"] is None
+    assert share("esi_acuity") == (0, 0, None, None)
+    assert share("referral") == (1, 2, 1.0, 1.0)
+    # The pool reads the sub-actions whose values vary: admission's bands, not referral's.
+    assert share("pooled") == (2, 4, 0.75, 0.75)
+    # Verdicts pair an ACCEPT with a DECLINE: one review with a band on the one band read.
+    assert share("esi_acuity", "verdict") == (1, 1, 1.0, 1.0)
+
+
+@SLOW
+@given(studies(["esi_acuity", "admit", "orders"], max_raters=5))
+def test_the_share_counts_exactly_the_reviews_on_the_bands_counted(ratings: list[Rating]) -> None:
+    groups: dict[tuple[str, str], list[Rating]] = {}
+    for r in ratings:
+        groups.setdefault((r.vignette_id, r.sub_action), []).append(r)
+    metrics = agreement_report(ratings, bootstrap=0).metrics
+    for name in {r.sub_action for r in ratings}:
+        read = [
+            g for (_, s), g in groups.items() if s == name and sum(bool(r.values) for r in g) > 1
+        ]
+        reviews = [r for g in read for r in g if r.values]
+        a = metrics[name]["band"]
+        assert (a.n_bands, a.n_reviewed) == (len(read), len(reviews))
+        accepted = sum(r.verdict == "ACCEPT" for r in reviews)
+        assert a.share_accept == (accepted / len(reviews) if reviews else None)
 
 
 # --- declines ------------------------------------------------------------------------------------

@@ -101,17 +101,13 @@ def expected_cells(a: dict) -> dict[str, str]:
     def three(x):
         return f"{x:.3f}"
 
-    shares = "-"
-    kept, accepted = a["share_unchanged"], a["share_accept"]
-    if kept == 0:
-        shares = "0%"
-    elif kept is not None:
-        shares = (
-            f"{kept:.0%}, all by ACCEPT"
-            if accepted == kept
-            else f"{kept:.0%}: {accepted:.0%} by ACCEPT, the rest by AMEND to the proposal's "
-            "own band"
-        )
+    # The share left as proposed, with the number of reviews it is over; none in blind mode.
+    shares, n = "-", a["n_reviewed"]
+    if n == 0:
+        assert a["share_unchanged"] is None
+        shares = "0 reviews"
+    elif n is not None:
+        shares = f"{a['share_unchanged']:.0%} of {n} review{'s' if n > 1 else ''}"
     return {
         "alpha": "undefined" if a["alpha"] is None else three(a["alpha"]),
         "95% interval": "none"
@@ -320,6 +316,7 @@ def test_the_csv_holds_the_jsons_numbers(report):
             assert (None if row[name] == "" else float(row[name])) == a[name], (row, name)
         for name in ("n_bands", "n_vignettes", "n_vignettes_reading", "n_raters", "n_declined"):
             assert int(row[name]) == a[name]
+        assert (None if row["n_reviewed"] == "" else int(row["n_reviewed"])) == a["n_reviewed"]
         assert (row["reading"], row["level"], row["round"]) == (a["reading"], a["level"] or "", "1")
 
 

@@ -25,6 +25,7 @@ from fma_bands.agreement.views import (
     DETAIL_LABELS,
     DETAILS,
     METRIC_LABELS,
+    SHARE_NOTE,
     SUMMARY,
     scope_label,
 )
@@ -237,6 +238,26 @@ def test_the_page_shows_the_commands_rows_on_a_three_rater_study(monkeypatch, tm
     actions.set_value(["esi_acuity"])
     checked(at.run())
     assert {r["sub-action"] for r in band_rows(at)} == {"ESI acuity level"}
+
+
+def test_left_as_proposed_is_over_the_reviews_the_alpha_reads_and_says_so(monkeypatch, tmp_path):
+    # Rater-01 alone reviews the referral band: its alpha reads no band, so no share beside it.
+    alone = "demo_doc_inter_01 | referral | ACCEPT | Refer.\n"
+    demo = demo_study(tmp_path, {**CRASH, "rater-01": CRASH["rater-01"] + alone})
+    serve(monkeypatch, demo)
+    at = agreement_page(demo, "coordinator")
+    rows = {r["sub-action"]: r for r in page_rows(at)}
+    referral = rows["Referral"]
+    assert referral["sizes"] == "0 bands, 0 vignettes, 0 raters, 0 declined"
+    assert referral["left as proposed"] == "0 reviews"
+    # Each sub-action's two bands, two raters each: four reviews, two of them left as proposed
+    # on analgesia (both AMENDs narrow or widen the proposal); the pool is over all eight.
+    assert rows["Analgesia tier"]["left as proposed"] == "50% of 4 reviews"
+    assert rows["pooled (stratified by sub-action)"]["left as proposed"].endswith(" of 8 reviews")
+    # The cell is short; what it counts is said under the table and in its heading's help.
+    assert escaped(SHARE_NOTE) in [c.value for c in at.caption]
+    [table] = [d for d in at.dataframe if "alpha" in d.value.columns]
+    assert SHARE_NOTE in json.loads(table.proto.columns)["left as proposed"]["help"]
 
 
 PROVISIONAL = "Round open: provisional figures."

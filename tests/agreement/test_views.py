@@ -1,6 +1,7 @@
 """What the Agreement page writes of a report: a short row per alpha with its sizes in words, the
-fields it leaves out in its details (none lost), the rules of each metric, and the whole rows as
-CSV a spreadsheet opens safely and R or pandas read numbers from."""
+fields it leaves out in its details (none lost), the share left as proposed short and with the
+reviews it is over, the rules of each metric, and the whole rows as CSV a spreadsheet opens
+safely and R or pandas read numbers from."""
 
 import csv
 import io
@@ -12,15 +13,18 @@ from fma_bands.agreement.metrics import POOLABLE, Alpha
 from fma_bands.agreement.views import (
     DETAIL_LABELS,
     DETAILS,
+    GUARDS_RULE,
     HEADINGS,
     INTERVAL_RULE,
     POOLING_RULE,
     RULES,
+    SHARE_NOTE,
     SUMMARY,
     alpha_row,
     alpha_rows,
     alphas_of,
     detail,
+    details,
     notes,
     rules,
     sizes,
@@ -30,6 +34,7 @@ from fma_bands.agreement.views import (
 )
 from fma_bands.core.spreadsheet import cell
 from tests.agreement.build import rate
+from tests.agreement.test_guards import beside_single_reviews
 
 # The columns the short row writes in words as its sizes.
 IN_SIZES = ("bands", "vignettes read", "raters", "declined")
@@ -162,3 +167,47 @@ def test_negative_figures_in_the_csv_read_as_numbers_and_text_formulas_stay_iner
     assert read["weakest sub-action"] == "-"
     assert guarded["reading"] == '\'=HYPERLINK("http://x")'
     assert guarded["cautions"] == "'-2+3+cmd|' /C calc'!A0"
+
+
+def test_left_as_proposed_is_a_short_cell_and_its_counts_are_in_the_details():
+    a = Alpha("band", "admit", "jaccard", 0.5, None, n_bands=2, n_reviewed=5)
+    cells = {
+        (0.8, 0.6): ("80% of 5 reviews", "4 of 5 reviews on the bands this alpha reads: "
+                     "3 by ACCEPT, 1 by AMEND to the proposal's own band"),
+        (0.8, 0.8): ("80% of 5 reviews", "4 of 5 reviews on the bands this alpha reads, "
+                     "all by ACCEPT"),
+        (0.0, 0.0): ("0% of 5 reviews", "0 of 5 reviews on the bands this alpha reads"),
+    }  # fmt: skip
+    for (kept, accepted), (short, counts) in cells.items():
+        row = alpha_row(replace(a, share_unchanged=kept, share_accept=accepted))
+        assert (row["left as proposed"], row["left as proposed, in counts"]) == (short, counts)
+    one = alpha_row(replace(a, n_reviewed=1, share_unchanged=1.0, share_accept=1.0))
+    assert one["left as proposed"] == "100% of 1 review"
+    # Never all or none when it is not.
+    most = alpha_row(replace(a, n_reviewed=200, share_unchanged=199 / 200, share_accept=0.5))
+    few = alpha_row(replace(a, n_reviewed=300, share_unchanged=1 / 300, share_accept=1 / 300))
+    assert most["left as proposed"] == "over 99% of 200 reviews"
+    assert few["left as proposed"] == "under 1% of 300 reviews"
+    # An alpha that reads no band has no share, and says over how many reviews: none.
+    none = alpha_row(replace(a, alpha=None, n_bands=0, n_reviewed=0))
+    assert (none["left as proposed"], none["left as proposed, in counts"]) == ("0 reviews", "-")
+    # Blind mode has no proposal: nothing to count.
+    blind = alpha_row(replace(a, mode="blind", n_reviewed=None))
+    assert (blind["left as proposed"], blind["left as proposed, in counts"]) == ("-", "-")
+
+
+def test_left_as_proposed_beside_reviews_no_other_rater_made():
+    report = agreement_report(beside_single_reviews(), bootstrap=0)
+    rows = {r["sub-action"]: r for r in summary_rows(report, "band")}
+    assert rows["Admit to hospital"]["left as proposed"] == "75% of 4 reviews"
+    assert rows["ESI acuity level"]["sizes"].startswith("0 bands, 0 vignettes, 0 raters")
+    assert rows["ESI acuity level"]["left as proposed"] == "0 reviews"
+    assert rows["pooled (stratified by sub-action)"]["left as proposed"] == "75% of 4 reviews"
+    # Short enough for its column (three lines of about twelve characters), never cut off.
+    assert all(len(r["left as proposed"]) <= 24 for r in rows.values())
+    admit = next(d for d in details(report, "band") if d.scope == "Admit to hospital")
+    counts = "3 of 4 reviews on the bands this alpha reads, all by ACCEPT"
+    assert f"left as proposed, in counts: {counts}" in admit.facts
+    # What the cell is over is said where there is room: the rules, and the note under the table.
+    for text in (SHARE_NOTE, GUARDS_RULE):
+        assert "the bands the alpha reads" in text and "with a band" in text

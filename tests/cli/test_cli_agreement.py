@@ -9,6 +9,7 @@ import json
 import pytest
 from sqlmodel import select
 
+from fma_bands.agreement.metrics import POOLED_LABEL
 from fma_bands.cli.base import REFUSED_EXIT
 from fma_bands.core import vignettes
 from fma_bands.store.db import session_scope
@@ -16,6 +17,7 @@ from fma_bands.store.models import Review
 from fma_bands.study import kept_reports
 from fma_bands.study.audit import record
 from tests.cli.test_cli_rounds import fma  # noqa: F401 (a fixture)
+from tests.study.test_ratings import table_rows
 from tests.study.test_rounds import ESI, RATERS
 
 
@@ -218,3 +220,19 @@ def test_a_rater_is_refused_even_once_an_answer_is_kept(fma, tmp_path):  # noqa:
     )
     assert "only the study coordinator can see each rater's diagnostics and the strata" in said
     assert fma.stdout == ""  # type: ignore[attr-defined]
+
+
+def test_left_as_proposed_says_over_how_many_reviews_of_the_alphas_own_bands(fma):  # noqa: F811
+    # Every rater AMENDs the ESI band away from the proposal and ACCEPTs the urgency band.
+    data = json.loads(fma("agreement", "--json", "--bootstrap", "0"))["metrics"]
+    rows = {(r["sub-action"], r["metric"]): r for r in table_rows(fma("agreement"))}
+    urgency, pooled = rows[("Urgency score (0 to 100)", "band")], rows[(POOLED_LABEL, "band")]
+    assert urgency["left as proposed"] == "100% of 3 reviews"
+    assert urgency["left as proposed, in counts"] == (
+        "3 of 3 reviews on the bands this alpha reads, all by ACCEPT"
+    )
+    # Urgency's values never vary, so the pool reads ESI's band alone, and its share too: not
+    # 3 of 6 reviews with urgency's.
+    assert pooled["bands"] == "1" and pooled["left as proposed"] == "0% of 3 reviews"
+    band = data["pooled"]["band"]
+    assert (band["n_reviewed"], band["share_unchanged"], band["share_accept"]) == (3, 0.0, 0.0)
