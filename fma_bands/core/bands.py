@@ -145,7 +145,7 @@ class MultilabelBand(_Band):
 AnyBand = SetBand | IntervalBand | MultilabelBand
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _shared(name: str, values: tuple[Value, ...] | range) -> frozenset[Value]:
     """One set of values for equal bands: a study's ratings name the same bands many times, and
     each rating keeps its band's values. The sub-action is part of the key because True == 1:
