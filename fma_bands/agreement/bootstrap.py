@@ -385,7 +385,7 @@ def coverage_note(n_raters: int, n_vignettes: int) -> str | None:
         f"in simulated studies of {found.vignettes} vignettes and {found.raters} raters"
         f"{smaller} (ESI, follow-up, orders and admission bands; verdicts were not simulated), "
         f"this 95% interval, where one could be made, covered the true alpha {found.low:.0%} to "
-        f"{found.high:.0%} of the time (median {found.median:.0%}; bench_coverage run of {run})"
+        f"{found.high:.0%} of the time (median {found.median:.0%}; simulated on {run})"
     )
 
 

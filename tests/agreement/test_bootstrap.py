@@ -305,6 +305,9 @@ def test_a_study_smaller_than_any_simulated_says_so():
     assert note is not None
     assert f"this study, {smallest - 2} vignettes and 2 raters, is smaller" in note
     assert "is smaller" not in (coverage_note(10, 100) or "")
+    # Said for a reader: when it was simulated, never the benchmark's own name.
+    _, run = measured()
+    assert note.endswith(f"; simulated on {run})") and "bench_" not in note
 
 
 def test_an_alpha_that_no_vignette_moves_has_no_interval_of_width_zero():
