@@ -290,11 +290,12 @@ in_round = f", round {number}" if current.round > 1 else ""
 st.subheader(f"Krippendorff's alpha: {metric}{in_round}")
 if screen.summaries[metric]:
     alpha_table(screen.summaries[metric])
+    # One caption: each element more is a gap more on a page that must fit a screen.
     st.caption(
         "Sizes: the bands and vignettes the reading counts, the raters with a value to pair, "
-        "and the DECLINE ratings. Each row's cautions and other fields are under Details."
+        "and the DECLINE ratings. Each row's cautions and other fields are under Details. "
+        + escaped(SHARE_NOTE)
     )
-    st.caption(escaped(SHARE_NOTE))
 else:
     st.info(absent_text(metric))
 # Side by side, both collapsed: one line of the page for what a reader opens on demand.

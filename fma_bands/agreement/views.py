@@ -80,10 +80,9 @@ GUARDS_RULE = (
 )
 # What the page's "left as proposed" cell is, said under the table and in its heading's help.
 SHARE_NOTE = (
-    "Left as proposed: of the review-mode reviews with a band (DECLINE not counted) on the bands "
-    "the alpha reads, the share that ACCEPT the proposal or AMEND it to the proposal's own band, "
-    "and how many reviews that is; how many by ACCEPT and how many by AMEND is under Details. "
-    "A review of a band no other rater rated is not counted: the alpha does not read it."
+    "Left as proposed: of the reviews with a band on the bands the alpha reads (a band only one "
+    "rater rated is not read, nor a DECLINE), the share that ACCEPT the proposal or AMEND to its "
+    "own band; ACCEPT and AMEND apart under Details."
 )
 INTERVAL_RULE = (
     f"Interval: 95% {METHODS[CHOSEN]}. Vignettes are the unit it leaves out or resamples (each "
