@@ -233,10 +233,11 @@ for key, (label, message) in list(st.session_state.get(ERRORS, {}).items()):
         del st.session_state[ERRORS][key]
 if not disputes:
     st.info(
-        "No band awaits the chair: the chair decides only a band the registry refuses after "
-        "round 2 because its raters' bands share no value, and there is none. The registry "
-        "reads the signed attestations: a band whose raters have not yet signed their reviews "
-        "is not refused yet, and comes here once they sign if their bands share no value. A "
+        "No band awaits the chair yet: the chair decides only a band the registry refuses after "
+        "round 2 because its raters' signed bands share no value, and none is refused so now. "
+        "The registry reads the signed attestations: a band whose raters have not yet signed "
+        "their reviews is not refused yet, and comes here once they sign if their bands share "
+        "no value, however Study admin lists it now. A "
         "band short of its quorum, or with a disputed span, is one the coordinator's Study "
         'admin page counts as "Still in dispute after round 2": more reviews or signatures '
         "settle it, not the chair."

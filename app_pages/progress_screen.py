@@ -99,7 +99,7 @@ def rater_summaries(
         ("rater work", round, library.digests),
         lambda: _rater_work(session, library, round),
     )
-    kept = _drafts_by_rater(session, later)
+    kept = _drafts_by_rater(session, later, round)
     marks = _marks_by_rater(session, later)
     return [
         dataclasses.replace(
@@ -236,13 +236,25 @@ def _round_bands_by_rater(session: Session, number: int) -> Bands:
     return bands
 
 
-def _drafts_by_rater(session: Session, only: Bands | None) -> dict[int, int]:
-    """Each rater's screens kept as typed (of `only` their bands of a later round)."""
+def _drafts_by_rater(session: Session, only: Bands | None, round: int) -> dict[int, int]:
+    """Each rater's screens kept as typed (of `only` their bands of a later round), of bands
+    with no review of theirs in the round: as the rater's queue says, a review saved is counted
+    by what it is (a saved draft is in progress already), and a revision begun on a submitted
+    band and left unsent leaves it submitted."""
+    reviewed = set(
+        session.execute(
+            select(col(Review.rater_id), col(Review.vignette_id), col(Review.sub_action))
+            .where(col(Review.round) == round)
+            .distinct()
+        ).all()
+    )
     counts: dict[int, int] = defaultdict(int)
     query = select(
         col(ScreenDraft.rater_id), col(ScreenDraft.vignette_id), col(ScreenDraft.sub_action)
     )
     for rater_id, vid, name in session.execute(query):
+        if (rater_id, vid, name) in reviewed:
+            continue
         if only is None or (vid, name) in only[rater_id]:
             counts[rater_id] += 1
     return counts

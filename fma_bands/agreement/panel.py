@@ -116,6 +116,19 @@ def disputed_text(name: str, c: Consensus, names: Mapping[str, str] | None = Non
     as the answer in dispute: a bare "no" would read as "no disputed span"."""
     if not c.disputed:
         return None
+    if isinstance(c.band, MultilabelBand):
+        # An order every rater finds defensible is disputed only because some require it and
+        # some do not: "what some admit" would say the opposite of what they differ on.
+        required = c.disputed & frozenset(c.band.defensible)
+        defensible = c.disputed - required
+        return "; ".join(
+            f"{words} {describe_values(name, part, names)}"
+            for words, part in (
+                ("required by some raters, not all:", required),
+                ("defensible to some raters, not all:", defensible),
+            )
+            if part
+        )
     return _answers(name, c.disputed, describe_values(name, c.disputed, names))
 
 

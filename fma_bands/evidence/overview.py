@@ -102,8 +102,11 @@ def _tags(d: Decision) -> tuple[str, ...]:
 
 def _band_words(d: Decision, names: Mapping[str, str]) -> str:
     """The band in words, and its disputed span when it has one: a band granted where its
-    raters met on one value of a wide dispute must not read as settled in the table."""
+    raters met on one value of a wide dispute must not read as settled in the table. A band
+    not adjudicated is its file's, the proposal: said so, never read as the raters'."""
     band = describe_band(d.band, names)
+    if not d.adjudicated:
+        return f"as proposed: {band}"
     if d.disputed_span is None:
         return band
     return f"{band}; disputed span: {span_words(d.disputed_span)}"

@@ -27,3 +27,27 @@ def test_a_band_without_consensus_has_no_disputed_span_only_what_some_admit():
     )
     assert band_row(0, met).disputed == "1 to 6 and 15 to 30 days"
     assert band_view(met, ()).disputed == "Disputed span: 1 to 6 and 15 to 30 days"
+
+
+def test_an_order_every_rater_finds_defensible_is_disputed_as_required_by_some():
+    # Both raters would accept LFT; one requires it. "Admitted by some" would say the opposite.
+    [orders] = band_agreements(
+        [
+            rate(
+                "v1",
+                "orders",
+                "rater-1",
+                {"required": ["lft", "lipase"], "defensible": ["lft", "lipase", "cbc", "ct"]},
+            ),
+            rate(
+                "v1",
+                "orders",
+                "rater-2",
+                {"required": ["lipase"], "defensible": ["lft", "lipase", "cbc"]},
+            ),
+        ]
+    )
+    names = {"lft": "LFT", "lipase": "Lipase", "cbc": "CBC", "ct": "CT abdomen"}
+    assert band_row(0, orders, names).disputed == (
+        "required by some raters, not all: LFT; defensible to some raters, not all: CT abdomen"
+    )

@@ -162,7 +162,10 @@ def test_orders_consensus_is_the_union_of_required_inside_the_intersection_of_de
     assert one["consensus"] == {"required": ["cbc", "ecg"], "defensible": ["cbc", "ecg"]}
     assert one["consensus_text"] == "required: cbc, ecg; defensible: cbc, ecg"
     # cxr is defensible to a only; ecg and cbc are each required by one rater only.
-    assert (one["disputed_span"], one["disputed_text"]) == (["cbc", "cxr", "ecg"], "cbc, cxr, ecg")
+    assert (one["disputed_span"], one["disputed_text"]) == (
+        ["cbc", "cxr", "ecg"],
+        "required by some raters, not all: cbc, ecg; defensible to some raters, not all: cxr",
+    )
     # a requires cxr, which b does not find defensible: no consensus.
     assert (two["intersection_rule"], two["consensus"]) == ("empty", None)
 
@@ -177,7 +180,10 @@ def test_a_required_order_not_every_rater_requires_is_disputed():
     [band] = report_to_json(agreement_report(ratings, bootstrap=0))["bands"]
     assert band["intersection_rule"] == "applied"
     assert band["consensus"] == {"required": ["ecg"], "defensible": ["cbc", "ecg"]}
-    assert (band["disputed_span"], band["disputed_text"]) == (["ecg"], "ecg")
+    assert (band["disputed_span"], band["disputed_text"]) == (
+        ["ecg"],
+        "required by some raters, not all: ecg",
+    )
     assert band["disagreement"] == 0.5
 
 

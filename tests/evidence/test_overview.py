@@ -70,7 +70,8 @@ def test_each_band_is_one_row_in_words():
     }
     assert boolean["warnings"] == "demo account, harness cannot check yet"
     assert orders["status"] == "not adjudicated: no signed review"
-    assert orders["band"] == "required: ECG; also defensible: Troponin"
+    # Not adjudicated: the band is the proposal's, and says so.
+    assert orders["band"] == "as proposed: required: ECG; also defensible: Troponin"
     assert orders["raters"] == "none"
     assert rows[0].title == "demo_med_border_01 · Analgesia tier"
 

@@ -76,6 +76,15 @@ def test_the_figures_follow_a_save_and_what_is_not_recorded_too(study):
         drafts.keep(s, study.rater, *TRIAGE, {"verdict": "DECLINE"}, base_version=0)
     run(at)
     assert (rows_of(at)["rater-01"]["skipped"], rows_of(at)["rater-01"]["in progress"]) == (1, 1)
+    # A revision begun on a submitted band and left unsent: the band stays submitted, as the
+    # rater's own queue says it is, never work in progress as well.
+    with study.store() as s:
+        drafts.keep(s, study.rater, *DOC, {"verdict": "DECLINE"}, base_version=1)
+    run(at)
+    assert (rows_of(at)["rater-01"]["submitted"], rows_of(at)["rater-01"]["in progress"]) == (
+        "1 of 4",
+        1,
+    )
 
 
 def test_the_progress_page_is_the_coordinators_alone(study):

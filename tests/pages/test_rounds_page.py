@@ -259,7 +259,7 @@ def test_with_nothing_for_the_chair_the_chair_page_says_where_the_rest_is(study)
     at = open_app(study.coordinator, "app_pages/chair.py")
     assert not at.exception
     said = " ".join(i.value for i in at.info)
-    assert said.startswith("No band awaits the chair: the chair decides only a band the")
+    assert said.startswith("No band awaits the chair yet: the chair decides only a band the")
     # Signatures not yet made are why a band Study admin lists as having no consensus is not
     # here yet: said, so the two pages do not seem to disagree.
     assert "not yet signed their reviews is not refused yet" in said
