@@ -99,7 +99,9 @@ def rater_summaries(
         ("rater work", round, library.digests),
         lambda: _rater_work(session, library, round),
     )
-    kept = _drafts_by_rater(session, later, round)
+    # Which bands each rater has a review of is recorded: read once per state of the store.
+    reviewed = per_state(session, ("reviewed bands", round), lambda: _reviewed(session, round))
+    kept = _drafts_by_rater(session, later, reviewed)
     marks = _marks_by_rater(session, later)
     return [
         dataclasses.replace(
@@ -236,18 +238,23 @@ def _round_bands_by_rater(session: Session, number: int) -> Bands:
     return bands
 
 
-def _drafts_by_rater(session: Session, only: Bands | None, round: int) -> dict[int, int]:
-    """Each rater's screens kept as typed (of `only` their bands of a later round), of bands
-    with no review of theirs in the round: as the rater's queue says, a review saved is counted
-    by what it is (a saved draft is in progress already), and a revision begun on a submitted
-    band and left unsent leaves it submitted."""
-    reviewed = set(
-        session.execute(
-            select(col(Review.rater_id), col(Review.vignette_id), col(Review.sub_action))
-            .where(col(Review.round) == round)
-            .distinct()
-        ).all()
+def _reviewed(session: Session, round: int) -> frozenset[tuple[int, str, str]]:
+    """(rater id, vignette, sub-action) of every band with a review saved in the round."""
+    query = (
+        select(col(Review.rater_id), col(Review.vignette_id), col(Review.sub_action))
+        .where(col(Review.round) == round)
+        .distinct()
     )
+    return frozenset((rater, vid, name) for rater, vid, name in session.execute(query))
+
+
+def _drafts_by_rater(
+    session: Session, only: Bands | None, reviewed: frozenset[tuple[int, str, str]]
+) -> dict[int, int]:
+    """Each rater's screens kept as typed (of `only` their bands of a later round), of bands
+    with no review of theirs in the round (`reviewed`): as the rater's queue says, a review
+    saved is counted by what it is (a saved draft is in progress already), and a revision
+    begun on a submitted band and left unsent leaves it submitted."""
     counts: dict[int, int] = defaultdict(int)
     query = select(
         col(ScreenDraft.rater_id), col(ScreenDraft.vignette_id), col(ScreenDraft.sub_action)

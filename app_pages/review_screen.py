@@ -476,7 +476,6 @@ class BandState:
     # at once (the form reruns on its own, the rest of the page on its next run).
     kept: bool = False
     flagged: bool = False
-    # The (kept, flagged) for which the form last had the page run to bring its boxes up to date.
     # Submit refused so far (problems, a wrong passphrase, a conflict), and up to which refusal
     # the form has brought its messages into view.
     refusals: int = 0
