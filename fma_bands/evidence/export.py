@@ -248,8 +248,11 @@ def _band_entry(
             if chaired
             else adjudication_text(granted, proposal, policy)
         )
-        # The harness keeps notes and drops x_warnings: a scope warning must be said here.
+        # The harness keeps notes and drops x_warnings: a scope warning must be said here, and
+        # a signed review that does not count (a DECLINE above all) must not vanish.
         notes = " ".join([notes, *scope_notes(granted, proposal.sub_action, policy)])
+        if granted.set_aside:
+            notes += " Signed but not counted: " + "; ".join(granted.set_aside) + "."
     entry: dict[str, Any] = {
         "sub_action": proposal.sub_action,
         "acceptable": to_harness(band),

@@ -82,6 +82,8 @@ class Grant:
     # Whether every counted review signed the proposal's digest (review mode). A band granted on
     # blind reviews takes nothing from the proposal, which no signature covers.
     proposal_signed: bool = True
+    # Why each other signed review of the band does not count (declined, stale, revoked...).
+    set_aside: tuple[str, ...] = ()
 
 
 @dataclass
@@ -120,6 +122,7 @@ class Decision:
             round=self.round,
             corrected=dict(self.corrected),
             proposal_signed=self.proposal_signed,
+            set_aside=tuple(r.message for r in self.reasons),
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -466,7 +466,11 @@ def _count(
         who = f"{entry.pseudonym} ({entry.file})"
         reason = _refusal(entry, vignette, proposal, band_digest)
         if reason is not None:
-            decision.reasons.append(Reason(reason, f"{REASONS[reason]}: {who}"))
+            said = f"{REASONS[reason]}: {who}"
+            if reason == "declined" and isinstance(entry.review.get("reason"), str):
+                # Why they declined belongs beside the band that stands without them.
+                said += f'; their reason: "{entry.review["reason"]}"'
+            decision.reasons.append(Reason(reason, said))
             continue
         in_scope = action.in_scope(entry.record.get("specialty") or "")
         if in_scope is False:

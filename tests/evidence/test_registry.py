@@ -23,7 +23,13 @@ import yaml
 from fma_bands.core.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.core.vignettes import load_library
-from fma_bands.evidence.export import export_document, load_adjudicators, load_bands, write_bands
+from fma_bands.evidence.export import (
+    SECTIONS,
+    export_document,
+    load_adjudicators,
+    load_bands,
+    write_bands,
+)
 from fma_bands.evidence.log import read_evidence
 from fma_bands.evidence.policy import POLICY_FILE, Policy
 from fma_bands.evidence.provenance import ADJUDICATED, REASONS
@@ -557,6 +563,16 @@ def test_7_a_declined_band_counts_for_nothing(opened):
     # adjudicator-01's attestation alone meets quorum 1; adjudicator-02's decline counts for none.
     assert decision.adjudicated_by == ("adjudicator-01",)
     assert "declined" in codes(decision)
+    [said] = [r.message for r in decision.reasons if r.code == "declined"]
+    assert "adjudicator-02" in said and '"I cannot judge this presentation."' in said
+    # The export's notes (which the harness keeps) say the decline, with its reason.
+    document = export_document(study.library, folder)
+    vid, name = TRIAGE.split("/")
+    [entry] = [
+        e for part in SECTIONS for e in document.get(part, {}).get(vid, []) if e["sub_action"] == name
+    ]
+    assert entry["adjudicated_by"] == ["adjudicator-01"]
+    assert "Signed but not counted: " + said in entry["notes"]
     two = by_band(decide(study.library, folder, quorum=2))[TRIAGE]
     assert not_granted(two)
     assert {"declined", "quorum_not_met"} <= set(codes(two))
