@@ -202,11 +202,25 @@ COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
     ("cautions", lambda a: "; ".join(a.warnings) or "-"),
 )
 HEADINGS = tuple(heading for heading, _ in COLUMNS)
+# A spreadsheet or a statistics package reads a bound as a number of its own, not as the text
+# "0.512 to 0.876": the CSV writes each interval as two columns.
+SPLIT = {
+    "95% interval": lambda a: (a.ci_low, a.ci_high),
+    "two-way interval (other raters too)": lambda a: (a.ci_low_two_way, a.ci_high_two_way),
+}
+CSV_HEADINGS = tuple(
+    part
+    for heading in HEADINGS
+    for part in ((f"{heading}, lower", f"{heading}, upper") if heading in SPLIT else (heading,))
+)
 
 
 def alpha_row(a: Alpha, modes: int = 1) -> dict[str, str]:
     """One alpha's row; with both modes in the report, its sub-action says which mode."""
     row = {heading: write(a) for heading, write in COLUMNS}
+    for heading, bounds in SPLIT.items():
+        low, high = bounds(a)
+        row[f"{heading}, lower"], row[f"{heading}, upper"] = _number(low), _number(high)
     if modes > 1:
         row["sub-action"] = f"{row['sub-action']}, {a.mode} mode"
     return row
@@ -230,8 +244,9 @@ def alpha_rows(report: Report, metric: str | None = None) -> list[dict[str, str]
 
 
 def table_csv(rows: Sequence[Mapping[str, str]]) -> str:
-    """Rows of alpha_rows with every column, as CSV a spreadsheet opens safely."""
-    return csv_text(HEADINGS, rows)
+    """Rows of alpha_rows with every column (each interval as its two bounds), as CSV a
+    spreadsheet opens safely."""
+    return csv_text(CSV_HEADINGS, rows)
 
 
 # --- the page's short table ---------------------------------------------------------------------

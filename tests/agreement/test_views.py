@@ -14,6 +14,7 @@ from fma_bands.agreement.views import (
     DETAIL_LABELS,
     DETAILS,
     GUARDS_RULE,
+    CSV_HEADINGS,
     HEADINGS,
     INTERVAL_RULE,
     POOLING_RULE,
@@ -138,12 +139,20 @@ def test_notes_put_each_rows_cautions_before_the_rules():
 def test_the_csv_holds_every_field_of_every_row_safely():
     rows = alpha_rows(study(), "band")
     read = list(csv.DictReader(io.StringIO(table_csv(rows))))
-    assert [tuple(r) for r in read] == [HEADINGS] * len(rows)
-    assert read == [{h: cell(row[h]) for h in HEADINGS} for row in rows]
+    assert [tuple(r) for r in read] == [CSV_HEADINGS] * len(rows)
+    assert read == [{h: cell(row[h]) for h in CSV_HEADINGS} for row in rows]
+    # Each interval is two numbers of its own, the same bounds the page shows as one range.
+    for r, row in zip(read, rows, strict=True):
+        for heading in ("95% interval", "two-way interval (other raters too)"):
+            assert heading not in r
+            low, high = r[f"{heading}, lower"], r[f"{heading}, upper"]
+            assert row[heading] in ("none", "-") or row[heading] == f"{low} to {high}"
+            for bound in (low, high):
+                assert bound == "-" or float(bound) <= 1.0
     # Numbers, ranges of numbers and "-" for none are written as they are (as data); only text
     # that merely starts with a number ("-0.095, -0.288 to 0.069: unreliable") is guarded.
     data = re.compile(r"-|-?[0-9.]+%?(?: to -?[0-9.]+)?")
-    cells = [(r[h], row[h]) for r, row in zip(read, rows, strict=True) for h in HEADINGS]
+    cells = [(r[h], row[h]) for r, row in zip(read, rows, strict=True) for h in CSV_HEADINGS]
     assert any(shown.startswith("-") and data.fullmatch(shown) for _, shown in cells)
     for written, shown in cells:
         assert written == (shown if data.fullmatch(shown) else cell(shown))
@@ -161,9 +170,10 @@ def test_negative_figures_in_the_csv_read_as_numbers_and_text_formulas_stay_iner
     )
     hostile = {**row, "reading": '=HYPERLINK("http://x")', "cautions": "-2+3+cmd|' /C calc'!A0"}
     [read, guarded] = csv.DictReader(io.StringIO(table_csv([row, hostile])))
-    # As R's read.csv or pandas see them: a number, a range of two, and "-" for none.
+    # As R's read.csv or pandas see them: numbers, each bound its own, and "-" for none.
     assert float(read["alpha"]) == -0.25
-    assert [float(x) for x in read["95% interval"].split(" to ")] == [-3.857, 0.847]
+    bounds = (read["95% interval, lower"], read["95% interval, upper"])
+    assert [float(x) for x in bounds] == [-3.857, 0.847]
     assert read["weakest sub-action"] == "-"
     assert guarded["reading"] == '\'=HYPERLINK("http://x")'
     assert guarded["cautions"] == "'-2+3+cmd|' /C calc'!A0"

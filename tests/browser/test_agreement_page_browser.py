@@ -15,7 +15,7 @@ import json
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from fma_bands.agreement.views import HEADINGS, SUMMARY
+from fma_bands.agreement.views import CSV_HEADINGS, SUMMARY
 from tests.agreement.demo import CRASH, THREE_RATERS, demo_study
 from tests.browser.conftest import DEMO_ACCOUNTS
 from tests.browser.helpers import (
@@ -168,6 +168,6 @@ def test_the_agreement_page_fits_its_window_and_keeps_the_detail_on_demand(
     with page.expect_download() as download:
         main.get_by_role("button", name="Download the table (CSV)").click()
     table = list(csv.DictReader(io.StringIO(download.value.path().read_text(encoding="utf-8"))))
-    assert table and tuple(table[0]) == HEADINGS
+    assert table and tuple(table[0]) == CSV_HEADINGS
     assert {r["metric"] for r in table} == {"band"}
     assert table[-1]["sub-action"] == POOLED
