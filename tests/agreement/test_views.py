@@ -11,10 +11,10 @@ from dataclasses import replace
 from fma_bands.agreement import METRICS, POOLED, agreement_report
 from fma_bands.agreement.metrics import POOLABLE, Alpha
 from fma_bands.agreement.views import (
+    CSV_HEADINGS,
     DETAIL_LABELS,
     DETAILS,
     GUARDS_RULE,
-    CSV_HEADINGS,
     HEADINGS,
     INTERVAL_RULE,
     POOLING_RULE,

@@ -569,7 +569,10 @@ def test_7_a_declined_band_counts_for_nothing(opened):
     document = export_document(study.library, folder)
     vid, name = TRIAGE.split("/")
     [entry] = [
-        e for part in SECTIONS for e in document.get(part, {}).get(vid, []) if e["sub_action"] == name
+        e
+        for part in SECTIONS
+        for e in document.get(part, {}).get(vid, [])
+        if e["sub_action"] == name
     ]
     assert entry["adjudicated_by"] == ["adjudicator-01"]
     assert "Signed but not counted: " + said in entry["notes"]
