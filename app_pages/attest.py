@@ -12,6 +12,7 @@ from app_pages.band_table import ROW, row_height
 from app_pages.case_links import case_key
 from app_pages.common import escaped, library, require_user, session, settings
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
+from fma_bands.core.band_text import DECLINED_BAND
 from fma_bands.core.bands import parse_band
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import (
@@ -40,7 +41,7 @@ def band_words(lib: Library, review: dict[str, Any]) -> str:
     vid, name = review["vignette_id"], review["sub_action"]
     band = review["attested_band"] if "attested_band" in review else review.get("band")
     if review.get("verdict") == "DECLINE":
-        return "none (declined)"
+        return DECLINED_BAND
     vignette = lib.vignettes.get(vid)
     if vignette is None:
         return "" if band is None else str(band)

@@ -25,6 +25,7 @@ from app_pages.common import (
     show_proposal,
 )
 from fma_bands.core.actions import sub_action
+from fma_bands.core.band_text import DECLINED_BAND
 from fma_bands.core.bands import to_file
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.labels import (
@@ -116,7 +117,9 @@ def show_panel(lib: Library, user: UserPublic, dispute: Dispute) -> None:
             icon=":material/person:",
         )
     for entry in found.entries:
-        band = "declined" if entry.band is None else describe_band(entry.band, tool_names(vignette))
+        band = (
+            DECLINED_BAND if entry.band is None else describe_band(entry.band, tool_names(vignette))
+        )
         said = f"{entry.letter}: {entry.verdict}, {band}"
         plain(said + (f"; reason: {entry.reason}" if entry.reason else "; no reason given"))
     for line in found.counts:

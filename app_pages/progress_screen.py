@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
+from fma_bands.core.band_text import DECLINED_BAND
 from fma_bands.core.bands import MultilabelBand, to_harness
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import (
@@ -365,7 +366,6 @@ def reviews_csv(session: Session, library: Library, *, viewer: UserPublic) -> st
     return csv_text(REVIEW_COLUMNS, rows)
 
 
-DECLINED = "none: declined"
 # A stale ACCEPT accepted a proposal that has changed since: the one it accepted is not kept.
 CHANGED_PROPOSAL = "the proposal as it was then (changed since)"
 
@@ -374,7 +374,7 @@ def band_cells(review: ReviewData, library: Library) -> tuple[str, str]:
     """The band a review vouches for, in words (as the app shows it, tests by their names in
     the vignette) and as bands.yaml's harness values: the proposal's band for an ACCEPT."""
     if review.verdict == "DECLINE" or review.verdict is None:
-        return DECLINED if review.verdict == "DECLINE" else "", ""
+        return DECLINED_BAND if review.verdict == "DECLINE" else "", ""
     vignette = library.vignettes.get(review.vignette_id)
     proposal = vignette.proposal(review.sub_action) if vignette is not None else None
     if review.verdict == "ACCEPT" and (

@@ -42,6 +42,7 @@ from app_pages.review_screen import (
 )
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.actions import sub_action
+from fma_bands.core.band_text import DECLINED_BAND
 from fma_bands.core.bands import parse_band
 from fma_bands.core.labels import (
     QUESTION_WORDS,
@@ -214,7 +215,7 @@ def panel(screen: Screen) -> None:
         st.text(line)
     for entry in found.entries:
         with st.container(border=True):
-            said = "declined" if entry.band is None else describe_band(entry.band, names)
+            said = DECLINED_BAND if entry.band is None else describe_band(entry.band, names)
             plain(said, label=f"{entry.letter}: {entry.verdict}")
             plain(entry.reason or "(no reason given)")
 

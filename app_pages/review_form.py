@@ -292,6 +292,11 @@ def _reload(screen: Screen, review: ReviewState) -> None:
 
 def _questions(screen: Screen, review: ReviewState, band: BandState, errors: dict) -> None:
     st.subheader("The six protocol questions")
+    if screen.carried is not None:
+        st.caption(
+            f"Your answers from round {screen.carried} start these questions: read each again "
+            "against the panel's bands before you submit."
+        )
     for number, question in enumerate(QUESTIONS, start=1):
         q = question["key"]
         words, explained = QUESTION_WORDS[q]
@@ -359,6 +364,8 @@ def _questions(screen: Screen, review: ReviewState, band: BandState, errors: dic
 
 def _verdict(screen: Screen, review: ReviewState, band: BandState, errors: dict) -> None:
     st.subheader("Your verdict")
+    if screen.carried is not None:
+        st.caption(f"Your verdict from round {screen.carried} starts here: keep it or change it.")
 
     def words(verdict: str) -> str:
         own = verdict == "AMEND" and not screen.shows_proposal

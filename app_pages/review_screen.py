@@ -127,6 +127,14 @@ class Screen:
             f"band {self.position} of {self.total} in your queue ({status}{flag})"
         )
 
+    @property
+    def carried(self) -> int | None:
+        """The earlier round whose review starts this screen (its answers, verdict and band),
+        or None: the rater must be told, or they may submit round 1's answers unread."""
+        if self.current is not None and self.current.round < self.round:
+            return self.current.round
+        return None
+
     def entries(self) -> dict[str, Any]:
         """What the screen starts from: the automatic draft, else the stored review, else the
         proposal (when the rater sees it) or nothing (blind mode)."""

@@ -13,6 +13,9 @@ from fma_bands.core.files import MAX_DIGITS, load_json
 # Hand-back notation (docs/design.md, The review task): {1, 3}, {true}, {"min": 1, "max": 30},
 # {"required": [...], ...}.
 
+# What a DECLINE vouches for, said alike on every page, table and CSV.
+DECLINED_BAND = "none (declined)"
+
 _BRACES = re.compile(r"^\{(.*)\}$|^\[(.*)\]$", re.S)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from sqlmodel import Session
 
 from fma_bands.core.actions import sub_action
-from fma_bands.core.band_text import describe
+from fma_bands.core.band_text import DECLINED_BAND, describe
 from fma_bands.core.bands import parse_band, to_file
 from fma_bands.core.labels import case_label
 from fma_bands.core.people import UserPublic
@@ -83,7 +83,7 @@ def covered_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[
                 "case": case_label(numbers, r["vignette_id"]),
                 "sub-action": sub_action(r["sub_action"]).label,
                 "verdict": r["verdict"],
-                "band attested": "none (declined)" if attested is None else words[key],
+                "band attested": DECLINED_BAND if attested is None else words[key],
                 # What an AMEND corrected besides the band: signed, and exported (bands.yaml).
                 "corrected": _corrected(r),
                 # Round 2 re-reviews a band: its review is then of round 2, whatever its revision.

@@ -197,7 +197,7 @@ def test_the_reviews_csv_gives_the_round_and_the_band_in_words_and_harness_value
     # The spreadsheet guard still holds: a formula is text.
     assert amended["reason"] == "'=HYPERLINK(x) tier 2 alone is too narrow"
     declined = by_band[(*TRIAGE, "rater-02")]
-    assert (declined["band"], declined["band_harness"]) == ("none: declined", "")
+    assert (declined["band"], declined["band_harness"]) == ("none (declined)", "")
     assert all("{" not in r["band"] and '"' not in r["band_harness"] for r in rows)
     # In case order.
     cases = [int(r["case"]) for r in rows]

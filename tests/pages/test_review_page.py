@@ -116,6 +116,8 @@ def test_queue_resumes_at_a_band_in_progress(study):
     assert title(at) == "ESI acuity level"
     assert band_on_screen(at, study) == ORDER
     assert at.radio(key=key(ORDER, "verdict")).value == "DECLINE"
+    # Within the round, a draft of one's own is no earlier round's answers.
+    assert not [c for c in at.caption if " from round " in c.value]
 
 
 def test_review_opened_with_every_band_submitted_says_so(study):

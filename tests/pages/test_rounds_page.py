@@ -292,6 +292,13 @@ def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
     assert at.text_area(key=key(TRIAGE, "reason")).value == ""
     assert at.radio(key=key(TRIAGE, "verdict")).value == "AMEND"
     assert "**Your band** (it starts from the band you last gave)" in [m.value for m in at.markdown]
+    # Round 1's answers and verdict start the screen, and it says so where they are.
+    captions = [c.value for c in at.caption]
+    assert (
+        "Your answers from round 1 start these questions: read each again against the panel's "
+        "bands before you submit."
+    ) in captions
+    assert "Your verdict from round 1 starts here: keep it or change it." in captions
     answer_questions(at, TRIAGE)
     run(at)
     click(at, "Submit and next")
