@@ -28,6 +28,7 @@ from fma_bands.study.rounds import (
     band_labels,
     choose,
     count_bands,
+    left_out_of_round_two,
     open_round,
     round_two_candidates,
 )
@@ -62,6 +63,7 @@ def rounds(user: UserPublic) -> None:
             if now.phase == "closed"
             else []
         )
+        left_out = left_out_of_round_two(s, lib, viewer=user)
         labels = band_labels(s, lib)
         numbers = case_numbers(lib, case_key(s))
     st.subheader("Review rounds")
@@ -103,6 +105,12 @@ def rounds(user: UserPublic) -> None:
         _open_round_two(user, candidates, labels)
     elif now.phase == "closed":
         _still_in_dispute(now.number, candidates, labels)
+    if left_out:
+        st.markdown(
+            f"**Round 1's candidates not chosen for round 2**: {count_bands(len(left_out))}"
+        )
+        st.caption(LEFT_OUT)
+        _candidate_table(left_out, labels)
 
 
 def _candidate_table(candidates: list[Candidate], labels: dict[Band, str]) -> None:
@@ -154,6 +162,13 @@ STILL_IN_DISPUTE = (
     "in a consensus, with its disputed span marked; a band whose raters' bands share no value, "
     "once the study's chair has decided it (Chair's decision), as the chair's; a band short of "
     "its quorum, only with more signed reviews."
+)
+
+
+LEFT_OUT = (
+    "Not re-reviewed in round 2, and no round follows it: the Band registry decides each from "
+    "round 1's signed reviews, as round 1 left it (a band whose raters share no value, once the "
+    "study's chair has decided it)."
 )
 
 

@@ -1,9 +1,15 @@
 """`fma-bands round show | open 2 [--band VID:SUB ...] | close`: the study's review rounds."""
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import click
 
 from fma_bands.cli.base import cli, coordinator, print_json, settings, store, synced
 from fma_bands.cli.numbers import Whole
+
+if TYPE_CHECKING:
+    from fma_bands.study.rounds import Candidate, Reason
 
 
 @cli.group("round")
@@ -16,7 +22,13 @@ def round_() -> None:
 def show(as_json: bool) -> None:
     """The current round and its phase; from round 2, its bands and their raters; after a closed
     round, the candidates for round 2 with their reasons (those Study admin lists)."""
-    from fma_bands.study.rounds import REASONS, count_bands, round_two_candidates, state
+    from fma_bands.study.rounds import (
+        REASONS,
+        count_bands,
+        left_out_of_round_two,
+        round_two_candidates,
+        state,
+    )
 
     with store() as session:
         found, _ = synced(session)
@@ -25,6 +37,7 @@ def show(as_json: bool) -> None:
         candidates = []
         if current.phase == "closed":
             candidates = round_two_candidates(session, found, viewer=actor, round=current.number)
+        left_out = left_out_of_round_two(session, found, viewer=actor)
     if as_json:
         print_json(
             {
@@ -36,23 +49,36 @@ def show(as_json: bool) -> None:
                 ],
                 # The candidates, under the key this output has always had.
                 "discordant": [c.as_json() for c in candidates],
+                # Round 1's candidates round 2 does not re-review (from round 2 on).
+                "not_chosen_for_round_2": [c.as_json() for c in left_out],
             }
         )
         return
     click.echo(current.describe())
     for b in current.bands:
         click.echo(f"  {b.vignette_id}:{b.sub_action}  raters: {', '.join(b.raters)}")
-    if current.phase != "closed":
-        return
-    if current.number == 1:
-        click.echo(f"candidates for round 2: {count_bands(len(candidates))}")
-    else:
-        click.echo(f"still in dispute after round {current.number}: {count_bands(len(candidates))}")
+    if current.phase == "closed":
+        if current.number == 1:
+            click.echo(f"candidates for round 2: {count_bands(len(candidates))}")
+        else:
+            after = f"still in dispute after round {current.number}"
+            click.echo(f"{after}: {count_bands(len(candidates))}")
+        _list(candidates, REASONS)
+    if left_out:
+        click.echo(
+            f"round 1's candidates not chosen for round 2: {count_bands(len(left_out))} (the "
+            "registry decides them from round 1's signed reviews; no round follows round 2)"
+        )
+        _list(left_out, REASONS)
+
+
+def _list(candidates: "list[Candidate]", reasons: "Mapping[str, Reason]") -> None:
+    """Each candidate band, with its reasons in words and their codes."""
     for c in candidates:
         raters = f"{c.n_raters} rater{'' if c.n_raters == 1 else 's'} with a band"
         click.echo(f"  {c.vignette_id}:{c.sub_action}  {c.label}; {raters}")
         for code in c.reasons:
-            click.echo(f"    - {REASONS[code].short}: {REASONS[code].sentence} (code: {code})")
+            click.echo(f"    - {reasons[code].short}: {reasons[code].sentence} (code: {code})")
         if c.disputed is not None:
             click.echo(f"    what some but not all raters admit: {c.disputed}")
 

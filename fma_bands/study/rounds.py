@@ -259,6 +259,18 @@ def round_two_candidates(
     return found
 
 
+def left_out_of_round_two(
+    session: Session, library: Library, *, viewer: UserPublic
+) -> list[Candidate]:
+    """Round 1's candidates that round 2 does not re-review (none before round 2 opens): the
+    registry decides them from round 1's signed reviews, and no round follows round 2."""
+    if state(session, viewer=viewer).number < 2:
+        return []
+    held = _bands_of(session, 2)
+    every = round_two_candidates(session, library, viewer=viewer, round=1)
+    return [c for c in every if c.band not in held]
+
+
 def _bands_of(session: Session, number: int) -> set[Band]:
     """The bands re-reviewed in round `number` (from round 2)."""
     query = select(RoundBand.vignette_id, RoundBand.sub_action).where(RoundBand.round == number)

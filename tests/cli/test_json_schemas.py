@@ -169,6 +169,11 @@ def test_round_show(fma):
     fma(*COORDINATOR, "round", "open", "2", "--band", named)
     second = fma(*COORDINATOR, "round", "show", "--json")
     assert json.loads(second)["round"] == 2 and json.loads(second)["bands"]
+    # Round 1's other candidates stay listed, as they were, with what becomes of them.
+    assert json.loads(closed)["not_chosen_for_round_2"] == []
+    assert len(candidates) > 1
+    assert json.loads(second)["not_chosen_for_round_2"] == candidates[1:]
+    assert "round 1's candidates not chosen for round 2: " in fma(*COORDINATOR, "round", "show")
     check_outputs("round show", [open_, closed, second])
 
 

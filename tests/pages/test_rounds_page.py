@@ -236,6 +236,29 @@ def test_study_admin_lists_the_bands_of_round_two_still_in_dispute(study):
     assert not [m for m in at.multiselect if m.label == "Bands for round 2"]
 
 
+def test_round_ones_candidates_left_out_of_round_two_stay_listed_with_what_becomes_of_them(study):
+    """Round 2 holds triage only: the analgesia band no one reviewed, a candidate of round 1,
+    is still listed while round 2 is open and once it is closed, as `round show` lists it."""
+    round_one(study, skip=(MED,))
+    with study.store() as s:
+        open_round(s, study.library, actor=study.coordinator, number=2, folder=_folder())
+
+    def left_out(at) -> list:
+        heading = "**Round 1's candidates not chosen for round 2**: 1 band"
+        assert heading in [m.value for m in at.markdown]
+        assert any(c.value.startswith("Not re-reviewed in round 2, and no ") for c in at.caption)
+        tables = [d.value for d in at.dataframe if "why" in d.value.columns]
+        return [(r["band"], r["why"]) for r in tables[-1].to_dict("records")]
+
+    expected = [(labels(study)[MED], "too few raters; no one reviewed")]
+    assert left_out(open_app(study.coordinator)) == expected
+    amend_to_two(study, study.rater, "the panel: 2")
+    amend_to_two(study, study.other, "the panel: 2")
+    with study.store() as s:
+        close_round(s, actor=study.coordinator)
+    assert left_out(open_app(study.coordinator)) == expected
+
+
 def test_the_bands_of_round_two_are_listed_in_case_order(study):
     round_one(study, amend={MED: [1]})
     with study.store() as s:
