@@ -119,6 +119,28 @@ def _deal_with(user: UserPublic, flag_id: int) -> None:
     st.session_state.flag_flash = "Flag marked as dealt with."
 
 
+@for_signed_in
+def _reply(user: UserPublic, flag: marks.Flag) -> None:
+    """Send the reply typed for `flag` to its rater as a query, and deal with the flag; a reply
+    refused (empty, too long) stays in its box with the reason beside it."""
+    field = f"flag-reply:{flag.id}"
+    try:
+        with session() as s:
+            marks.reply(s, library(), user, flag.id, st.session_state.get(field, ""))
+    except FmaBandsError as exc:
+        st.session_state[FLAG_ERRORS] = {flag.id: next(iter(exc.fields.values()), exc.message)}
+        return
+    st.session_state[field] = ""
+    st.session_state.get(FLAG_ERRORS, {}).pop(flag.id, None)
+    st.session_state.flag_flash = (
+        f"Your reply is sent to {flag.rater} (under Queries, where they can answer), and the "
+        "flag is marked as dealt with."
+    )
+
+
+FLAG_ERRORS = "flag_errors"
+
+
 @st.fragment
 def flags(numbers: dict[str, int], user: UserPublic) -> None:
     with session() as s:
@@ -134,12 +156,25 @@ def flags(numbers: dict[str, int], user: UserPublic) -> None:
             when = f"{flag.created_at:%Y-%m-%d %H:%M} UTC"
             st.caption(escaped(f"{flag.rater} · {band} · {label} · {when}"))
             plain(flag.note)
-            st.button(
-                "Mark as dealt with",
-                key=f"flag:{flag.id}",
-                on_click=_deal_with,
-                args=(user, flag.id),
-            )
+            with st.form(f"flag-form:{flag.id}", border=False):
+                st.text_area(
+                    f"Reply to {flag.rater} (a query on this band, which only they read)",
+                    key=f"flag-reply:{flag.id}",
+                    max_chars=marks.REPLY_CHARS,
+                    height=80,
+                )
+                if error := st.session_state.get(FLAG_ERRORS, {}).get(flag.id):
+                    st.error(escaped(error), icon=":material/error:")
+                send, done = st.columns(2)
+                send.form_submit_button(
+                    "Reply and mark as dealt with", on_click=_reply, args=(user, flag)
+                )
+                done.form_submit_button(
+                    "Mark as dealt with, no reply",
+                    key=f"flag:{flag.id}",
+                    on_click=_deal_with,
+                    args=(user, flag.id),
+                )
     if raised and not waiting:
         dealt = f"{len(raised)} flag" if len(raised) == 1 else f"{len(raised)} flags"
         st.caption(f"No flag waits for you: {dealt} dealt with.")

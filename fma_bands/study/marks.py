@@ -14,7 +14,7 @@ from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import BandMark, User, utcnow
-from fma_bands.study import audit
+from fma_bands.study import audit, queries
 from fma_bands.study.state import authorize
 
 SKIP, FLAG = "skip", "flag"
@@ -133,6 +133,29 @@ def resolve(session: Session, viewer: UserPublic, flag_id: int) -> None:
             session, kind="flag_resolved", actor=viewer.pseudonym, payload={"flag": flag_id}
         )
         session.flush()
+
+
+def reply(session: Session, library: Library, viewer: UserPublic, flag_id: int, body: str) -> None:
+    """The coordinator answers a flag: the reply goes to its rater as a query on the flagged
+    band (Queries: a thread only the two of them read, where the rater can answer back), and
+    the flag is dealt with, in one transaction."""
+    authorize(session, viewer, "see_flags")
+    row = session.get(BandMark, flag_id)
+    if row is None or row.kind != FLAG:
+        raise FmaBandsError("no such flag")
+    rater = session.get(User, row.rater_id)
+    assert rater is not None, "a flag's rater is a user of the study"
+    text = (body or "").strip()
+    if text:  # else queries.write says what is missing, beside the box
+        text = f"{FLAG_REPLY} {row.created_at:%Y-%m-%d %H:%M} UTC: {text}"
+    band = (row.vignette_id, row.sub_action)
+    queries.write(session, library, viewer, rater.pseudonym, band, text)
+    resolve(session, viewer, flag_id)
+
+
+# How a reply to a flag starts in the rater's query thread, so they know what it answers.
+FLAG_REPLY = "About your flag of"
+REPLY_CHARS = queries.MAX_BODY - len(FLAG_REPLY) - len(" 2026-01-01 00:00 UTC: ")
 
 
 def _flags(session: Session, *conditions) -> list[Flag]:

@@ -51,11 +51,43 @@ def test_the_progress_page_shows_each_raters_progress_and_flags(study):
     assert (rows["rater-02"]["submitted"], rows["rater-02"]["in progress"]) == ("0 of 4", 1)
     assert any(h.value == "Flags for you (1)" for h in at.subheader)
     assert "The vignette lacks an ECG time." in [t.value for t in at.text]
-    click(at, "Mark as dealt with")
+    click(at, "Mark as dealt with, no reply")
     assert [s.value for s in at.success] == ["Flag marked as dealt with."]
     assert any(h.value == "Flags for you (0)" for h in at.subheader)
     assert any(c.value == "No flag waits for you: 1 flag dealt with." for c in at.caption)
     assert not any(c.value == "No rater has flagged a band." for c in at.caption)
+
+
+def test_a_reply_to_a_flag_reaches_its_rater_alone_as_a_query_they_can_answer(study):
+    from fma_bands.study import queries
+
+    with study.store() as s:
+        marks.flag(s, study.library, study.other, *TRIAGE, "The vignette lacks an ECG time.")
+    at = open_app(study.coordinator, "app_pages/progress.py")
+    [box] = [t for t in at.text_area if t.label.startswith("Reply to rater-02 ")]
+    # Nothing typed: said beside the box, and the flag still waits.
+    click(at, "Reply and mark as dealt with")
+    assert "write the message first: one sentence is enough" in [
+        e.value.replace("\\", "") for e in at.error
+    ]
+    assert any(h.value == "Flags for you (1)" for h in at.subheader)
+    [box] = [t for t in at.text_area if t.label.startswith("Reply to rater-02 ")]
+    box.input("The ECG time is in the results at this step: 10:42.")
+    click(at, "Reply and mark as dealt with")
+    assert [s.value for s in at.success] == [
+        "Your reply is sent to rater-02 (under Queries, where they can answer), and the flag "
+        "is marked as dealt with."
+    ]
+    assert any(h.value == "Flags for you (0)" for h in at.subheader)
+    assert not at.error
+    with study.store() as s:
+        [thread] = queries.threads(s, study.other)
+        assert queries.threads(s, study.rater) == []
+        assert queries.awaiting(s, study.other) == 1
+    assert thread.band == TRIAGE
+    [message] = thread.messages
+    assert message.body.startswith(marks.FLAG_REPLY + " ")
+    assert message.body.endswith(" UTC: The ECG time is in the results at this step: 10:42.")
 
 
 def test_the_figures_follow_a_save_and_what_is_not_recorded_too(study):

@@ -345,6 +345,25 @@ def test_flags_need_a_note_and_only_the_coordinator_reads_them(demo):
         assert kinds == ["flag_resolved", "band_flagged"]
 
 
+def test_only_the_coordinator_replies_to_a_flag_and_a_refused_reply_deals_with_nothing(demo):
+    engine, coordinator, a, b = demo
+    with session_scope(engine) as s:
+        marks.flag(s, DEMO, a, *ADMIT, "The core does not give the BP treatment history.")
+    with session_scope(engine) as s:
+        [flag] = marks.all_flags(s, coordinator)
+        with pytest.raises(AccessDenied):
+            marks.reply(s, DEMO, b, flag.id, "I can answer that.")
+        with pytest.raises(FmaBandsError):
+            marks.reply(s, DEMO, coordinator, flag.id, "x" * (marks.REPLY_CHARS + 100))
+    with session_scope(engine) as s:
+        assert [f.id for f in marks.all_flags(s, coordinator)] == [flag.id]
+        marks.reply(s, DEMO, coordinator, flag.id, "It is in the history: treated since 2019.")
+    with session_scope(engine) as s:
+        assert marks.all_flags(s, coordinator) == []
+        kinds = [e["kind"] for e in audit.events(s, limit=2)]
+        assert kinds == ["flag_resolved", "query_message"]
+
+
 # The queue ---------------------------------------------------------------------------------
 
 
