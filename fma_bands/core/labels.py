@@ -27,7 +27,7 @@ from fma_bands.core.vignettes import Library, Vignette
 # Abbreviations written in capitals, and a few names with their own spelling.
 _ACRONYM_WORDS = """
 abg alt ast bhcg bmp bnp cbc cmp ck crp csf ct cta ctpa cxr ecg eeg ekg esr fbc gfr hba1c hcg
-inr iv lft lfts mri pdmp pt ptt tsh u ua ue vbg wbc
+inr iv lft lfts mri pdmp pocus pt ptt tsh u ua ue vbg wbc
 """
 _ACRONYMS = frozenset(_ACRONYM_WORDS.split())
 _SPELLINGS = {
@@ -40,7 +40,8 @@ _SPELLINGS = {
     "beta_hydroxybutyrate": "Beta-hydroxybutyrate",
     "troponin_hs": "High-sensitivity troponin",
 }
-_WORD_SPELLINGS = {"xray": "X-ray", "x-ray": "X-ray"}
+# FAST: focused assessment with sonography in trauma; eFAST, its extended form.
+_WORD_SPELLINGS = {"xray": "X-ray", "x-ray": "X-ray", "efast": "eFAST", "fast": "FAST"}
 
 
 @lru_cache(maxsize=4096)  # asked for every test of every band a page lists

@@ -92,6 +92,9 @@ def test_tests_are_named_by_the_vignette_or_humanised():
     assert humanise("pdmp_query") == "PDMP query"
     assert humanise("xray_ankle") == "X-ray ankle"
     assert humanise("beta_hydroxybutyrate") == "Beta-hydroxybutyrate"
+    # The demo's own bedside scan, as clinicians write it; "fasting" is not FAST.
+    assert (humanise("efast"), humanise("fast_exam")) == ("eFAST", "FAST exam")
+    assert humanise("fasting_glucose") == "Fasting glucose"
 
 
 def test_a_label_for_a_test_the_vignette_does_not_have_is_refused():
