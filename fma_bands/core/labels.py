@@ -57,7 +57,9 @@ def humanise(key: str) -> str:
     if not shown:
         return key
     first = shown[0]
-    shown[0] = first if first.isupper() else first[:1].upper() + first[1:]
+    # A word with a spelling of its own keeps it at the start too ("eFAST", never "EFAST").
+    own = words[0].lower() in _WORD_SPELLINGS
+    shown[0] = first if own or first.isupper() else first[:1].upper() + first[1:]
     return " ".join(shown)
 
 
