@@ -553,7 +553,10 @@ def load_json(
 
 # Outside its strings JSON text is ASCII: keeping only quotes and brackets (and whatever
 # strings hold beyond ASCII), then keeping what lies outside the strings, leaves the brackets.
-_QUOTES_AND_BRACKETS = str.maketrans({chr(c): None for c in range(128) if chr(c) not in '"[]{}'})
+# Done on the text's UTF-8 bytes, whose translate is a table lookup where str's is a mapping's
+# (a signed statement is hundreds of kilobytes): UTF-8 writes every character beyond ASCII in
+# bytes that are never a quote or a bracket, and "surrogatepass" takes back any text Python holds.
+_NOT_QUOTES_OR_BRACKETS = bytes(c for c in range(128) if chr(c) not in '"[]{}')
 _LEAF = re.compile(r"\[\]|\{\}")
 
 
@@ -562,9 +565,10 @@ def _brackets(text: str) -> str | None:
     escaped quote (the strings cannot then be cut out by their quotes alone)."""
     if '\\"' in text:
         return None
+    kept = text.encode("utf-8", "surrogatepass").translate(None, _NOT_QUOTES_OR_BRACKETS)
     # Every quote opens or closes a string: the pieces between them alternate outside, inside,
     # outside.
-    return "".join(text.translate(_QUOTES_AND_BRACKETS).split('"')[::2])
+    return b"".join(kept.split(b'"')[::2]).decode("utf-8", "surrogatepass")
 
 
 def _refuse_many(found: int, most: int, source: str) -> None:

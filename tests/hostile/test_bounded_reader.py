@@ -3,10 +3,13 @@ tags, JSON without a key given twice, and neither a control character nor an int
 refuses to convert; each refusal names the file, the line and the field."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.files import (
     MAX_DEPTH,
+    _brackets,
     decode_text,
     load_json,
     load_yaml,
@@ -159,6 +162,18 @@ def test_json_nested_to_the_limit_reads_and_one_level_more_is_refused(inner):
     for shared in (False, True):
         with pytest.raises(FmaBandsError, match="nested more than 32 levels deep"):
             load_json(nested_json(MAX_DEPTH + 1, inner), source="f.json", shared=shared)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from('"[]{}:,a \\é\U0001f600\ud800\udc00'), max_size=60))
+def test_the_brackets_outside_strings_are_found_in_any_text(text):
+    """The brackets that measure nesting are those outside the strings, in order, whatever
+    the text holds: characters beyond ASCII, and surrogates no file can hold."""
+    expected = None
+    if '\\"' not in text:
+        kept = "".join(c for c in text if not c.isascii() or c in '"[]{}')
+        expected = "".join(kept.split('"')[::2])
+    assert _brackets(text) == expected
 
 
 def test_shared_json_gives_equal_small_objects_and_short_strings_once():
