@@ -218,9 +218,6 @@ CSV_HEADINGS = tuple(
 def alpha_row(a: Alpha, modes: int = 1) -> dict[str, str]:
     """One alpha's row; with both modes in the report, its sub-action says which mode."""
     row = {heading: write(a) for heading, write in COLUMNS}
-    for heading, bounds in SPLIT.items():
-        low, high = bounds(a)
-        row[f"{heading}, lower"], row[f"{heading}, upper"] = _number(low), _number(high)
     if modes > 1:
         row["sub-action"] = f"{row['sub-action']}, {a.mode} mode"
     return row
@@ -243,9 +240,22 @@ def alpha_rows(report: Report, metric: str | None = None) -> list[dict[str, str]
     return [alpha_row(a, len(report.modes)) for a in alphas_of(report, metric)]
 
 
+def csv_row(a: Alpha, modes: int = 1) -> dict[str, str]:
+    """alpha_row with each interval's bounds as well, for the CSV."""
+    row = alpha_row(a, modes)
+    for heading, bounds in SPLIT.items():
+        low, high = bounds(a)
+        row[f"{heading}, lower"], row[f"{heading}, upper"] = _number(low), _number(high)
+    return row
+
+
+def csv_rows(report: Report, metric: str) -> list[dict[str, str]]:
+    return [csv_row(a, len(report.modes)) for a in alphas_of(report, metric)]
+
+
 def table_csv(rows: Sequence[Mapping[str, str]]) -> str:
-    """Rows of alpha_rows with every column (each interval as its two bounds), as CSV a
-    spreadsheet opens safely."""
+    """Rows of csv_rows (every column, each interval as its two bounds), as CSV a spreadsheet
+    opens safely."""
     return csv_text(CSV_HEADINGS, rows)
 
 
@@ -479,7 +489,7 @@ class BandView:
 
 @dataclass(frozen=True)
 class Screen:
-    tables: Mapping[str, list[dict[str, str]]]  # metric -> alpha_rows, every field
+    tables: Mapping[str, list[dict[str, str]]]  # metric -> csv_rows, every field
     summaries: Mapping[str, list[dict[str, str]]]  # metric -> the page's short rows
     details: Mapping[str, list[Detail]]  # metric -> what each short row leaves out
     points: Mapping[str, list[dict]]  # metric -> chart points
@@ -610,7 +620,7 @@ def screen(
     case_key: bytes = b"",
 ) -> Screen:
     return Screen(
-        tables={m: alpha_rows(report, m) for m in METRICS},
+        tables={m: csv_rows(report, m) for m in METRICS},
         summaries={m: summary_rows(report, m) for m in METRICS},
         details={m: details(report, m) for m in METRICS},
         points={m: chart_points(report, m) for m in METRICS},

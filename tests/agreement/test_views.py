@@ -24,6 +24,8 @@ from fma_bands.agreement.views import (
     alpha_row,
     alpha_rows,
     alphas_of,
+    csv_row,
+    csv_rows,
     detail,
     details,
     notes,
@@ -137,7 +139,7 @@ def test_notes_put_each_rows_cautions_before_the_rules():
 
 
 def test_the_csv_holds_every_field_of_every_row_safely():
-    rows = alpha_rows(study(), "band")
+    rows = csv_rows(study(), "band")
     read = list(csv.DictReader(io.StringIO(table_csv(rows))))
     assert [tuple(r) for r in read] == [CSV_HEADINGS] * len(rows)
     assert read == [{h: cell(row[h]) for h in CSV_HEADINGS} for row in rows]
@@ -162,7 +164,7 @@ def test_the_csv_holds_every_field_of_every_row_safely():
 def test_negative_figures_in_the_csv_read_as_numbers_and_text_formulas_stay_inert():
     [pooled] = [a for a in alphas_of(study(), "band") if a.scope == POOLED]
     negative = replace(pooled, alpha=-0.25, ci_low=-3.857, ci_high=0.847, weakest=None)
-    row = alpha_row(negative)
+    row = csv_row(negative)
     assert (row["alpha"], row["95% interval"], row["weakest sub-action"]) == (
         "-0.250",
         "-3.857 to 0.847",
