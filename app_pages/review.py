@@ -116,6 +116,7 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> DeltaGenerator:
 def _go(band: tuple[str, str]) -> None:
     """Before the run the click starts: the address names the band, so that run opens it (one
     run, where switching page took two) and a reload or a shared link opens it too."""
+    ReviewState.of(st.session_state).moving = True
     st.query_params.from_dict(address(*band, key=case_key()))
 
 

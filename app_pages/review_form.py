@@ -73,6 +73,7 @@ def _user() -> UserPublic:
 def follow(review: ReviewState) -> None:
     """Go where Submit and next or Skip for now sent the rater. Called by the page and by this
     fragment alike: a click inside the fragment reruns only the fragment."""
+    review.moving = False  # every callback of the run has run: a move is behind us
     goto = review.take_goto()
     if goto == "queue":
         st.switch_page("app_pages/queue.py")
@@ -159,6 +160,9 @@ def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenera
     kept_marker(kept, elsewhere=elsewhere)
     if review.shown:
         notice.success(review.shown, icon=":material/check_circle:")
+    if review.late:
+        notice.warning(escaped(review.late), icon=":material/warning:")
+        review.late = None
 
 
 # Widgets and what their changes do ------------------------------------------------------------
@@ -192,6 +196,9 @@ def _changed(screen: Screen, review: ReviewState, name: str, fixed: bool = False
         # A click on a band already submitted, still drawn while the next one loads: its
         # review is stored and its entries gone, so there is nothing to change.
         return
+    if _left(screen, review):
+        st.session_state[band.widget(name)] = band.entries.get(name)
+        return
     value = st.session_state.get(band.widget(name))
     if fixed and value is None and band.entries.get(name) is not None:
         # An emptied radio is the browser's copy of a form it had not finished drawing (the page
@@ -208,6 +215,21 @@ def _changed(screen: Screen, review: ReviewState, name: str, fixed: bool = False
     else:
         # Only this field over what is kept: another tab on the band keeps its own answers.
         _keep(screen, band, changed={name})
+
+
+def _left(screen: Screen, review: ReviewState) -> bool:
+    """Whether this click is on the band just left, still drawn while the next one loads:
+    the address names another band, and no move came with the click. The rater meant the band
+    they were moving to, so the click would change (or submit, skip or flag) one they no
+    longer see: nothing is done, and the next screen says so."""
+    if review.moving or st.query_params.to_dict() == address(*screen.band, key=case_key()):
+        return False
+    review.late = (
+        f"A click on {screen.case} · {screen.action.label} came after you had moved on, and "
+        "was not kept there: nothing of that band changed. Give it again here if you meant "
+        "this band."
+    )
+    return True
 
 
 def _keep(screen: Screen, band: BandState, changed: set[str] | None = None) -> None:
@@ -686,6 +708,8 @@ def _submit(screen: Screen, review: ReviewState, signed: bool) -> None:
     band = review.bands.get(screen.key)
     if band is None:
         return  # a second click on a band already submitted (see _changed)
+    if _left(screen, review):
+        return
     band.failed, band.failed_message = {}, None
     if _unsent_flag(band, "submit"):
         band.refusals += 1
@@ -756,6 +780,8 @@ def _next_band(
 
 @for_signed_in
 def _skip(screen: Screen, review: ReviewState) -> None:
+    if _left(screen, review):
+        return
     band = review.bands.get(screen.key)
     if band is not None:
         band.failed_message = None
@@ -845,8 +871,8 @@ def _unsent_flag(band: BandState, doing: str) -> bool:
 @for_signed_in
 def _flag(screen: Screen, review: ReviewState, rater: UserPublic) -> None:
     band = review.bands.get(screen.key)
-    if band is None:
-        return  # the band was submitted meanwhile (see _changed)
+    if band is None or _left(screen, review):
+        return  # the band was submitted meanwhile, or left (see _changed)
     note = st.session_state.get(band.widget("flag_note")) or ""
     try:
         with session() as s:

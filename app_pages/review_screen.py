@@ -508,6 +508,12 @@ class ReviewState:
     # That confirmation while the form on screen is worked on: the form (a fragment, rerun on
     # its own) draws it above the band until a refused Submit would make it read as this one's.
     shown: str | None = None
+    # Set by a move to another band (a callback), cleared when the run it starts begins: a
+    # change to the band left that comes with the move was made before it; one that comes in
+    # a later run was a click on the band still drawn while the next one loaded.
+    moving: bool = False
+    # What the next screen says once of such a late click, which is not kept.
+    late: str | None = None
 
     @staticmethod
     def of(session_state: MutableMapping[Any, Any]) -> "ReviewState":

@@ -973,6 +973,58 @@ def test_closed_phase_shows_no_form(study):
     assert not [b for b in at.button if b.label in (SUBMIT, SKIP)]
 
 
+def test_a_click_on_the_band_just_left_that_comes_after_the_move_is_not_kept_there(study):
+    """The browser still draws the band left while the next one loads: a click on it that
+    reaches the server after the move (the address already names another band) would change
+    a band the rater no longer sees. It is refused and said; the band keeps what it had."""
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "q1", "choice")).set_value("yes")
+    run(at)
+    # The move has reached the server (the address names another band) but the browser has
+    # not drawn that band yet: the old band's radio is clicked.
+    for name, value in band_params(DOC).items():
+        at.query_params[name] = value
+    at.radio(key=key(MED, "q1", "choice")).set_value("no")
+    run(at)
+    assert band_on_screen(at, study) == DOC
+    [late] = [w.value for w in at.warning]
+    assert late.replace("\\", "").startswith("A click on Case ")
+    assert "came after you had moved on, and was not kept there" in late
+    with study.store() as s:
+        kept = drafts.restore(s, study.rater, *MED)
+    assert kept is not None and kept.entries.get("q1:choice") == "yes"
+    # Said once: the next run of the form says nothing of it.
+    at.radio(key=key(DOC, "q1", "choice")).set_value("yes")
+    run(at)
+    assert not at.warning
+
+
+def test_a_submit_of_the_band_just_left_that_comes_after_the_move_submits_nothing(study):
+    at = amended_med(study)
+    for name, value in band_params(DOC).items():
+        at.query_params[name] = value
+    click(at, SUBMIT)
+    assert band_on_screen(at, study) == DOC
+    assert "came after you had moved on" in " ".join(w.value for w in at.warning)
+    assert all(r.status != "submitted" for r in study.reviews(study.rater, MED))
+
+
+def test_a_change_sent_with_the_move_was_made_before_it_and_is_kept(study):
+    """A reason typed and then Next band pressed reach the server together: the reason was the
+    band's own before the move, whatever order the two are read in."""
+    at = open_review(study.rater, MED)
+    away = "Next band →" if not at.button(key="review_next").disabled else "← Previous band"
+    at.text_area(key=key(MED, "reason")).input("typed before moving on")
+    [button] = [b for b in at.button if b.label == away]
+    button.click()
+    run(at)
+    assert band_on_screen(at, study) != MED
+    assert not at.warning
+    with study.store() as s:
+        kept = drafts.restore(s, study.rater, *MED)
+    assert kept is not None and kept.entries.get("reason") == "typed before moving on"
+
+
 def test_two_tabs_on_one_band_keep_each_others_answers(study):
     """A rater with the band open in two tabs answers in one and types a reason in the other,
     whose screen never saw the answer: the kept draft holds both (only the field changed is
