@@ -18,6 +18,7 @@ from fma_bands.core.vignettes import Library
 from fma_bands.evidence.policy import Policy
 from fma_bands.study.assignment import change, study_bands
 from fma_bands.study.case_keys import case_key
+from fma_bands.study.chair import on_record as chair_decisions
 from fma_bands.study.coverage import coverage, explain, problem_bands, study_quorum
 from fma_bands.study.governance import policy_in_force, set_policy
 from fma_bands.study.rounds import (
@@ -64,6 +65,7 @@ def rounds(user: UserPublic) -> None:
             else []
         )
         left_out = left_out_of_round_two(s, lib, viewer=user)
+        chaired = chair_decisions(s) if now.number > 1 and now.phase == "closed" else {}
         labels = band_labels(s, lib)
         numbers = case_numbers(lib, case_key(s))
     st.subheader("Review rounds")
@@ -104,7 +106,7 @@ def rounds(user: UserPublic) -> None:
     if closed_first:
         _open_round_two(user, candidates, labels)
     elif now.phase == "closed":
-        _still_in_dispute(now.number, candidates, labels)
+        _still_in_dispute(now.number, candidates, labels, chaired)
     if left_out:
         st.markdown(
             f"**Round 1's candidates not chosen for round 2**: {count_bands(len(left_out))}"
@@ -113,20 +115,26 @@ def rounds(user: UserPublic) -> None:
         _candidate_table(left_out, labels)
 
 
-def _candidate_table(candidates: list[Candidate], labels: dict[Band, str]) -> None:
+def _candidate_table(
+    candidates: list[Candidate], labels: dict[Band, str], chaired: dict[Band, str] | None = None
+) -> None:
     """The candidates, each with its reasons in a few words and what some but not all of its
-    raters admit (its disputed span when they meet in a consensus), and under them each
-    reason's sentence."""
+    raters admit (its disputed span when they meet in a consensus), with `chaired` the chair's
+    decision signed for each (after round 2), and under them each reason's sentence."""
+    rows: list[dict[str, object]] = []
+    for c in candidates:
+        row: dict[str, object] = {
+            "band": _label(labels, c.band),
+            "raters with a band": c.n_raters,
+            "why": c.short(),
+            SOME_ADMIT: c.disputed or "",
+        }
+        if chaired is not None:
+            signer = chaired.get(c.band)
+            row[CHAIR_COLUMN] = f"signed by {signer}" if signer else "none yet"
+        rows.append(row)
     st.dataframe(
-        [
-            {
-                "band": _label(labels, c.band),
-                "raters with a band": c.n_raters,
-                "why": c.short(),
-                SOME_ADMIT: c.disputed or "",
-            }
-            for c in candidates
-        ],
+        rows,
         hide_index=True,
         width="stretch",
         # The band and what some admit whole: the values of a 0 to 100 score are long.
@@ -139,8 +147,11 @@ def _candidate_table(candidates: list[Candidate], labels: dict[Band, str]) -> No
     st.markdown("\n".join(f"- **{REASONS[c].short}**: {REASONS[c].sentence}" for c in seen))
 
 
-def _still_in_dispute(number: int, candidates: list[Candidate], labels: dict[Band, str]) -> None:
-    """After the last round: the bands still in dispute, as `fma-bands round show` lists them."""
+def _still_in_dispute(
+    number: int, candidates: list[Candidate], labels: dict[Band, str], chaired: dict[Band, str]
+) -> None:
+    """After the last round: the bands still in dispute, as `fma-bands round show` lists them,
+    each with the chair's decision signed for it, if any."""
     if not candidates:
         st.caption(
             f"No band re-reviewed in round {number} is still in dispute. A band is "
@@ -150,9 +161,17 @@ def _still_in_dispute(number: int, candidates: list[Candidate], labels: dict[Ban
         return
     st.markdown(f"**Still in dispute after round {number}**: {count_bands(len(candidates))}")
     st.caption(STILL_IN_DISPUTE)
-    _candidate_table(candidates, labels)
+    decided = sum(c.band in chaired for c in candidates)
+    if decided:
+        st.caption(
+            f"The study's chair has signed a decision for {count_bands(decided)} of them (the "
+            'column "chair\'s decision"): the raters still disagree, and the Band registry '
+            "says whether it grants the band on the chair's decision."
+        )
+    _candidate_table(candidates, labels, chaired)
 
 
+CHAIR_COLUMN = "chair's decision"
 # Not "disputed span": a band whose raters share no value has no consensus to dispute beyond.
 SOME_ADMIT = "admitted by some raters, not all"
 

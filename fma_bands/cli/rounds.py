@@ -22,6 +22,7 @@ def round_() -> None:
 def show(as_json: bool) -> None:
     """The current round and its phase; from round 2, its bands and their raters; after a closed
     round, the candidates for round 2 with their reasons (those Study admin lists)."""
+    from fma_bands.study.chair import on_record
     from fma_bands.study.rounds import (
         REASONS,
         count_bands,
@@ -38,6 +39,7 @@ def show(as_json: bool) -> None:
         if current.phase == "closed":
             candidates = round_two_candidates(session, found, viewer=actor, round=current.number)
         left_out = left_out_of_round_two(session, found, viewer=actor)
+        chaired = on_record(session) if current.number > 1 else None
     if as_json:
         print_json(
             {
@@ -51,6 +53,11 @@ def show(as_json: bool) -> None:
                 "discordant": [c.as_json() for c in candidates],
                 # Round 1's candidates round 2 does not re-review (from round 2 on).
                 "not_chosen_for_round_2": [c.as_json() for c in left_out],
+                # The chair's decisions signed in the store: the registry grants from the folder.
+                "chair_decisions": [
+                    {"vignette_id": vid, "sub_action": name, "chair": who}
+                    for (vid, name), who in sorted((chaired or {}).items())
+                ],
             }
         )
         return
@@ -63,7 +70,7 @@ def show(as_json: bool) -> None:
         else:
             after = f"still in dispute after round {current.number}"
             click.echo(f"{after}: {count_bands(len(candidates))}")
-        _list(candidates, REASONS)
+        _list(candidates, REASONS, chaired)
     if left_out:
         click.echo(
             f"round 1's candidates not chosen for round 2: {count_bands(len(left_out))} (the "
@@ -72,8 +79,13 @@ def show(as_json: bool) -> None:
         _list(left_out, REASONS)
 
 
-def _list(candidates: "list[Candidate]", reasons: "Mapping[str, Reason]") -> None:
-    """Each candidate band, with its reasons in words and their codes."""
+def _list(
+    candidates: "list[Candidate]",
+    reasons: "Mapping[str, Reason]",
+    chaired: Mapping[tuple[str, str], str] | None = None,
+) -> None:
+    """Each candidate band, with its reasons in words and their codes, and the chair's decision
+    signed for it (`chaired`, after round 2)."""
     for c in candidates:
         raters = f"{c.n_raters} rater{'' if c.n_raters == 1 else 's'} with a band"
         click.echo(f"  {c.vignette_id}:{c.sub_action}  {c.label}; {raters}")
@@ -81,6 +93,10 @@ def _list(candidates: "list[Candidate]", reasons: "Mapping[str, Reason]") -> Non
             click.echo(f"    - {reasons[code].short}: {reasons[code].sentence} (code: {code})")
         if c.disputed is not None:
             click.echo(f"    what some but not all raters admit: {c.disputed}")
+        if chaired is not None:
+            who = chaired.get(c.band)
+            said = f"signed by {who} (the registry grants from the folder)" if who else "none yet"
+            click.echo(f"    chair's decision: {said}")
 
 
 @round_.command("open")

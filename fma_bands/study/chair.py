@@ -10,17 +10,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from fma_bands.core.bands import AnyBand, parse_band, to_file
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.labels import tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
+from fma_bands.evidence.envelope import envelope_from_bytes
 from fma_bands.evidence.log import proposal_digest, subject_name
 from fma_bands.evidence.provenance import Decision
 from fma_bands.evidence.registry import ChairGrant, decide, in_dispute
-from fma_bands.store.models import Review
+from fma_bands.store.models import LogRecord, Review
 from fma_bands.study import audit, ledger
 from fma_bands.study.governance import policy_in_force
 from fma_bands.study.ledger import Receipt
@@ -89,6 +90,23 @@ def disputes(
         chaired = registry.chaired.get(key)
         if chaired is not None or in_dispute(decision):
             found.append(Dispute(*key, decision, chaired))
+    return found
+
+
+def on_record(session: Session) -> dict[tuple[str, str], str]:
+    """Each band a chair's decision is signed for in the store's log, with the chair who signed
+    the latest: what Study admin and `round show` say beside a band still in dispute. Whether
+    the registry grants the band on it is decided from the folder alone (a replaced chair's or
+    a stale decision settles nothing there)."""
+    query = select(LogRecord).where(LogRecord.kind == "chair_decision")
+    found: dict[tuple[str, str], str] = {}
+    for row in session.exec(query.order_by(col(LogRecord.sequence))):
+        record = envelope_from_bytes(Path(row.file_name), row.envelope.encode("utf-8"))
+        claimed = record.claimed if isinstance(record.claimed, dict) else {}
+        predicate = claimed.get("predicate")
+        decision = predicate.get("decision") if isinstance(predicate, dict) else None
+        if isinstance(decision, dict):
+            found[(str(decision.get("vignette_id")), str(decision.get("sub_action")))] = row.signer
     return found
 
 

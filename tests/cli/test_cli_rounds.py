@@ -81,6 +81,7 @@ def test_round_show_lists_the_candidates_as_the_domain_does_and_phase_never_reop
         lines[3] == f"    - no consensus: {REASONS['no_consensus'].sentence} (code: no_consensus)"
     )
     assert lines[4] == "    what some but not all raters admit: 1 - resuscitation to 3 - urgent"
+    assert len(lines) == 5  # no chair decides before round 2: nothing said of one
     assert "urgency_score" not in shown
     data = json.loads(fma("round", "show", "--json"))
     # The same candidates, with the same reasons, as the domain gives Study admin.

@@ -130,6 +130,28 @@ def test_the_chair_reads_the_anonymous_panel_and_records_a_decision(study):
     assert not fold.proto.expanded
 
 
+def still_in_dispute(at: AppTest) -> list[dict]:
+    [table] = [d.value for d in at.dataframe if "why" in d.value.columns]
+    return table.to_dict("records")
+
+
+def test_study_admin_says_which_band_still_in_dispute_the_chair_has_decided(study):
+    """The raters still disagree on the ESI band once the chair has decided it: Study admin
+    keeps it listed, and says the chair's decision is signed (the registry grants from the
+    folder)."""
+    admin = open_app(study.users["coordinator"], "app_pages/admin.py")
+    [row] = [r for r in still_in_dispute(admin) if r["why"] == "no consensus"]
+    assert row["chair's decision"] == "none yet"
+    submit(open_page(study, cs.CHAIR), [2, 3], "the chair's reading", cs.passphrase(cs.CHAIR))
+    admin = open_app(study.users["coordinator"], "app_pages/admin.py")
+    [row] = [r for r in still_in_dispute(admin) if r["why"] == "no consensus"]
+    assert row["chair's decision"] == f"signed by {cs.CHAIR}"
+    assert any(
+        c.value.startswith("The study's chair has signed a decision for 1 band of them")
+        for c in admin.caption
+    )
+
+
 def test_a_wrong_passphrase_or_a_bad_band_is_said_beside_the_form_and_nothing_is_signed(study):
     at = open_page(study, cs.CHAIR)
     at = submit(at, [2, 3], "both fit", "not the chair's passphrase")

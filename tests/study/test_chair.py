@@ -331,6 +331,14 @@ def test_the_chair_decides_and_lists_from_the_command_line(study, tmp_path):
     assert "chair_decision" in esi["warnings"]
     words = run(study, tmp_path, "chair", "list").output
     assert "decided by the chair, rater-03" in words
+    # round show lists the band still in dispute, with the chair's decision signed for it.
+    rounds = json.loads(run(study, tmp_path, "round", "show", "--json").output)
+    assert rounds["chair_decisions"] == [
+        {"vignette_id": cs.VID, "sub_action": "esi_acuity", "chair": cs.CHAIR}
+    ]
+    assert [d["sub_action"] for d in rounds["discordant"]] == ["esi_acuity"]
+    shown = run(study, tmp_path, "round", "show").output
+    assert f"    chair's decision: signed by {cs.CHAIR} (the registry grants" in shown
     # `verify` lists the chair's record in the folder's columns, however long its kind's name.
     listed_lines = [
         line for line in run(study, tmp_path, "verify").output.splitlines() if line.startswith("ok")
