@@ -5,6 +5,7 @@ only pyyaml).
 """
 
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -325,6 +326,10 @@ def scope_notes(grant: Grant, name: str, policy: Policy) -> list[str]:
     ]
 
 
+# An export says a few hundred distinct bands tens of thousands of times (each verdict's, each
+# grant's, each proposal's). Bands are frozen and equal only with the same sub-action and the
+# same values, each of the sub-action's one type, so equal bands are said alike.
+@functools.lru_cache(maxsize=4096)
 def shown(band: AnyBand) -> str:
     """A band as the export writes it, then in words: `[1, 3] (1 - NSAID, 3 - strong opioid)`."""
     return f"{json.dumps(to_harness(band))} ({describe(band)})"
