@@ -260,23 +260,23 @@ def pinned(given: str | None) -> tuple[str | None, tuple[int, str] | None]:
     database's), holding at least what the database has published (its head), so a folder
     swapped or cut short is refused. An editor with the folder alone gives --study from the
     paper, and --since with `verify`."""
+    study_id, since, _ = pinned_with_audit_head(given)
+    return study_id, since
+
+
+def pinned_with_audit_head(
+    given: str | None,
+) -> tuple[str | None, tuple[int, str] | None, tuple[int, str] | None]:
+    """pinned's study and head, and the audit log's (seq, hash) now, which an export carries:
+    read in one session, so the store is opened (and brought up to date) once."""
     if not has_database():
-        return given, None
+        return given, None, None
+    from fma_bands.study.audit import head
     from fma_bands.study.ledger import published_head
     from fma_bands.study.state import study
 
     with store() as session:
-        return given or study(session).study_id, published_head(session)
-
-
-def stored_audit_head() -> tuple[int, str] | None:
-    """The audit log's (seq, hash) now, when there is a database: an export carries it."""
-    if not has_database():
-        return None
-    from fma_bands.study.audit import head
-
-    with store() as session:
-        return head(session)
+        return given or study(session).study_id, published_head(session), head(session)
 
 
 def complete_library() -> "Library":

@@ -11,9 +11,9 @@ from fma_bands.cli.base import (
     done,
     forget_statements,
     pinned,
+    pinned_with_audit_head,
     print_json,
     settings,
-    stored_audit_head,
 )
 from fma_bands.cli.numbers import Whole
 from fma_bands.cli.paths import check_output
@@ -146,8 +146,7 @@ def export(
     from fma_bands.evidence.registry import decide
 
     check_output(out, "export")
-    study_id, since = pinned(study)
-    audit_head = stored_audit_head()
+    study_id, since, audit_head = pinned_with_audit_head(study)
     signer = _head_signer() if sign_head else None
     found = complete_library()
     decided = decide(
