@@ -45,9 +45,10 @@ from fma_bands.core.files import plain_reads_as_text
 # One more difference was always there and is kept: an empty key, `'': x` from libyaml, `? ''`
 # then `: x` from PyYAML (bands.yaml has none; tests/evidence/test_yaml_writer.py pins it).
 C_DUMPER = getattr(yaml, "CSafeDumper", None)
-_WRITTEN_DIFFERENTLY = re.compile(
-    "[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]|[ ][\n\u2028\u2029]|[\n\u2028\u2029][ ]"
-)
+_ODD_CHARACTER = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+# A space beside a line break, looked for as substrings: as alternatives of the expression
+# above, each would be tried at every character of every string.
+_SPACE_BY_BREAK = tuple(pair for brk in "\n\u2028\u2029" for pair in (" " + brk, brk + " "))
 
 TAG = "tag:yaml.org,2002:"
 # What SafeRepresenter makes of each plain scalar type: its tag and its text.
@@ -192,9 +193,13 @@ def dump_to(stream: IO[str], data: Any, *, width: int, dumper: type | None = Non
 
 def emitter_for(strings: Iterator[str]) -> type:
     """libyaml's dumper, unless PyYAML's own would write one of these strings differently."""
-    if C_SAFE_DUMPER is None or any(_WRITTEN_DIFFERENTLY.search(text) for text in strings):
+    if C_SAFE_DUMPER is None or any(_written_differently(text) for text in strings):
         return SafeDumper
     return C_SAFE_DUMPER
+
+
+def _written_differently(text: str) -> bool:
+    return _ODD_CHARACTER.search(text) is not None or any(p in text for p in _SPACE_BY_BREAK)
 
 
 def _strings(data: Any) -> Iterator[str]:

@@ -161,3 +161,29 @@ def test_every_text_reads_back_as_text_with_fma_bands_reader_and_the_harness_rea
     assert "'1e3'" in written and "'0o7'" in written
     assert load_yaml(written, source="bands.yaml") == document
     assert yaml.safe_load(written) == document
+
+
+@pytest.mark.skipif(yaml_writer.C_SAFE_DUMPER is None, reason="PyYAML without libyaml")
+@pytest.mark.parametrize(
+    ("text", "pure_python"),
+    [
+        ("plain words", False),
+        ("two\nlines", False),
+        ("ends with a space ", False),
+        ("é and ✓", False),
+        ("a tab\there", True),
+        ("a bell \x07", True),
+        ("next line \x85", True),
+        ("\ufeffbom", True),
+        ("beyond \U0001f600", True),
+        ("space then break \nx", True),
+        ("break then\n space", True),
+        ("x \u2028y", True),
+        ("x\u2028 y", True),
+        ("x \u2029y", True),
+        ("x\u2029 y", True),
+    ],
+)
+def test_the_emitter_is_chosen_by_each_string_pyyaml_writes_its_own_way(text, pure_python):
+    chosen = yaml_writer.emitter_for(iter(["ok", text]))
+    assert chosen is (yaml_writer.SafeDumper if pure_python else yaml_writer.C_SAFE_DUMPER)
