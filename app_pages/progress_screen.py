@@ -55,6 +55,9 @@ PAUSE = timedelta(minutes=30)
 WEAK_SIGNAL_SHARE = 0.9
 WEAK_SIGNAL_MIN_BANDS = 10
 
+Band = tuple[str, str]
+Bands = dict[int, set[Band]]
+
 
 @dataclass(frozen=True)
 class RaterSummary:
@@ -103,22 +106,27 @@ def rater_summaries(
     # Which bands each rater has a review of is recorded: read once per state of the store.
     reviewed = per_state(session, ("reviewed bands", round), lambda: _reviewed(session, round))
     kept = _drafts_by_rater(session, later, reviewed)
-    marks = _marks_by_rater(session, later)
+    skips, flags = _marks_by_rater(session, later)
+    # As the rater's queue says it: a band skipped for now is "skipped", whatever draft of it
+    # is kept, so that in progress, skipped and submitted never count one band twice.
     return [
         dataclasses.replace(
             summary,
-            in_progress=summary.in_progress + kept.get(rater_id, 0),
-            skipped=marks[rater_id]["skip"],
-            open_flags=marks[rater_id]["flag"],
+            in_progress=len((drafts | kept[rater_id]) - skips[rater_id]),
+            skipped=len(skips[rater_id]),
+            open_flags=flags[rater_id],
         )
-        for rater_id, summary in work
+        for rater_id, summary, drafts in work
     ]
 
 
-def _rater_work(session: Session, library: Library, round: int) -> list[tuple[int, RaterSummary]]:
-    """Each rater's summary from what is recorded: drafts counted are stored reviews only, and
-    no skip or flag yet (rater_summaries adds them). Everything read here is read after the
-    state it is kept under, the round's bands too."""
+def _rater_work(
+    session: Session, library: Library, round: int
+) -> list[tuple[int, RaterSummary, frozenset[Band]]]:
+    """Each rater's summary from what is recorded, with the bands of their saved drafts: no
+    band in progress, skip or flag yet (rater_summaries counts them with the screens' drafts
+    and the skips). Everything read here is read after the state it is kept under, the round's
+    bands too."""
     later = _round_bands_by_rater(session, round) if round > 1 else None
     raters = session.execute(
         select(col(User.id), col(User.pseudonym), col(User.specialty))
@@ -154,7 +162,7 @@ def _rater_work(session: Session, library: Library, round: int) -> list[tuple[in
             specialty=specialty,
             submitted=len(current),
             assigned=len(theirs),
-            in_progress=sum(r[0] == "draft" for r in mine.values()),
+            in_progress=0,
             skipped=0,
             open_flags=0,
             pace_minutes=pace,
@@ -163,7 +171,8 @@ def _rater_work(session: Session, library: Library, round: int) -> list[tuple[in
             judged=len(judged),
             last_submitted=times[-1] if times else None,
         )
-        work.append((rater_id, summary))
+        drafts = frozenset(band for band, r in mine.items() if r[0] == "draft")
+        work.append((rater_id, summary, drafts))
     return work
 
 
@@ -227,9 +236,6 @@ def _latest_by_rater(session: Session, number: int) -> dict[int, dict[tuple[str,
     return latest
 
 
-Bands = dict[int, set[tuple[str, str]]]
-
-
 def _round_bands_by_rater(session: Session, number: int) -> Bands:
     """The bands round `number` (2 or later) re-reviews with each rater."""
     bands: Bands = defaultdict(set)
@@ -251,12 +257,12 @@ def _reviewed(session: Session, round: int) -> frozenset[tuple[int, str, str]]:
 
 def _drafts_by_rater(
     session: Session, only: Bands | None, reviewed: frozenset[tuple[int, str, str]]
-) -> dict[int, int]:
+) -> Bands:
     """Each rater's screens kept as typed (of `only` their bands of a later round), of bands
     with no review of theirs in the round (`reviewed`): as the rater's queue says, a review
     saved is counted by what it is (a saved draft is in progress already), and a revision
     begun on a submitted band and left unsent leaves it submitted."""
-    counts: dict[int, int] = defaultdict(int)
+    found: Bands = defaultdict(set)
     query = select(
         col(ScreenDraft.rater_id), col(ScreenDraft.vignette_id), col(ScreenDraft.sub_action)
     )
@@ -264,13 +270,15 @@ def _drafts_by_rater(
         if (rater_id, vid, name) in reviewed:
             continue
         if only is None or (vid, name) in only[rater_id]:
-            counts[rater_id] += 1
-    return counts
+            found[rater_id].add((vid, name))
+    return found
 
 
-def _marks_by_rater(session: Session, only: Bands | None) -> dict[int, dict[str, int]]:
-    """Each rater's open skips and flags (of `only` their bands of a later round)."""
-    counts: dict[int, dict[str, int]] = defaultdict(lambda: {"skip": 0, "flag": 0})
+def _marks_by_rater(session: Session, only: Bands | None) -> tuple[Bands, dict[int, int]]:
+    """Each rater's bands skipped for now and number of open flags (of `only` their bands of
+    a later round)."""
+    skips: Bands = defaultdict(set)
+    flags: dict[int, int] = defaultdict(int)
     query = select(
         col(BandMark.rater_id),
         col(BandMark.kind),
@@ -279,8 +287,11 @@ def _marks_by_rater(session: Session, only: Bands | None) -> dict[int, dict[str,
     ).where(col(BandMark.cleared_at).is_(None))
     for rater_id, kind, vid, name in session.execute(query):
         if only is None or (vid, name) in only[rater_id]:
-            counts[rater_id][kind] += 1
-    return counts
+            if kind == "skip":
+                skips[rater_id].add((vid, name))
+            else:
+                flags[rater_id] += 1
+    return skips, flags
 
 
 # Every submitted review as CSV --------------------------------------------------------------

@@ -117,6 +117,16 @@ def test_the_figures_follow_a_save_and_what_is_not_recorded_too(study):
         "1 of 4",
         1,
     )
+    # A band skipped for now with a draft of it kept, on screen or saved, is skipped, as the
+    # rater's queue says: never in progress as well (1 + 1 + 2 of 4 would read as 5 of 4).
+    with study.store() as s:
+        drafts.keep(s, study.rater, *MED, {"verdict": "DECLINE"}, base_version=0)
+    study.save(study.rater, ORDER, submit=False, verdict="DECLINE")
+    with study.store() as s:
+        marks.skip(s, study.library, study.rater, *ORDER)
+    run(at)
+    row = rows_of(at)["rater-01"]
+    assert (row["submitted"], row["in progress"], row["skipped"]) == ("1 of 4", 1, 2)
 
 
 def test_the_progress_page_is_the_coordinators_alone(study):
