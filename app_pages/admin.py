@@ -172,6 +172,10 @@ def _still_in_dispute(
 
 
 CHAIR_COLUMN = "chair's decision"
+ASSIGNED_NOT_REVIEWED = (
+    "This is about who is assigned. Whether each band's reviews reach the quorum (a DECLINE "
+    "counts for nothing) is on Raters' progress, under Bands against the quorum."
+)
 # Not "disputed span": a band whose raters share no value has no consensus to dispute beyond.
 SOME_ADMIT = "admitted by some raters, not all"
 
@@ -405,7 +409,9 @@ def assignment(lib: Library, user: UserPublic) -> None:
             width="stretch",
         )
     else:
-        st.success(f"Every band has enough activated raters for {rule}, in scope.")
+        st.success(f"Every band has enough activated raters assigned for {rule}, in scope.")
+        # Not the same question as the reviews': a DECLINE counts for nothing there.
+        st.caption(ASSIGNED_NOT_REVIEWED)
     with st.expander(f"Every band's raters ({len(rows)} bands)"):
         st.dataframe([_row(r, numbers) for r in rows], hide_index=True, width="stretch")
     with st.form("assign"):

@@ -90,6 +90,10 @@ def test_the_coordinator_adds_a_rater_and_her_queue_follows(scoped):
     ]
     assert "rater-02 added to every ESI acuity level band" in [t.value for t in at.text]
     [every] = [f for f in frames(at) if "assigned raters" in f.columns]  # nothing is flagged
+    # What is said is about the assignment, and where the reviews against the quorum are.
+    [fine] = [s.value for s in at.success if s.value.startswith("Every band has enough")]
+    assert fine.endswith("activated raters assigned for a quorum (no policy saved yet), in scope.")
+    assert any(c.value.startswith("This is about who is assigned.") for c in at.caption)
     triage = every[every["vignette"] == TRIAGE[0]].iloc[0]
     assert triage["assigned raters"] == "rater-01, rater-02"
     assert len(queue_labels(open_app(scoped.other, "app_pages/queue.py"))) == 3
