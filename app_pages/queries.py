@@ -170,6 +170,7 @@ def start_as_rater(
         st.caption("Your queue has no band to ask about.")
         return
     choices = band_choices(bands, key)
+    _from_address(choices)
     with st.form(START, border=True):
         _band_box(st.container(), choices, numbers, user, "choose a band of your queue")
         _message_box("Your question")
@@ -208,6 +209,19 @@ def start_as_coordinator(
                 st.session_state.get(f"{START}:rater"),
             ),
         )
+
+
+def _from_address(choices: dict[str, Band]) -> None:
+    """The band the address names (the review screen's "Ask the coordinator about this band"),
+    chosen in the form once, if it is one the form offers."""
+    params = st.query_params.to_dict()
+    wanted = f"{params.get('case')}/{params.get('sub_action')}"
+    if wanted in choices and st.session_state.get(ADDRESSED) != wanted:
+        st.session_state[f"{START}:band"] = wanted
+        st.session_state[ADDRESSED] = wanted
+
+
+ADDRESSED = "queries:addressed"
 
 
 def _chosen(choices: dict[str, Band]) -> Band | None:

@@ -837,6 +837,13 @@ def _flag_box(screen: Screen, review: ReviewState, band: BandState, rater: UserP
         st.button(
             "Send the flag", key=band.widget("flag"), on_click=_flag, args=(screen, review, rater)
         )
+    # A question rather than a problem: a thread with the coordinator, the band chosen there.
+    st.page_link(
+        "app_pages/queries.py",
+        label="Ask the coordinator about this band",
+        query_params=address(*screen.band, key=case_key()),
+        icon=":material/forum:",
+    )
     if sent := band.flag_sent:
         band.flag_sent = None
         st.success(sent, icon=":material/flag:")

@@ -246,8 +246,10 @@ def open_threads(found: Iterable[Thread]) -> list[Thread]:
 def awaiting_words(count: int, role: str) -> str:
     """How many open queries the other side wrote in last, in the same words on the queue and
     the queries page, and as true once read as before: for the coordinator a question to
-    answer ("1 query waits for your answer"), for a rater an answer the coordinator has not
-    closed ("1 open query has the coordinator's answer")."""
+    answer ("1 query waits for your answer"), for a rater the coordinator's last message, an
+    answer or a question of their own, in a thread not yet closed ("1 open query ends with a
+    message from the coordinator")."""
     if role == "coordinator":
         return f"{count} quer{'y waits' if count == 1 else 'ies wait'} for your answer"
-    return f"{count} open quer{'y has' if count == 1 else 'ies have'} the coordinator's answer"
+    ends = "y ends" if count == 1 else "ies end"
+    return f"{count} open quer{ends} with a message from the coordinator"

@@ -79,7 +79,7 @@ def test_a_query_goes_between_one_rater_and_the_coordinator_only(
 
     open_from_sidebar(page, "My queue")
     expect(
-        page.get_by_text("1 open query has the coordinator's answer.", exact=True)
+        page.get_by_text("1 open query ends with a message from the coordinator.", exact=True)
     ).to_be_visible()
     follow_link(page, "Read and answer your queries")
     expect(page.get_by_text(ANSWER, exact=True)).to_be_visible()
@@ -95,7 +95,7 @@ def test_a_query_goes_between_one_rater_and_the_coordinator_only(
     try:
         signed_in(other, server, "rater-02", "My queue")
         expect(
-            other.get_by_text("1 open query has the coordinator's answer.", exact=True)
+            other.get_by_text("1 open query ends with a message from the coordinator.", exact=True)
         ).to_have_count(0)
         expect(other.get_by_role("link", name="Read and answer your queries")).to_have_count(0)
         open_from_sidebar(other, "Queries")

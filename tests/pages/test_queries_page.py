@@ -104,7 +104,7 @@ def test_a_rater_asks_the_coordinator_replies_and_the_rater_reads_the_reply(stud
 
     queue = open_app(study.rater)
     assert title(queue) == "My queue"
-    assert "1 open query has the coordinator's answer." in infos(queue)
+    assert "1 open query ends with a message from the coordinator." in infos(queue)
     assert "Read and answer your queries" in [link.label for link in queue.get("page_link")]
     reader = open_app(study.rater, PAGE)
     assert ANSWER in [t.value for t in reader.text]
@@ -289,3 +289,18 @@ def test_a_closed_round_is_due_no_more_and_its_form_is_gone(study):
         "round only."
     ]
     assert not at.date_input and not at.button
+
+
+def test_ask_about_this_band_opens_queries_with_the_band_chosen(study):
+    from tests.page_helpers import open_review
+
+    review = open_review(study.rater, MED)
+    label = "Ask the coordinator about this band"
+    [link] = [lk for lk in review.get("page_link") if lk.label == label]
+    assert link.proto.page == "queries"
+    with study.store() as s:
+        key = case_key(s)
+    # The link names the band by its case token, never by its id.
+    assert link.proto.query_string == f"case={case_token(MED[0], key)}&sub_action={MED[1]}"
+    asked = open_app(study.rater, PAGE, case=case_token(MED[0], key), sub_action=MED[1])
+    assert asked.selectbox(key="queries:start:band").value == f"{case_token(MED[0], key)}/{MED[1]}"
