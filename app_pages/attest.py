@@ -93,7 +93,9 @@ WIDTHS = {
     "entered": 110,
     "reason": 150,
 }
-IN_SIGHT = 12  # rows shown at a time
+# Rows shown at a time: a rater signs over every row, so a round's reviews of a study of a few
+# dozen bands are all in sight; a larger one scrolls inside the table, as said above it.
+IN_SIGHT = 30
 MOST_LINES = 8  # of a row: an orders band of a dozen tests, whole
 
 
