@@ -317,7 +317,10 @@ if head_passphrase:
         st.session_state["export:refused"] = exc.message
         st.rerun()
     head_signer = (root.keyid, root.private_key)
-    st.success("The exports below sign their head with the study's root key.")
+    st.success(
+        "The exports below sign their head with the study's root key. A file downloaded or "
+        "written before is as it was: download or write it again to have it signed."
+    )
 else:
     st.caption(
         "The exports below are not signed: they state the head they were decided from, which "

@@ -309,7 +309,8 @@ def test_the_coordinators_passphrase_signs_the_exported_head(study, page, tmp_pa
     sign_with(COORDINATOR_PASS)
     assert not page.error
     assert [s.value for s in page.success] == [
-        "The exports below sign their head with the study's root key."
+        "The exports below sign their head with the study's root key. A file downloaded or "
+        "written before is as it was: download or write it again to have it signed."
     ]
     [write] = [b for b in page.button if b.label.startswith("Write bands.yaml")]
     write.click().run()
