@@ -1,6 +1,8 @@
 """The small scripts the pages run in the browser itself, for what only the browser can do: hand
 on a click made while leaving a field (every signed-in page), open a new band at its top
-(Streamlit keeps the page's scroll position when the band changes), press the screen's buttons
+(Streamlit keeps the page's scroll position when the band changes), stop a click on the band
+left while the next one loads (it would change a band no longer on screen), press the screen's
+buttons
 from the keyboard, and warn before a reload or a closed tab would lose text typed into a field
 but not yet kept (Streamlit sends a field's text to the server only when the field loses focus,
 or on Enter, or Ctrl+Enter in a text area, and the server keeps it in the run that sending
@@ -81,8 +83,55 @@ _SCRIPT = """
   const onReview = () => w.location.pathname.replace(/\\/+$/, "").endsWith("/review");
 
 %(top)s
+  // The band being left is off the screen once this band's run has drawn it.
+  if (w.fmaBandsLeaving && w.fmaBandsLeaving.band !== config.band) w.fmaBandsLeaving = null;
   if (w.fmaBandsListening) return;
   w.fmaBandsListening = true;
+
+  // Next band and Previous band: until the run they start has drawn the next band, the band
+  // left is still on screen, and a click on one of its fields reaches the server with the
+  // move, where nothing tells it from a change made before the move: it would change a band
+  // the rater has left. Such a click is stopped here (the server refuses one that comes
+  // later); a click on the band being opened, whose keys name it, is not.
+  const widgetClass = (band) => "st-key-" + band.replace(/[^a-zA-Z0-9_-]/g, "-") + "-";
+  document.addEventListener(
+    "click",
+    (event) => {
+      if (!onReview() || !event.target.closest) return;
+      const button = event.target.closest("button");
+      const moves = (w.fmaBandsReview.moves || []).map((c) => "." + CSS.escape(c)).join(", ");
+      if (!button || button.disabled || !moves || !button.closest(moves)) return;
+      const leaving = { band: w.fmaBandsReview.band, widgets: widgetClass(w.fmaBandsReview.band) };
+      w.fmaBandsLeaving = leaving;
+      // Not past the run's end, whatever it drew (a move that failed leaves the band on screen).
+      const app = document.querySelector('[data-testid="stApp"]');
+      let ran = false;
+      const over = () => {
+        watch.disconnect();
+        if (w.fmaBandsLeaving === leaving) w.fmaBandsLeaving = null;
+      };
+      const watch = new MutationObserver(() => {
+        const state = app.getAttribute("data-test-script-state");
+        if (state !== "notRunning") ran = true;
+        else if (ran) over();
+      });
+      const states = { attributes: true, attributeFilter: ["data-test-script-state"] };
+      if (app) watch.observe(app, states);
+      setTimeout(over, 10000);
+    },
+    true,
+  );
+  const stopLeft = (event) => {
+    const leaving = w.fmaBandsLeaving;
+    if (!leaving || !event.target.closest) return;
+    if (event.target.closest('[class*="' + leaving.widgets + '"]')) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  };
+  for (const type of ["pointerdown", "mousedown", "pointerup", "mouseup", "click", "keydown"]) {
+    document.addEventListener(type, stopLeft, true);
+  }
 
   const textField = (el) =>
     !!el &&
@@ -179,12 +228,14 @@ _SCRIPT = """
 """
 
 
-def review_script(band: str, shortcuts: list[Shortcut]) -> None:
+def review_script(band: str, shortcuts: list[Shortcut], moves: list[str]) -> None:
     """Run the review page's script for the band whose screen key is `band` (never the
-    vignette's id: the browser sees it)."""
+    vignette's id: the browser sees it); `moves`: the widget keys of the buttons that open
+    another band."""
     config = {
         "band": band,
         "buttons": {f"Key{s.key.upper()}": key_class(s.widget) for s in shortcuts},
+        "moves": [key_class(m) for m in moves],
     }
     # Nothing in the configuration may close the script element early.
     encoded = json.dumps(config).replace("<", "\\u003c")

@@ -298,4 +298,4 @@ with right:
         review_form(screen, review, screen.band in signed_bands(user.pseudonym), notice)
 # Last on the page, once the band's elements are drawn: open it at its top, the shortcuts, and
 # the warning before a reload would lose text not yet kept.
-review_script(screen.key, shortcuts(screen, form))
+review_script(screen.key, shortcuts(screen, form), [NEXT_KEY, PREVIOUS_KEY])

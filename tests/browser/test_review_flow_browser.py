@@ -207,6 +207,48 @@ def test_next_and_previous_open_the_band_at_its_top(page: Page, server):
     at_its_top(page)
 
 
+def draft_of(server: AppServer, rater: str, band: tuple[str, str]) -> dict:
+    """What the store keeps of the rater's screen of `band` (their automatic draft)."""
+    from fma_bands.study import drafts
+
+    engine = make_engine(server.env["FMA_BANDS_DATABASE_URL"])
+    try:
+        with session_scope(engine) as s:
+            kept = drafts.restore(s, require_user(s, rater), *band)
+            return dict(kept.entries) if kept is not None else {}
+    finally:
+        engine.dispose()
+
+
+def test_a_click_on_the_band_just_left_while_the_next_one_loads_never_changes_it(
+    page: Page, server
+):
+    """Next band pressed, then at once a click where the band left still shows question 1's
+    "unsure" (as a clinician clicks on through): the band left never changes, whether the click
+    is stopped in the page or lands on the band opened."""
+    queue = queue_of(server, "rater-01")
+    start(page, server)
+    first = page.locator('[class*="-q1-choice"]').get_by_text("unsure", exact=True)
+    expect(first).to_be_visible()
+    first.click()
+    settle(page)
+    assert draft_of(server, "rater-01", queue[0]).get("q1:choice") == "unsure"
+    other = page.locator('[class*="-q1-choice"]').get_by_text("no", exact=True)
+    box = other.bounding_box()
+    assert box is not None
+    for _ in range(3):
+        page.get_by_role("button", name=NEXT).click()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        drawn(page)
+        on_band(page, queue[1], 2, len(queue))
+        assert draft_of(server, "rater-01", queue[0]).get("q1:choice") == "unsure"
+        press(page, PREVIOUS)
+        on_band(page, queue[0], 1, len(queue))
+        drawn(page)
+    expect(page.locator('[class*="-q1-choice"]').get_by_label("unsure")).to_be_checked()
+    assert_no_exception(page)
+
+
 def test_a_quick_click_outside_the_form_while_typing_is_never_lost(page: Page, server):
     """A tap on a touchpad presses and releases at once. Leaving a field of the review form (a
     fragment) sends its text, and Streamlit puts a click that comes before that is sent into
