@@ -160,7 +160,7 @@ def reviews_covered(
     )
     if signing.reviews and not signing.fresh:
         st.success(
-            "Everything you have submitted is signed, exactly as it is now. "
+            "Your latest review of every band you submitted is signed, exactly as it is now. "
             + (
                 "While the round is open, change a review or submit a new one, and you can sign "
                 "again."

@@ -239,7 +239,10 @@ def test_the_coordinators_passphrase_signs_nothing_on_any_page(signed_study, sha
     # whatever passphrase is typed (tests/study/test_signing.py refuses the coordinator's there).
     at.switch_page("app_pages/attest.py").run()
     assert not at.exception
-    assert any(s.value.startswith("Everything you have submitted is signed") for s in at.success)
+    assert any(
+        s.value.startswith("Your latest review of every band you submitted is signed")
+        for s in at.success
+    )
     # No form to sign nothing: no passphrase asked for, no greyed button.
     assert not [b for b in at.button if b.label == "Sign attestation"]
     assert not at.text_input and not at.checkbox

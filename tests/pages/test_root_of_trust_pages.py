@@ -214,8 +214,8 @@ def test_signing_shows_and_offers_the_receipt(reviewed, folder, served):
     assert [s.value for s in at.success] == [
         "Signed. Your signature and your receipt:",
         # Signed exactly as it is now: nothing is offered to sign again.
-        "Everything you have submitted is signed, exactly as it is now. While the round is "
-        "open, change a review or submit a new one, and you can sign again.",
+        "Your latest review of every band you submitted is signed, exactly as it is now. While "
+        "the round is open, change a review or submit a new one, and you can sign again.",
     ]
     # No form to sign nothing: no passphrase asked for, no greyed button.
     assert not [b for b in at.button if b.label == "Sign attestation"]
@@ -224,8 +224,8 @@ def test_signing_shows_and_offers_the_receipt(reviewed, folder, served):
         close_round(s, actor=reviewed.coordinator)
     closed = open_app(reviewed.rater, "app_pages/attest.py")
     assert (
-        "Everything you have submitted is signed, exactly as it is now. No round is open: there "
-        "is nothing more to sign unless a new round opens."
+        "Your latest review of every band you submitted is signed, exactly as it is now. No "
+        "round is open: there is nothing more to sign unless a new round opens."
     ) in [s.value for s in closed.success]
     fields = {m.value for m in at.markdown}
     with reviewed.store() as s:
