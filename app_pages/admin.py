@@ -127,11 +127,12 @@ def _candidate_table(
             "band": _label(labels, c.band),
             "raters with a band": c.n_raters,
             "why": c.short(),
-            SOME_ADMIT: c.disputed or "",
         }
         if chaired is not None:
+            # Before the long column, so that it is in sight in a laptop's window.
             signer = chaired.get(c.band)
             row[CHAIR_COLUMN] = f"signed by {signer}" if signer else "none yet"
+        row[SOME_ADMIT] = c.disputed or ""
         rows.append(row)
     st.dataframe(
         rows,

@@ -147,15 +147,19 @@ def reply(session: Session, library: Library, viewer: UserPublic, flag_id: int, 
     assert rater is not None, "a flag's rater is a user of the study"
     text = (body or "").strip()
     if text:  # else queries.write says what is missing, beside the box
-        text = f"{FLAG_REPLY} {row.created_at:%Y-%m-%d %H:%M} UTC: {text}"
+        # The flag itself is not in the thread: quote it, so both sides read what is answered.
+        note = " ".join((row.note or "").split())
+        quoted = note if len(note) <= FLAG_QUOTED else note[: FLAG_QUOTED - 1].rstrip() + "…"
+        text = f'{FLAG_REPLY} {row.created_at:%Y-%m-%d %H:%M} UTC, "{quoted}": {text}'
     band = (row.vignette_id, row.sub_action)
     queries.write(session, library, viewer, rater.pseudonym, band, text)
     resolve(session, viewer, flag_id)
 
 
-# How a reply to a flag starts in the rater's query thread, so they know what it answers.
-FLAG_REPLY = "About your flag of"
-REPLY_CHARS = queries.MAX_BODY - len(FLAG_REPLY) - len(" 2026-01-01 00:00 UTC: ")
+# How a reply to a flag starts in the rater's query thread, so they know what it answers: the
+# flag's time and its note, quoted up to FLAG_QUOTED characters.
+FLAG_REPLY, FLAG_QUOTED = "About your flag of", 200
+REPLY_CHARS = queries.MAX_BODY - len(f'{FLAG_REPLY} 2026-01-01 00:00 UTC, "": ') - FLAG_QUOTED
 
 
 def _flags(session: Session, *conditions) -> list[Flag]:

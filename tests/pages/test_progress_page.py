@@ -87,7 +87,11 @@ def test_a_reply_to_a_flag_reaches_its_rater_alone_as_a_query_they_can_answer(st
     assert thread.band == TRIAGE
     [message] = thread.messages
     assert message.body.startswith(marks.FLAG_REPLY + " ")
-    assert message.body.endswith(" UTC: The ECG time is in the results at this step: 10:42.")
+    # The flag answered is quoted: the thread holds only what its two sides wrote.
+    assert message.body.endswith(
+        ' UTC, "The vignette lacks an ECG time.": The ECG time is in the results at this step: '
+        "10:42."
+    )
 
 
 def test_the_figures_follow_a_save_and_what_is_not_recorded_too(study):

@@ -48,7 +48,7 @@ from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import load_library, parse_vignette
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import BandMark, Review, ScreenDraft
-from fma_bands.study import audit, drafts, marks, store_state
+from fma_bands.study import audit, drafts, marks, queries, store_state
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.reviews import ReviewForm, current_review, save
 from fma_bands.study.rounds import close_round
@@ -357,10 +357,11 @@ def test_only_the_coordinator_replies_to_a_flag_and_a_refused_reply_deals_with_n
         with pytest.raises(AccessDenied):
             marks.reply(s, DEMO, b, flag.id, "I can answer that.")
         with pytest.raises(FmaBandsError):
-            marks.reply(s, DEMO, coordinator, flag.id, "x" * (marks.REPLY_CHARS + 100))
+            marks.reply(s, DEMO, coordinator, flag.id, "x" * queries.MAX_BODY)
     with session_scope(engine) as s:
         assert [f.id for f in marks.all_flags(s, coordinator)] == [flag.id]
-        marks.reply(s, DEMO, coordinator, flag.id, "It is in the history: treated since 2019.")
+        # The longest reply the page's box takes is sent whole, the flag quoted before it.
+        marks.reply(s, DEMO, coordinator, flag.id, "x" * marks.REPLY_CHARS)
     with session_scope(engine) as s:
         assert marks.all_flags(s, coordinator) == []
         kinds = [e["kind"] for e in audit.events(s, limit=2)]
