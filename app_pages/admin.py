@@ -31,6 +31,7 @@ from fma_bands.study.rounds import (
     count_bands,
     left_out_of_round_two,
     open_round,
+    reason_sentence,
     round_two_candidates,
 )
 from fma_bands.study.rounds import state as round_state
@@ -145,7 +146,8 @@ def _candidate_table(
         },
     )
     seen = [code for code in REASONS if any(code in c.reasons for c in candidates)]
-    st.markdown("\n".join(f"- **{REASONS[c].short}**: {REASONS[c].sentence}" for c in seen))
+    final = any(c.final for c in candidates)
+    st.markdown("\n".join(f"- **{REASONS[c].short}**: {reason_sentence(c, final)}" for c in seen))
 
 
 def _still_in_dispute(

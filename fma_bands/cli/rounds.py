@@ -89,8 +89,8 @@ def _list(
     for c in candidates:
         raters = f"{c.n_raters} rater{'' if c.n_raters == 1 else 's'} with a band"
         click.echo(f"  {c.vignette_id}:{c.sub_action}  {c.label}; {raters}")
-        for code in c.reasons:
-            click.echo(f"    - {reasons[code].short}: {reasons[code].sentence} (code: {code})")
+        for code, sentence in zip(c.reasons, c.sentences(), strict=True):
+            click.echo(f"    - {reasons[code].short}: {sentence} (code: {code})")
         if c.disputed is not None:
             click.echo(f"    what some but not all raters admit: {c.disputed}")
         if chaired is not None:

@@ -7,6 +7,7 @@ shows as disputed) by their raters, who see round 1's anonymised panel
 Which bands a rater may review in the open round is enforced in fma_bands.study.state.round_for.
 """
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,6 +73,16 @@ REASONS = {
         "it reviewed now.",
     ),
 }
+# The same reasons where no round follows (round 2 open or closed): nothing can be chosen now.
+FINAL_SENTENCES = {
+    "not_reviewed": "No rater submitted a review of it in round 1, and no round follows round "
+    "2: it keeps the authors' provenance unless signed reviews of it reach the quorum.",
+}
+
+
+def reason_sentence(code: str, final: bool = False) -> str:
+    """A reason's sentence; `final`: where no round follows, so nothing can be chosen."""
+    return FINAL_SENTENCES.get(code, REASONS[code].sentence) if final else REASONS[code].sentence
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,7 @@ class Candidate:
     reasons: tuple[str, ...]  # codes of REASONS, in REASONS' order
     n_raters: int  # raters with a band (not DECLINE) in the round
     disputed: str | None  # what some but not all raters admit, in words; None when nothing
+    final: bool = False  # listed where no round follows (from round 2 on)
 
     @property
     def band(self) -> Band:
@@ -91,7 +103,7 @@ class Candidate:
 
     def sentences(self) -> list[str]:
         """Each reason's sentence, in the order of the codes."""
-        return [REASONS[code].sentence for code in self.reasons]
+        return [reason_sentence(code, self.final) for code in self.reasons]
 
     def short(self) -> str:
         """The reasons in a few words each: "no consensus; too few raters"."""
@@ -248,6 +260,7 @@ def round_two_candidates(
                     reasons=tuple(reasons),
                     n_raters=len(judged),
                     disputed=disputed,
+                    final=round > 1,
                 )
             )
     # The disputes a coordinator acts on first; the unreviewed bands (never chosen by default)
@@ -268,7 +281,7 @@ def left_out_of_round_two(
         return []
     held = _bands_of(session, 2)
     every = round_two_candidates(session, library, viewer=viewer, round=1)
-    return [c for c in every if c.band not in held]
+    return [dataclasses.replace(c, final=True) for c in every if c.band not in held]
 
 
 def _bands_of(session: Session, number: int) -> set[Band]:

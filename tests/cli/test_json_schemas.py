@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from fma_bands.cli import cli
+from fma_bands.study.rounds import FINAL_SENTENCES as REASONS_FINAL
 from fma_bands.study.rounds import REASONS
 from tests.cli.json_schema import check_outputs, documented
 from tests.conftest import DEMO_VIGNETTES
@@ -172,7 +173,15 @@ def test_round_show(fma):
     # Round 1's other candidates stay listed, as they were, with what becomes of them.
     assert json.loads(closed)["not_chosen_for_round_2"] == []
     assert len(candidates) > 1
-    assert json.loads(second)["not_chosen_for_round_2"] == candidates[1:]
+    left = json.loads(second)["not_chosen_for_round_2"]
+    # As they were, but said as no round follows: nothing can be chosen now.
+    final = REASONS_FINAL["not_reviewed"]
+    said = REASONS["not_reviewed"].sentence
+    assert left == [
+        {**c, "reason_text": [final if s == said else s for s in c["reason_text"]]}
+        for c in candidates[1:]
+    ]
+    assert all(final in c["reason_text"] for c in left)
     assert "round 1's candidates not chosen for round 2: " in fma(*COORDINATOR, "round", "show")
     # No chair decides here: tests/study/test_chair.py reads its decisions in round show.
     check_outputs("round show", [open_, closed, second], "chair_decisions[]")

@@ -251,7 +251,12 @@ def test_round_ones_candidates_left_out_of_round_two_stay_listed_with_what_becom
         return [(r["band"], r["why"]) for r in tables[-1].to_dict("records")]
 
     expected = [(labels(study)[MED], "too few raters; no one reviewed")]
-    assert left_out(open_app(study.coordinator)) == expected
+    at = open_app(study.coordinator)
+    assert left_out(at) == expected
+    # Said as no round follows: nothing can be chosen now.
+    legend = " ".join(m.value for m in at.markdown)
+    assert "no round follows round 2: it keeps the authors' provenance" in legend
+    assert "choose it by hand" not in legend
     amend_to_two(study, study.rater, "the panel: 2")
     amend_to_two(study, study.other, "the panel: 2")
     with study.store() as s:
