@@ -200,10 +200,15 @@ def panel(screen: Screen) -> None:
     if found is None:
         return
     st.subheader(f"Round {found.round}: the panel's bands")
+    then = (
+        "Keep or revise your band in the light of them, and say why."
+        if screen.phase == "open"
+        else f"Round {screen.round} is closed: your review of it stands as submitted."
+    )
     st.caption(
         f"Every round-{found.round} review of this band, yours among them, as Rater A, B, C: "
-        "the letters follow the answers, not who gave them, and are drawn afresh for each "
-        "band. Keep or revise your band in the light of them, and say why."
+        f"the letters follow the answers, not who gave them, and are drawn afresh for each "
+        f"band. {then}"
     )
     if not found.entries:
         st.caption(f"No rater submitted a review of this band in round {found.round}.")

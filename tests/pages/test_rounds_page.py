@@ -234,6 +234,11 @@ def test_study_admin_lists_the_bands_of_round_two_still_in_dispute(study):
         (labels(study)[TRIAGE], "too few raters")
     ]
     assert not [m for m in at.multiselect if m.label == "Bands for round 2"]
+    # The round closed, the rater's screen no longer asks to keep or revise.
+    panel = [
+        c.value for c in open_review(study.rater, TRIAGE).caption if "Rater A, B, C" in c.value
+    ]
+    assert panel and panel[0].endswith("Round 2 is closed: your review of it stands as submitted.")
 
 
 def test_round_ones_candidates_left_out_of_round_two_stay_listed_with_what_becomes_of_them(study):
@@ -301,6 +306,10 @@ def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
     at = open_review(study.rater, TRIAGE)
     screen = shown(at)
     assert "Round 1: the panel's bands" in [h.value for h in at.subheader]
+    assert any(
+        c.value.endswith("Keep or revise your band in the light of them, and say why.")
+        for c in at.caption
+    )
     texts = [t.value for t in at.text]
     assert sorted(REASONS.values()) == sorted(t for t in texts if t in REASONS.values())
     assert any(m.value.startswith("**Rater A: AMEND**") for m in at.markdown)
