@@ -138,7 +138,7 @@ def registry_rows(
                 adjudicated=d.adjudicated,
                 status=status(d),
                 band=_band_words(d, names),
-                raters=", ".join(d.adjudicated_by) or "none",
+                raters=_raters(d),
                 tags=_tags(d),
                 number=(numbers or {}).get(d.vignette_id),
             )
@@ -147,6 +147,15 @@ def registry_rows(
         # A case no longer numbered (retired) after every numbered one; sorted() keeps ties.
         rows.sort(key=lambda r: (r.number is None, r.number or 0))
     return rows
+
+
+def _raters(d: Decision) -> str:
+    """Who adjudicated the band; for the chair's, the chair and the raters they decided
+    between, as the band's details say it."""
+    if any(w.code == "chair_decision" for w in d.warnings):
+        rated = ", ".join(v.pseudonym for v in d.verdicts)
+        return f"chair {', '.join(d.adjudicated_by)} (rated by {rated})"
+    return ", ".join(d.adjudicated_by) or "none"
 
 
 def _signer(r: Reason, base: str) -> str | None:

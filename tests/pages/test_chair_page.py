@@ -380,3 +380,7 @@ def test_the_registry_credits_a_chaired_band_to_the_chair_and_names_its_raters(s
         "(rated by rater-01, rater-02)" in shown
     )
     assert "Adjudicated by" not in shown
+    # The table's raters cell says the same, not the chair alone as if the chair had rated it.
+    [table] = [d.value for d in registry.dataframe if "raters" in d.value.columns]
+    [row] = [r for r in table.to_dict("records") if r["sub-action"] == "ESI acuity level"]
+    assert row["raters"] == "chair rater-03 (rated by rater-01, rater-02)"
