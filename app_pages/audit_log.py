@@ -112,6 +112,7 @@ def events() -> None:
         height=ROW_PIXELS * (len(rows) + 1) + 3,
         column_config={
             "who": st.column_config.TextColumn(width="medium"),  # "coordinator" whole
+            "what": st.column_config.TextColumn(width="medium"),  # "chair decision signed" whole
             "details": st.column_config.TextColumn(width="large"),
         },
         on_select="rerun",
