@@ -24,7 +24,7 @@ from fma_bands.core.vignettes import Library
 from fma_bands.study import marks
 from fma_bands.study.coverage import BandProgress, study_quorum
 from fma_bands.study.rounds import close_round
-from fma_bands.study.state import StudyPublic, study
+from fma_bands.study.state import study
 
 # Pixels, together what the main column of a 1280-pixel window holds beside the open sidebar;
 # a status longer than its column wraps within it (band_table.row_height), never cut short.
@@ -48,37 +48,37 @@ def status_words(row: BandProgress, closed: bool) -> str:
 
 
 @st.fragment
-def quorum_progress(lib: Library, user: UserPublic, current: StudyPublic) -> None:
-    closed = current.phase == "closed"
+def quorum_progress(lib: Library, user: UserPublic, number: int, closed: bool) -> None:
+    """Round `number`'s bands against the quorum (`closed`: no review can be added to it)."""
     with session() as s:
         quorum = study_quorum(s)
-        rows = round_band_progress(s, lib, viewer=user, quorum=quorum, round=current.round)
+        rows = round_band_progress(s, lib, viewer=user, quorum=quorum, round=number)
     st.subheader("Bands against the quorum")
-    which = "every band" if current.round == 1 else "the bands it re-reviews"
+    which = "every band" if number == 1 else "the bands it re-reviews"
     counted = (
-        f"Submitted: raters' latest submitted reviews of round {current.round}, still current; "
+        f"Submitted: raters' latest submitted reviews of round {number}, still current; "
         "a DECLINE counts for nothing; the registry later counts only signed ones."
     )
     if quorum is None:
         # No quorum to count against: no band is short of it, nor has it (None, never 0).
         st.caption(
             f"No registry policy is signed yet, so there is no quorum to count against: the "
-            f"bands of round {current.round} ({which}) with their reviews so far. {counted}"
+            f"bands of round {number} ({which}) with their reviews so far. {counted}"
         )
         shown = rows
     else:
         short = [r for r in rows if r.needed != 0]
         st.caption(
             f"{len(rows) - len(short)} of {len(rows)} bands have current reviews from enough "
-            f"raters for the quorum of {quorum}, in round {current.round} ({which}). {counted}"
+            f"raters for the quorum of {quorum}, in round {number} ({which}). {counted}"
         )
         only = st.toggle("Only bands short of the quorum", value=True, key="quorum:short")
         shown = short if only else rows
     if not shown:
         st.info(
-            f"No band of round {current.round} is short of the quorum."
+            f"No band of round {number} is short of the quorum."
             if rows
-            else f"Round {current.round} has no band to review."
+            else f"Round {number} has no band to review."
         )
         return
     numbers = case_numbers(lib, case_key())  # the case as raters read it, beside its id
@@ -212,18 +212,32 @@ user = require_user("coordinator")
 lib = library()
 with session() as s:
     current = study(s)
-    summaries = rater_summaries(s, lib, viewer=user, round=current.round)
 
 st.title("Raters' progress")
 if flash := st.session_state.pop("raters_flash", None):
     st.success(flash)
-st.subheader(f"Round {current.round} ({current.phase})")
+shown_round = current.round
+if current.round > 1:
+    # An earlier round's figures stay to be read: they are what its reliability rests on.
+    shown_round = st.radio(
+        "Round shown",
+        list(range(current.round, 0, -1)),
+        format_func=lambda n: (
+            f"Round {n}" + (f" ({current.phase})" if n == current.round else " (closed)")
+        ),
+        horizontal=True,
+        key="progress:round",
+    )
+shown_phase = current.phase if shown_round == current.round else "closed"
+with session() as s:
+    summaries = rater_summaries(s, lib, viewer=user, round=shown_round)
+st.subheader(f"Round {shown_round} ({shown_phase})")
 st.caption(
-    f"Every figure on this page is of round {current.round}: "
+    f"Every figure on this page is of round {shown_round}: "
     + (
         "the bands assigned to each rater and the reviews made in round 1."
-        if current.round == 1
-        else f"the bands round {current.round} re-reviews with each rater and the reviews made "
+        if shown_round == 1
+        else f"the bands round {shown_round} re-reviews with each rater and the reviews made "
         "in it, never an earlier round's (those are kept, and in the CSV below)."
     )
 )
@@ -238,7 +252,7 @@ for r in (r for r in summaries if r.weak_signal):
         f"{r.pseudonym} accepts {r.accept_share:.0%} of {r.judged} bands as written. Accepting "
         "nearly everything is a weak signal worth a conversation, never a penalty."
     )
-quorum_progress(lib, user, current)
+quorum_progress(lib, user, shown_round, shown_phase == "closed")
 flags(case_numbers(lib, case_key()), user)
 
 

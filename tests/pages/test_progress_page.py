@@ -314,6 +314,14 @@ def test_in_round_two_the_figures_are_round_twos_alone(study, tmp_path):
     at = open_app(study.coordinator, "app_pages/progress.py")
     assert rows_of(at)["rater-01"]["submitted"] == "1 of 1"
     assert rows_of(at)["rater-01"]["ACCEPT"] == "100% of 1"
+    # Round 1's figures stay to be read, its round closed.
+    at.radio(key="progress:round").set_value(1).run()
+    assert any(h.value == "Round 1 (closed)" for h in at.subheader)
+    assert (rows_of(at)["rater-01"]["submitted"], rows_of(at)["rater-02"]["submitted"]) == (
+        "3 of 4",
+        "1 of 4",
+    )
+    assert set(quorum_table(at)["vignette"]) >= {MED[0], TRIAGE[0]}
 
 
 def test_no_band_short_of_the_quorum_is_said_in_a_sentence_not_an_empty_table(
