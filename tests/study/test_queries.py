@@ -177,6 +177,6 @@ def test_each_message_is_audited_by_its_length_never_its_words(study):
 def test_the_count_of_queries_awaiting_a_reply_reads_as_words():
     assert awaiting_words(1, "coordinator") == "1 query waits for your answer"
     assert awaiting_words(3, "coordinator") == "3 queries wait for your answer"
-    # Still true once the rater has read it: the coordinator's answer, not a "new" message.
-    assert awaiting_words(1, "rater") == "1 open query has the coordinator's answer"
-    assert awaiting_words(3, "rater") == "3 open queries have the coordinator's answer"
+    # Still true once the rater has read it, and whether the coordinator answered or asked.
+    assert awaiting_words(1, "rater") == "1 open query ends with a message from the coordinator"
+    assert awaiting_words(3, "rater") == "3 open queries end with a message from the coordinator"
