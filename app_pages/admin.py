@@ -36,6 +36,7 @@ from fma_bands.study.rounds import (
 )
 from fma_bands.study.rounds import state as round_state
 from fma_bands.study.state import set_mode, study
+from fma_bands.study.store_state import per_state
 from fma_bands.study.users import list_users
 
 MODE_LABELS = {
@@ -65,7 +66,13 @@ def rounds(user: UserPublic) -> None:
             if now.phase == "closed"
             else []
         )
-        left_out = left_out_of_round_two(s, lib, viewer=user)
+        # Round 1 is frozen once closed: its candidates are read once per state of the store,
+        # not on every run of this page through round 2 (round_state authorised the viewer).
+        left_out = per_state(
+            s,
+            ("left out of round 2", lib.digests),
+            lambda: left_out_of_round_two(s, lib, viewer=user),
+        )
         chaired = chair_decisions(s) if now.number > 1 and now.phase == "closed" else {}
         labels = band_labels(s, lib)
         numbers = case_numbers(lib, case_key(s))

@@ -2,10 +2,9 @@
 on a click made while leaving a field (every signed-in page), open a new band at its top
 (Streamlit keeps the page's scroll position when the band changes), stop a click on the band
 left while the next one loads (it would change a band no longer on screen), press the screen's
-buttons
-from the keyboard, and warn before a reload or a closed tab would lose text typed into a field
-but not yet kept (Streamlit sends a field's text to the server only when the field loses focus,
-or on Enter, or Ctrl+Enter in a text area, and the server keeps it in the run that sending
+buttons from the keyboard, and warn before a reload or a closed tab would lose text typed into a
+field but not yet kept (Streamlit sends a field's text to the server only when the field loses
+focus, or on Enter, or Ctrl+Enter in a text area, and the server keeps it in the run that sending
 starts).
 
 Every script is idempotent: its listeners are installed once per browser tab and read the
