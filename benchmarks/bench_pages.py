@@ -400,13 +400,20 @@ COMMANDS = {
     "agreement_json": ["agreement", "--json"],
     # The same, computing the report again instead of reading the copy kept by the run before.
     "agreement_json_fresh": ["agreement", "--json", "--fresh"],
+    # Deciding every band again, then (the first run keeps its answer) the answer kept.
+    "registry_json_fresh": ["registry", "--json", "--fresh"],
     "registry_json": ["registry", "--json"],
+    "export_fresh": ["export", "--out", "{tmp}/bands.yaml", "--fresh"],
     "export": ["export", "--out", "{tmp}/bands.yaml"],
 }
 
 
 # Commands that may exit 1 on findings; every other command must succeed.
 FINDINGS = ("vignettes", "verify")
+# Commands timed giving the answer kept by the --fresh run just before them, which they must
+# say they did (or the benchmark would time a decision under the kept answer's name).
+KEPT = {"registry_json": "registry_json_fresh", "export": "export_fresh"}
+KEPT_NOTE = "the answer kept from the same files"
 
 
 # The command run as `python -m fma_bands.cli` runs it, writing its peak resident set (VmHWM,
@@ -424,32 +431,41 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def time_command(study: BenchStudy, args: list[str], repeat: int, tmp: Path) -> dict[str, float]:
+def time_command(
+    study: BenchStudy, args: list[str], repeat: int, tmp: Path, *, kept: bool = False
+) -> dict[str, float]:
     """Medians of the whole process: wall time, its CPU time (user and system) and its peak
-    memory (resident set)."""
+    memory (resident set). With `kept`, every run must say it gave a kept answer."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FMA_BANDS_")}
     # Coordinator commands (agreement) name and authenticate the coordinator, as a person would.
     secret = tmp / "coordinator.passphrase"
     secret.write_text(PASSPHRASE + "\n", encoding="utf-8")
     env |= study.env() | {"FMA_BANDS_AS": "coordinator", "FMA_BANDS_PASSPHRASE_FILE": str(secret)}
+    # registry's and export's kept answers: the benchmark's own, never the user's cache.
+    env["FMA_BANDS_KEPT_ANSWERS"] = str(tmp / "kept-answers")
     command = [sys.executable, "-c", PEAK_WRAPPER, *(a.format(tmp=tmp) for a in args)]
     env["FMA_BENCH_PEAK"] = str(tmp / "peak.kb")
     allowed = (0, 1) if args[0] in FINDINGS else (0,)
     timings, cpu, peak = [], [], []
     for _ in range(repeat):
-        with tempfile.TemporaryFile() as output:
+        with tempfile.TemporaryFile() as output, tempfile.TemporaryFile() as said_apart:
             start = time.perf_counter()
-            child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
+            child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=said_apart)
             # wait4: this child's CPU time, never the sum of every child so far.
             _, status, usage = os.wait4(child.pid, 0)
             timings.append((time.perf_counter() - start) * 1000)
             child.returncode = os.waitstatus_to_exitcode(status)
             cpu.append((usage.ru_utime + usage.ru_stime) * 1000)
             peak.append(int((tmp / "peak.kb").read_text()) / 1024)
+            said_apart.seek(0)
+            errors = said_apart.read().decode(errors="replace")
             if child.returncode not in allowed:
                 output.seek(0)
-                said = output.read().decode(errors="replace")
+                said = output.read(100_000).decode(errors="replace") + errors
                 raise RuntimeError(f"{' '.join(args)} failed:\n{said}")
+            output.seek(max(0, output.seek(0, os.SEEK_END) - 4096))
+            if kept and KEPT_NOTE not in errors + output.read().decode(errors="replace"):
+                raise RuntimeError(f"{' '.join(args)} decided again, not from its kept answer")
     return {
         "process_ms": round(statistics.median(timings), 1),
         "process_cpu_ms": round(statistics.median(cpu), 1),
@@ -500,7 +516,8 @@ def run(
         print(case.name, results["pages"][case.name], file=sys.stderr)
     if not pages:
         for name, args in COMMANDS.items():
-            results["commands"][name] = time_command(study, args, repeat, folder)
+            kept = name in KEPT
+            results["commands"][name] = time_command(study, args, repeat, folder, kept=kept)
             print(name, results["commands"][name], file=sys.stderr)
     results["machine"]["load_average_after"] = os.getloadavg()[0]
     return results

@@ -51,6 +51,16 @@ def pytest_xdist_make_scheduler(config, log):
     return BrowserTestsTogether(config, log)
 
 
+@pytest.fixture(autouse=True)
+def kept_answers_of_this_test(tmp_path_factory, monkeypatch):
+    """Each test keeps the answers of `registry` and `export` (evidence/kept.py) in a folder of
+    its own, in its own processes and the commands it starts: never one another's, nor the
+    user's own cache."""
+    folder = tmp_path_factory.mktemp("kept-answers")
+    monkeypatch.setenv("FMA_BANDS_KEPT_ANSWERS", str(folder))
+    return folder
+
+
 @pytest.fixture
 def shared_data_required():
     """Set on a test that needs ../shared when it is missing and FMA_BANDS_REQUIRE_SHARED=1."""

@@ -44,7 +44,9 @@ def test_the_page_benchmark_writes_every_page_and_command(tmp_path):
         "audit_verify",
         "agreement_json",
         "agreement_json_fresh",
+        "registry_json_fresh",
         "registry_json",
+        "export_fresh",
         "export",
     }
     assert all(c["process_ms"] > 0 and c["process_cpu_ms"] > 0 for c in found["commands"].values())

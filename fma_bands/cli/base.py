@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import click
 
@@ -381,18 +381,33 @@ def forget_statements() -> None:
     clear_cache()
 
 
-def print_json(data: Any, *, each: tuple[str, Iterable[Any]] | None = None) -> None:
+class TextOut(Protocol):
+    """Where a command writes its text: standard output, or that and an answer being kept."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+def print_json(
+    data: Any, *, each: tuple[str, Iterable[Any]] | None = None, out: TextOut | None = None
+) -> None:
     """`data` as JSON on one line: json's C encoder writes it, several times faster than an
     indented dump of a study's whole registry (`| python -m json.tool` indents it for people).
     `each` is (key, members): a list written as its last member, one member at a time, so that
-    the tens of megabytes of a large study's list are never held at once."""
-    if each is None:
+    the tens of megabytes of a large study's list are never held at once. `out` is where it
+    goes (standard output by default)."""
+    if each is None and out is None:
         click.echo(json.dumps(data))
+        return
+    out = out or sys.stdout
+    if each is None:
+        out.write(json.dumps(data) + "\n")
+        out.flush()
         return
     key, members = each
     head = json.dumps({**data, key: []})
     assert head.endswith("[]}")
-    out = sys.stdout
     out.write(head[:-2])
     for index, member in enumerate(members):
         out.write(("" if index == 0 else ", ") + json.dumps(member))

@@ -1,11 +1,14 @@
 """`fma-bands registry` and `export`: each band's provenance from the files, and bands.yaml."""
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 import click
 
 from fma_bands.cli.base import (
+    TextOut,
     cli,
     complete_library,
     done,
@@ -19,6 +22,9 @@ from fma_bands.cli.numbers import Whole
 from fma_bands.cli.paths import check_output
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.evidence.policy import MAX_QUORUM, SCOPES
+
+if TYPE_CHECKING:
+    from fma_bands.evidence.kept import Answer, Answers, Keeping
 
 
 def sensitivity(command: Any) -> Any:
@@ -39,17 +45,59 @@ def sensitivity(command: Any) -> Any:
     )(command)
 
 
+FRESH = click.option(
+    "--fresh",
+    is_flag=True,
+    help="Decide again even when the answer to the same question about the same files is kept "
+    "(and keep this one in its place).",
+)
+KEPT = (
+    "the answer kept from the same files (each read again and found unchanged, byte for byte); "
+    "--fresh decides again"
+)
+KEPT_NOTE = f"fma-bands: {KEPT}"
+
+
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@FRESH
 @sensitivity
-def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | None) -> None:
+def registry(
+    as_json: bool, quorum: int | None, scope: str | None, study: str | None, fresh: bool
+) -> None:
     """Each band's provenance as decided from the files, with reasons (exit 1 when the
     attestations folder does not verify: nothing is granted then)."""
+    study_id, since = pinned(study)
+    asked = {"json": as_json, "quorum": quorum, "scope": scope, "study": study_id, "since": since}
+    answers, key = _kept("registry", asked)
+    if answers is None or key is None:
+        done(_registry(sys.stdout, as_json, quorum, scope, study_id, since))
+    with answers.find(key) as found:
+        if found is not None and not fresh:
+            click.echo(KEPT_NOTE, err=True)
+            sys.stdout.flush()
+            found.copy_to(sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            done(found.status)
+    with answers.keep(key) as keeping:
+        status = _registry(_Both(sys.stdout, keeping), as_json, quorum, scope, study_id, since)
+        keeping.done(status)
+    done(status)
+
+
+def _registry(
+    out: TextOut,
+    as_json: bool,
+    quorum: int | None,
+    scope: str | None,
+    study_id: str | None,
+    since: tuple[int, str] | None,
+) -> int:
+    """The registry decided and written to `out`; its exit status."""
     from fma_bands.core.bands import to_harness
     from fma_bands.evidence.export import band_cuts, cut_line
     from fma_bands.evidence.registry import decide
 
-    study_id, since = pinned(study)
     found = complete_library()
     decided = decide(
         found,
@@ -82,27 +130,61 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
                 "strays": [p.as_dict() for p in decided.strays],
             },
             each=("bands", (d.as_dict() | {"thresholds": cuts(d)} for d in decided.decisions)),
+            out=out,
         )
-        done(0 if decided.valid else 1)
+        return 0 if decided.valid else 1
+
+    def say(line: str) -> None:
+        out.write(line + "\n")
+
     if decided.policy_problem:
-        click.echo(f"policy: none ({decided.policy_problem}); nothing is granted")
+        say(f"policy: none ({decided.policy_problem}); nothing is granted")
     else:
-        click.echo(f"policy: quorum {decided.policy.quorum}, scope {decided.policy.scope}")
+        say(f"policy: quorum {decided.policy.quorum}, scope {decided.policy.scope}")
     for d in decided.decisions:
-        click.echo(f"{d.vignette_id} {d.sub_action}: {d.provenance} {to_harness(d.band)}")
+        say(f"{d.vignette_id} {d.sub_action}: {d.provenance} {to_harness(d.band)}")
         if d.adjudicated_by:
-            click.echo(f"    adjudicated by {', '.join(d.adjudicated_by)}")
+            say(f"    adjudicated by {', '.join(d.adjudicated_by)}")
         for cut in cuts(d):
-            click.echo(f"    cut {cut_line(cut)}")
+            say(f"    cut {cut_line(cut)}")
         for r in d.reasons:
-            click.echo(f"    not granted: {r.code}: {r.message}")
+            say(f"    not granted: {r.code}: {r.message}")
         for w in d.warnings:
-            click.echo(f"    warning: {w.code}: {w.message}")
+            say(f"    warning: {w.code}: {w.message}")
     for problem in decided.file_problems:
-        click.echo(f"file problem: {problem}")
+        say(f"file problem: {problem}")
     if not decided.valid:
-        click.echo("the attestations folder does NOT verify: nothing is granted")
-        done(1)
+        say("the attestations folder does NOT verify: nothing is granted")
+        return 1
+    return 0
+
+
+def _kept(question: str, asked: dict[str, Any]) -> tuple["Answers | None", str | None]:
+    """The kept answers and the key of this question about the study's files now; (None,
+    None) when no answer can be kept (evidence/kept.py says when). With --fresh the question is
+    decided again, and its answer kept in place of the one before."""
+    from fma_bands.evidence.kept import answer_key, open_answers
+
+    answers = open_answers(settings().kept_answers)
+    if answers is None:
+        return None, None
+    folders = (settings().vignettes, settings().attestations)
+    return answers, answer_key(question, folders, asked)
+
+
+class _Both:
+    """Text written to standard output and, as UTF-8, into the answer being kept."""
+
+    def __init__(self, out: TextOut, keeping: "Keeping") -> None:
+        self._out, self._keeping = out, keeping
+
+    def write(self, text: str) -> int:
+        self._out.write(text)
+        self._keeping.write(text.encode("utf-8"))
+        return len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
 
 
 @cli.command()
@@ -129,6 +211,7 @@ def registry(as_json: bool, quorum: int | None, scope: str | None, study: str | 
     help="Sign the head the bands were decided from with the study's root key (the coordinator "
     "named by --as, with their passphrase), so an editor can check it (verify --export).",
 )
+@FRESH
 @sensitivity
 def export(
     out: str,
@@ -138,16 +221,83 @@ def export(
     study: str | None,
     provisional: bool,
     sign_head: bool,
+    fresh: bool,
 ) -> None:
     """Write bands.yaml for the harness (atomically). Refused, writing nothing, when the
     attestations folder does not verify, unless --provisional."""
-    from fma_bands.evidence.export import check_harness, every_band, export_document, write_bands
+    check_output(out, "export")
+    study_id, since, audit_head = pinned_with_audit_head(study)
+    asked = {
+        "quorum": quorum,
+        "scope": scope,
+        "study": study_id,
+        "since": since,
+        "audit_head": audit_head,
+        "provisional": provisional,
+        # The header names the attestations folder relative to where bands.yaml is written.
+        "out": [str(Path(out).parent), str(Path(out).parent.resolve())],
+    }
+    # A signed head is signed afresh: the root's signature is never kept.
+    answers, key = _kept("export", asked) if not sign_head else (None, None)
+    said = None
+    if answers is not None and key is not None and not fresh:
+        with answers.find(key) as found:
+            if found is not None:
+                said = _export_kept(out, found)
+    if said is None:
+        signer = _head_signer() if sign_head else None
+        exporting = (out, signer, quorum, scope, study_id, since, audit_head, provisional)
+        if answers is None or key is None:
+            said = _export(*exporting)
+        else:
+            with answers.keep(key) as keeping:
+                said = _export(*exporting, also=lambda text: keeping.write(text.encode()))
+                keeping.done(0, said)
+        kept = ""
+    else:
+        # Said with what was written, on standard output: standard error keeps to one line for
+        # a failure (of --check-harness, after).
+        kept = f"; {KEPT}"
+    if said.get("provisional"):
+        click.echo(f"PROVISIONAL: {said['provisional']}", err=True)
+    click.echo(
+        f"wrote {said['bands']} bands of {said['vignettes']} vignettes to {Path(out)} "
+        f"({said['adjudicated']} clinician-adjudicated{kept})"
+    )
+    if harness is None:
+        return
+    from fma_bands.evidence.export import check_harness
+
+    check = check_harness(Path(out), harness or None)
+    if check.problems:
+        raise FmaBandsError(
+            f"the harness at {check.where} refused {len(check.problems)} record(s) of the export "
+            f"(it built {check.bands} of {said['bands']} bands)",
+            problems=check.problems,
+        )
+    click.echo(
+        f"the harness at {check.where} builds all {check.bands} bands and "
+        f"{check.adjudicators} adjudicator(s)"
+    )
+
+
+def _export(
+    out: str,
+    signer: Any,
+    quorum: int | None,
+    scope: str | None,
+    study_id: str | None,
+    since: tuple[int, str] | None,
+    audit_head: tuple[int, str] | None,
+    provisional: bool,
+    also: Callable[[str], object] | None = None,
+) -> dict[str, Any]:
+    """bands.yaml decided and written to `out` (its text handed to `also` as well); what the
+    command says of it."""
+    from fma_bands.evidence.export import every_band, export_document, write_bands
     from fma_bands.evidence.provenance import ADJUDICATED
     from fma_bands.evidence.registry import decide
 
-    check_output(out, "export")
-    study_id, since, audit_head = pinned_with_audit_head(study)
-    signer = _head_signer() if sign_head else None
     found = complete_library()
     decided = decide(
         found, settings().attestations, quorum=quorum, scope=scope, study=study_id, since=since
@@ -162,28 +312,43 @@ def export(
         head_signer=signer,
         audit_head=audit_head,
     )
-    path = write_bands(out, document)
-    if document.get("provisional"):
-        click.echo(f"PROVISIONAL: {document['provisional']}", err=True)
+    write_bands(out, document, also=also)
     entries = every_band(document)
     adjudicated = sum(e["provenance"] == ADJUDICATED for e in entries)
-    click.echo(
-        f"wrote {len(entries)} bands of {len(document['bands'])} vignettes to {path} "
-        f"({adjudicated} clinician-adjudicated)"
-    )
-    if harness is None:
-        return
-    check = check_harness(path, harness or None)
-    if check.problems:
-        raise FmaBandsError(
-            f"the harness at {check.where} refused {len(check.problems)} record(s) of the export "
-            f"(it built {check.bands} of {len(entries)} bands)",
-            problems=check.problems,
-        )
-    click.echo(
-        f"the harness at {check.where} builds all {check.bands} bands and "
-        f"{check.adjudicators} adjudicator(s)"
-    )
+    return {
+        "bands": len(entries),
+        "vignettes": len(document["bands"]),
+        "adjudicated": adjudicated,
+        "provisional": document.get("provisional"),
+        "stamp": document["generated_at"],
+    }
+
+
+def _export_kept(out: str, found: "Answer") -> dict[str, Any] | None:
+    """bands.yaml as kept, written to `out` with the time it is written now; what the command
+    says of it. None when the kept text does not hold its time where it says (decided afresh)."""
+    from fma_bands.core.files import write_atomically
+    from fma_bands.evidence.export import generated_stamp
+
+    said = dict(found.notes)
+    old, new = str(said.get("stamp", "")).encode(), generated_stamp().encode()
+    # The stamp is in the header, at the top: only the first part of the text is held.
+    first = bytearray(found.handle.read(64 * 1024))
+    at = first.find(b"\ngenerated_at: ", 0, 4096)
+    at = first.find(old, at, at + 64) if at >= 0 and old else -1
+    if at < 0 or len(old) != len(new):
+        return None
+    first[at : at + len(new)] = new
+
+    def copy(stream: IO[str]) -> None:
+        stream.flush()
+        binary = cast(TextIO, stream).buffer
+        binary.write(first)
+        found.copy_to(binary)
+
+    write_atomically(out, copy, shared=True)
+    said["stamp"] = new.decode()
+    return said
 
 
 def _head_signer() -> Any:

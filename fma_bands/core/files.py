@@ -23,7 +23,7 @@ from fma_bands.core.errors import FmaBandsError
 
 def write_atomically(
     path: str | Path,
-    data: bytes | str | Callable[[IO[str]], None],
+    data: bytes | bytearray | str | Callable[[IO[str]], None],
     *,
     overwrite: bool = True,
     shared: bool = False,

@@ -35,6 +35,11 @@ OTHER_VARIABLES = (
 )
 
 
+def _user_cache() -> Path:
+    """The user's cache folder ($XDG_CACHE_HOME, else ~/.cache)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
 def _upper(value: Any) -> Any:
     return value.upper() if isinstance(value, str) else value
 
@@ -63,6 +68,9 @@ class Settings(BaseSettings):
     # Which events reach it: ERROR only bugs, WARNING refusals too, INFO every command. The
     # default writes a file only for a bug, wherever a command runs.
     log_level: LogLevel = "ERROR"
+    # Where `registry` and `export` keep their answers, each under the digest of every file it
+    # was decided from (evidence/kept.py): a folder of this user's alone, outside the study's.
+    kept_answers: Path = Field(default_factory=lambda: _user_cache() / "fma-bands")
     # Minutes without a page run after which the app signs the person out (21 CFR 11.300(d)).
     idle_minutes: int = Field(default=30, ge=1, le=24 * 60)
 
@@ -107,7 +115,7 @@ def _refuse_unknown_variables() -> None:
         )
 
 
-FOLDERS = ("vignettes", "attestations", "export_dir", "trajectories")
+FOLDERS = ("vignettes", "attestations", "export_dir", "trajectories", "kept_answers")
 FILES = ("identity_key", "log_file")
 
 
@@ -134,14 +142,14 @@ def _check_paths(found: Settings) -> None:
 
 
 def _keep_out_of_the_log(found: Settings) -> None:
-    """Only the study's signed log writes into the attestations folder: neither the exports nor
-    the identity key may live there (an export would sit among the records, the key in what is
-    shared with editors)."""
+    """Only the study's signed log writes into the attestations folder: neither the exports, the
+    identity key nor the kept answers may live there (an export would sit among the records, a
+    key in what is shared with editors)."""
     try:
         log = found.attestations.resolve()
     except (OSError, RuntimeError):  # a symlink loop where nothing was there to stat
         raise _refuse("attestations", found.attestations, "cannot be resolved") from None
-    for name in ("export_dir", "identity_key"):
+    for name in ("export_dir", "identity_key", "kept_answers"):
         try:
             path = getattr(found, name).resolve()
         except (OSError, RuntimeError):

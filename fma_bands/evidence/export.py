@@ -8,11 +8,11 @@ import contextlib
 import functools
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -185,7 +185,6 @@ def bands_document(
     `chaired` holds the bands granted on the chair's decision (registry.ChairGrant)."""
     grants, chaired = grants or {}, chaired or {}
     stated = policy
-    stamp = (generated_at or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     sections: dict[str, dict[str, list[dict[str, Any]]]] = {name: {} for name in SECTIONS}
     for vignette in library:
         for proposal in vignette.proposals:
@@ -197,7 +196,7 @@ def bands_document(
     bands, later = sections.pop("bands"), sections
     return {
         "format": FORMAT,
-        "generated_at": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "generated_at": generated_stamp(generated_at),
         "policy": stated.as_dict() if stated is not None else None,
         **({"policy_problem": policy_problem} if policy_problem else {}),
         **({"provisional": provisional} if provisional else {}),
@@ -206,6 +205,17 @@ def bands_document(
         "bands": bands,
         **later,
     }
+
+
+def generated_stamp(at: datetime | None = None) -> str:
+    """An export's `generated_at`: the time it is written (`at`, else now), in UTC to the
+    second."""
+    return (
+        (at or datetime.now(UTC))
+        .astimezone(UTC)
+        .replace(microsecond=0)
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
 
 
 def section(action: SubAction) -> str:
@@ -506,13 +516,35 @@ def dump_bands(document: Mapping[str, Any], *, dumper: type | None = None) -> st
     return yaml_writer.dump(dict(document), width=100, dumper=dumper)
 
 
-def write_bands(path: str | Path, document: Mapping[str, Any]) -> Path:
-    """Write bands.yaml atomically: readers see the old file or the new one, never half."""
-    return write_atomically(
-        path,
-        lambda stream: yaml_writer.dump_to(stream, dict(document), width=100),
-        shared=True,
-    )
+def write_bands(
+    path: str | Path, document: Mapping[str, Any], *, also: Callable[[str], object] | None = None
+) -> Path:
+    """Write bands.yaml atomically: readers see the old file or the new one, never half. `also`
+    is given each piece of the text as it is written (for a copy that never reads the file
+    back, which someone else may have replaced by then)."""
+
+    def dump(stream: IO[str]) -> None:
+        target = stream if also is None else cast(IO[str], _Copying(stream, also))
+        yaml_writer.dump_to(target, dict(document), width=100)
+
+    return write_atomically(path, dump, shared=True)
+
+
+class _Copying:
+    """A text stream that hands each piece written to it on to `also` as well."""
+
+    # Its presence tells libyaml's emitter to write text, not bytes.
+    encoding = "utf-8"
+
+    def __init__(self, stream: IO[str], also: Callable[[str], object]) -> None:
+        self._stream, self._also = stream, also
+
+    def write(self, text: str) -> int:
+        self._also(text)
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
 
 
 def write_export(

@@ -18,14 +18,12 @@ costs what the database and the passphrase check cost.
 
 import hashlib
 import json
-from functools import lru_cache
-from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
+from fma_bands.core.code import code_digest
 from fma_bands.store.kept_rows import keep_apart, put
 from fma_bands.store.models import KeptReport
 
@@ -48,7 +46,7 @@ def answer_key(
         "head": list(head),
         "files": files,
         "options": options,
-        "code": code_digest(),
+        "code": code_digest("numpy", "krippendorff"),
     }
     text = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
     return ANSWER + hashlib.sha256(text.encode()).hexdigest()
@@ -87,17 +85,3 @@ def forget_answers(session: Session) -> None:
         own.execute(delete(KeptReport).where(col(KeptReport.key).startswith(ANSWER)))
 
     keep_apart(session, write, required=True)
-
-
-@lru_cache(maxsize=1)
-def code_digest() -> str:
-    """Every file of the fma_bands package (its code and the data it reads, such as the
-    intervals' measured coverage), and the versions of the libraries doing the arithmetic."""
-    here = Path(__file__).parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(here.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(f"{path.relative_to(here).as_posix()}\n".encode() + path.read_bytes())
-    for package in ("numpy", "krippendorff"):
-        digest.update(f"{package}=={version(package)}\n".encode())
-    return digest.hexdigest()

@@ -27,6 +27,7 @@ from click.testing import CliRunner, Result
 
 from fma_bands.cli import cli as fma_bands_cli
 from fma_bands.cli.base import REFUSED_EXIT
+from fma_bands.cli.registry import KEPT
 from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.store.models import utcnow
 from fma_bands.study import throttle
@@ -710,3 +711,97 @@ def test_verify_export_builds_only_the_header_of_a_bands_yaml(copied, tmp_path):
     refused = cli("verify", "--export", str(twice))
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert "gives the key 'attestations' twice" in refused.stderr
+
+
+KEPT_NOTE = "the answer kept from the same files"  # registry's on stderr, export's on stdout
+
+
+def declined(envelope: Path) -> None:
+    """The signed review's verdict changed to DECLINE, the signature left as it was."""
+    data = json.loads(envelope.read_bytes())
+    statement = json.loads(base64.b64decode(data["payload"]))
+    statement["predicate"]["reviews"][0]["verdict"] = "DECLINE"
+    data["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    envelope.write_text(json.dumps(data))
+
+
+def test_registry_answers_again_from_what_it_kept_never_from_a_changed_or_planted_file(
+    copied, kept_answers_of_this_test
+):
+    """A kept answer is the registry's own, byte for byte, given only while every file it was
+    decided from is as it was; a record tampered with is decided afresh (and refused), and an
+    answer planted in the kept folder by anyone without its key is not given."""
+    cli, envelope = copied
+    first = cli("registry", "--json")
+    assert first.returncode == 0 and KEPT_NOTE not in first.stderr
+    again = cli("registry", "--json")
+    assert again.returncode == 0 and KEPT_NOTE in again.stderr
+    assert again.stdout == first.stdout
+    assert json.loads(again.stdout)["valid"] is True
+    [kept_answer] = kept_answers_of_this_test.glob("*.answer")
+
+    original = envelope.read_bytes()
+    declined(envelope)
+    tampered = cli("registry", "--json")
+    assert tampered.returncode == 1 and KEPT_NOTE not in tampered.stderr
+    assert json.loads(tampered.stdout)["valid"] is False
+    # Its answer, kept in its turn, replaced by the granting one: found under no question.
+    [refusal] = set(kept_answers_of_this_test.glob("*.answer")) - {kept_answer}
+    refusal.write_bytes(kept_answer.read_bytes())
+    planted = cli("registry", "--json")
+    assert planted.returncode == 1 and KEPT_NOTE not in planted.stderr
+    assert json.loads(planted.stdout)["valid"] is False
+    # The record as it was: the answer kept for it is given again.
+    envelope.write_bytes(original)
+    restored = cli("registry", "--json")
+    assert restored.returncode == 0 and KEPT_NOTE in restored.stderr
+    assert restored.stdout == first.stdout
+    fresh = cli("registry", "--json", "--fresh")
+    assert fresh.stdout == first.stdout and KEPT_NOTE not in fresh.stderr
+    # The text answer and an override are other questions.
+    assert KEPT_NOTE not in cli("registry").stderr
+    assert KEPT_NOTE not in cli("registry", "--json", "--quorum", "2").stderr
+
+
+def test_registry_decides_afresh_when_the_kept_folder_is_not_the_users_alone(
+    copied, kept_answers_of_this_test
+):
+    cli, _ = copied
+    first = ok(cli("registry", "--json"))
+    kept_answers_of_this_test.chmod(0o777)
+    try:
+        open_to_all = cli("registry", "--json")
+    finally:
+        kept_answers_of_this_test.chmod(0o700)
+    assert open_to_all.returncode == 0 and KEPT_NOTE not in open_to_all.stderr
+    assert open_to_all.stdout == first
+
+
+def test_export_writes_again_from_what_it_kept_with_the_time_it_is_written(copied, tmp_path):
+    cli, envelope = copied
+    first, second = tmp_path / "bands.yaml", tmp_path / "again.yaml"
+    wrote = cli("export", "--out", str(first))
+    assert wrote.returncode == 0 and KEPT_NOTE not in wrote.stdout
+    kept = cli("export", "--out", str(second))
+    # Said on standard output, with what was written: standard error stays empty.
+    assert kept.returncode == 0 and kept.stderr == ""
+    assert kept.stdout == (
+        f"wrote 4 bands of 4 vignettes to {second} (4 clinician-adjudicated; {KEPT})\n"
+    )
+    before, after = first.read_text(), second.read_text()
+    stamp = re.compile(r"^generated_at: .*$", flags=re.MULTILINE)
+    assert stamp.sub("", before) == stamp.sub("", after)
+    assert yaml.safe_load(after)["generated_at"] >= yaml.safe_load(before)["generated_at"]
+    # Written elsewhere, the header names the attestations folder from there: another question.
+    (tmp_path / "elsewhere").mkdir()
+    moved = cli("export", "--out", str(tmp_path / "elsewhere" / "bands.yaml"))
+    assert moved.returncode == 0 and KEPT_NOTE not in moved.stdout
+    # A head signed by the root is signed afresh every time.
+    signed = cli.coordinator("export", "--out", str(second), "--sign-head")
+    assert signed.returncode == 0 and KEPT_NOTE not in signed.stdout
+    assert "head_signature" in yaml.safe_load(second.read_text())["attestations"]
+    # A record changed after: refused afresh, nothing written over the export.
+    declined(envelope)
+    refused = cli("export", "--out", str(first))
+    assert refused.returncode == 1 and KEPT_NOTE not in refused.stdout + refused.stderr
+    assert first.read_text() == before

@@ -1,0 +1,276 @@
+"""Answers kept by everything they were derived from, so that the same question about the same
+files is not decided again.
+
+A command's answer (what `registry` prints, the bands.yaml `export` writes) is a function of the
+code, the vignette files, the attestations folder and the command's options. Its key is the
+SHA-256 of all of them, byte for byte: a file changed, added, removed or renamed, another
+version of fma-bands or of a library it decides with, another option, and the key is another.
+Nothing is trusted for being unchanged: every file is read and hashed again each time, which
+costs a small part of parsing and checking its signatures.
+
+An answer kept is authenticated with HMAC-SHA256 under a key made here on first use and readable
+by this user alone, in a folder only this user may write (`kept_answers`, outside the study's
+folders). Anyone who can write the attestations folder, or the study's folder beside it, cannot
+plant an answer: without the key, an answer they write is not found, and the question is decided
+afresh. Where the folder or the key cannot be trusted (another owner, writable by others), or a
+study folder holds anything but plain files and folders, nothing is kept or found, and every
+answer is decided as if no answer had ever been kept.
+"""
+
+import hashlib
+import hmac
+import io
+import json
+import os
+import secrets
+import stat
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from fma_bands.core.code import code_digest
+
+FORMAT = b"fma-bands kept answer 1\n"
+KEY_BYTES = 32
+KEY_FILE = "answers.key"
+SUFFIX = ".answer"
+# The newest answers kept; older ones are removed when another is kept. An answer is as large as
+# what it answers (a large study's export is a hundred megabytes).
+KEPT = 8
+# A study folder larger than this is not hashed for a key: it is decided afresh, as its reader
+# would refuse most of it anyway.
+MAX_FOLDER_BYTES = 2 * 1024**3
+_CHUNK = 1024 * 1024
+# The libraries a decision is made with, beside fma-bands itself and Python.
+LIBRARIES = ("PyYAML", "cryptography", "pydantic")
+
+
+def _folder(folder: Path, digest: "hashlib._Hash") -> bool:
+    """Every entry under `folder` into `digest`, by name and content; False when the folder is
+    something else than a folder, holds an entry that is no plain file or folder (a link, a
+    FIFO: what a reader refuses or follows elsewhere), or is too large to hash."""
+    try:
+        if not stat.S_ISDIR(os.stat(folder).st_mode):
+            return False
+    except FileNotFoundError:
+        digest.update(b"\0missing\0")
+        return True
+    total = 0
+    pending = [Path(folder)]
+    while pending:
+        current = pending.pop()
+        with os.scandir(current) as entries:
+            found = sorted(entries, key=lambda e: e.name)
+        for entry in found:
+            name = os.fsencode(Path(entry.path).relative_to(folder).as_posix())
+            if entry.is_dir(follow_symlinks=False):
+                digest.update(b"\0dir\0" + name + b"\0")
+                pending.append(Path(entry.path))
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                return False
+            digest.update(b"\0file\0" + name + b"\0")
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    return False
+                while chunk := handle.read(_CHUNK):
+                    total += len(chunk)
+                    if total > MAX_FOLDER_BYTES:
+                        return False
+                    digest.update(chunk)
+            digest.update(b"\0end\0")
+    return True
+
+
+def answer_key(question: str, folders: Sequence[Path], asked: Mapping[str, Any]) -> str | None:
+    """The key of the answer to `question` (a command's name) asked with `asked` (its options and
+    whatever else the answer depends on, as JSON) about `folders`, or None when one of them
+    cannot be hashed (see _folder): such a question is always decided afresh."""
+    digest = hashlib.sha256()
+    digest.update(FORMAT)
+    digest.update(code_digest(*LIBRARIES).encode())
+    asked_here = [question, asked, os.fsdecode(os.getcwd())]
+    digest.update(
+        json.dumps(asked_here, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
+    )
+    for folder in folders:
+        digest.update(b"\0folder\0" + os.fsencode(str(folder)) + b"\0")
+        try:
+            if not _folder(Path(folder), digest):
+                return None
+        except OSError:
+            return None
+    return digest.hexdigest()
+
+
+@dataclass
+class Answer:
+    """An answer found: its exit status, what it says beside (`notes`, a JSON object) and its
+    body, read from `handle` (already authenticated)."""
+
+    status: int
+    notes: dict[str, Any]
+    handle: io.BufferedReader
+
+    def copy_to(self, out: IO[bytes]) -> None:
+        while chunk := self.handle.read(_CHUNK):
+            out.write(chunk)
+
+
+class Answers:
+    """The answers kept in one private folder, under its key."""
+
+    def __init__(self, folder: Path, key: bytes) -> None:
+        self.folder = folder
+        self._key = key
+
+    def _mac(self) -> "hmac.HMAC":
+        return hmac.new(self._key, digestmod=hashlib.sha256)
+
+    @contextmanager
+    def find(self, key: str) -> Iterator[Answer | None]:
+        """The answer kept under `key`, once its authentication holds; None otherwise."""
+        path = self.folder / (key + SUFFIX)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            yield None
+            return
+        with os.fdopen(fd, "rb") as handle:
+            answer = self._authentic(handle, key)
+            yield answer
+
+    def _authentic(self, handle: io.BufferedReader, key: str) -> Answer | None:
+        try:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            if handle.readline(len(FORMAT) + 1) != FORMAT:
+                return None
+            given = handle.read(32)
+            start = handle.tell()
+            mac = self._mac()
+            mac.update(key.encode())
+            while chunk := handle.read(_CHUNK):
+                mac.update(chunk)
+            if not hmac.compare_digest(mac.digest(), given):
+                return None
+            handle.seek(start)
+            head = json.loads(handle.readline(64 * 1024))
+            status, notes = head["status"], head["notes"]
+            if type(status) is not int or not isinstance(notes, dict):
+                return None
+            return Answer(status, notes, handle)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    @contextmanager
+    def keep(self, key: str) -> Iterator["Keeping"]:
+        """Write an answer's body into the `Keeping` given; it is kept under `key` when
+        `Keeping.done` was called and nothing was raised, never half."""
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = self.folder / f".{key}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        keeping = Keeping(os.fdopen(fd, "w+b"))
+        try:
+            yield keeping
+            if keeping.head is not None:
+                self._seal(keeping.handle, keeping.head, key, tmp)
+        finally:
+            keeping.handle.close()
+            tmp.unlink(missing_ok=True)
+
+    def _seal(self, handle: IO[bytes], head: bytes, key: str, tmp: Path) -> None:
+        """The body written, framed: the format, the MAC, the head line and the body."""
+        handle.flush()
+        sealed = tmp.with_suffix(".sealed")
+        fd = os.open(sealed, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                mac = self._mac()
+                mac.update(key.encode())
+                mac.update(head)
+                handle.seek(0)
+                while chunk := handle.read(_CHUNK):
+                    mac.update(chunk)
+                out.write(FORMAT + mac.digest() + head)
+                handle.seek(0)
+                while chunk := handle.read(_CHUNK):
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(sealed, self.folder / (key + SUFFIX))
+        finally:
+            sealed.unlink(missing_ok=True)
+        self._prune()
+
+    def _prune(self) -> None:
+        kept = sorted(
+            (p for p in self.folder.glob("*" + SUFFIX) if p.is_file()),
+            key=lambda p: p.stat().st_mtime_ns,
+        )
+        for old in kept[:-KEPT]:
+            old.unlink(missing_ok=True)
+
+
+class Keeping:
+    """An answer being written: its body, then `done` with its status and notes."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle = handle
+        self.head: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        self.handle.write(data)
+
+    def done(self, status: int, notes: Mapping[str, Any] | None = None) -> None:
+        line = json.dumps({"status": status, "notes": dict(notes or {})}, sort_keys=True)
+        self.head = line.encode() + b"\n"
+
+
+def _private(path: Path, *, folder: bool) -> bool:
+    """Whether `path` is this user's own, of the kind expected, and writable by no one else."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return False
+    kind = stat.S_ISDIR(found.st_mode) if folder else stat.S_ISREG(found.st_mode)
+    mine = not hasattr(os, "getuid") or found.st_uid == os.getuid()
+    return kind and mine and not found.st_mode & 0o022
+
+
+def open_answers(folder: Path) -> Answers | None:
+    """The answers kept in `folder`, made with its key on first use (0700, 0600); None when the
+    folder or the key is not this user's alone, or cannot be made."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(folder, folder=True):
+            return None
+        key_path = folder / KEY_FILE
+        if not key_path.exists():
+            tmp = folder / f".{KEY_FILE}.{secrets.token_hex(4)}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(secrets.token_bytes(KEY_BYTES))
+                out.flush()
+                os.fsync(out.fileno())
+            try:
+                # Two commands started at once: the first key made stays, the other is dropped.
+                os.link(tmp, key_path)
+            except FileExistsError:
+                pass
+            finally:
+                tmp.unlink(missing_ok=True)
+        if not _private(key_path, folder=False):
+            return None
+        fd = os.open(key_path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            key = handle.read(KEY_BYTES + 1)
+    except OSError:
+        return None
+    if len(key) != KEY_BYTES:
+        return None
+    return Answers(folder, key)
