@@ -6,6 +6,7 @@ pairs (the coordinator's alone: raters never see these counts, they would bias t
 bands.yaml, downloaded or written to the export folder."""
 
 from pathlib import Path
+from typing import Literal
 
 import streamlit as st
 
@@ -46,6 +47,7 @@ from fma_bands.evidence.registry import Registry, decide
 from fma_bands.study import audit
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.enrolment import root_signer
+from fma_bands.study.exports import record_export
 from fma_bands.study.impact import (
     PAIRING_LABELS,
     REFERENCE,
@@ -334,14 +336,35 @@ def audit_head() -> tuple[int, str] | None:
         return audit.head(s)
 
 
-st.download_button(
-    "Download bands.yaml",
-    # Written when the button is pressed, not on every rerun.
-    data=lambda: dump_bands(
+def exported(how: Literal["written", "downloaded"], where: str | None = None) -> None:
+    """The export recorded in the audit log, after its audit head was read."""
+    with session() as s:
+        record_export(
+            s,
+            user,
+            how=how,
+            head=registry.head,
+            signed=head_signer is not None,
+            bands=len(registry.decisions),
+            adjudicated=granted,
+            where=where,
+        )
+
+
+def downloaded() -> str:
+    text = dump_bands(
         export_document(
             lib, folder, registry=registry, head_signer=head_signer, audit_head=audit_head()
         )
-    ),
+    )
+    exported("downloaded")
+    return text
+
+
+st.download_button(
+    "Download bands.yaml",
+    # Written when the button is pressed, not on every rerun.
+    data=downloaded,
     file_name="bands.yaml",
     mime="application/yaml",
     on_click="ignore",
@@ -363,6 +386,7 @@ if st.button(f"Write bands.yaml to the export folder, {escaped(Path(export_dir).
             head_signer=head_signer,
             audit_head=audit_head(),
         )
+        exported("written", str(Path(written).resolve()))
         st.success(f"Wrote {escaped(Path(written).resolve())}")
     except FmaBandsError as exc:
         st.error(escaped(exc))

@@ -172,10 +172,10 @@ def shortcuts(screen: Screen, form: bool) -> list[Shortcut]:
     button."""
     found = []
     if form:
-        found += [
-            Shortcut("S", "Submit and next", widget_key(screen.key, "submit")),
-            Shortcut("K", "Skip for now", widget_key(screen.key, "skip")),
-        ]
+        found.append(Shortcut("S", "Submit and next", widget_key(screen.key, "submit")))
+        # A revision of a submitted review has no Skip: the band is not to do.
+        if not screen.submitted_here:
+            found.append(Shortcut("K", "Skip for now", widget_key(screen.key, "skip")))
     if screen.following:
         found.append(Shortcut("N", "Next band", NEXT_KEY))
     if screen.previous:

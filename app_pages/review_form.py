@@ -118,6 +118,15 @@ def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenera
         | band.failed
     )
     _conflict(screen, review, band)
+    if screen.submitted_here and screen.current is not None:
+        times = screen.revised
+        revised = f", revised {'once' if times == 1 else f'{times} times'}" if times else ""
+        st.info(
+            f"You are revising your submitted review ({screen.current.verdict}{revised}). It "
+            "stands, and is the one that counts, until you submit this revision; **Keep the "
+            "submitted review** drops the changes made here.",
+            icon=":material/edit:",
+        )
     if screen.shows_proposal:
         _questions(screen, review, band, errors)
     _verdict(screen, review, band, errors)
@@ -153,13 +162,21 @@ def _form(screen: Screen, review: ReviewState, signed: bool, notice: DeltaGenera
     # reload, so the page warns of it as of text not yet kept (a box of blanks holds nothing).
     note = st.session_state.get(band.widget("flag_note")) or ""
     kept[band.widget("flag_note")] = note if not note.strip() else ""
-    # And so is one left in the box of another band opened in this session.
-    elsewhere = sum(
-        1 for key, other in review.bands.items() if key != screen.key and other.flag_note.strip()
-    )
-    kept_marker(kept, elsewhere=elsewhere)
+    # And so is one left in the box of another band opened in this session, which the screen
+    # names: that band's Submit and Skip wait for it, this one's do not.
+    waiting = [
+        other.title
+        for key, other in review.bands.items()
+        if key != screen.key and other.flag_note.strip()
+    ]
+    kept_marker(kept, elsewhere=len(waiting))
     if review.shown:
         notice.success(review.shown, icon=":material/check_circle:")
+    if waiting:
+        notice.warning(
+            escaped(f"{UNSENT_FLAG} on {', '.join(waiting)}: open it to send it or clear its box."),
+            icon=":material/flag:",
+        )
     if review.late:
         notice.warning(escaped(review.late), icon=":material/warning:")
         review.late = None
@@ -685,13 +702,22 @@ def _actions(
         on_click=_submit,
         args=(screen, review, signed),
     )
-    skip.button(
-        "Skip for now",
-        icon=":material/skip_next:",
-        key=band.widget("skip"),
-        on_click=_skip,
-        args=(screen, review),
-    )
+    if screen.submitted_here:
+        skip.button(
+            "Keep the submitted review",
+            icon=":material/undo:",
+            key=band.widget("keep_submitted"),
+            on_click=_keep_submitted,
+            args=(screen, review),
+        )
+    else:
+        skip.button(
+            "Skip for now",
+            icon=":material/skip_next:",
+            key=band.widget("skip"),
+            on_click=_skip,
+            args=(screen, review),
+        )
     if band.keep_error:
         st.warning(f"Your last change could not be kept yet: {escaped(band.keep_error)}")
     else:
@@ -789,8 +815,13 @@ def _skip(screen: Screen, review: ReviewState) -> None:
             band.refusals += 1
             return
     lib, user = library(), _user()
-    with session() as s:
-        marks.skip(s, lib, user, screen.vignette.id, screen.name)
+    try:
+        with session() as s:
+            marks.skip(s, lib, user, screen.vignette.id, screen.name)
+    except FmaBandsError as exc:
+        if band is not None:
+            band.failed_message = f"Not skipped: {exc.message}."
+        return
     following, _ = _next_band(lib, user, screen.band)
     if following is None or following.band == screen.band:
         # No other band is left to come back after: said so, never "once the others are done".
@@ -804,6 +835,24 @@ def _skip(screen: Screen, review: ReviewState) -> None:
             "others are done."
         )
     review.goto = following.band if following else "queue"
+
+
+@for_signed_in
+def _keep_submitted(screen: Screen, review: ReviewState) -> None:
+    """Leave a revision begun: its entries are dropped, and the submitted review shows again."""
+    if _left(screen, review):
+        return
+    band = review.bands.get(screen.key)
+    if band is not None and _unsent_flag(band, "leave this revision"):
+        band.refusals += 1
+        return
+    with session() as s:
+        drafts.discard(s, _user(), *screen.band)
+    review.forget(screen.key, st.session_state)
+    review.flash = (
+        f"Your submitted review of {screen.case} · {screen.action.label} stands as it was: "
+        "the changes made since Revise were dropped."
+    )
 
 
 # A flag for the coordinator -------------------------------------------------------------------

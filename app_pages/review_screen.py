@@ -101,14 +101,17 @@ class Screen:
         return knowledge_at(self.vignette, self.step.name)
 
     @property
+    def submitted_here(self) -> bool:
+        """The rater's review of this band is submitted in this round (entries open on it are
+        a revision). A review of an earlier round is not this round's answer: the rater keeps
+        or revises it."""
+        current = self.current
+        return current is not None and current.status == "submitted" and current.round == self.round
+
+    @property
     def editing(self) -> bool:
         """Entries are open on screen: nothing submitted yet, a draft, or a revision begun."""
-        current = self.current
-        # A review of an earlier round is not this round's answer: the rater keeps or revises.
-        submitted = (
-            current is not None and current.status == "submitted" and current.round == self.round
-        )
-        return not submitted or self.kept is not None
+        return not self.submitted_here or self.kept is not None
 
     @property
     def version(self) -> int:
@@ -464,6 +467,7 @@ class BandState:
     prefix: str  # the band's screen key (Screen.key)
     entries: dict[str, Any]
     version: int  # the stored review's version the entries began from
+    title: str = ""  # the band as the rater reads it: "Case 5 of 12 · ESI acuity level"
     tried: bool = False  # Submit was pressed: every problem shows, not only the band's
     failed: dict[str, str] = field(default_factory=dict)  # fields a submission was refused for
     failed_message: str | None = None  # why a submission was refused, when no field says it
@@ -528,7 +532,11 @@ class ReviewState:
         if screen.key not in self.bands:
             entries = screen.entries()
             self.bands[screen.key] = BandState(
-                screen.key, entries, screen.version, stored=dict(entries)
+                screen.key,
+                entries,
+                screen.version,
+                title=f"{screen.case} · {screen.action.label}",
+                stored=dict(entries),
             )
         return self.bands[screen.key]
 

@@ -15,7 +15,8 @@ from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
 from fma_bands.store.models import BandMark, User, utcnow
 from fma_bands.study import audit, queries
-from fma_bands.study.state import authorize
+from fma_bands.study.reviews import current_review
+from fma_bands.study.state import authorize, study
 
 SKIP, FLAG = "skip", "flag"
 MAX_NOTE = 2000
@@ -44,9 +45,19 @@ def _band(library: Library, vid: str, name: str) -> None:
 
 
 def skip(session: Session, library: Library, rater: UserPublic, vid: str, name: str) -> None:
-    """Put the band aside for now: the queue comes back to it once the others are done."""
+    """Put the band aside for now: the queue comes back to it once the others are done. A band
+    whose review is submitted in this round is not to do, so it cannot be put aside: a
+    revision of it begun and left is a draft, and the submitted review stands."""
     _rater(rater)
     _band(library, vid, name)
+    current = current_review(session, library, rater, vid, name)
+    submitted = current is not None and current.status == "submitted"
+    if submitted and current.round == study(session).round:  # type: ignore[union-attr]
+        raise FmaBandsError(
+            "your review of this band is submitted, so it is not skipped: it stands until you "
+            "submit a revision",
+            field="band",
+        )
     if (vid, name) in open_marks(session, rater).get(SKIP, set()):
         return
     session.add(BandMark(rater_id=rater.id, vignette_id=vid, sub_action=name, kind=SKIP))

@@ -89,6 +89,7 @@ RULES: dict[str, Rule] = {
     "answer_queries": Rule("query any rater about a band and close queries"),
     # A due date belongs to the open round: a closed round's reviews are frozen anyway.
     "set_due_date": Rule("set the round's due date", open_phase=True),
+    "export_bands": Rule("export the bands for the harness"),
 }
 
 

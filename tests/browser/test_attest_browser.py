@@ -22,8 +22,9 @@ import yaml
 from playwright.sync_api import Browser, Page, expect
 from sqlmodel import col, select
 
+from fma_bands.evidence.export import every_band
 from fma_bands.store.db import make_engine, session_scope
-from fma_bands.store.models import LogRecord
+from fma_bands.store.models import AuditEvent, LogRecord
 from tests.browser.conftest import (
     DEMO_ACCOUNTS,
     coordinator_env,
@@ -342,5 +343,24 @@ def test_a_signed_attestation_makes_the_bands_clinician_adjudicated(
         for vignette, bands in document["bands"].items():
             for band in bands:
                 assert band["adjudicated_by"] == ["rater-01"], (vignette, band)
+        # The download is in the audit log, with the head it was decided from.
+        engine = make_engine(study.env["FMA_BANDS_DATABASE_URL"])
+        try:
+            with session_scope(engine) as s:
+                [event] = s.exec(select(AuditEvent).where(AuditEvent.kind == "bands_exported"))
+                recorded = (event.actor, event.payload)
+        finally:
+            engine.dispose()
+        head = document["attestations"]["head"]
+        assert recorded == (
+            "coordinator",
+            {
+                "how": "downloaded",
+                "head": head,
+                "head_signed": False,
+                "bands": len(every_band(document)),
+                "adjudicated": len(every_band(document)),
+            },
+        )
     finally:
         context.close()

@@ -11,6 +11,7 @@ import shutil
 import pytest
 import streamlit as st
 import yaml
+from sqlmodel import col, select
 from streamlit.testing.v1 import AppTest
 
 from fma_bands.core.actions import sub_action
@@ -22,6 +23,7 @@ from fma_bands.evidence.log import read_evidence
 from fma_bands.evidence.provenance import REASONS, WARNINGS
 from fma_bands.evidence.registry import decide
 from fma_bands.store.db import make_engine, session_scope
+from fma_bands.store.models import AuditEvent
 from fma_bands.study.state import study as study_settings
 from fma_bands.study.users import get_user
 from tests.conftest import DEMO_VIGNETTES, ROOT
@@ -232,6 +234,24 @@ def test_the_export_is_a_download_or_the_one_export_folder(study, page, tmp_path
         for entry in group:
             for attestation in entry["x_attestations"]:
                 assert (exports / header["folder"] / attestation["file"]).is_file()
+    # The export is in the audit log: who, where, and the head it was decided from.
+    engine = make_engine(study[1])
+    with session_scope(engine) as s:
+        newest = col(AuditEvent.seq).desc()
+        exported = select(AuditEvent).where(AuditEvent.kind == "bands_exported")
+        [event] = s.exec(exported.order_by(newest).limit(1))
+        assert (event.actor, event.payload) == (
+            "coordinator",
+            {
+                "how": "written",
+                "head": header["head"],
+                "head_signed": False,
+                "bands": len(decisions),
+                "adjudicated": granted,
+                "file": str(written),
+            },
+        )
+    engine.dispose()
 
 
 def test_the_page_is_the_coordinators(study, monkeypatch, tmp_path):

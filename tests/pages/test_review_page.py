@@ -360,11 +360,16 @@ def test_a_flag_typed_and_not_sent_is_kept_across_bands_and_refuses_submit_and_s
     assert band_on_screen(at, study) == MED
     note = at.text_area(key=key(MED, "flag_note"))
     assert note.value == "The core gives no renal function."
-    # Another band's screen tells the page a note is left unsent on this one.
+    # Another band's screen tells the page a note is left unsent on this one, and the rater
+    # which band it waits on.
     click(at, away)
     assert elsewhere_on_screen(at) == 1
+    [waits] = [as_read(w.value) for w in at.warning if "flag is not sent" in w.value]
+    assert waits.startswith("Your flag is not sent yet on Case ")
+    assert waits.endswith(" · Analgesia tier: open it to send it or clear its box.")
     click(at, back)
     assert elsewhere_on_screen(at) == 0
+    assert not [w for w in at.warning if "flag is not sent" in w.value]
     for button, doing in ((SUBMIT, "submit"), (SKIP, "skip this band")):
         click(at, button)
         assert band_on_screen(at, study) == MED
@@ -796,6 +801,32 @@ def test_revising_a_submitted_review_writes_a_new_revision(study):
         "choice": "disputed",
         "note": "the first month is admitted by the source",
     }
+
+
+def test_a_revision_begun_says_the_submitted_review_stands_and_can_be_left(study):
+    study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
+    at = open_review(study.rater, DOC)
+    click(at, "Revise this review")
+    [said] = [i.value for i in at.info if i.value.startswith("You are revising")]
+    assert said.startswith("You are revising your submitted review (ACCEPT). It stands")
+    buttons = [b.label for b in at.button]
+    # The band is not to do: a skip would say "skipped" beside "submitted".
+    assert SKIP not in buttons and "Keep the submitted review" in buttons
+    at.radio(key=key(DOC, "verdict")).set_value("DECLINE").run()
+    with study.store() as s:
+        assert drafts.restore(s, study.rater, *DOC) is not None
+    click(at, "Keep the submitted review")
+    assert not at.exception
+    assert "Your submitted review" in [s.value for s in at.subheader]
+    [kept] = [s.value for s in at.success]
+    assert kept.endswith("stands as it was: the changes made since Revise were dropped.")
+    with study.store() as s:
+        assert drafts.restore(s, study.rater, *DOC) is None
+    [review] = study.reviews(study.rater, DOC)
+    assert (review.status, review.verdict) == ("submitted", "ACCEPT")
+    # Opened again, it is the submitted review, not the revision left.
+    at = open_review(study.rater, DOC)
+    assert "Your submitted review" in [s.value for s in at.subheader]
 
 
 def test_skipping_the_last_band_left_says_so(study):

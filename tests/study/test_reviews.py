@@ -11,6 +11,7 @@ from fma_bands.core.errors import AccessDenied, ConflictError, FmaBandsError
 from fma_bands.core.vignettes import load_library
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
+from fma_bands.study import marks
 from fma_bands.study.handback import import_handback
 from fma_bands.study.library import sync_vignettes
 from fma_bands.study.reviews import ReviewForm, current_review, my_reviews, save
@@ -67,6 +68,26 @@ def test_queue_progress_and_resume(study):
     assert counts(rows)["submitted"] == 1 and counts(rows)["in progress"] == 1
     resumed = resume(rows)
     assert resumed is not None and resumed.band == second.band
+
+
+def test_a_band_submitted_in_this_round_is_never_skipped(study):
+    engine, library, _, a, _ = study
+    with session_scope(engine) as s:
+        first, second = rater_queue(s, library, a)[:2]
+    submit(
+        engine,
+        library,
+        a,
+        *first.band,
+        ReviewForm(verdict="ACCEPT", answers=GOOD_ANSWERS),
+    )
+    with session_scope(engine) as s:
+        with pytest.raises(FmaBandsError, match="submitted, so it is not skipped"):
+            marks.skip(s, library, a, *first.band)
+        marks.skip(s, library, a, *second.band)  # a band to do is put aside
+    with session_scope(engine) as s:
+        assert marks.open_marks(s, a).get(marks.SKIP) == {second.band}
+        assert counts(rater_queue(s, library, a))["skipped"] == 1
 
 
 def test_submit_requires_a_complete_review_and_keeps_nothing_half_done(study):
