@@ -24,7 +24,7 @@ from fma_bands.core.errors import FmaBandsError
 from fma_bands.evidence.policy import MAX_QUORUM, SCOPES
 
 if TYPE_CHECKING:
-    from fma_bands.evidence.kept import Answer, Answers, Keeping
+    from fma_bands.evidence.kept import Answer, Answers, Keeping, Key
 
 
 def sensitivity(command: Any) -> Any:
@@ -72,16 +72,18 @@ def registry(
     answers, key = _kept("registry", asked)
     if answers is None or key is None:
         done(_registry(sys.stdout, as_json, quorum, scope, study_id, since))
-    with answers.find(key) as found:
-        if found is not None and not fresh:
-            click.echo(KEPT_NOTE, err=True)
-            sys.stdout.flush()
-            found.copy_to(sys.stdout.buffer)
-            sys.stdout.buffer.flush()
-            done(found.status)
-    with answers.keep(key) as keeping:
+    if not fresh:
+        with answers.find(key.digest) as found:
+            if found is not None:
+                click.echo(KEPT_NOTE, err=True)
+                sys.stdout.flush()
+                found.copy_to(sys.stdout.buffer)
+                sys.stdout.buffer.flush()
+                done(found.status)
+    with answers.keep(key.digest) as keeping:
         status = _registry(_Both(sys.stdout, keeping), as_json, quorum, scope, study_id, since)
-        keeping.done(status)
+        if key.still_holds():
+            keeping.done(status)
     done(status)
 
 
@@ -159,10 +161,11 @@ def _registry(
     return 0
 
 
-def _kept(question: str, asked: dict[str, Any]) -> tuple["Answers | None", str | None]:
+def _kept(question: str, asked: dict[str, Any]) -> tuple["Answers | None", "Key | None"]:
     """The kept answers and the key of this question about the study's files now; (None,
     None) when no answer can be kept (evidence/kept.py says when). With --fresh the question is
-    decided again, and its answer kept in place of the one before."""
+    decided again, and its answer kept in place of the one before. An answer is kept only when
+    no file changed while it was decided (Key.still_holds)."""
     from fma_bands.evidence.kept import answer_key, open_answers
 
     answers = open_answers(settings().kept_answers)
@@ -241,7 +244,7 @@ def export(
     answers, key = _kept("export", asked) if not sign_head else (None, None)
     said = None
     if answers is not None and key is not None and not fresh:
-        with answers.find(key) as found:
+        with answers.find(key.digest) as found:
             if found is not None:
                 said = _export_kept(out, found)
     if said is None:
@@ -250,9 +253,10 @@ def export(
         if answers is None or key is None:
             said = _export(*exporting)
         else:
-            with answers.keep(key) as keeping:
+            with answers.keep(key.digest) as keeping:
                 said = _export(*exporting, also=lambda text: keeping.write(text.encode()))
-                keeping.done(0, said)
+                if key.still_holds():
+                    keeping.done(0, said)
         kept = ""
     else:
         # Said with what was written, on standard output: standard error keeps to one line for

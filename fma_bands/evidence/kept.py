@@ -47,35 +47,57 @@ _CHUNK = 1024 * 1024
 LIBRARIES = ("PyYAML", "cryptography", "pydantic")
 
 
-def _folder(folder: Path, digest: "hashlib._Hash") -> bool:
-    """Every entry under `folder` into `digest`, by name and content; False when the folder is
-    something else than a folder, holds an entry that is no plain file or folder (a link, a
-    FIFO: what a reader refuses or follows elsewhere), or is too large to hash."""
+Stamp = tuple[bytes, int, int, int, int]
+
+
+def _stamp(name: bytes, found: os.stat_result) -> Stamp:
+    """What changes whenever an entry is written, replaced or renamed: its inode, size and
+    times (the change time no one can set back)."""
+    return (name, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def _walk(folder: Path, digest: "hashlib._Hash | None", stamps: list[Stamp]) -> bool:
+    """Every entry under `folder`: its stamp into `stamps` and, with `digest`, its name and
+    content into `digest`. False when the folder is something else than a folder, holds an
+    entry that is no plain file or folder (a link, a FIFO: what a reader refuses or follows
+    elsewhere), or is too large to hash."""
     try:
-        if not stat.S_ISDIR(os.stat(folder).st_mode):
-            return False
+        top = os.stat(folder)
     except FileNotFoundError:
-        digest.update(b"\0missing\0")
+        stamps.append((b"", 0, 0, 0, 0))
+        if digest is not None:
+            digest.update(b"\0missing\0")
         return True
+    if not stat.S_ISDIR(top.st_mode):
+        return False
     total = 0
     pending = [Path(folder)]
     while pending:
         current = pending.pop()
+        where = os.fsencode(current.relative_to(folder).as_posix())
+        # The folder's own stamp first: an entry added or removed after the listing changes it.
+        stamps.append(_stamp(b"dir:" + where, os.stat(current)))
         with os.scandir(current) as entries:
             found = sorted(entries, key=lambda e: e.name)
         for entry in found:
             name = os.fsencode(Path(entry.path).relative_to(folder).as_posix())
             if entry.is_dir(follow_symlinks=False):
-                digest.update(b"\0dir\0" + name + b"\0")
+                if digest is not None:
+                    digest.update(b"\0dir\0" + name + b"\0")
                 pending.append(Path(entry.path))
                 continue
             if not entry.is_file(follow_symlinks=False):
                 return False
+            if digest is None:
+                stamps.append(_stamp(name, os.lstat(entry.path)))
+                continue
             digest.update(b"\0file\0" + name + b"\0")
             fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             with os.fdopen(fd, "rb") as handle:
-                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                opened = os.fstat(handle.fileno())
+                if not stat.S_ISREG(opened.st_mode):
                     return False
+                stamps.append(_stamp(name, opened))
                 while chunk := handle.read(_CHUNK):
                     total += len(chunk)
                     if total > MAX_FOLDER_BYTES:
@@ -85,10 +107,33 @@ def _folder(folder: Path, digest: "hashlib._Hash") -> bool:
     return True
 
 
-def answer_key(question: str, folders: Sequence[Path], asked: Mapping[str, Any]) -> str | None:
+@dataclass(frozen=True)
+class Key:
+    """An answer's key (`digest`), and the stamps of the files it was made from as they were
+    hashed."""
+
+    digest: str
+    folders: tuple[Path, ...]
+    stamps: tuple[Stamp, ...]
+
+    def still_holds(self) -> bool:
+        """Whether no file of the folders was written, replaced, added or removed since they
+        were hashed: only then was an answer decided since made from the bytes hashed, and
+        may be kept under this key (a file swapped while the question was decided, and swapped
+        back, would otherwise leave the answer for other files under this key)."""
+        stamps: list[Stamp] = []
+        try:
+            if not all(_walk(Path(f), None, stamps) for f in self.folders):
+                return False
+        except OSError:
+            return False
+        return tuple(stamps) == self.stamps
+
+
+def answer_key(question: str, folders: Sequence[Path], asked: Mapping[str, Any]) -> Key | None:
     """The key of the answer to `question` (a command's name) asked with `asked` (its options and
     whatever else the answer depends on, as JSON) about `folders`, or None when one of them
-    cannot be hashed (see _folder): such a question is always decided afresh."""
+    cannot be hashed (see _walk): such a question is always decided afresh."""
     digest = hashlib.sha256()
     digest.update(FORMAT)
     digest.update(code_digest(*LIBRARIES).encode())
@@ -96,14 +141,15 @@ def answer_key(question: str, folders: Sequence[Path], asked: Mapping[str, Any])
     digest.update(
         json.dumps(asked_here, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
     )
+    stamps: list[Stamp] = []
     for folder in folders:
         digest.update(b"\0folder\0" + os.fsencode(str(folder)) + b"\0")
         try:
-            if not _folder(Path(folder), digest):
+            if not _walk(Path(folder), digest, stamps):
                 return None
         except OSError:
             return None
-    return digest.hexdigest()
+    return Key(digest.hexdigest(), tuple(Path(f) for f in folders), tuple(stamps))
 
 
 @dataclass

@@ -763,6 +763,34 @@ def test_registry_answers_again_from_what_it_kept_never_from_a_changed_or_plante
     assert KEPT_NOTE not in cli("registry", "--json", "--quorum", "2").stderr
 
 
+def test_an_answer_decided_while_a_file_changed_is_not_kept(copied, monkeypatch):
+    """Decided while a record was written (here, with the same bytes: it could have been a
+    swap and back), the answer may have been made from other bytes than those hashed for its
+    key, so it is not kept: the next run decides again."""
+    from fma_bands.evidence import registry as deciding
+
+    cli, envelope = copied
+    decide = deciding.decide
+
+    def while_written(*args, **kwargs):
+        made = decide(*args, **kwargs)
+        envelope.write_bytes(envelope.read_bytes())
+        return made
+
+    monkeypatch.setattr(deciding, "decide", while_written)
+    options = ["--db", cli.db, "--vignettes", str(cli.vignettes)]
+    options += ["--attestations", str(cli.attestations), "registry", "--json"]
+    monkeypatch.chdir(cli.root)
+    first = CliRunner().invoke(fma_bands_cli, options, catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    monkeypatch.setattr(deciding, "decide", decide)
+    again = cli("registry", "--json")
+    assert again.returncode == 0 and KEPT_NOTE not in again.stderr
+    assert json.loads(again.stdout) == json.loads(first.stdout)
+    # Decided with nothing written meanwhile, it is kept.
+    assert KEPT_NOTE in cli("registry", "--json").stderr
+
+
 def test_registry_decides_afresh_when_the_kept_folder_is_not_the_users_alone(
     copied, kept_answers_of_this_test
 ):

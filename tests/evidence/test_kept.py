@@ -35,7 +35,8 @@ def body(found) -> bytes:
 
 
 def key(folders, question="registry", asked=ASKED):
-    return answer_key(question, folders, asked)
+    found = answer_key(question, folders, asked)
+    return None if found is None else found.digest
 
 
 def test_the_key_changes_with_every_byte_file_name_option_and_question(folders):
@@ -209,3 +210,30 @@ def test_only_the_newest_answers_stay(tmp_path):
         os.utime(tmp_path / "kept" / f"k{n}{SUFFIX}", ns=(n * 10**9, n * 10**9))
     left = sorted(p.name for p in (tmp_path / "kept").glob("*" + SUFFIX))
     assert left == sorted(f"k{n}{SUFFIX}" for n in range(3, KEPT + 3))
+
+
+def test_a_key_no_longer_holds_once_a_file_is_written_replaced_added_or_removed(folders):
+    vignettes, attestations = folders
+    record = attestations / "000000-root.dsse.json"
+    original = record.read_bytes()
+
+    def after(change) -> bool:
+        found = answer_key("registry", folders, ASKED)
+        assert found is not None and found.still_holds()
+        change()
+        return found.still_holds()
+
+    # Written with the same bytes, swapped out and back: the bytes read while deciding may have
+    # been others, so nothing decided meanwhile may be kept under the key.
+    assert not after(lambda: record.write_bytes(original))
+    aside = attestations / "aside"
+
+    def swapped_and_back() -> None:
+        record.rename(aside)
+        aside.rename(record)
+
+    assert not after(swapped_and_back)
+    assert not after(lambda: (vignettes / "b.yaml").write_text("id: b\n"))
+    assert not after(lambda: (vignettes / "b.yaml").unlink())
+    # Read only: it holds.
+    assert after(lambda: record.read_bytes())
