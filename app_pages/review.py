@@ -6,6 +6,8 @@ narrow screen the two columns stack.
 What the screen holds in a session is one ReviewState (app_pages.review_screen), taken at the
 top of the page and handed to every part that reads or changes it."""
 
+import time
+
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
@@ -22,7 +24,7 @@ from app_pages.common import (
     signed_bands,
     stack_below,
 )
-from app_pages.page_script import Shortcut, review_script, shortcut_words
+from app_pages.page_script import Shortcut, review_script, shortcut_words, top_script
 from app_pages.queue_screen import (
     QueueRow,
     band_choice,
@@ -72,6 +74,8 @@ def heading(screen: Screen, review: ReviewState, form: bool) -> DeltaGenerator:
         above.caption(screen.place())
         if flash:
             above.success(flash, icon=":material/check_circle:")
+            # The same band again (a revision left): opened at its top, the confirmation in view.
+            top_script(f"{flash} {time.monotonic_ns()}")
     if screen.all_submitted and not flash:
         then = (
             "You may revise any until the round closes; the coordinator closes it once everyone "

@@ -853,6 +853,8 @@ def _keep_submitted(screen: Screen, review: ReviewState) -> None:
         f"Your submitted review of {screen.case} · {screen.action.label} stands as it was: "
         "the changes made since Revise were dropped."
     )
+    # The page, not this fragment alone, shows the submitted review again.
+    review.goto = screen.band
 
 
 # A flag for the coordinator -------------------------------------------------------------------

@@ -76,9 +76,9 @@ def registry(
         with answers.find(key.digest) as found:
             if found is not None:
                 click.echo(KEPT_NOTE, err=True)
+                # As text, through what standard output does to text (terminal escapes).
+                found.write_text_to(sys.stdout)
                 sys.stdout.flush()
-                found.copy_to(sys.stdout.buffer)
-                sys.stdout.buffer.flush()
                 done(found.status)
     with answers.keep(key.digest) as keeping:
         status = _registry(_Both(sys.stdout, keeping), as_json, quorum, scope, study_id, since)
@@ -183,7 +183,7 @@ class _Both:
 
     def write(self, text: str) -> int:
         self._out.write(text)
-        self._keeping.write(text.encode("utf-8"))
+        self._keeping.write(text.encode("utf-8", "surrogatepass"))
         return len(text)
 
     def flush(self) -> None:
@@ -254,7 +254,10 @@ def export(
             said = _export(*exporting)
         else:
             with answers.keep(key.digest) as keeping:
-                said = _export(*exporting, also=lambda text: keeping.write(text.encode()))
+                said = _export(
+                    *exporting,
+                    also=lambda text: keeping.write(text.encode("utf-8", "surrogatepass")),
+                )
                 if key.still_holds():
                     keeping.done(0, said)
         kept = ""

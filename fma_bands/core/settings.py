@@ -115,7 +115,8 @@ def _refuse_unknown_variables() -> None:
         )
 
 
-FOLDERS = ("vignettes", "attestations", "export_dir", "trajectories", "kept_answers")
+# kept_answers is not among them: a folder of answers that cannot be used only costs their time.
+FOLDERS = ("vignettes", "attestations", "export_dir", "trajectories")
 FILES = ("identity_key", "log_file")
 
 

@@ -17,6 +17,8 @@ study folder holds anything but plain files and folders, nothing is kept or foun
 answer is decided as if no answer had ever been kept.
 """
 
+import codecs
+import contextlib
 import hashlib
 import hmac
 import io
@@ -24,6 +26,7 @@ import json
 import os
 import secrets
 import stat
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,9 +42,9 @@ SUFFIX = ".answer"
 # The newest answers kept; older ones are removed when another is kept. An answer is as large as
 # what it answers (a large study's export is a hundred megabytes).
 KEPT = 8
-# A study folder larger than this is not hashed for a key: it is decided afresh, as its reader
-# would refuse most of it anyway.
-MAX_FOLDER_BYTES = 2 * 1024**3
+# A folder holding a file larger than this (far beyond what any of its readers accepts) is not
+# hashed for a key, nor read: it is decided afresh, and its reader refuses the file by its size.
+MAX_FILE_BYTES = 64 * 1024**2
 _CHUNK = 1024 * 1024
 # The libraries a decision is made with, beside fma-bands itself and Python.
 LIBRARIES = ("PyYAML", "cryptography", "pydantic")
@@ -56,21 +59,28 @@ def _stamp(name: bytes, found: os.stat_result) -> Stamp:
     return (name, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
+def _framed(kind: bytes, data: bytes) -> bytes:
+    """`data` with its kind and length before it: one entry's bytes can never be read as the
+    framing of the next (a file's end carrying another file's name)."""
+    return kind + len(data).to_bytes(8, "big") + data
+
+
 def _walk(folder: Path, digest: "hashlib._Hash | None", stamps: list[Stamp]) -> bool:
-    """Every entry under `folder`: its stamp into `stamps` and, with `digest`, its name and
-    content into `digest`. False when the folder is something else than a folder, holds an
-    entry that is no plain file or folder (a link, a FIFO: what a reader refuses or follows
-    elsewhere), or is too large to hash."""
+    """Every entry under `folder`: its stamp into `stamps` and, with `digest`, its name and the
+    SHA-256 of its content into `digest`. False when the folder is something else than a
+    folder, holds an entry that is no plain file or folder (a link, a FIFO: what a reader
+    refuses or follows elsewhere), or a file larger than any reader reads."""
     try:
+        # The path itself as well as what it names: a link re-pointed and back is seen.
+        stamps.append(_stamp(b"path:", os.lstat(folder)))
         top = os.stat(folder)
     except FileNotFoundError:
         stamps.append((b"", 0, 0, 0, 0))
         if digest is not None:
-            digest.update(b"\0missing\0")
+            digest.update(_framed(b"m", b""))
         return True
     if not stat.S_ISDIR(top.st_mode):
         return False
-    total = 0
     pending = [Path(folder)]
     while pending:
         current = pending.pop()
@@ -83,7 +93,7 @@ def _walk(folder: Path, digest: "hashlib._Hash | None", stamps: list[Stamp]) -> 
             name = os.fsencode(Path(entry.path).relative_to(folder).as_posix())
             if entry.is_dir(follow_symlinks=False):
                 if digest is not None:
-                    digest.update(b"\0dir\0" + name + b"\0")
+                    digest.update(_framed(b"d", name))
                 pending.append(Path(entry.path))
                 continue
             if not entry.is_file(follow_symlinks=False):
@@ -91,19 +101,20 @@ def _walk(folder: Path, digest: "hashlib._Hash | None", stamps: list[Stamp]) -> 
             if digest is None:
                 stamps.append(_stamp(name, os.lstat(entry.path)))
                 continue
-            digest.update(b"\0file\0" + name + b"\0")
             fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             with os.fdopen(fd, "rb") as handle:
                 opened = os.fstat(handle.fileno())
-                if not stat.S_ISREG(opened.st_mode):
+                if not stat.S_ISREG(opened.st_mode) or opened.st_size > MAX_FILE_BYTES:
                     return False
                 stamps.append(_stamp(name, opened))
+                content = hashlib.sha256()
+                read = 0
                 while chunk := handle.read(_CHUNK):
-                    total += len(chunk)
-                    if total > MAX_FOLDER_BYTES:
+                    read += len(chunk)
+                    if read > MAX_FILE_BYTES:
                         return False
-                    digest.update(chunk)
-            digest.update(b"\0end\0")
+                    content.update(chunk)
+            digest.update(_framed(b"f", name) + _framed(b"c", content.digest()))
     return True
 
 
@@ -143,8 +154,10 @@ def answer_key(question: str, folders: Sequence[Path], asked: Mapping[str, Any])
     )
     stamps: list[Stamp] = []
     for folder in folders:
-        digest.update(b"\0folder\0" + os.fsencode(str(folder)) + b"\0")
         try:
+            # Named as given and as it resolves: an export's header names the folder resolved.
+            for name in (str(folder), os.path.realpath(folder)):
+                digest.update(_framed(b"p", os.fsencode(name)))
             if not _walk(Path(folder), digest, stamps):
                 return None
         except OSError:
@@ -164,6 +177,14 @@ class Answer:
     def copy_to(self, out: IO[bytes]) -> None:
         while chunk := self.handle.read(_CHUNK):
             out.write(chunk)
+
+    def write_text_to(self, out: Any) -> None:
+        """The body, kept as UTF-8 text, written to the text stream `out` (through whatever
+        it does to text, as the answer was when first written)."""
+        decoder = codecs.getincrementaldecoder("utf-8")("surrogatepass")
+        while chunk := self.handle.read(_CHUNK):
+            out.write(decoder.decode(chunk))
+        out.write(decoder.decode(b"", final=True))
 
 
 class Answers:
@@ -215,18 +236,26 @@ class Answers:
     @contextmanager
     def keep(self, key: str) -> Iterator["Keeping"]:
         """Write an answer's body into the `Keeping` given; it is kept under `key` when
-        `Keeping.done` was called and nothing was raised, never half."""
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        `Keeping.done` was called and nothing was raised, never half. A folder that cannot be
+        written (read only, full) keeps nothing, and the command goes on as if it had none."""
         tmp = self.folder / f".{key}.{secrets.token_hex(4)}.tmp"
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        keeping = Keeping(os.fdopen(fd, "w+b"))
+        try:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            keeping = Keeping(os.fdopen(fd, "w+b"))
+        except OSError:
+            yield Keeping(None)
+            return
         try:
             yield keeping
-            if keeping.head is not None:
-                self._seal(keeping.handle, keeping.head, key, tmp)
+            if keeping.head is not None and keeping.handle is not None:
+                with contextlib.suppress(OSError):
+                    self._seal(keeping.handle, keeping.head, key, tmp)
         finally:
-            keeping.handle.close()
-            tmp.unlink(missing_ok=True)
+            if keeping.handle is not None:
+                keeping.handle.close()
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
 
     def _seal(self, handle: IO[bytes], head: bytes, key: str, tmp: Path) -> None:
         """The body written, framed: the format, the MAC, the head line and the body."""
@@ -253,23 +282,39 @@ class Answers:
         self._prune()
 
     def _prune(self) -> None:
-        kept = sorted(
-            (p for p in self.folder.glob("*" + SUFFIX) if p.is_file()),
-            key=lambda p: p.stat().st_mtime_ns,
-        )
-        for old in kept[:-KEPT]:
-            old.unlink(missing_ok=True)
+        """Only the newest KEPT answers stay, and no leftover of a run killed while keeping
+        (older than an hour); another run may be pruning at the same time."""
+        found: list[tuple[int, Path]] = []
+        stale = time.time_ns() - 3600 * 10**9
+        for path in self.folder.iterdir():
+            with contextlib.suppress(OSError):
+                when = path.lstat().st_mtime_ns
+                leftover = path.name.startswith(".") and path.suffix in (".tmp", ".sealed")
+                if path.name.endswith(SUFFIX):
+                    found.append((when, path))
+                elif leftover and when < stale:
+                    path.unlink()
+        for _, old in sorted(found)[:-KEPT]:
+            with contextlib.suppress(OSError):
+                old.unlink()
 
 
 class Keeping:
-    """An answer being written: its body, then `done` with its status and notes."""
+    """An answer being written: its body, then `done` with its status and notes. Once a write
+    fails (a full disk), nothing is kept and the command goes on."""
 
-    def __init__(self, handle: IO[bytes]) -> None:
+    def __init__(self, handle: IO[bytes] | None) -> None:
         self.handle = handle
         self.head: bytes | None = None
 
     def write(self, data: bytes) -> None:
-        self.handle.write(data)
+        if self.handle is None:
+            return
+        try:
+            self.handle.write(data)
+        except OSError:
+            self.handle.close()
+            self.handle = None
 
     def done(self, status: int, notes: Mapping[str, Any] | None = None) -> None:
         line = json.dumps({"status": status, "notes": dict(notes or {})}, sort_keys=True)

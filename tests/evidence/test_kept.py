@@ -8,6 +8,7 @@ import io
 import json
 import os
 import stat
+import time
 
 import pytest
 
@@ -237,3 +238,90 @@ def test_a_key_no_longer_holds_once_a_file_is_written_replaced_added_or_removed(
     assert not after(lambda: (vignettes / "b.yaml").unlink())
     # Read only: it holds.
     assert after(lambda: record.read_bytes())
+
+
+def test_files_split_differently_over_the_same_bytes_are_another_key(tmp_path):
+    """One file's bytes cannot carry the framing of the next: a policy with a stray beside it
+    and the same bytes run together into the policy are two folders, two keys."""
+    apart, together = tmp_path / "apart", tmp_path / "together"
+    apart.mkdir()
+    together.mkdir()
+    (apart / "policy.yaml").write_bytes(b"quorum: 1\n")
+    (apart / "policy.yaml~").write_bytes(b"stray\n")
+    # What a framing without lengths would have hashed for the two files, as one file.
+    run_together = b"quorum: 1\n" + b"\0end\0" + b"\0file\0policy.yaml~\0" + b"stray\n"
+    (together / "policy.yaml").write_bytes(run_together)
+    assert key((apart,)) != key((together,))
+
+
+def test_a_folder_link_repointed_and_back_no_longer_holds(tmp_path):
+    real, copy = tmp_path / "real", tmp_path / "copy"
+    real.mkdir()
+    (real / "policy.yaml").write_text("quorum: 1\n")
+    copy.mkdir()
+    (copy / "policy.yaml").write_text("quorum: 2\n")
+    link = tmp_path / "attestations"
+    link.symlink_to(real)
+    found = answer_key("registry", (link,), ASKED)
+    assert found is not None and found.still_holds()
+    # Re-pointed while the question is decided, then back: the same files, another link.
+    link.unlink()
+    link.symlink_to(copy)
+    link.unlink()
+    link.symlink_to(real)
+    assert not found.still_holds()
+    # And a folder reached through a link is another key than the same files elsewhere.
+    assert key((link,)) != key((copy,))
+
+
+def test_a_file_past_any_readers_bound_is_never_read_for_a_key(tmp_path):
+    folder = tmp_path / "attestations"
+    folder.mkdir()
+    with open(folder / "huge.dsse.json", "wb") as sparse:
+        sparse.truncate(100 * 1024**3)  # a hundred gigabytes of nothing, at once
+    assert key((folder,)) is None
+
+
+def test_a_folder_that_cannot_be_written_keeps_nothing_and_fails_nothing(tmp_path, monkeypatch):
+    answers = open_answers(tmp_path / "kept")
+    assert answers is not None
+    opened = os.open
+
+    def full(path, *args, **kwargs):
+        if str(path).endswith((".tmp", ".sealed")):
+            raise OSError(28, "No space left on device")
+        return opened(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", full)
+    with answers.keep("k1") as keeping:
+        keeping.write(b"an answer")
+        keeping.done(0)
+    monkeypatch.undo()
+
+    class Full(io.BytesIO):
+        def write(self, data):  # type: ignore[override]
+            raise OSError(28, "No space left on device")
+
+    with answers.keep("k2") as keeping:
+        keeping.handle.close()
+        keeping.handle = Full()
+        keeping.write(b"half an answer")  # the disk filled: nothing is kept, nothing raised
+        keeping.done(0)
+    for name in ("k1", "k2"):
+        with answers.find(name) as found:
+            assert found is None
+
+
+def test_leftovers_of_a_killed_run_go_once_an_hour_old(tmp_path):
+    folder = tmp_path / "kept"
+    answers = open_answers(folder)
+    assert answers is not None
+    old, recent = folder / ".k0.1234.tmp", folder / ".k1.5678.tmp"
+    old.write_bytes(b"killed")
+    recent.write_bytes(b"still being written")
+    two_hours_ago = time.time_ns() - 2 * 3600 * 10**9
+    os.utime(old, ns=(two_hours_ago, two_hours_ago))
+    with answers.keep("k2") as keeping:
+        keeping.write(b"x")
+        keeping.done(0)
+    assert not old.exists() and recent.exists()
