@@ -252,8 +252,10 @@ class Answers:
                 with contextlib.suppress(OSError):
                     self._seal(keeping.handle, keeping.head, key, tmp)
         finally:
-            if keeping.handle is not None:
-                keeping.handle.close()
+            # Closing flushes what is buffered, which a full disk refuses too.
+            with contextlib.suppress(OSError):
+                if keeping.handle is not None:
+                    keeping.handle.close()
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
 
@@ -313,7 +315,8 @@ class Keeping:
         try:
             self.handle.write(data)
         except OSError:
-            self.handle.close()
+            with contextlib.suppress(OSError):
+                self.handle.close()
             self.handle = None
 
     def done(self, status: int, notes: Mapping[str, Any] | None = None) -> None:
