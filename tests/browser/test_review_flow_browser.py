@@ -11,7 +11,8 @@ from playwright.sync_api import Dialog, Locator, Page, expect
 
 from fma_bands.core.actions import sub_action
 from fma_bands.store.db import make_engine, session_scope
-from fma_bands.study.reviews import ReviewForm, save
+from fma_bands.study import drafts
+from fma_bands.study.reviews import ReviewForm, current_review, save
 from fma_bands.study.users import require_user
 from tests.browser.case_numbers import band_url, case_of, queue_of, status_of, study_library
 from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
@@ -145,6 +146,38 @@ def submit_in_the_store(server: AppServer, rater: str, bands: list[tuple[str, st
                 save(s, library, who, *band, form, expected_version=0, submit=True)
     finally:
         engine.dispose()
+
+
+def test_a_revision_left_by_keep_the_submitted_review_shows_it_again_at_its_top(page: Page, server):
+    """Keep the submitted review is in the form's fragment: the page, not the fragment alone,
+    must run again, or the form stays on screen with the revision dropped underneath it."""
+    queue = queue_of(server, "rater-01")
+    submit_in_the_store(server, "rater-01", queue[:1])
+    start(page, server)
+    page.goto(band_url(server, *queue[0]))
+    drawn(page)
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_role("heading", name="Your submitted review")).to_be_visible()
+    press(page, "Revise this review")
+    revising = re.compile(r"^You are revising your submitted review \(DECLINE\)")
+    expect(main.get_by_text(revising)).to_be_visible()
+    expect(page.get_by_role("button", name="Skip for now")).to_have_count(0)
+    choose(page, "Verdict", "ACCEPT: the band stands as written")
+    scroll_to_bottom(page)
+    press(page, "Keep the submitted review")
+    expect(main.get_by_role("heading", name="Your submitted review")).to_be_visible()
+    expect(page.get_by_role("button", name="Keep the submitted review")).to_have_count(0)
+    at_its_top(page, "the changes made since Revise were dropped.")
+    engine = make_engine(server.env["FMA_BANDS_DATABASE_URL"])
+    try:
+        with session_scope(engine) as s:
+            rater = require_user(s, "rater-01")
+            kept = current_review(s, study_library(server), rater, *queue[0])
+            assert kept is not None and (kept.status, kept.verdict) == ("submitted", "DECLINE")
+            assert drafts.restore(s, rater, *queue[0]) is None
+    finally:
+        engine.dispose()
+    shoot(page, "review-revision-left")
 
 
 def test_submit_and_next_on_the_last_band_opens_the_queue_at_its_top(page: Page, server):
