@@ -457,7 +457,13 @@ def _row(r: Any, numbers: dict[str, int]) -> dict[str, Any]:
         "sub-action": sub_action(r.sub_action).label,
         "assigned raters": ", ".join(r.raters) or "nobody",
         "activated": r.able,
-        "in scope": "no scope rule" if r.in_scope is None else str(r.in_scope),
+        # How many of its assigned raters its sub-action's scope rule admits (the harness gives
+        # some sub-actions none): a count alone read as a flag.
+        "in scope": (
+            "no scope rule"
+            if r.in_scope is None
+            else f"{r.in_scope} rater{'' if r.in_scope == 1 else 's'}"
+        ),
     }
 
 
@@ -473,7 +479,7 @@ st.title("Study admin")
 where = escaped(settings().vignettes)
 vignettes = f"{len(lib)} vignette{'' if len(lib) == 1 else 's'}"
 enrolled = f"{enrolled_raters} rater{'' if enrolled_raters == 1 else 's'} enrolled"
-st.caption(f"{vignettes} from {where}; {enrolled}.")
+st.caption(f"{vignettes} from the folder {where}; {enrolled}.")
 if lib.problems:
     problems = f"{len(lib.problems)} problem{'' if len(lib.problems) == 1 else 's'}"
     with st.expander(f"{problems} in the vignette files", icon="⚠️"):

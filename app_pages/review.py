@@ -7,6 +7,7 @@ What the screen holds in a session is one ReviewState (app_pages.review_screen),
 top of the page and handed to every part that reads or changes it."""
 
 import time
+from dataclasses import replace
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -282,6 +283,10 @@ with session() as s:
 if screen is None:
     st.info("No band is waiting for review.")
     st.stop()
+if params.get("case") and wanted is None:
+    # A case token that names no case of the study (mistyped, or of another study): said, as a
+    # link to a band outside the queue is.
+    screen = replace(screen, redirected=True)
 # The address names the case by a neutral token, never by the id (which may give away its
 # stratum), so a reload or a shared link opens this band.
 if params != address(*screen.band, key=token_key):

@@ -67,7 +67,7 @@ def test_the_admin_page_flags_bands_and_shows_every_bands_raters(scoped, tmp_pat
     assert followup["assigned raters"] == "rater-02"  # the geriatrician: follow-up is hers
     assert followup["why"] == "1 activated rater(s) assigned, too few for the quorum of 2"
     triage = every[every["vignette"] == TRIAGE[0]].iloc[0]
-    assert (triage["assigned raters"], triage["in scope"]) == ("rater-01", "1")
+    assert (triage["assigned raters"], triage["in scope"]) == ("rater-01", "1 rater")
     # Each column holds one type (the browser's table is Arrow; a mixed column fails there and
     # fills the server log with tracebacks before Streamlit converts it).
     for frame in frames(at):

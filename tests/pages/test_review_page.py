@@ -238,6 +238,14 @@ def test_a_link_naming_no_band_says_so_and_opens_where_the_rater_left_off(study)
     assert band_on_screen(at, study) in BANDS
 
 
+def test_a_mistyped_case_token_says_so_and_opens_where_the_rater_left_off(study):
+    resumed = band_on_screen(open_app(study.rater, "app_pages/review.py"), study)
+    at = open_app(study.rater, "app_pages/review.py", case="x")
+    [warning] = at.warning
+    assert warning.value.startswith("The link you followed names no band in your queue")
+    assert band_on_screen(at, study) == resumed
+
+
 def test_an_address_naming_a_case_by_its_id_opens_nothing_for_a_rater(study):
     """Typing ids would tell a rater which case number is which id (and its stratum): only the
     case's token finds it; the id is said to name no band, and the rater's own place opens."""
