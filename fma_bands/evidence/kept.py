@@ -148,7 +148,11 @@ def answer_key(question: str, folders: Sequence[Path], asked: Mapping[str, Any])
     digest = hashlib.sha256()
     digest.update(FORMAT)
     digest.update(code_digest(*LIBRARIES).encode())
-    asked_here = [question, asked, os.fsdecode(os.getcwd())]
+    try:
+        here = os.getcwd()
+    except OSError:  # the working folder was removed under the command
+        return None
+    asked_here = [question, asked, os.fsdecode(here)]
     digest.update(
         json.dumps(asked_here, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
     )

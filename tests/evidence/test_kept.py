@@ -325,3 +325,11 @@ def test_leftovers_of_a_killed_run_go_once_an_hour_old(tmp_path):
         keeping.write(b"x")
         keeping.done(0)
     assert not old.exists() and recent.exists()
+
+
+def test_no_key_when_the_working_folder_is_gone(folders, tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert answer_key("registry", folders, ASKED) is None
