@@ -485,6 +485,7 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
     from fma_bands.study.due_dates import set_due, today
     from fma_bands.study.enrolment import enrol, reset
     from fma_bands.study.exemptions import review_exemption
+    from fma_bands.study.exports import record_export
     from fma_bands.study.governance import approve, set_policy
     from fma_bands.study.identity import reveal_identity, set_identity
     from fma_bands.study.impact import reviewed_impact
@@ -564,6 +565,9 @@ def test_every_rule_goes_through_one_table(study, tmp_path):
             s, library, who, "adjudicator-02", ("draft_triage_01", "esi_acuity"), "A question."
         ),
         "set_due_date": lambda s, who: set_due(s, actor=who, due_on=today()),
+        "export_bands": lambda s, who: record_export(
+            s, who, how="written", head=(0, "sha256:x"), signed=False, bands=0, adjudicated=0
+        ),
     }
     for action, rule in RULES.items():
         if action == "sign":
