@@ -136,7 +136,23 @@ def test_an_answer_not_finished_is_never_kept(tmp_path):
         raise RuntimeError("the command failed half way")
     with answers.keep("k2") as keeping:
         keeping.write(b"never done")
-    for name in ("k1", "k2"):
+
+    class RefusesToFlush(io.BytesIO):
+        """A buffered file on a full disk: its writes are taken, their flush (and so its close)
+        is refused."""
+
+        def flush(self):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            raise OSError(28, "No space left on device")
+
+    with answers.keep("k3") as keeping:
+        keeping.handle.close()
+        keeping.handle = RefusesToFlush()
+        keeping.write(b"an answer the disk cannot hold")
+        keeping.done(0)
+    for name in ("k1", "k2", "k3"):
         with answers.find(name) as found:
             assert found is None
     assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == [KEY_FILE]
@@ -241,17 +257,18 @@ def test_a_key_no_longer_holds_once_a_file_is_written_replaced_added_or_removed(
 
 
 def test_files_split_differently_over_the_same_bytes_are_another_key(tmp_path):
-    """One file's bytes cannot carry the framing of the next: a policy with a stray beside it
-    and the same bytes run together into the policy are two folders, two keys."""
-    apart, together = tmp_path / "apart", tmp_path / "together"
-    apart.mkdir()
-    together.mkdir()
-    (apart / "policy.yaml").write_bytes(b"quorum: 1\n")
-    (apart / "policy.yaml~").write_bytes(b"stray\n")
+    """One file's bytes cannot carry the framing of the next: a policy with a stray beside it,
+    then the same bytes run together into the policy, in the same folder, are two keys."""
+    folder = tmp_path / "attestations"
+    folder.mkdir()
+    (folder / "policy.yaml").write_bytes(b"quorum: 1\n")
+    (folder / "policy.yaml~").write_bytes(b"stray\n")
+    apart = key((folder,))
     # What a framing without lengths would have hashed for the two files, as one file.
     run_together = b"quorum: 1\n" + b"\0end\0" + b"\0file\0policy.yaml~\0" + b"stray\n"
-    (together / "policy.yaml").write_bytes(run_together)
-    assert key((apart,)) != key((together,))
+    (folder / "policy.yaml~").unlink()
+    (folder / "policy.yaml").write_bytes(run_together)
+    assert key((folder,)) != apart
 
 
 def test_a_folder_link_repointed_and_back_no_longer_holds(tmp_path):
@@ -307,7 +324,23 @@ def test_a_folder_that_cannot_be_written_keeps_nothing_and_fails_nothing(tmp_pat
         keeping.handle = Full()
         keeping.write(b"half an answer")  # the disk filled: nothing is kept, nothing raised
         keeping.done(0)
-    for name in ("k1", "k2"):
+
+    class RefusesToFlush(io.BytesIO):
+        """A buffered file on a full disk: its writes are taken, their flush (and so its close)
+        is refused."""
+
+        def flush(self):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            raise OSError(28, "No space left on device")
+
+    with answers.keep("k3") as keeping:
+        keeping.handle.close()
+        keeping.handle = RefusesToFlush()
+        keeping.write(b"an answer the disk cannot hold")
+        keeping.done(0)
+    for name in ("k1", "k2", "k3"):
         with answers.find(name) as found:
             assert found is None
 
