@@ -136,23 +136,7 @@ def test_an_answer_not_finished_is_never_kept(tmp_path):
         raise RuntimeError("the command failed half way")
     with answers.keep("k2") as keeping:
         keeping.write(b"never done")
-
-    class RefusesToFlush(io.BytesIO):
-        """A buffered file on a full disk: its writes are taken, their flush (and so its close)
-        is refused."""
-
-        def flush(self):
-            raise OSError(28, "No space left on device")
-
-        def close(self):
-            raise OSError(28, "No space left on device")
-
-    with answers.keep("k3") as keeping:
-        keeping.handle.close()
-        keeping.handle = RefusesToFlush()
-        keeping.write(b"an answer the disk cannot hold")
-        keeping.done(0)
-    for name in ("k1", "k2", "k3"):
+    for name in ("k1", "k2"):
         with answers.find(name) as found:
             assert found is None
     assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == [KEY_FILE]
