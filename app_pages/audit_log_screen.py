@@ -113,7 +113,7 @@ def search(
         {
             "seq": seq,
             "when (UTC)": _when(at),
-            "who": who_words(actor, people),
+            "who": who_words(actor, people, kind),
             "what": kind.replace("_", " "),
             "details": _details_of_stored(payload, whole),
         }
@@ -124,7 +124,16 @@ def search(
 
 # Actors that are no person: fma-bands itself, at work for a command or the demo (a person's
 # name never takes these forms: a pseudonym is checked when enrolled).
-NOT_PEOPLE = {None: "(the system)", "cli": "(the command line)", "demo": "(fma-bands demo)"}
+NOT_PEOPLE = {
+    None: "(the system, or no one signed in)",
+    "cli": "(the command line)",
+    "demo": "(fma-bands demo)",
+}
+# A refused passphrase is no one's act: the name typed is not trusted as the actor, and the
+# event's details say which account it named.
+ATTEMPTS = {"passphrase_failed", "activation_failed"}
+NOT_SIGNED_IN = "(no one signed in: the name typed is in the details)"
+SYSTEM = "(the system)"
 
 
 def accounts(session: Session) -> set[str]:
@@ -132,11 +141,14 @@ def accounts(session: Session) -> set[str]:
     return set(pseudonyms(session).values())
 
 
-def who_words(actor: str | None, people: Collection[str]) -> str:
+def who_words(actor: str | None, people: Collection[str], kind: str | None = None) -> str:
     """Who acted, as the log's reader reads it: a person's pseudonym (one of `people`, the
-    study's accounts), or what else acted."""
+    study's accounts), or what else acted; with the event's kind, which of the two no actor
+    stands for."""
     if actor is not None and actor in people:
         return actor
+    if actor is None and kind is not None:
+        return NOT_SIGNED_IN if kind in ATTEMPTS else SYSTEM
     return NOT_PEOPLE.get(actor) or str(actor)
 
 

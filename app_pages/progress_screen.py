@@ -34,11 +34,13 @@ from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import QUESTION_KEYS
 from fma_bands.core.spreadsheet import csv_text
 from fma_bands.core.vignettes import Library
+from fma_bands.evidence.policy import Policy
 from fma_bands.store.models import BandMark, Review, RoundBand, ScreenDraft, User
 from fma_bands.study.assignment import load as load_assignments
 from fma_bands.study.assignment import study_bands
 from fma_bands.study.case_keys import case_key
 from fma_bands.study.coverage import BandProgress, band_progress
+from fma_bands.study.governance import policy_in_force
 from fma_bands.study.reviews import ReviewData
 from fma_bands.study.state import authorize, study
 from fma_bands.study.store_state import per_state
@@ -192,6 +194,8 @@ def round_band_progress(
         return band_progress(session, library, viewer=viewer, quorum=quorum)
     authorize(session, viewer, "see_progress")
     names = pseudonyms(session)
+    policy = policy_in_force(session) or Policy()
+    specialty = {r.pseudonym: r.specialty for r in load_assignments(session).raters}
     raters: dict[tuple[str, str], set[str]] = defaultdict(set)
     query = select(col(RoundBand.vignette_id), col(RoundBand.sub_action), col(RoundBand.rater_id))
     for vid, name, rater_id in session.execute(query.where(col(RoundBand.round) == round)):
@@ -203,8 +207,17 @@ def round_band_progress(
     for band in (b for b in study_bands(library) if b in raters):
         given = verdicts[band]
         declined = sum(v == "DECLINE" for v in given.values())
-        to_come = sum(r not in given for r in raters[band])
-        rows.append(BandProgress(*band, len(raters[band]), len(given), declined, quorum, to_come))
+        # As the registry counts (Policy.counts): a rater outside a required scope never does.
+        aside = sum(
+            v != "DECLINE" and not policy.counts(band[1], specialty.get(r))
+            for r, v in given.items()
+        )
+        to_come = sum(
+            r not in given and policy.counts(band[1], specialty.get(r)) for r in raters[band]
+        )
+        rows.append(
+            BandProgress(*band, len(raters[band]), len(given), declined, quorum, to_come, aside)
+        )
     return rows
 
 

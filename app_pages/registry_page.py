@@ -150,13 +150,17 @@ def _decision(d: Decision) -> None:
     if cuts := band_cuts(proposal, d.band, signed=d.proposal_signed) if proposal else []:
         st.caption("Cuts: " + "; ".join(escaped(cut_line(cut)) for cut in cuts))
     lines = [
-        *(f"Not adjudicated: {line}" for line in reason_lines(d)),
+        # On a granted band a reason is a review set aside, not a refusal of the band.
+        *(f"{REFUSED_WORDS[d.adjudicated]}: {line}" for line in reason_lines(d)),
         *(f"Warning: {line}" for line in warning_lines(d)),
     ]
     if words := harness_words(d.sub_action):
         lines.append(f"The harness: {words.sentence}")
     if lines:
         st.markdown("\n".join(f"- {escaped(line)}" for line in lines))
+
+
+REFUSED_WORDS = {True: "Not counted", False: "Not adjudicated"}
 
 
 @st.cache_data(show_spinner=False, max_entries=4)

@@ -17,6 +17,7 @@ from fma_bands.agreement.views import (
     POOLING_RULE,
     READING_RULE,
     RULES,
+    SIZES_RULE,
     alpha_row,
     scope_label,
 )
@@ -43,13 +44,14 @@ COLUMNS = (
     "vignettes read",
     "raters",
     "declined",
+    "bands reviewed",
     "left as proposed",
 )
 # The CSV's columns: the Alpha's own fields, numbers as the JSON holds them.
 CSV_COLUMNS = (
     "round", "mode", "metric", "scope", "sub_action_label", "level", "alpha", "ci_low",
     "ci_high", "reading", "n_bands", "n_vignettes", "n_vignettes_reading", "n_raters",
-    "n_declined", "share_unchanged", "share_accept", "n_reviewed",
+    "n_declined", "n_bands_reviewed", "share_unchanged", "share_accept", "n_reviewed",
 )  # fmt: skip
 _TEXT = ("mode", "metric", "scope", "sub_action_label", "level", "reading")
 MODE_TEXT = {
@@ -295,6 +297,7 @@ def sections(report: Report, facts: StudyFacts) -> list[tuple[str, list[str]]]:
                 "(Krippendorff 2011); undefined alpha is reported as undefined with its reason.",
                 *_metrics(report),
                 POOLING_RULE,
+                SIZES_RULE,
                 GUARDS_RULE,
             ],
         ),

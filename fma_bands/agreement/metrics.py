@@ -113,6 +113,9 @@ class Alpha:
     n_pairable: int = 0
     n_declined: int = 0
     n_vignettes: int = 0
+    # Bands with a counted rating, DECLINE included (for verdicts: review mode only), of every
+    # sub-action in the scope: those whose reviews n_declined counts the DECLINEs of.
+    n_bands_reviewed: int = 0
     ci_low: float | None = None
     ci_high: float | None = None
     p_below_0800: float | None = None
@@ -281,6 +284,7 @@ class _Part:
     n_bands: int
     n_declined: int
     n_counted: int  # ratings the metric reads (for verdicts: review mode only)
+    n_bands_reviewed: int  # bands holding one of them
     # Review-mode ratings with a band on the bands counted in n_bands (those the alpha reads),
     # and how many of them ACCEPT, and keep the proposal: a review of a band no other rater
     # rated says nothing of the agreement beside it.
@@ -304,6 +308,9 @@ def _parts(metric: str, groups: Groups) -> dict[str, _Part]:
 def _part(metric: str, name: str, at_level: str, groups: list[list[Rating]]) -> _Part:
     units = [(group, _units(metric, group)) for group in groups]
     counted = [r for g in groups for r in g if metric != "verdict" or r.mode == REVIEW_MODE]
+    n_bands_reviewed = sum(
+        any(metric != "verdict" or r.mode == REVIEW_MODE for r in g) for g in groups
+    )
     n_declined = sum(r.verdict == DECLINE for r in counted)
     plain = stratum(at_level, [u for _, us in units for u in us])
     declined = None
@@ -318,6 +325,7 @@ def _part(metric: str, name: str, at_level: str, groups: list[list[Rating]]) -> 
         n_bands=len(read),
         n_declined=n_declined,
         n_counted=len(counted),
+        n_bands_reviewed=n_bands_reviewed,
         n_reviewed=len(reviewed),
         n_accepted=sum(r.verdict == ACCEPT for r in reviewed),
         n_unchanged=sum(r.unchanged for r in reviewed),
@@ -364,10 +372,12 @@ def _alpha(
         None,
         n_bands=sum(p.n_bands for p in read_on),
         n_units=sum(s.n_units for s in strata),
-        n_raters=len(frozenset().union(*(s.raters for s in strata))),
+        # The raters of the bands the reading rests on (all of them when none varies).
+        n_raters=len(frozenset().union(*(p.stratum.raters for p in read_on or parts))),
         n_pairable=sum(s.n_pairable for s in strata),
         n_declined=sum(p.n_declined for p in parts),
         n_vignettes=len({v for s in strata for v in s.vignettes}),
+        n_bands_reviewed=sum(p.n_bands_reviewed for p in parts),
         mode=mode,
         n_vignettes_reading=len({v for p in read_on for v in p.stratum.vignettes}),
         share_accept=sum(p.n_accepted for p in read_on) / reviewed if reviewed else None,
@@ -440,7 +450,7 @@ def _alpha(
         warnings=(
             *interval.warnings,
             *found.warnings,
-            *filter(None, [few, panels]),
+            *filter(None, [few, panels, _unvaried_caution(parts, read_on)]),
             *_cautions(found),
         ),
     )
@@ -467,6 +477,26 @@ def _panels_caution(parts: Sequence[_Part]) -> str | None:
         "pairable values, so it leans towards the larger panels; read each sub-action's own "
         "alpha beside it"
     )
+
+
+def _unvaried_caution(parts: Sequence[_Part], read_on: Sequence[_Part]) -> str | None:
+    """A pool's sub-actions whose values never vary: pooled, but not in its bands."""
+    unvaried = [p for p in parts if p not in read_on and p.n_bands]
+    if not unvaried:
+        return None
+    named = ", ".join(
+        f"{sub_action(p.name).label} ({counted(p.n_bands, 'band')})" for p in unvaried
+    )
+    return (
+        f"the values of {named} never vary: pooled, they leave alpha as it is and are not "
+        "counted in its bands or vignettes read, while its units, pairable values, D_o / D_e "
+        "and the vignettes its interval resamples include them"
+    )
+
+
+def counted(n: int, noun: str) -> str:
+    """n and the noun, plural unless n is 1."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _declines_alpha(a: Alpha, parts: Sequence[_Part], *, B: int, seed: int, draw: Draw) -> Alpha:
@@ -661,7 +691,7 @@ ALPHA_FIELDS = (
     "share_unchanged", "alpha_declines_as_disagreement", "ci_low_declines_as_disagreement",
     "ci_high_declines_as_disagreement", "reading_declines_as_disagreement", "weakest",
     "weakest_alpha", "weakest_reading", "coverage_note", "ci_low_two_way", "ci_high_two_way",
-    "d_observed", "d_expected", "percent_agreement", "n_reviewed",
+    "d_observed", "d_expected", "percent_agreement", "n_reviewed", "n_bands_reviewed",
 )  # fmt: skip
 
 

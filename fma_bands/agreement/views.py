@@ -20,6 +20,7 @@ from fma_bands.agreement.metrics import (
     POOLED_LABEL,
     Alpha,
     Report,
+    counted,
     percent,
 )
 from fma_bands.agreement.panel import (
@@ -77,6 +78,12 @@ GUARDS_RULE = (
     "the proposal agree with it rather than with each other; and the alpha with each DECLINE "
     "counted as maximal disagreement instead of missing, with a caution when the two read "
     "differently. Blind-mode and review-mode ratings are reported apart, never pooled."
+)
+SIZES_RULE = (
+    "Sizes: the bands and vignettes the reading rests on (bands rated by two or more raters who "
+    "did not DECLINE; in a pool, only those of sub-actions whose values vary), the raters with a "
+    "value in them, and the DECLINE ratings among the reviews of every band of the row (bands "
+    "reviewed), whether the reading rests on that band or not."
 )
 # What the page's "left as proposed" cell is, said under the table and in its heading's help.
 SHARE_NOTE = (
@@ -175,6 +182,7 @@ COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
     ("raters", lambda a: str(a.n_raters)),
     ("pairable values", lambda a: str(a.n_pairable)),
     ("declined", lambda a: str(a.n_declined)),
+    ("bands reviewed", lambda a: str(a.n_bands_reviewed)),
     ("units", lambda a: str(a.n_units)),
     ("vignettes", lambda a: str(a.n_vignettes)),
     ("vignettes read", lambda a: str(a.n_vignettes_reading)),
@@ -292,24 +300,29 @@ DETAILS = (
     "mode",
     "interval method",
 )
-DETAIL_LABELS = {"vignettes": "vignettes resampled"}
-
-
-def counted(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
+DETAIL_LABELS = {
+    "vignettes": "vignettes resampled",
+    "D_o / D_e": "observed / expected disagreement (alpha is 1 - D_o / D_e)",
+    "level": "level of measurement",
+}
 
 
 def sizes(a: Alpha) -> str:
-    """What an alpha rests on, in words: the bands and vignettes its reading counts, the raters
-    with a pairable value, and the DECLINE ratings."""
-    return ", ".join(
+    """What an alpha rests on, in words: the bands and vignettes its reading counts and the
+    raters with a pairable value; then the DECLINE ratings, among the reviews of every band of
+    the scope (a band with one rater left, or of a sub-action whose values never vary in a
+    pool, is not among the bands read)."""
+    read = ", ".join(
         (
             counted(a.n_bands, "band"),
             counted(a.n_vignettes_reading, "vignette"),
             counted(a.n_raters, "rater"),
-            f"{a.n_declined} declined",
         )
     )
+    if not a.n_bands_reviewed:
+        return f"{read}; {a.n_declined} declined"
+    reviewed = counted(a.n_bands_reviewed, "band")
+    return f"{read}; {a.n_declined} declined of the reviews of {reviewed}"
 
 
 def summary_row(a: Alpha, modes: int = 1) -> dict[str, str]:
@@ -353,7 +366,7 @@ def rules(metric: str) -> list[str]:
     """How a metric's alphas are computed and read: the metric, its pooling where it pools, the
     interval, the reading and the guards beside it."""
     pooling = [POOLING_RULE] if metric in POOLABLE else []
-    return [RULES[metric], *pooling, INTERVAL_RULE, READING_RULE, GUARDS_RULE]
+    return [RULES[metric], *pooling, SIZES_RULE, INTERVAL_RULE, READING_RULE, GUARDS_RULE]
 
 
 def absent_text(metric: str) -> str:

@@ -150,7 +150,8 @@ def _registry(
         for cut in cuts(d):
             say(f"    cut {cut_line(cut)}")
         for r in d.reasons:
-            say(f"    not granted: {r.code}: {r.message}")
+            # On a granted band a reason is a review set aside, not a refusal of the band.
+            say(f"    {'not counted' if d.adjudicated else 'not granted'}: {r.code}: {r.message}")
         for w in d.warnings:
             say(f"    warning: {w.code}: {w.message}")
     for problem in decided.file_problems:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
 
 if TYPE_CHECKING:
@@ -27,6 +28,12 @@ class Policy:
     quorum: int = 1
     scope: str = "warn"  # warn | require
     chair: str | None = None  # a rater's pseudonym
+
+    def counts(self, name: str, specialty: str | None) -> bool:
+        """Whether a rater of this specialty counts towards a band of sub-action `name`: not
+        when the scope rule is required and their specialty is outside the sub-action's scope.
+        The registry decides by it, and every page that says whether a band will be granted."""
+        return self.scope != "require" or sub_action(name).in_scope(specialty or "") is not False
 
     def as_dict(self) -> dict[str, Any]:
         # The chair only when named: a policy without one keeps the record and digest it had.

@@ -479,7 +479,7 @@ def _count(
                 f"{REASONS['out_of_scope']}: {entry.pseudonym} "
                 f"({entry.record.get('specialty')}) for {action.label.lower()}",
             )
-            if policy.scope == "require":
+            if not policy.counts(name, entry.record.get("specialty")):
                 decision.reasons.append(scope_reason)
                 continue
             decision.warnings.append(scope_reason)

@@ -14,6 +14,7 @@ from sqlmodel import Session, col
 from fma_bands.core.actions import sub_action
 from fma_bands.core.people import UserPublic
 from fma_bands.core.vignettes import Library
+from fma_bands.evidence.policy import Policy
 from fma_bands.store.models import Review
 from fma_bands.study.assignment import Assignments, load, study_bands
 from fma_bands.study.governance import policy_in_force
@@ -39,6 +40,7 @@ class BandCoverage:
     in_scope: int | None  # activated assigned raters whose specialty covers the scope
     quorum: int | None  # None: no policy yet
     problems: tuple[str, ...]
+    scope_required: bool = False  # the policy counts only raters in scope (Policy.counts)
 
     @property
     def able(self) -> int:
@@ -54,6 +56,7 @@ class BandCoverage:
             "in_scope": self.in_scope,
             "quorum": self.quorum,
             "problems": list(self.problems),
+            "scope_required": self.scope_required,
         }
 
 
@@ -62,11 +65,16 @@ def coverage(
 ) -> list[BandCoverage]:
     """Every band with its assignment and what keeps it from being adjudicated as assigned."""
     authorize(session, viewer, "assign")
-    return band_coverage(load(session), library, quorum)
+    return band_coverage(load(session), library, quorum, policy_in_force(session) or Policy())
 
 
-def band_coverage(found: Assignments, library: Library, quorum: int | None) -> list[BandCoverage]:
+def band_coverage(
+    found: Assignments, library: Library, quorum: int | None, policy: Policy | None = None
+) -> list[BandCoverage]:
+    """Every band's assignment against the quorum: too few activated raters, or too few in
+    scope (none, or fewer than the quorum where the policy requires the scope)."""
     rows = []
+    required = policy is not None and policy.scope == "require"
     for vid, name in study_bands(library):
         assigned = found.raters_of(vid, name)
         able = [r for r in assigned if r.active]
@@ -75,7 +83,7 @@ def band_coverage(found: Assignments, library: Library, quorum: int | None) -> l
         # Without a policy the quorum is unknown, but a band nobody can sign reaches none.
         if len(able) < (quorum or 1):
             problems.append(QUORUM)
-        if scoped == 0:
+        if scoped is not None and scoped < ((quorum or 1) if required else 1):
             problems.append(SCOPE)
         rows.append(
             BandCoverage(
@@ -86,6 +94,7 @@ def band_coverage(found: Assignments, library: Library, quorum: int | None) -> l
                 scoped,
                 quorum,
                 tuple(problems),
+                required,
             )
         )
     return rows
@@ -101,8 +110,18 @@ def explain(row: BandCoverage) -> str:
     if QUORUM in row.problems:
         need = f"the quorum of {row.quorum}" if row.quorum else "any quorum"
         parts.append(f"{row.able} activated rater(s) assigned, too few for {need}")
-    if SCOPE in row.problems:
-        parts.append(f"no activated assigned rater's specialty covers {row.sub_action}")
+    if SCOPE in row.problems and row.in_scope:
+        need = f"the quorum of {row.quorum}" if row.quorum else "any quorum"
+        parts.append(
+            f"{row.in_scope} activated assigned rater(s) whose specialty covers "
+            f"{sub_action(row.sub_action).label.lower()}, too few for {need}: the policy "
+            "counts no one outside the scope"
+        )
+    elif SCOPE in row.problems:
+        parts.append(
+            "no activated assigned rater's specialty covers "
+            f"{sub_action(row.sub_action).label.lower()}"
+        )
     if row.waiting:
         parts.append(f"awaiting activation: {', '.join(row.waiting)}")
     return "; ".join(parts)
@@ -119,11 +138,14 @@ class BandProgress:
     submitted: int  # raters' latest submitted reviews that are current (not stale)
     declined: int  # of those, DECLINE: they count for nothing
     quorum: int | None
-    to_come: int  # assigned raters with no current review of it yet
+    to_come: int  # assigned raters with no current review of it yet, who would count
+    # Of the reviews with a band, those the policy does not count: their rater's specialty is
+    # outside the scope it requires (Policy.counts).
+    out_of_scope: int = 0
 
     @property
     def counted(self) -> int:
-        return self.submitted - self.declined
+        return self.submitted - self.declined - self.out_of_scope
 
     @property
     def needed(self) -> int | None:
@@ -133,11 +155,16 @@ class BandProgress:
     def status(self) -> str:
         if self.quorum is None:
             return "no policy: quorum unknown"
+        aside = (
+            f" ({self.out_of_scope} outside the scope the policy requires, not counted)"
+            if self.out_of_scope
+            else ""
+        )
         if self.needed == 0:
             return "quorum reached"
         if self.to_come < (self.needed or 0):
-            return f"cannot reach quorum: needs {self.needed} more, {self.to_come} to come"
-        return f"needs {self.needed} more"
+            return f"cannot reach quorum: needs {self.needed} more, {self.to_come} to come{aside}"
+        return f"needs {self.needed} more{aside}"
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -146,6 +173,7 @@ class BandProgress:
             "assigned": self.assigned,
             "submitted": self.submitted,
             "declined": self.declined,
+            "out_of_scope": self.out_of_scope,
             "quorum": self.quorum,
             "needed": self.needed,
             "status": self.status,
@@ -175,15 +203,19 @@ def band_progress(
     """Every band's current reviews against the quorum, from what is recorded (reviews and
     assignments), read once per state of the store (store_state)."""
     authorize(session, viewer, "see_progress")
+    policy = policy_in_force(session) or Policy()
     return per_state(
         session,
-        ("band progress", quorum, library.digests),
-        lambda: _band_progress(session, library, quorum),
+        ("band progress", quorum, policy, library.digests),
+        lambda: _band_progress(session, library, quorum, policy),
     )
 
 
-def _band_progress(session: Session, library: Library, quorum: int | None) -> list[BandProgress]:
+def _band_progress(
+    session: Session, library: Library, quorum: int | None, policy: Policy
+) -> list[BandProgress]:
     found = load(session)
+    specialty = {r.id: r.specialty for r in found.raters}
     latest = _latest_submitted(session)
     # What a current review was made of (the digests of Library.is_current), once per band.
     now = {
@@ -203,6 +235,12 @@ def _band_progress(session: Session, library: Library, quorum: int | None) -> li
         assigned = found.raters_of(*band)
         verdicts = submitted.get(band, {})
         declined = sum(v == "DECLINE" for v in verdicts.values())
-        to_come = sum(r.id not in verdicts for r in assigned)
-        rows.append(BandProgress(*band, len(assigned), len(verdicts), declined, quorum, to_come))
+        counts = {r: policy.counts(band[1], specialty.get(r)) for r in verdicts}
+        aside = sum(not counts[r] for r, v in verdicts.items() if v != "DECLINE")
+        to_come = sum(
+            r.id not in verdicts and policy.counts(band[1], r.specialty) for r in assigned
+        )
+        rows.append(
+            BandProgress(*band, len(assigned), len(verdicts), declined, quorum, to_come, aside)
+        )
     return rows

@@ -18,7 +18,7 @@ from sqlalchemy import delete, update
 from sqlmodel import Session, col, select
 
 from fma_bands.agreement import band_agreements
-from fma_bands.agreement.panel import disputed_text
+from fma_bands.agreement.panel import band_agreement, disputed_text
 from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import AccessDenied, ConflictError, FmaBandsError
 from fma_bands.core.labels import case_label, case_numbers, tool_names
@@ -58,8 +58,10 @@ REASONS = {
         "The raters' bands share no value, so there is no band they all stand behind.",
     ),
     "out_of_scope": Reason(
-        "no rater in scope",
-        "No rater who gave a band has a specialty within this kind of decision's scope.",
+        "too few raters in scope",
+        "Too few of the raters who gave a band have a specialty within this kind of decision's "
+        "scope: none of them, or, where the study's policy requires the scope, fewer than its "
+        "quorum (the registry counts no one outside it).",
     ),
     "disputed_span": Reason(
         "disputed span",
@@ -204,7 +206,7 @@ def round_two_candidates(
     """The bands to re-review after `round` (after round 2: the bands of round 2 still in
     dispute), each with its reasons, in case order, with the bands no one reviewed after those
     the raters dispute: those the registry would not grant on the round's submitted reviews if
-    every one were signed (quorum not met, no consensus, no rater in scope), and those where
+    every one were signed (quorum not met, no consensus, too few raters in scope), and those where
     the raters meet in a consensus but differ (the disputed span the Agreement page shows).
 
     The consensus and the disputed span are the Agreement page's own, from the same ratings
@@ -230,20 +232,34 @@ def round_two_candidates(
             if held is not None and band not in held:
                 continue  # not re-reviewed in this round: its earlier round stands
             agreement = agreements.get(band)
-            judged = [rater for rater, _ in agreement.bands] if agreement else []
-            agreed = agreement.consensus if agreement else None
+            given = list(agreement.bands) if agreement else []
+            # The bands the registry would count (Policy.counts): where the policy requires
+            # the scope, a rater outside it gives a band the Agreement page shows but the
+            # registry never counts, so the quorum and the consensus are over the others.
+            counting = [
+                (rater, b)
+                for rater, b in given
+                if policy.counts(proposal.sub_action, specialties.get(rater))
+            ]
+            if agreement is not None and len(counting) < len(given):
+                agreement = band_agreement(
+                    vignette.id, proposal.sub_action, counting, agreement.n_declined
+                )
+            judged = [rater for rater, _ in counting]
+            agreed = agreement.consensus if agreement and counting else None
             action = sub_action(proposal.sub_action)
             reasons = []
             if len(judged) < policy.quorum:
                 reasons.append("quorum_not_met")
             if agreed is not None and agreed.rule == "empty":
                 reasons.append("no_consensus")
-            if (
-                judged
-                and action.scope
-                and not any(action.in_scope(specialties.get(rater, "")) for rater in judged)
-            ):
-                reasons.append("out_of_scope")
+            if given and action.scope:
+                if policy.scope == "require":
+                    outside = len(judged) < min(len(given), policy.quorum)
+                else:
+                    outside = not any(action.in_scope(specialties.get(r, "")) for r, _ in given)
+                if outside:
+                    reasons.append("out_of_scope")
             if agreed is not None and agreed.rule == "applied" and agreed.disputed:
                 reasons.append("disputed_span")
             if band not in reviewed:

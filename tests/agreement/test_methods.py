@@ -118,6 +118,7 @@ def expected_cells(a: dict) -> dict[str, str]:
         "vignettes": str(a["n_vignettes"]),
         "raters": str(a["n_raters"]),
         "declined": str(a["n_declined"]),
+        "bands reviewed": str(a["n_bands_reviewed"]),
         "left as proposed": shares,
     }
 
@@ -314,7 +315,8 @@ def test_the_csv_holds_the_jsons_numbers(report):
         a = data["metrics"][row["scope"]][row["metric"]]
         for name in ("alpha", "ci_low", "ci_high", "share_unchanged", "share_accept"):
             assert (None if row[name] == "" else float(row[name])) == a[name], (row, name)
-        for name in ("n_bands", "n_vignettes", "n_vignettes_reading", "n_raters", "n_declined"):
+        for name in ("n_bands", "n_vignettes", "n_vignettes_reading", "n_raters", "n_declined",
+                     "n_bands_reviewed"):  # fmt: skip
             assert int(row[name]) == a[name]
         assert (None if row["n_reviewed"] == "" else int(row["n_reviewed"])) == a["n_reviewed"]
         assert (row["reading"], row["level"], row["round"]) == (a["reading"], a["level"] or "", "1")

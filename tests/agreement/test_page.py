@@ -170,14 +170,18 @@ def test_the_page_shows_the_commands_rows_on_a_three_rater_study(monkeypatch, tm
         for row, full in zip(rows, expected, strict=True):
             for heading in ("alpha", "95% interval", "reading", "left as proposed"):
                 assert row[heading] == full[heading], (metric, heading, row, full)
-            assert row["sizes"] == ", ".join(
+            read = ", ".join(
                 (
                     counted(full["bands"], "band"),
                     counted(full["vignettes read"], "vignette"),
                     counted(full["raters"], "rater"),
-                    f"{full['declined']} declined",
                 )
-            ), (metric, row, full)
+            )
+            reviewed = counted(full["bands reviewed"], "band")
+            declined = f"{full['declined']} declined"
+            if full["bands reviewed"] != "0":
+                declined += f" of the reviews of {reviewed}"
+            assert row["sizes"] == f"{read}; {declined}", (metric, row, full)
             cautions = warnings[(full["sub-action"], metric)]
             assert row["cautions"] == (
                 "none" if not cautions else counted(str(len(cautions)), "caution")
@@ -248,7 +252,9 @@ def test_left_as_proposed_is_over_the_reviews_the_alpha_reads_and_says_so(monkey
     at = agreement_page(demo, "coordinator")
     rows = {r["sub-action"]: r for r in page_rows(at)}
     referral = rows["Referral"]
-    assert referral["sizes"] == "0 bands, 0 vignettes, 0 raters, 0 declined"
+    assert referral["sizes"] == (
+        "0 bands, 0 vignettes, 0 raters; 0 declined of the reviews of 1 band"
+    )
     assert referral["left as proposed"] == "0 reviews"
     # Each sub-action's two bands, two raters each: four reviews, two of them left as proposed
     # on analgesia (both AMENDs narrow or widen the proposal); the pool is over all eight.

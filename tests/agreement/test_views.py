@@ -8,7 +8,7 @@ import io
 import re
 from dataclasses import replace
 
-from fma_bands.agreement import METRICS, POOLED, agreement_report
+from fma_bands.agreement import METRICS, POOLED, agreement_report, report_to_json
 from fma_bands.agreement.metrics import POOLABLE, Alpha
 from fma_bands.agreement.views import (
     CSV_HEADINGS,
@@ -40,7 +40,7 @@ from tests.agreement.build import rate
 from tests.agreement.test_guards import beside_single_reviews
 
 # The columns the short row writes in words as its sizes.
-IN_SIZES = ("bands", "vignettes read", "raters", "declined")
+IN_SIZES = ("bands", "vignettes read", "raters", "declined", "bands reviewed")
 
 
 def study(n_vignettes: int = 12):
@@ -60,9 +60,36 @@ def study(n_vignettes: int = 12):
 
 def test_sizes_are_written_in_words_with_their_numbers():
     a = Alpha("band", "esi_acuity", "jaccard", 0.5, None, n_bands=1, n_raters=3, n_declined=1)
-    assert sizes(replace(a, n_vignettes_reading=12)) == "1 band, 12 vignettes, 3 raters, 1 declined"
+    one = replace(a, n_vignettes_reading=12, n_bands_reviewed=1)
+    assert sizes(one) == "1 band, 12 vignettes, 3 raters; 1 declined of the reviews of 1 band"
     many = replace(a, n_bands=13, n_vignettes_reading=1, n_raters=1, n_declined=0)
-    assert sizes(many) == "13 bands, 1 vignette, 1 rater, 0 declined"
+    assert sizes(many) == "13 bands, 1 vignette, 1 rater; 0 declined"
+    reviewed = sizes(replace(many, n_bands_reviewed=14))
+    assert reviewed.endswith("0 declined of the reviews of 14 bands")
+
+
+def test_a_pools_sizes_say_which_bands_each_counts():
+    # A round 2 of three bands: urgency's values vary, admission's never do, and ESI's second
+    # rater DECLINEs. The reading rests on urgency's band alone; the DECLINE is ESI's.
+    ratings = [
+        rate("v1", "urgency_score", "a", {"min": 40, "max": 60}),
+        rate("v1", "urgency_score", "b", {"min": 50, "max": 70}),
+        rate("v1", "admit", "a", [True], "ACCEPT"),
+        rate("v1", "admit", "b", [True], "ACCEPT"),
+        rate("v1", "esi_acuity", "a", [2], "ACCEPT"),
+        rate("v1", "esi_acuity", "b", None),
+    ]
+    report = agreement_report(ratings, bootstrap=50, seed=1)
+    pooled, esi = report.metrics[POOLED]["band"], report.metrics["esi_acuity"]["band"]
+    assert sizes(pooled) == "1 band, 1 vignette, 2 raters; 1 declined of the reviews of 3 bands"
+    assert sizes(esi) == "0 bands, 0 vignettes, 0 raters; 1 declined of the reviews of 1 band"
+    # The units and pairable values count admission's band too, and a caution says so.
+    assert (pooled.n_units, pooled.n_pairable) == (2, 4)
+    (said,) = [w for w in pooled.warnings if "never vary" in w]
+    assert said.startswith("the values of Admit to hospital (1 band) never vary")
+    assert "units, pairable values, D_o / D_e" in said
+    assert not any("never vary" in w for w in esi.warnings)
+    assert report_to_json(report)["metrics"][POOLED]["band"]["n_bands_reviewed"] == 3
 
 
 def test_a_short_row_says_what_the_full_row_says():
@@ -75,8 +102,9 @@ def test_a_short_row_says_what_the_full_row_says():
             assert tuple(short) == SUMMARY
             for heading in set(SUMMARY) & set(HEADINGS) - {"cautions"}:
                 assert short[heading] == full[heading], (metric, heading)
-            words = [int(part.split()[0]) for part in short["sizes"].split(", ")]
-            assert words == [int(full[h]) for h in IN_SIZES], (short, full)
+            words = [int(n) for n in re.findall(r"\d+", short["sizes"])]
+            said = [int(full[h]) for h in IN_SIZES]
+            assert words == (said if said[-1] else said[:-1]), (short, full)
             assert short["cautions"] == (
                 f"{len(a.warnings)} caution{'s' if len(a.warnings) != 1 else ''}"
                 if a.warnings

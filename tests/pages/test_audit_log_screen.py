@@ -33,11 +33,18 @@ def test_who_is_a_person_or_says_what_else_acted():
     people = {"rater-01", "cli"}  # an account may be named like what else acts
     assert [who_words(a, people) for a in ("rater-01", None, "demo", "cli")] == [
         "rater-01",
-        "(the system)",
+        "(the system, or no one signed in)",
         "(fma-bands demo)",
         "cli",
     ]
     assert who_words("cli", set()) == "(the command line)"
+    # A refused passphrase names an account it does not prove: no one acted.
+    assert who_words(None, people, "passphrase_failed") == (
+        "(no one signed in: the name typed is in the details)"
+    )
+    assert who_words(None, people, "activation_failed").startswith("(no one signed in")
+    assert who_words(None, people, "vignettes_synced") == "(the system)"
+    assert who_words("rater-01", people, "passphrase_failed") == "rater-01"
 
 
 def test_a_long_list_is_cut_in_the_grid_and_whole_on_demand():

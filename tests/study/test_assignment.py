@@ -10,6 +10,7 @@ from app_pages.queue_screen import rater_queue
 from app_pages.review_screen import open_screen
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 from fma_bands.core.vignettes import load_library
+from fma_bands.evidence.policy import Policy
 from fma_bands.store.db import session_scope
 from fma_bands.study import audit
 from fma_bands.study.assignment import (
@@ -234,9 +235,29 @@ def test_bands_that_cannot_reach_quorum_or_scope_are_flagged_with_their_assignme
         }[esi]
     assert row.raters == ("adjudicator-01",) and row.in_scope == 0
     assert row.problems == (SCOPE,)
-    assert "no activated assigned rater's specialty covers esi_acuity" in explain(row)
+    assert "no activated assigned rater's specialty covers esi acuity level" in explain(row)
     with session_scope(engine) as s, pytest.raises(AccessDenied):
         coverage(s, DEMO, viewer=geriatrician, quorum=1)
+
+
+def test_under_a_required_scope_too_few_raters_in_scope_is_flagged(engine):
+    """The registry counts no one outside a required scope (Policy.counts): an ESI band with a
+    geriatrician and an emergency physician assigned cannot reach a quorum of 2 there, while
+    under a scope only warned about it can."""
+    coordinator, _geriatrician, _emergency = study_of(engine, DEMO)
+    esi = ("demo_triage_border_01", "esi_acuity")
+    with session_scope(engine) as s:
+        change(s, DEMO, actor=coordinator, rater="adjudicator-01", bands=[esi])
+        found = load(s)
+    warned = {(r.vignette_id, r.sub_action): r for r in band_coverage(found, DEMO, 2)}[esi]
+    assert (warned.able, warned.in_scope, warned.problems) == (2, 1, ())
+    required = band_coverage(found, DEMO, 2, Policy(quorum=2, scope="require"))
+    row = {(r.vignette_id, r.sub_action): r for r in required}[esi]
+    assert row.problems == (SCOPE,) and row.as_dict()["scope_required"] is True
+    assert explain(row) == (
+        "1 activated assigned rater(s) whose specialty covers esi acuity level, too few for "
+        "the quorum of 2: the policy counts no one outside the scope"
+    )
 
 
 def test_a_rater_awaiting_activation_cannot_count_yet(engine):

@@ -745,3 +745,78 @@ def test_what_was_typed_and_never_submitted_in_round_one_is_gone_in_round_two(
         assert drafts.restore(s, rater, *ESI) is None
         [row] = rater_queue(s, library, rater)
         assert (row.sub_action, row.status) == ("esi_acuity", "to do")
+
+
+def test_under_a_required_scope_the_candidates_count_the_raters_the_registry_counts(
+    engine, library, tmp_path
+):
+    """Two emergency physicians agree on ESI 2; a geriatrician, outside ESI's scope, says 3.
+    Under scope `require` the registry grants 2 from the two alone, so the band is no
+    candidate (not "no consensus"), and progress counts two reviews, not three; under `warn`
+    all three count, and the band has no consensus."""
+    from fma_bands.study.assignment import change
+    from fma_bands.study.coverage import band_progress
+
+    folder = tmp_path / "attestations"
+    coordinator, raters = enrol(engine, library, folder, order=RATERS[:2])
+    with session_scope(engine) as s:
+        raters["rater-d4"] = create_user(
+            s,
+            actor="coordinator",
+            pseudonym="rater-d4",
+            passphrase="rater-d4 passphrase",
+            root_passphrase=ROOT_PASS,
+            role="rater",
+            specialty="geriatrics",
+            jurisdiction="Australia",
+            years_post_registration=12,
+            folder=folder,
+        )
+        change(s, library, actor=coordinator, rater="rater-d4", bands=[ESI])
+        policy(s, folder, coordinator, quorum=2, scope="require")
+    for name, values in (("rater-a1", [2]), ("rater-b2", [2]), ("rater-d4", [3])):
+        review(engine, library, raters[name], ESI, "AMEND", values, "my reading")
+    with session_scope(engine) as s:
+        [esi] = [
+            p
+            for p in band_progress(s, library, viewer=coordinator, quorum=2)
+            if (p.vignette_id, p.sub_action) == ESI
+        ]
+        assert (esi.submitted, esi.out_of_scope, esi.counted, esi.status) == (
+            3,
+            1,
+            2,
+            "quorum reached",
+        )
+        close_round(s, actor=coordinator, folder=folder)
+        found = {c.band: c.reasons for c in round_two_candidates(s, library, viewer=coordinator)}
+    assert ESI not in found
+    # The registry, from the signed files alone, grants what the candidates said it would.
+    with session_scope(engine) as s:
+        for name in raters:
+            set_identity(
+                s,
+                actor=coordinator,
+                pseudonym=name,
+                record=IDENTITY | {"email": f"{name}@example.org"},
+                key_path=folder.parent / "identity.key",
+                passphrase=ROOT_PASS,
+                folder=folder,
+            )
+    for rater in raters.values():
+        sign(engine, library, rater, folder)
+    decision = {(d.vignette_id, d.sub_action): d for d in decide(library, folder).decisions}[ESI]
+    assert decision.adjudicated and parse_band("esi_acuity", [2]) == decision.band
+    assert [r.code for r in decision.reasons] == ["out_of_scope"]
+    # A quorum of three: the geriatrician's band leaves too few in scope, said as both.
+    with session_scope(engine) as s:
+        policy(s, folder, coordinator, quorum=3, scope="require")
+    with session_scope(engine) as s:
+        found = {c.band: c.reasons for c in round_two_candidates(s, library, viewer=coordinator)}
+    assert found[ESI] == ("quorum_not_met", "out_of_scope")
+    # Only warned about: the three count, and share no value.
+    with session_scope(engine) as s:
+        policy(s, folder, coordinator, quorum=2, scope="warn")
+    with session_scope(engine) as s:
+        found = {c.band: c.reasons for c in round_two_candidates(s, library, viewer=coordinator)}
+    assert found[ESI] == ("no_consensus",)
