@@ -369,6 +369,11 @@ def _change(lib: Library, user: UserPublic, assigned: bool) -> None:
     except FmaBandsError as exc:
         state["assign:outcome"] = ("The assignment was not changed:", exc.message)
         return
+    # Done: the next change starts from an empty form, so it never carries this one's bands
+    # over to another rater unseen.
+    state["assign:rater"] = None
+    for key in ("assign:bands", "assign:subs", "assign:vignettes"):
+        state[key] = []
     verb = "added to" if assigned else "removed from"
     state["assign:outcome"] = (
         "Assignment changed:",

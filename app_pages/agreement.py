@@ -286,8 +286,8 @@ if not screen.agreements:
     st.stop()
 
 
-in_round = f", round {number}" if current.round > 1 else ""
-st.subheader(f"Krippendorff's alpha: {metric}{in_round}")
+# Always the round: "band" alone reads as the whole study, and round 1 is what it is over.
+st.subheader(f"Krippendorff's alpha: {metric}, round {number}")
 if screen.summaries[metric]:
     alpha_table(screen.summaries[metric])
     # One caption: each element more is a gap more on a page that must fit a screen.

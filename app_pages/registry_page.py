@@ -203,9 +203,10 @@ def impact(lib: Library, user: UserPublic) -> None:
         "both; else replicate runs of one condition, the noise floor ('pairs of' says which). "
         "Across the threshold: of those "
         "pairs, the ones on opposite sides of it (what a within-range flip needs). For the "
-        "proposal, the raters' consensus and the consensus widened by its disputed span; the "
-        "bands deciding most pairs first. Not counted: no threshold, or a band the harness "
-        "cannot score."
+        "proposal, the consensus of every rater who gave a band (as Agreement shows it: not "
+        "the band granted above where the policy sets a rater's review aside) and that "
+        "consensus widened by its disputed span; the bands deciding most pairs first. Not "
+        "counted: no threshold, or a band the harness cannot score."
     )
     st.dataframe(
         [

@@ -1,7 +1,7 @@
-"""Review one band. At the top, the way through the queue. Left: what the agent knew at that
-step, the proposal when the rater sees it (review mode), and from round 2 round 1's anonymised
-panel. Right: the rater's form (app_pages.review_form), or their review already submitted. On a
-narrow screen the two columns stack.
+"""Review one band. At the top, the way through the queue. Left: from round 2 round 1's
+anonymised panel first, then what the agent knew at that step and the proposal when the rater
+sees it (review mode). Right: the rater's form (app_pages.review_form), or their review already
+submitted. On a narrow screen the two columns stack.
 
 What the screen holds in a session is one ReviewState (app_pages.review_screen), taken at the
 top of the page and handed to every part that reads or changes it."""
@@ -301,8 +301,10 @@ stack_below(1100, "review_columns")
 with st.container(key="review_columns"):
     left, right = st.columns([5, 6], gap="large")
 with left:
-    what_the_agent_knows(screen)
+    # From round 2 the panel first: beside the form it is weighed against, not below a long
+    # clinical core.
     panel(screen)
+    what_the_agent_knows(screen)
 with right:
     if not editing:
         submitted(screen, user)

@@ -391,7 +391,8 @@ def _alpha(
     single = len(strata) == 1 and strata[0].level in STANDARD_LEVELS
     value = package_alpha(strata[0]) if single else point_alpha(strata)
     if value is None:
-        return replace(sized, reason=NO_VARIATION)
+        # No variation, yet the share left as proposed stands beside it: so does its caution.
+        return replace(sized, reason=NO_VARIATION, warnings=tuple(_cautions(sized)))
     weights, left_out = draw(sized.n_vignettes)
     interval = bootstrap(strata, B=B, seed=seed, point=value, weights=weights, left_out=left_out)
     # Each rater left out in turn, for the primary metric: its two-way interval and the

@@ -307,9 +307,12 @@ def format_report(report: "Report") -> str:
     lines += ["", aligned[0]]
     for b, line in zip(report.bands, aligned[1:], strict=True):
         lines.append(line)
+        # As the page says it: a disputed span is beyond a consensus; with none, what some
+        # raters admit is admitted by none of them all.
+        apart = "disputed span" if b.consensus.band is not None else "admitted by some, not all"
         for name, text in (
             ("consensus", consensus_text(b.consensus)),
-            ("disputed span", disputed_text(b.sub_action, b.consensus)),
+            (apart, disputed_text(b.sub_action, b.consensus)),
         ):
             lines += [f"    {name}: {text}"] if text else []
     return "\n".join(lines)

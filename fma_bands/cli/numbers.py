@@ -20,3 +20,9 @@ class Whole(click.IntRange):
         if isinstance(value, str) and not _ASCII_WHOLE.fullmatch(value):
             self.fail(f"{value!r} is not a whole number written with the digits 0 to 9", param, ctx)
         return super().convert(value, param, ctx)
+
+    def _describe_range(self) -> str:
+        # Unbounded, click would print "x<=None" in the help; the domain checks the bounds.
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()

@@ -361,12 +361,15 @@ def _check_can_follow(current: StudyPublic, number: int) -> None:
         raise AccessDenied(
             f"round {current.round} is still open: close it (confirmed) before opening another"
         )
-    if number != current.round + 1 or number != SECOND:
-        raise FmaBandsError(
+    if current.round >= SECOND:
+        raise AccessDenied(
+            f"round {current.round} has been held and is closed: a closed round is never "
+            f"reopened, and no round follows round {SECOND}"
+        )
+    if number != current.round + 1:
+        raise AccessDenied(
             f"round {current.round} is closed and a closed round is never reopened; the only "
             f"round that can follow it is round {SECOND}"
-            + (" (round 2 has been held already)" if current.round >= SECOND else ""),
-            field="round",
         )
 
 
@@ -442,7 +445,7 @@ def close_round(session: Session, *, actor: UserPublic, folder: Path | None = No
         .values(phase="closed", updated_at=utcnow())
     )
     if closed.rowcount != 1:  # type: ignore[attr-defined]
-        raise FmaBandsError(
+        raise AccessDenied(
             f"round {current.round} is closed already: its reviews are frozen, and a closed "
             "round is never reopened"
         )

@@ -190,7 +190,8 @@ def sign_in(
     assert user is not None and stored is not None
     if _hasher.check_needs_rehash(stored):
         user.passphrase_hash = hash_passphrase(passphrase)
-    audit.record(session, kind="sign_in", actor=user.pseudonym, payload={})
+    # Where: a browser's sign-in, or a command's --as (each command signs in once).
+    audit.record(session, kind="sign_in", actor=user.pseudonym, payload={"where": where})
     return public_of(session, user)
 
 

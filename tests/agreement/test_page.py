@@ -123,7 +123,7 @@ def test_the_crash_sequence_draws_every_band_and_no_traceback(monkeypatch, tmp_p
     for metric in METRICS:
         at.segmented_control[0].set_value(metric)
         checked(at.run())
-        assert at.subheader[0].value == f"Krippendorff's alpha: {metric}"
+        assert at.subheader[0].value == f"Krippendorff's alpha: {metric}, round 1"
 
 
 def page_rows(at: AppTest) -> list[dict[str, str]]:

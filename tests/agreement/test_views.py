@@ -251,3 +251,18 @@ def test_left_as_proposed_beside_reviews_no_other_rater_made():
     # What the cell is over is said where there is room: the rules, and the note under the table.
     for text in (SHARE_NOTE, GUARDS_RULE):
         assert "the bands the alpha reads" in text and "with a band" in text
+
+
+def test_an_alpha_without_variation_still_cautions_on_reviews_left_as_proposed():
+    # Two ACCEPTs and a DECLINE of one analgesia band: the band alpha has no variation, while
+    # membership and verdict are defined; all three read the same two reviews left as proposed.
+    ratings = [
+        rate("v1", "analgesia_tier", "a", [1, 2], "ACCEPT"),
+        rate("v1", "analgesia_tier", "b", [1, 2], "ACCEPT"),
+        rate("v1", "analgesia_tier", "c", None),
+    ]
+    by_metric = agreement_report(ratings, bootstrap=50, seed=1).metrics["analgesia_tier"]
+    assert by_metric["band"].alpha is None
+    for metric in ("band", "membership", "verdict"):
+        (said,) = by_metric[metric].warnings
+        assert said.startswith("100% of the 2 reviews on the bands this alpha reads"), metric

@@ -68,6 +68,23 @@ def test_help_everywhere():
         assert "Usage: fma-bands" in result.stdout
 
 
+def test_no_help_says_none_for_a_bound_it_does_not_have():
+    """Every command's help, walked through the command tree: a whole number without bounds
+    reads "INTEGER", never "[x<=None]"."""
+
+    def walk(group, path):
+        yield path
+        for name, command in getattr(group, "commands", {}).items():
+            yield from walk(command, [*path, name])
+
+    paths = list(walk(cli, []))
+    assert ["policy", "set"] in paths and ["user", "add"] in paths
+    for path in paths:
+        said = CliRunner().invoke(cli, [*path, "--help"]).output
+        assert "None" not in said, (path, said)
+    assert "--quorum INTEGER" in CliRunner().invoke(cli, ["policy", "set", "--help"]).output
+
+
 def test_check_passes_on_good_folders(shared_vignettes):
     result = fma("vignettes", "check", str(shared_vignettes), "vignettes")
     assert result.returncode == 0, result.stdout + result.stderr

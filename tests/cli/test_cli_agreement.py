@@ -236,3 +236,23 @@ def test_left_as_proposed_says_over_how_many_reviews_of_the_alphas_own_bands(fma
     assert pooled["bands"] == "1" and pooled["left as proposed"] == "0% of 3 reviews"
     band = data["pooled"]["band"]
     assert (band["n_reviewed"], band["share_unchanged"], band["share_accept"]) == (3, 0.0, 0.0)
+
+
+def test_the_bands_below_the_table_say_a_disputed_span_only_beside_a_consensus():
+    from fma_bands.agreement import agreement_report
+    from fma_bands.cli.agreement import format_report
+    from tests.agreement.build import rate
+
+    ratings = [
+        rate("v1", "followup_days", "rater-1", {"min": 1, "max": 7}),
+        rate("v1", "followup_days", "rater-2", {"min": 14, "max": 30}),
+        rate("v2", "followup_days", "rater-1", {"min": 1, "max": 14}),
+        rate("v2", "followup_days", "rater-2", {"min": 7, "max": 30}),
+    ]
+    text = format_report(agreement_report(ratings, bootstrap=0))
+    apart, met = text.split("\nv2 followup_days")
+    # No consensus: what each admits is admitted by some, not all, as the page says it.
+    assert "    admitted by some, not all: 1 to 7 and 14 to 30 days" in apart
+    assert "disputed span" not in apart.split("\nv1 followup_days")[1]
+    assert "    consensus: 7 to 14 days" in met
+    assert "    disputed span: 1 to 6 and 15 to 30 days" in met

@@ -153,9 +153,11 @@ def test_round_two_opens_takes_its_hand_backs_and_closes_for_good(fma, tmp_path)
     assert table.rstrip().splitlines()[-1].startswith("Round 2, consensus-building")
 
     assert fma("round", "close").strip().startswith("round 2 closed")
-    assert "closed already" in fma("round", "close", code=1)
-    assert "held already" in fma("round", "open", "2", code=1)
+    # Every attempt on a closed round is refused alike (docs/cli.md, exit status 3).
+    assert "closed already" in fma("round", "close", code=REFUSED_EXIT)
+    said = fma("round", "open", "2", code=REFUSED_EXIT)
+    assert "round 2 has been held and is closed" in said and "no round follows round 2" in said
     assert "never reopened" in fma("phase", "open", code=REFUSED_EXIT)
-    assert "round 2 is closed already" in fma("phase", "closed", code=1)
+    assert "round 2 is closed already" in fma("phase", "closed", code=REFUSED_EXIT)
     closed = fma("handback", "import", str(paper), "--rater", "rater-a1", code=REFUSED_EXIT)
     assert "is closed" in closed

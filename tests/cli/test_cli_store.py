@@ -564,7 +564,7 @@ def test_phase_and_mode(enrolled):
     error = enrolled.fails(*coordinator, "phase", "open", code=REFUSED_EXIT)
     assert "a closed round is never reopened" in error
     # Closing it again says so and fails, as `round close` does; nothing more is logged.
-    error = enrolled.fails(*coordinator, "phase", "closed")
+    error = enrolled.fails(*coordinator, "phase", "closed", code=REFUSED_EXIT)
     assert error.startswith("fma-bands: error: round 1 is closed already")
     assert enrolled.ok(*coordinator, "mode", "blind").strip() == "blind mode"
     with enrolled.session() as s:

@@ -89,6 +89,9 @@ def test_the_coordinator_adds_a_rater_and_her_queue_follows(scoped):
         "Assignment changed:"
     ]
     assert "rater-02 added to every ESI acuity level band" in [t.value for t in at.text]
+    # The form starts empty again: the next rater chosen is never given these bands unseen.
+    assert at.selectbox(key="assign:rater").value is None
+    assert at.multiselect(key="assign:subs").value == []
     [every] = [f for f in frames(at) if "assigned raters" in f.columns]  # nothing is flagged
     # What is said is about the assignment, and where the reviews against the quorum are.
     [fine] = [s.value for s in at.success if s.value.startswith("Every band has enough")]

@@ -521,6 +521,11 @@ def test_sign_in_failure_is_generic_and_audited_without_the_typed_text(engine, r
         failed = audit.events(s, kinds=["passphrase_failed"])
     assert [e["payload"].get("pseudonym") for e in reversed(failed)] == ["rater-01", None]
     assert {e["payload"]["where"] for e in failed} == {"sign-in"}
+    # A sign-in says where it was made: a browser's, or a command's --as.
+    with session_scope(engine) as s:
+        assert sign_in(s, "rater-01", CHOSEN, where="cli --as") is not None
+        made = audit.events(s, kinds=["sign_in"])
+    assert [e["payload"] for e in reversed(made)] == [{"where": "sign-in"}, {"where": "cli --as"}]
     unknown = failed[0]["payload"]["unknown_name_hmac"]
     assert re.fullmatch(r"[0-9a-f]{16}", unknown)
     text = audit_text(engine)
