@@ -213,15 +213,18 @@ def _changed(screen: Screen, review: ReviewState, name: str, fixed: bool = False
         # A click on a band already submitted, still drawn while the next one loads: its
         # review is stored and its entries gone, so there is nothing to change.
         return
-    if _left(screen, review):
-        st.session_state[band.widget(name)] = band.entries.get(name)
-        return
     value = st.session_state.get(band.widget(name))
+    # A value the band already holds is no click. With a click on the next band made before its
+    # run has ended, the browser sends every value it still holds, the band left's too, which
+    # the server forgot once that band was no longer drawn: each looks changed.
+    if _left(screen, review, said=value != band.entries.get(name)):
+        _put_back(band, name)
+        return
     if fixed and value is None and band.entries.get(name) is not None:
         # An emptied radio is the browser's copy of a form it had not finished drawing (the page
         # opened again mid-run), never the rater's act: the answer kept is put back on screen
         # and nothing kept is overwritten with the blank.
-        st.session_state[band.widget(name)] = band.entries[name]
+        _put_back(band, name)
         return
     if isinstance(value, float) and value.is_integer():
         value = int(value)  # a bound field gives 21.0 for the 21 it shows; kept as it shows
@@ -234,13 +237,26 @@ def _changed(screen: Screen, review: ReviewState, name: str, fixed: bool = False
         _keep(screen, band, changed={name})
 
 
-def _left(screen: Screen, review: ReviewState) -> bool:
+def _put_back(band: BandState, name: str) -> None:
+    """Show entry `name` as the band holds it: its widget's value is dropped, so the widget's
+    next draw (in this run, or when the band opens again) starts from the entries and sends
+    them to the browser. A value set here instead stays in session state when the widget is
+    not drawn in this run (the band left, or a move in the same run); the band opened again
+    then sends nothing, and the browser, which forgot the widget with the band, shows it
+    empty while the store holds the answer."""
+    st.session_state.pop(band.widget(name), None)
+
+
+def _left(screen: Screen, review: ReviewState, *, said: bool = True) -> bool:
     """Whether this click is on the band just left, still drawn while the next one loads:
     the address names another band, and no move came with the click. The rater meant the band
     they were moving to, so the click would change (or submit, skip or flag) one they no
-    longer see: nothing is done, and the next screen says so."""
+    longer see: nothing is done, and the next screen says so (`said`: the click would have
+    changed something)."""
     if review.moving or st.query_params.to_dict() == address(*screen.band, key=case_key()):
         return False
+    if not said:
+        return True
     review.late = (
         f"A click on {screen.case} · {screen.action.label} came after you had moved on, and "
         "was not kept there: nothing of that band changed. Give it again here if you meant "

@@ -1040,6 +1040,42 @@ def test_a_click_on_the_band_just_left_that_comes_after_the_move_is_not_kept_the
     assert not at.warning
 
 
+def test_the_band_left_sent_again_with_a_click_on_the_next_band_changes_nothing_on_screen(study):
+    """A click on the next band made before its run has ended reaches the server with every
+    value the browser still holds, the band left's too, which the server forgot once that band
+    was no longer drawn. Nothing of the band left changed: nothing is said of it, and when it
+    opens again its answers are sent to the browser (which forgot them with the band), never
+    left to the browser, which would show them empty while the store holds them."""
+    at = open_review(study.rater, MED)
+    at.radio(key=key(MED, "q1", "choice")).set_value("unsure")
+    run(at)
+    left = at.radio(key=key(MED, "q1", "choice"))._widget_state  # the browser's copy
+    away, back = (
+        ("Next band →", "← Previous band")
+        if not at.button(key="review_next").disabled
+        else ("← Previous band", "Next band →")
+    )
+    click(at, away)
+    there = band_on_screen(at, study)
+    assert there != MED
+    at.radio(key=key(there, "q1", "choice")).set_value("no")
+    # AppTest sends only the widgets on screen: the band left's value is added, as the browser
+    # adds it while it has not yet seen the next band's run end.
+    sent = at._tree.get_widget_states()
+    sent.widgets.append(left)
+    at._run(sent)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [w.value for w in at.warning if "came after you had moved on" in w.value]
+    with study.store() as s:
+        kept = drafts.restore(s, study.rater, *there)
+    assert kept is not None and kept.entries.get("q1:choice") == "no"
+    click(at, back)
+    assert band_on_screen(at, study) == MED
+    radio = at.radio(key=key(MED, "q1", "choice"))
+    assert radio.value == "unsure"
+    assert radio.proto.set_value, "the answer kept was not sent: the browser shows it empty"
+
+
 def test_a_submit_of_the_band_just_left_that_comes_after_the_move_submits_nothing(study):
     at = amended_med(study)
     for name, value in band_params(DOC).items():
