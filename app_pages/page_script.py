@@ -264,6 +264,21 @@ _GUARD = """
   const fragmentOf = (el) =>
     fragments.map((holder) => el.closest("." + CSS.escape(holder))).find((found) => found) ||
     null;
+  // A password box's "Show password" button takes the focus when Tab leaves the box, and
+  // Streamlit then never sends what was typed (to it the box is still being edited): a
+  // passphrase typed to sign again, then Tab, then Submit, was refused as empty. Tab goes past
+  // the button instead, leaving the box as a click elsewhere does; a click still shows the
+  // passphrase.
+  const pastToggles = () => {
+    for (const toggle of document.querySelectorAll(
+      'button[aria-label="Show password"]:not([tabindex="-1"]), ' +
+        'button[aria-label="Hide password"]:not([tabindex="-1"])',
+    )) {
+      toggle.tabIndex = -1;
+    }
+  };
+  pastToggles();
+  new MutationObserver(pastToggles).observe(document.body, { childList: true, subtree: true });
   let left = -Infinity;
   let leftIn = null;
   document.addEventListener(
