@@ -171,8 +171,8 @@ def same(rows: dict[str, dict[str, str]], report: dict, metric: str) -> None:
     for scope, label in LABELS.items():
         expected = report["metrics"][scope][metric]
         row = rows[label]
-        sizes = [int(words.split()[0]) for words in row["sizes"].split(", ")]
-        counts = ("n_bands", "n_vignettes_reading", "n_raters", "n_declined")
+        sizes = [int(n) for n in re.findall(r"\d+", row["sizes"])]
+        counts = ("n_bands", "n_vignettes_reading", "n_raters", "n_declined", "n_bands_reviewed")
         assert sizes == [expected[n] for n in counts], (scope, row, expected)
         assert row["reading"] == expected["reading"], (scope, row, expected)
         if expected["alpha"] is None:

@@ -133,16 +133,17 @@ def test_the_agreement_page_fits_its_window_and_keeps_the_detail_on_demand(
     assert_nothing_cut_off(page)
     # The sizes in words are the command's numbers.
     pooled = json.loads(demo.fma("agreement", "--json"))["metrics"]["pooled"]["band"]
-    words = rows[POOLED]["sizes"].split(", ")
+    read, declined = rows[POOLED]["sizes"].split("; ")
+    words = read.split(", ")
     assert [int(w.split()[0]) for w in words] == [
-        pooled[n] for n in ("n_bands", "n_vignettes_reading", "n_raters", "n_declined")
+        pooled[n] for n in ("n_bands", "n_vignettes_reading", "n_raters")
     ], words
-    assert [w.split(maxsplit=1)[1].rstrip("s") for w in words] == [
-        "band",
-        "vignette",
-        "rater",
-        "declined",
-    ]
+    assert [w.split(maxsplit=1)[1].rstrip("s") for w in words] == ["band", "vignette", "rater"]
+    reviewed = pooled["n_bands_reviewed"]
+    assert declined == (
+        f"{pooled['n_declined']} declined of the reviews of {reviewed} band"
+        + ("" if reviewed == 1 else "s")
+    )
 
     # The rules and the details wait, collapsed, under the table.
     rules = main.get_by_test_id("stExpander").filter(has_text="How these are computed")

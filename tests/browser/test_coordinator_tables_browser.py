@@ -46,8 +46,8 @@ def test_the_audit_grid_shows_every_row_of_its_page_and_progress_names_its_round
     page.mouse.click(box["x"] + 18, box["y"] + ROW_PIXELS * 1.5)
     expect(page.get_by_text(re.compile(rf"^Event {newest}, \d{{4}}-"))).to_be_visible()
     whole = page.get_by_test_id("stCode")
-    # The newest event is the coordinator's sign-in, which records nothing more.
-    expect(whole).to_have_text("coordinator: sign in\n(no details recorded)")
+    # The newest event is the coordinator's sign-in, which records where it was made.
+    expect(whole).to_have_text("coordinator: sign in\nwhere: sign-in")
     shoot(page, "audit-log-event-whole")
 
     open_from_sidebar(page, "Raters' progress")
