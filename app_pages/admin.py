@@ -27,6 +27,7 @@ from fma_bands.study.rounds import (
     Candidate,
     band_label,
     band_labels,
+    chair_words,
     choose,
     count_bands,
     left_out_of_round_two,
@@ -139,7 +140,7 @@ def _candidate_table(
         if chaired is not None:
             # Before the long column, so that it is in sight in a laptop's window.
             signer = chaired.get(c.band)
-            row[CHAIR_COLUMN] = f"signed by {signer}" if signer else "none yet"
+            row[CHAIR_COLUMN] = chair_words(c, signer)
         row[SOME_ADMIT] = c.disputed or ""
         rows.append(row)
     st.dataframe(
@@ -164,12 +165,12 @@ def _still_in_dispute(
     each with the chair's decision signed for it, if any."""
     if not candidates:
         st.caption(
-            f"No band re-reviewed in round {number} is still in dispute. A band is "
+            f"No band re-reviewed in round {number} is left unsettled. A band is "
             "clinician-adjudicated only once its raters' signed reviews meet the quorum: the "
             "Band registry says which are."
         )
         return
-    st.markdown(f"**Still in dispute after round {number}**: {count_bands(len(candidates))}")
+    st.markdown(f"**Not settled after round {number}**: {count_bands(len(candidates))}")
     st.caption(STILL_IN_DISPUTE)
     decided = sum(c.band in chaired for c in candidates)
     if decided:
@@ -415,7 +416,8 @@ def assignment(lib: Library, user: UserPublic) -> None:
     if flagged:
         st.warning(
             f"{len(flagged)} of {len(rows)} bands cannot be adjudicated as assigned: too few "
-            f"activated raters for {rule}, or none whose specialty covers the scope.",
+            f"activated raters for {rule}, or too few whose specialty covers the scope (the "
+            "why column says which).",
             icon=":material/warning:",
         )
         st.dataframe(

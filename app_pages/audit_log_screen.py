@@ -132,7 +132,7 @@ NOT_PEOPLE = {
 # A refused passphrase is no one's act: the name typed is not trusted as the actor, and the
 # event's details say which account it named.
 ATTEMPTS = {"passphrase_failed", "activation_failed"}
-NOT_SIGNED_IN = "(no one signed in: the name typed is in the details)"
+NOT_SIGNED_IN = "(no one signed in: the details say which account was named)"
 SYSTEM = "(the system)"
 
 
@@ -186,8 +186,13 @@ def details(payload: dict[str, Any], *, whole: bool = False) -> str:
     return "; ".join(parts)
 
 
+# Keys whose words would read as a developer's: a name nobody enrolled is kept only as a keyed
+# hash, so that repeated attempts at one name can be told apart without the name itself.
+NAMES = {"sub_action": "sub-action", "unknown_name_hmac": "unknown name (keyed hash)"}
+
+
 def _name(name: str) -> str:
-    return "sub-action" if name == "sub_action" else name.replace("_", " ")
+    return NAMES.get(name) or name.replace("_", " ")
 
 
 def _shown(name: str, value: Any, whole: bool) -> str:

@@ -68,7 +68,7 @@ def show(as_json: bool) -> None:
         if current.number == 1:
             click.echo(f"candidates for round 2: {count_bands(len(candidates))}")
         else:
-            after = f"still in dispute after round {current.number}"
+            after = f"not settled after round {current.number}"
             click.echo(f"{after}: {count_bands(len(candidates))}")
         _list(candidates, REASONS, chaired)
     if left_out:
@@ -86,6 +86,8 @@ def _list(
 ) -> None:
     """Each candidate band, with its reasons in words and their codes, and the chair's decision
     signed for it (`chaired`, after round 2)."""
+    from fma_bands.study.rounds import chair_words
+
     for c in candidates:
         raters = f"{c.n_raters} rater{'' if c.n_raters == 1 else 's'} with a band"
         click.echo(f"  {c.vignette_id}:{c.sub_action}  {c.label}; {raters}")
@@ -95,7 +97,7 @@ def _list(
             click.echo(f"    what some but not all raters admit: {c.disputed}")
         if chaired is not None:
             who = chaired.get(c.band)
-            said = f"signed by {who} (the registry grants from the folder)" if who else "none yet"
+            said = chair_words(c, who) + (" (the registry grants from the folder)" if who else "")
             click.echo(f"    chair's decision: {said}")
 
 

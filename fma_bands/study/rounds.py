@@ -51,7 +51,8 @@ class Reason:
 REASONS = {
     "quorum_not_met": Reason(
         "too few raters",
-        "Fewer raters gave a band than the study's policy requires (its quorum).",
+        "Fewer raters gave a band than the study's policy requires (its quorum); where the "
+        "policy requires the scope, only those within it count.",
     ),
     "no_consensus": Reason(
         "no consensus",
@@ -200,6 +201,18 @@ def band_labels(session: Session, library: Library) -> dict[Band, str]:
     }
 
 
+def chair_words(candidate: "Candidate", signer: str | None) -> str:
+    """The chair's part in a band not settled after round 2: decided (by whom), awaited, or
+    none, since the chair decides only a band whose raters' bands share no value."""
+    if signer is not None:
+        return f"signed by {signer}"
+    if "no_consensus" in candidate.reasons:
+        return "none yet"
+    if "quorum_not_met" in candidate.reasons or "out_of_scope" in candidate.reasons:
+        return "not the chair's: more signed reviews settle it"
+    return "not needed: the registry grants the raters' consensus"
+
+
 def round_two_candidates(
     session: Session, library: Library, *, viewer: UserPublic, round: int = 1
 ) -> list[Candidate]:
@@ -274,7 +287,7 @@ def round_two_candidates(
                     sub_action=proposal.sub_action,
                     label=band_label(numbers, band),
                     reasons=tuple(reasons),
-                    n_raters=len(judged),
+                    n_raters=len(given),
                     disputed=disputed,
                     final=round > 1,
                 )

@@ -40,7 +40,7 @@ def test_who_is_a_person_or_says_what_else_acted():
     assert who_words("cli", set()) == "(the command line)"
     # A refused passphrase names an account it does not prove: no one acted.
     assert who_words(None, people, "passphrase_failed") == (
-        "(no one signed in: the name typed is in the details)"
+        "(no one signed in: the details say which account was named)"
     )
     assert who_words(None, people, "activation_failed").startswith("(no one signed in")
     assert who_words(None, people, "vignettes_synced") == "(the system)"
@@ -51,3 +51,8 @@ def test_a_long_list_is_cut_in_the_grid_and_whole_on_demand():
     payload = {"added": [f"v{n}" for n in range(10)]}
     assert details(payload) == "added: v0, v1, v2, v3, v4, v5, v6, v7 …"
     assert details(payload, whole=True) == "added: " + ", ".join(f"v{n}" for n in range(10))
+
+
+def test_an_unknown_name_is_said_as_its_keyed_hash_in_words():
+    said = details({"unknown_name_hmac": "9786d104de6e84e3", "where": "sign-in"})
+    assert said == "unknown name (keyed hash): 9786d104de6e84e3; where: sign-in"

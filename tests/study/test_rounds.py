@@ -820,3 +820,21 @@ def test_under_a_required_scope_the_candidates_count_the_raters_the_registry_cou
     with session_scope(engine) as s:
         found = {c.band: c.reasons for c in round_two_candidates(s, library, viewer=coordinator)}
     assert found[ESI] == ("no_consensus",)
+
+
+def test_the_chair_is_waited_for_only_on_a_band_whose_raters_share_no_value():
+    from fma_bands.study.rounds import Candidate, chair_words
+
+    def candidate(*reasons):
+        return Candidate(VID, "esi_acuity", "Case 1", reasons, 2, None, final=True)
+
+    assert chair_words(candidate("no_consensus"), None) == "none yet"
+    assert chair_words(candidate("quorum_not_met", "no_consensus"), "rater-c3") == (
+        "signed by rater-c3"
+    )
+    assert chair_words(candidate("quorum_not_met"), None) == (
+        "not the chair's: more signed reviews settle it"
+    )
+    assert chair_words(candidate("disputed_span"), None) == (
+        "not needed: the registry grants the raters' consensus"
+    )
