@@ -292,8 +292,9 @@ if screen.summaries[metric]:
     alpha_table(screen.summaries[metric])
     # One caption: each element more is a gap more on a page that must fit a screen.
     st.caption(
-        "Sizes: the bands and vignettes the reading counts, the raters with a value to pair, "
-        "and the DECLINE ratings. Each row's cautions and other fields are under Details. "
+        "Sizes: the bands and vignettes the reading counts, the raters with a value in them, "
+        "and the DECLINE ratings among the reviews of every band of the row, read or not. "
+        "Each row's cautions and other fields are under Details. "
         + escaped(SHARE_NOTE)
     )
 else:

@@ -477,7 +477,7 @@ def _count(
             scope_reason = Reason(
                 "out_of_scope",
                 f"{REASONS['out_of_scope']}: {entry.pseudonym} "
-                f"({entry.record.get('specialty')}) for {action.label.lower()}",
+                f"({entry.record.get('specialty')}) for {action.label}",
             )
             if not policy.counts(name, entry.record.get("specialty")):
                 decision.reasons.append(scope_reason)

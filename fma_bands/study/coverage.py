@@ -114,13 +114,13 @@ def explain(row: BandCoverage) -> str:
         need = f"the quorum of {row.quorum}" if row.quorum else "any quorum"
         parts.append(
             f"{row.in_scope} activated assigned rater(s) whose specialty covers "
-            f"{sub_action(row.sub_action).label.lower()}, too few for {need}: the policy "
+            f"{sub_action(row.sub_action).label}, too few for {need}: the policy "
             "counts no one outside the scope"
         )
     elif SCOPE in row.problems:
         parts.append(
             "no activated assigned rater's specialty covers "
-            f"{sub_action(row.sub_action).label.lower()}"
+            f"{sub_action(row.sub_action).label}"
         )
     if row.waiting:
         parts.append(f"awaiting activation: {', '.join(row.waiting)}")

@@ -235,7 +235,7 @@ def test_bands_that_cannot_reach_quorum_or_scope_are_flagged_with_their_assignme
         }[esi]
     assert row.raters == ("adjudicator-01",) and row.in_scope == 0
     assert row.problems == (SCOPE,)
-    assert "no activated assigned rater's specialty covers esi acuity level" in explain(row)
+    assert "no activated assigned rater's specialty covers ESI acuity level" in explain(row)
     with session_scope(engine) as s, pytest.raises(AccessDenied):
         coverage(s, DEMO, viewer=geriatrician, quorum=1)
 
@@ -255,7 +255,7 @@ def test_under_a_required_scope_too_few_raters_in_scope_is_flagged(engine):
     row = {(r.vignette_id, r.sub_action): r for r in required}[esi]
     assert row.problems == (SCOPE,) and row.as_dict()["scope_required"] is True
     assert explain(row) == (
-        "1 activated assigned rater(s) whose specialty covers esi acuity level, too few for "
+        "1 activated assigned rater(s) whose specialty covers ESI acuity level, too few for "
         "the quorum of 2: the policy counts no one outside the scope"
     )
 
