@@ -294,8 +294,7 @@ if screen.summaries[metric]:
     st.caption(
         "Sizes: the bands and vignettes the reading counts, the raters with a value in them, "
         "and the DECLINE ratings among the reviews of every band of the row, read or not. "
-        "Each row's cautions and other fields are under Details. "
-        + escaped(SHARE_NOTE)
+        "Each row's cautions and other fields are under Details. " + escaped(SHARE_NOTE)
     )
 else:
     st.info(absent_text(metric))

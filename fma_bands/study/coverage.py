@@ -119,8 +119,7 @@ def explain(row: BandCoverage) -> str:
         )
     elif SCOPE in row.problems:
         parts.append(
-            "no activated assigned rater's specialty covers "
-            f"{sub_action(row.sub_action).label}"
+            f"no activated assigned rater's specialty covers {sub_action(row.sub_action).label}"
         )
     if row.waiting:
         parts.append(f"awaiting activation: {', '.join(row.waiting)}")
