@@ -219,12 +219,13 @@ if flash := st.session_state.pop("raters_flash", None):
 shown_round = current.round
 if current.round > 1:
     # An earlier round's figures stay to be read: they are what its reliability rests on.
+    # The choices' words never change with the phase (the heading below says it): changed,
+    # they made another widget of the same key, which the browser then showed with no choice
+    # marked once the round was closed.
     shown_round = st.radio(
         "Round shown",
         list(range(current.round, 0, -1)),
-        format_func=lambda n: (
-            f"Round {n}" + (f" ({current.phase})" if n == current.round else " (closed)")
-        ),
+        format_func=lambda n: f"Round {n}",
         horizontal=True,
         key="progress:round",
     )

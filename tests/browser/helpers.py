@@ -187,6 +187,11 @@ def close_the_round(page: Page) -> None:
     press(page, f"Close round {number}")
     said = f"Round {number} is closed: its reviews are frozen."
     expect(page.get_by_text(said, exact=True)).to_be_visible()
+    if number != "1":
+        # The round just closed is the one shown, its choice marked as such.
+        shown = page.get_by_role("radio", name=re.compile(rf"^Round {number}\b"))
+        expect(shown).to_be_checked()
+        expect(page.get_by_role("heading", name=f"Round {number} (closed)")).to_be_visible()
 
 
 def settle(page: Page) -> None:
