@@ -119,9 +119,9 @@ def policy(s, folder, coordinator, *, quorum, scope="warn"):
     )
 
 
-def identify(engine, coordinator, folder):
+def identify(engine, coordinator, folder, names=RATERS):
     with session_scope(engine) as s:
-        for name in RATERS:
+        for name in names:
             set_identity(
                 s,
                 actor=coordinator,
@@ -792,17 +792,7 @@ def test_under_a_required_scope_the_candidates_count_the_raters_the_registry_cou
         found = {c.band: c.reasons for c in round_two_candidates(s, library, viewer=coordinator)}
     assert ESI not in found
     # The registry, from the signed files alone, grants what the candidates said it would.
-    with session_scope(engine) as s:
-        for name in raters:
-            set_identity(
-                s,
-                actor=coordinator,
-                pseudonym=name,
-                record=IDENTITY | {"email": f"{name}@example.org"},
-                key_path=folder.parent / "identity.key",
-                passphrase=ROOT_PASS,
-                folder=folder,
-            )
+    identify(engine, coordinator, folder, names=list(raters))
     for rater in raters.values():
         sign(engine, library, rater, folder)
     decision = {(d.vignette_id, d.sub_action): d for d in decide(library, folder).decisions}[ESI]
