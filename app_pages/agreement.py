@@ -24,6 +24,7 @@ from fma_bands.agreement.picture import band_spec
 from fma_bands.agreement.planning import DEFAULT_WIDTH
 from fma_bands.agreement.views import (
     BAND_COLUMNS,
+    CONSENSUS_SCOPE_NOTE,
     METRIC_LABELS,
     OUTCOMES,
     SHARE_NOTE,
@@ -85,6 +86,7 @@ def chosen_round(rounds_held: int) -> int:
 def bands(screen: Screen) -> None:
     # Filters, the table and the chosen band rerun only this part of the page.
     st.subheader("Bands, most disputed first")
+    st.caption(escaped(CONSENSUS_SCOPE_NOTE))
     rows = screen.rows()
     left, right = st.columns(2)
     with left:

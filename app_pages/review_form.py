@@ -694,9 +694,10 @@ def _reason_and_confidence(
 
 def _passphrase(band: BandState, errors: dict) -> None:
     st.info(
-        "Your signed attestation covers this band. Submitting a change signs your "
-        "attestation again, over your reviews as they now stand, with the declarations you "
-        "made before; the new signature supersedes the old one for this band."
+        "Your signed attestation covers this band. Submitting here, changed or not, signs "
+        "your attestation again, over your reviews as they then stand, with the declarations "
+        "you made before; the new signature supersedes the old one for this band. Nothing is "
+        "signed until you submit."
     )
     st.text_input("Your passphrase, to sign again", type="password", key=band.widget("passphrase"))
     show_errors(errors, "passphrase")

@@ -428,6 +428,13 @@ class BandRow:
 
 
 BAND_COLUMNS = ("case", "sub-action", "outcome", "raters", "consensus", "disputed span")
+# Agreement reads every rater; the registry counts whom the policy counts (Policy.counts).
+CONSENSUS_SCOPE_NOTE = (
+    "Each band's consensus here is over every rater who reviewed it. Where the registry "
+    "policy requires the specialty scope, the Band registry counts only the raters whose "
+    "specialty covers the sub-action, so it may grant a band this table lists without a "
+    "consensus, or refuse one it lists as agreed."
+)
 # What became of a band in the round, in the order a coordinator works through them.
 OUTCOMES = (
     "no consensus",

@@ -5,6 +5,8 @@ review screen shows round 1 as Rater A, B (no pseudonym, no answer of round 2) a
 the queue holds round 2's band only; the Agreement page keeps round 1's alpha and labels round 2
 as consensus-building."""
 
+from app_pages.common import escaped
+from fma_bands.agreement.views import CONSENSUS_SCOPE_NOTE
 from fma_bands.study.rounds import REASONS as WHY
 from fma_bands.study.rounds import band_labels, close_round, open_round
 from fma_bands.study.state import study as study_settings
@@ -418,3 +420,5 @@ def test_the_agreement_page_keeps_round_one_and_labels_round_two(study):
     # Round 2's one band, agreed on after the panel (the table of bands says it in words).
     [table] = [d.value for d in at.dataframe if "consensus" in d.value.columns]
     assert list(table["consensus"]) == ["2 - emergent"]
+    # Whom the consensus is over, and that the registry may count otherwise, beside the table.
+    assert escaped(CONSENSUS_SCOPE_NOTE) in [c.value for c in at.caption]
