@@ -274,7 +274,8 @@ st.download_button(
 st.caption(
     "Each rater's latest submitted review of each band in each round, with its round, the band "
     "in words and as the harness values bands.yaml writes (the proposal's band for an ACCEPT), "
-    "answers and confidence (as stored, and in the screen's words beside them)."
+    "an AMEND's corrections, answers and confidence (as stored, and in the screen's words "
+    "beside them)."
 )
 st.subheader(f"Close round {current.round}")
 if current.phase == "open":

@@ -21,7 +21,7 @@ from sqlmodel import Session, col
 
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.band_text import DECLINED_BAND
-from fma_bands.core.bands import MultilabelBand, to_harness
+from fma_bands.core.bands import MultilabelBand, parse_band, to_harness
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import (
     CONFIDENCE_WORDS,
@@ -31,7 +31,7 @@ from fma_bands.core.labels import (
     tool_names,
 )
 from fma_bands.core.people import UserPublic
-from fma_bands.core.protocol import QUESTION_KEYS
+from fma_bands.core.protocol import CORRECTION_LABELS, QUESTION_KEYS
 from fma_bands.core.spreadsheet import csv_text
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.policy import Policy
@@ -325,6 +325,7 @@ REVIEW_COLUMNS = (
     "confidence",
     "confidence_words",
     "corrections",
+    "corrections_words",
     *(f"{q}_{part}" for q in QUESTION_KEYS for part in ("choice", "note")),
     "q5_reading_words",
     "origin",
@@ -377,6 +378,7 @@ def reviews_csv(session: Session, library: Library, *, viewer: UserPublic) -> st
             "confidence_words": CONFIDENCE_WORDS.get(review.confidence or ""),
             # An AMEND's corrected clause, source, reasoning or disputed span, as JSON.
             "corrections": json.dumps(review.corrections) if review.corrections else None,
+            "corrections_words": corrections_words(review, library),
             "origin": review.origin,
             "submitted_at": review.submitted_at.isoformat() if review.submitted_at else None,
             "stale": review.stale,
@@ -417,6 +419,29 @@ def band_cells(review: ReviewData, library: Library) -> tuple[str, str]:
     if isinstance(band, MultilabelBand):
         harness += f"; x_required: {_flow(list(band.required))}"
     return describe_band(band, names), harness
+
+
+def corrections_words(review: ReviewData, library: Library) -> str | None:
+    """An AMEND's corrections as the review page says them: each corrected text by its
+    label, and the disputed span in words (tests by their names), or "none" where cleared."""
+    found = review.corrections or {}
+    said = [
+        f"Corrected {label.lower()}: {found[key]}"
+        for key, label in CORRECTION_LABELS.items()
+        if key in found
+    ]
+    if "disputed_span" in found:
+        raw = found["disputed_span"]
+        vignette = library.vignettes.get(review.vignette_id)
+        try:
+            span = None if raw is None else parse_band(review.sub_action, raw, span=True)
+        except (FmaBandsError, KeyError, ValueError, TypeError):
+            said.append("Disputed span: as submitted, unreadable (see corrections)")
+        else:
+            names = tool_names(vignette) if vignette is not None else {}
+            words = "none" if span is None else describe_band(span, names)
+            said.append(f"Disputed span: {words}")
+    return " · ".join(said) or None
 
 
 def _flow(value: Any) -> str:

@@ -49,7 +49,7 @@ from fma_bands.core.labels import (
     tool_names,
 )
 from fma_bands.core.people import UserPublic
-from fma_bands.core.protocol import CHOICES, QUESTIONS, READINGS
+from fma_bands.core.protocol import CHOICES, CORRECTION_LABELS, QUESTIONS, READINGS
 from fma_bands.core.vignettes import Library
 from fma_bands.study import drafts, marks
 from fma_bands.study.reviews import MAX_CORRECTION, MAX_NOTE, MAX_REASON
@@ -523,7 +523,6 @@ def _band_editor(screen: Screen, review: ReviewState, band: BandState) -> None:
 
 
 # What an AMEND may correct besides the band: the proposal's texts and its disputed span.
-CORRECTION_LABELS = {"clause": "Clause", "source": "Source", "reasoning": "Reasoning"}
 SPAN_WORDS = {
     band_form.KEEP_SPAN: "keep the proposal's disputed span",
     band_form.NO_SPAN: "no disputed span",

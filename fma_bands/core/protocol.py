@@ -16,6 +16,7 @@ READINGS = ("band", "disputed", "neither")
 # changed, or cleared).
 CORRECTED_TEXTS = ("clause", "source", "reasoning")
 CORRECTABLE = (*CORRECTED_TEXTS, "disputed_span")
+CORRECTION_LABELS = {"clause": "Clause", "source": "Source", "reasoning": "Reasoning"}
 # `problem` is the answer that needs a note saying which (q5 has a note only).
 QUESTIONS: tuple[dict[str, str], ...] = (
     {

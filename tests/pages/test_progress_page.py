@@ -227,6 +227,16 @@ def test_the_reviews_csv_gives_the_round_and_the_band_in_words_and_harness_value
         reason="=HYPERLINK(x) tier 2 alone is too narrow",
     )
     study.save(study.other, TRIAGE, submit=True, verdict="DECLINE", reason="cannot say")
+    study.save(
+        study.other,
+        DOC,
+        submit=True,
+        verdict="AMEND",
+        band={"min": 1, "max": 14},
+        answers=GOOD_ANSWERS | {"q5": {"choice": "neither", "note": "For this patient."}},
+        reason="The span runs longer.",
+        corrections={"clause": "Review at two weeks.", "disputed_span": {"min": 15, "max": 60}},
+    )
     rows = csv_rows(study)
     by_band = {(r["vignette_id"], r["sub_action"], r["rater"]): r for r in rows}
     accepted = by_band[(*DOC, "rater-01")]
@@ -242,6 +252,13 @@ def test_the_reviews_csv_gives_the_round_and_the_band_in_words_and_harness_value
     assert amended["band_harness"] == "acceptable: [1, 3]"
     # The spreadsheet guard still holds: a formula is text.
     assert amended["reason"] == "'=HYPERLINK(x) tier 2 alone is too narrow"
+    # An AMEND's corrections: as JSON for a script, and in the words the review page uses.
+    corrected = by_band[(*DOC, "rater-02")]
+    assert json.loads(corrected["corrections"])["clause"] == "Review at two weeks."
+    assert corrected["corrections_words"] == (
+        "Corrected clause: Review at two weeks. · Disputed span: 15 days to 60 days"
+    )
+    assert accepted["corrections_words"] == ""
     declined = by_band[(*TRIAGE, "rater-02")]
     assert (declined["band"], declined["band_harness"]) == ("none (declined)", "")
     assert all("{" not in r["band"] and '"' not in r["band_harness"] for r in rows)
