@@ -398,9 +398,10 @@ def assignment(lib: Library, user: UserPublic) -> None:
         "raters below; the latest change covering a band decides it."
     )
     if outcome := st.session_state.pop("assign:outcome", None):
-        # The app's own heading; the details, which name raters and bands, as plain text.
-        (st.success if outcome[0].startswith("Assignment changed") else st.error)(outcome[0])
-        st.text(outcome[1])
+        # The app's own heading and, in the same box, the details, which name raters and
+        # bands: escaped, so nothing in them is markup.
+        said = st.success if outcome[0].startswith("Assignment changed") else st.error
+        said(f"{outcome[0]}  \n{escaped(outcome[1])}")
     # Everything here by case number, as every page lists cases (the bands of a case by step).
     last = len(numbers) + 1
     in_order = sorted(lib.vignettes, key=lambda vid: (numbers.get(vid, last), vid))
