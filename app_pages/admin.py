@@ -32,6 +32,7 @@ from fma_bands.study.rounds import (
     count_bands,
     left_out_of_round_two,
     open_round,
+    policy_chair,
     reason_sentence,
     round_two_candidates,
 )
@@ -75,6 +76,7 @@ def rounds(user: UserPublic) -> None:
             lambda: left_out_of_round_two(s, lib, viewer=user),
         )
         chaired = chair_decisions(s) if now.number > 1 and now.phase == "closed" else {}
+        chair = policy_chair(s)
         labels = band_labels(s, lib)
         numbers = case_numbers(lib, case_key(s))
     st.subheader("Review rounds")
@@ -115,7 +117,7 @@ def rounds(user: UserPublic) -> None:
     if closed_first:
         _open_round_two(user, candidates, labels)
     elif now.phase == "closed":
-        _still_in_dispute(now.number, candidates, labels, chaired)
+        _still_in_dispute(now.number, candidates, labels, chaired, chair)
     if left_out:
         st.markdown(
             f"**Round 1's candidates not chosen for round 2**: {count_bands(len(left_out))}"
@@ -125,7 +127,10 @@ def rounds(user: UserPublic) -> None:
 
 
 def _candidate_table(
-    candidates: list[Candidate], labels: dict[Band, str], chaired: dict[Band, str] | None = None
+    candidates: list[Candidate],
+    labels: dict[Band, str],
+    chaired: dict[Band, str] | None = None,
+    chair: str | None = None,
 ) -> None:
     """The candidates, each with its reasons in a few words and what some but not all of its
     raters admit (its disputed span when they meet in a consensus), with `chaired` the chair's
@@ -140,7 +145,7 @@ def _candidate_table(
         if chaired is not None:
             # Before the long column, so that it is in sight in a laptop's window.
             signer = chaired.get(c.band)
-            row[CHAIR_COLUMN] = chair_words(c, signer)
+            row[CHAIR_COLUMN] = chair_words(c, signer, chair)
         row[SOME_ADMIT] = c.disputed or ""
         rows.append(row)
     st.dataframe(
@@ -159,7 +164,11 @@ def _candidate_table(
 
 
 def _still_in_dispute(
-    number: int, candidates: list[Candidate], labels: dict[Band, str], chaired: dict[Band, str]
+    number: int,
+    candidates: list[Candidate],
+    labels: dict[Band, str],
+    chaired: dict[Band, str],
+    chair: str | None,
 ) -> None:
     """After the last round: the bands still in dispute, as `fma-bands round show` lists them,
     each with the chair's decision signed for it, if any."""
@@ -170,7 +179,7 @@ def _still_in_dispute(
             "Band registry says which are."
         )
         return
-    st.markdown(f"**Not settled after round {number}**: {count_bands(len(candidates))}")
+    st.markdown(f"**Still disputed after round {number}**: {count_bands(len(candidates))}")
     st.caption(STILL_IN_DISPUTE)
     decided = sum(c.band in chaired for c in candidates)
     if decided:
@@ -179,7 +188,7 @@ def _still_in_dispute(
             'column "chair\'s decision"): the raters still disagree, and the Band registry '
             "says whether it grants the band on the chair's decision."
         )
-    _candidate_table(candidates, labels, chaired)
+    _candidate_table(candidates, labels, chaired, chair)
 
 
 CHAIR_COLUMN = "chair's decision"

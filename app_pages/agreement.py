@@ -249,13 +249,10 @@ st.title("Agreement")
 with session() as s:
     current, fingerprint = study(s), reviews_fingerprint(s)
 if not user.is_coordinator and current.phase == "open":
-    if current.round > 1:
-        st.info(
-            f"Round {current.round} is open: agreement between raters is shown once the "
-            "coordinator closes it."
-        )
-    else:
-        st.info("Agreement between raters is shown once the coordinator closes the review phase.")
+    st.info(
+        f"Round {current.round} is open: agreement between raters is shown once the "
+        "coordinator closes it."
+    )
     st.stop()
 number = chosen_round(current.round)
 if user.is_coordinator and current.phase == "open" and number == current.round:

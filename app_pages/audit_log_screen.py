@@ -129,10 +129,14 @@ NOT_PEOPLE = {
     "cli": "(the command line)",
     "demo": "(fma-bands demo)",
 }
-# A refused passphrase is no one's act: the name typed is not trusted as the actor, and the
-# event's details say which account it named.
-ATTEMPTS = {"passphrase_failed", "activation_failed"}
-NOT_SIGNED_IN = "(no one signed in: the details say which account was named)"
+# A refused passphrase is no proven person's act, whether typed at sign-in or by someone signed
+# in (to sign, to change it): the name is not trusted as the actor, and the event's details say
+# which account it named.
+UNPROVEN = "no one's proven act: the details name the account"
+ATTEMPTS = {
+    "passphrase_failed": f"(a refused passphrase, {UNPROVEN})",
+    "activation_failed": f"(a refused activation, {UNPROVEN})",
+}
 SYSTEM = "(the system)"
 
 
@@ -148,7 +152,7 @@ def who_words(actor: str | None, people: Collection[str], kind: str | None = Non
     if actor is not None and actor in people:
         return actor
     if actor is None and kind is not None:
-        return NOT_SIGNED_IN if kind in ATTEMPTS else SYSTEM
+        return ATTEMPTS.get(kind, SYSTEM)
     return NOT_PEOPLE.get(actor) or str(actor)
 
 

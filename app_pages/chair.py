@@ -242,7 +242,7 @@ if not disputes:
         "their reviews is not refused yet, and comes here once they sign if their bands share "
         "no value, however Study admin lists it now. A "
         "band short of its quorum, or with a disputed span, is one the coordinator's Study "
-        'admin page counts as "Not settled after round 2": more reviews or signatures '
+        'admin page counts as "Still disputed after round 2": more reviews or signatures '
         "settle it, not the chair."
     )
 waiting = [d for d in disputes if d.chaired is None]

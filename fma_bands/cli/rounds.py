@@ -27,6 +27,7 @@ def show(as_json: bool) -> None:
         REASONS,
         count_bands,
         left_out_of_round_two,
+        policy_chair,
         round_two_candidates,
         state,
     )
@@ -40,6 +41,7 @@ def show(as_json: bool) -> None:
             candidates = round_two_candidates(session, found, viewer=actor, round=current.number)
         left_out = left_out_of_round_two(session, found, viewer=actor)
         chaired = on_record(session) if current.number > 1 else None
+        chair = policy_chair(session)
     if as_json:
         print_json(
             {
@@ -68,9 +70,9 @@ def show(as_json: bool) -> None:
         if current.number == 1:
             click.echo(f"candidates for round 2: {count_bands(len(candidates))}")
         else:
-            after = f"not settled after round {current.number}"
+            after = f"still disputed after round {current.number}"
             click.echo(f"{after}: {count_bands(len(candidates))}")
-        _list(candidates, REASONS, chaired)
+        _list(candidates, REASONS, chaired, chair)
     if left_out:
         click.echo(
             f"round 1's candidates not chosen for round 2: {count_bands(len(left_out))} (the "
@@ -83,6 +85,7 @@ def _list(
     candidates: "list[Candidate]",
     reasons: "Mapping[str, Reason]",
     chaired: Mapping[tuple[str, str], str] | None = None,
+    chair: str | None = None,
 ) -> None:
     """Each candidate band, with its reasons in words and their codes, and the chair's decision
     signed for it (`chaired`, after round 2)."""
@@ -97,7 +100,9 @@ def _list(
             click.echo(f"    what some but not all raters admit: {c.disputed}")
         if chaired is not None:
             who = chaired.get(c.band)
-            said = chair_words(c, who) + (" (the registry grants from the folder)" if who else "")
+            said = chair_words(c, who, chair) + (
+                " (the registry grants from the folder)" if who else ""
+            )
             click.echo(f"    chair's decision: {said}")
 
 

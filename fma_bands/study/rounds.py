@@ -201,16 +201,24 @@ def band_labels(session: Session, library: Library) -> dict[Band, str]:
     }
 
 
-def chair_words(candidate: "Candidate", signer: str | None) -> str:
-    """The chair's part in a band not settled after round 2: decided (by whom), awaited, or
-    none, since the chair decides only a band whose raters' bands share no value."""
+def chair_words(candidate: "Candidate", signer: str | None, chair: str | None) -> str:
+    """The chair's part in a band still disputed after round 2: decided (by whom), awaited from
+    the policy's `chair` (or from no one, the policy naming none), or not the chair's, since the
+    chair decides only a band whose raters' bands share no value."""
     if signer is not None:
         return f"signed by {signer}"
     if "no_consensus" in candidate.reasons:
-        return "none yet"
+        if chair is None:
+            return "none: the policy names no chair (Study admin, Registry policy)"
+        return f"none yet (the chair is {chair})"
     if "quorum_not_met" in candidate.reasons or "out_of_scope" in candidate.reasons:
         return "not the chair's: more signed reviews settle it"
-    return "not needed: the registry grants the raters' consensus"
+    return "not needed: the raters agree on a band, which the registry grants with its span"
+
+
+def policy_chair(session: Session) -> str | None:
+    """The chair the policy in force names, if any."""
+    return (policy_in_force(session) or Policy()).chair
 
 
 def round_two_candidates(

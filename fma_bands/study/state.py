@@ -105,7 +105,7 @@ def authorize(
     if not allowed and rule.raters_once_closed and actor.role == "rater":
         if study(session).phase == "open":
             raise AccessDenied(
-                "other raters' reviews stay hidden until the coordinator closes the review phase"
+                "other raters' reviews stay hidden until the coordinator closes the round"
             )
         allowed = True
     if not allowed:

@@ -276,7 +276,7 @@ def test_while_the_round_is_open_a_rater_sees_nothing_and_the_coordinator_provis
     serve(monkeypatch, demo)
     at = agreement_page(demo, "rater-01")
     assert [i.value for i in at.info] == [
-        "Agreement between raters is shown once the coordinator closes the review phase."
+        "Round 1 is open: agreement between raters is shown once the coordinator closes it."
     ]
     assert not at.dataframe and not charts(at) and not at.get("page_link") and not at.warning
     coordinator = agreement_page(demo, "coordinator")

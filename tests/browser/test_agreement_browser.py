@@ -55,7 +55,7 @@ draft_triage_01 | esi_acuity | ACCEPT | Chest pain before any test is ESI 2, not
 draft_medication_01 | analgesia_tier | ACCEPT | NSAID first, a weak opioid defensible.
 """  # noqa: E501
 CLOSED_FOR_RATERS = (
-    "Agreement between raters is shown once the coordinator closes the review phase."
+    "Round 1 is open: agreement between raters is shown once the coordinator closes it."
 )
 POOLED = "pooled (stratified by sub-action)"
 # The dataframe's columns a reader needs first (wider tables scroll: later ones may be hidden).

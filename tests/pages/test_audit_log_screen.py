@@ -38,11 +38,12 @@ def test_who_is_a_person_or_says_what_else_acted():
         "cli",
     ]
     assert who_words("cli", set()) == "(the command line)"
-    # A refused passphrase names an account it does not prove: no one acted.
+    # A refused passphrase names an account it does not prove; it may be typed at sign-in or
+    # by someone signed in (to sign), so the words say neither.
     assert who_words(None, people, "passphrase_failed") == (
-        "(no one signed in: the details say which account was named)"
+        "(a refused passphrase, no one's proven act: the details name the account)"
     )
-    assert who_words(None, people, "activation_failed").startswith("(no one signed in")
+    assert who_words(None, people, "activation_failed").startswith("(a refused activation")
     assert who_words(None, people, "vignettes_synced") == "(the system)"
     assert who_words("rater-01", people, "passphrase_failed") == "rater-01"
 

@@ -141,7 +141,7 @@ def test_study_admin_says_which_band_still_in_dispute_the_chair_has_decided(stud
     folder)."""
     admin = open_app(study.users["coordinator"], "app_pages/admin.py")
     [row] = [r for r in still_in_dispute(admin) if r["why"] == "no consensus"]
-    assert row["chair's decision"] == "none yet"
+    assert row["chair's decision"] == f"none yet (the chair is {cs.CHAIR})"
     submit(open_page(study, cs.CHAIR), [2, 3], "the chair's reading", cs.passphrase(cs.CHAIR))
     admin = open_app(study.users["coordinator"], "app_pages/admin.py")
     [row] = [r for r in still_in_dispute(admin) if r["why"] == "no consensus"]

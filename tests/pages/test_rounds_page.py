@@ -229,7 +229,7 @@ def test_study_admin_lists_the_bands_of_round_two_still_in_dispute(study):
     with study.store() as s:
         close_round(s, actor=study.coordinator)
     at = open_app(study.coordinator)
-    assert "**Not settled after round 2**: 1 band" in [m.value for m in at.markdown]
+    assert "**Still disputed after round 2**: 1 band" in [m.value for m in at.markdown]
     # What becomes of them is said: the registry may grant some (a disputed span, the chair's).
     assert any(c.value.startswith("What the Band registry then grants, ") for c in at.caption)
     assert [(r["band"], r["why"]) for r in candidates_table(at)] == [
@@ -298,7 +298,7 @@ def test_with_nothing_for_the_chair_the_chair_page_says_where_the_rest_is(study)
     # Signatures not yet made are why a band Study admin lists as having no consensus is not
     # here yet: said, so the two pages do not seem to disagree.
     assert "not yet signed their reviews is not refused yet" in said
-    assert 'the coordinator\'s Study admin page counts as "Not settled after round 2"' in said
+    assert 'the coordinator\'s Study admin page counts as "Still disputed after round 2"' in said
     named = " ".join(m.value for m in at.markdown).replace("\\", "")  # markdown escapes
     assert "names no chair yet (the coordinator names one on Study admin" in named
 
