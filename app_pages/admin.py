@@ -139,7 +139,7 @@ def _candidate_table(
     for c in candidates:
         row: dict[str, object] = {
             "band": _label(labels, c.band),
-            "raters with a band": c.n_raters,
+            "raters with a band": c.raters_words(),
             "why": c.short(),
         }
         if chaired is not None:
@@ -247,9 +247,10 @@ def _open_round_two(user: UserPublic, candidates: list[Candidate], labels: dict[
         # apart, so the first figure is not swollen by bands round 2 would have nothing to show.
         st.caption(
             f"{count_bands(len(candidates) - unreviewed).capitalize()} to re-review after round "
-            "1: those the registry would refuse, and those the Agreement page shows with a "
-            "disputed span. The last column says what some but not all of each band's raters "
-            "admit."
+            "1: those the registry would refuse, and those whose raters meet in a consensus "
+            "with a disputed span, as the Agreement page shows them (where the policy requires "
+            "the specialty scope, over the raters in scope only, as the registry counts them). "
+            "The last column says what some but not all of each band's raters admit."
             + (
                 f" Besides, {count_bands(unreviewed)} no one reviewed in round 1: listed, "
                 "not chosen (round 2 would have no bands to show), unless you choose them."

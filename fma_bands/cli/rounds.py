@@ -93,6 +93,8 @@ def _list(
 
     for c in candidates:
         raters = f"{c.n_raters} rater{'' if c.n_raters == 1 else 's'} with a band"
+        if c.raters_words() != str(c.n_raters):
+            raters += f", {c.n_counted} of them in the scope the policy requires"
         click.echo(f"  {c.vignette_id}:{c.sub_action}  {c.label}; {raters}")
         for code, sentence in zip(c.reasons, c.sentences(), strict=True):
             click.echo(f"    - {reasons[code].short}: {sentence} (code: {code})")

@@ -99,10 +99,19 @@ class Candidate:
     n_raters: int  # raters with a band (not DECLINE) in the round
     disputed: str | None  # what some but not all raters admit, in words; None when nothing
     final: bool = False  # listed where no round follows (from round 2 on)
+    # Of n_raters, those the registry counts (Policy.counts): fewer under a required scope.
+    n_counted: int | None = None
 
     @property
     def band(self) -> Band:
         return (self.vignette_id, self.sub_action)
+
+    def raters_words(self) -> str:
+        """The raters with a band, and how many of them count where the scope leaves some out:
+        "2", or "2 (1 in scope)"."""
+        if self.n_counted is None or self.n_counted == self.n_raters:
+            return str(self.n_raters)
+        return f"{self.n_raters} ({self.n_counted} in scope)"
 
     def sentences(self) -> list[str]:
         """Each reason's sentence, in the order of the codes."""
@@ -121,6 +130,7 @@ class Candidate:
             "label": self.label,
             "reason_text": self.sentences(),
             "n_raters": self.n_raters,
+            "n_counted": self.n_counted,
             "disputed_text": self.disputed,
         }
 
@@ -298,6 +308,7 @@ def round_two_candidates(
                     n_raters=len(given),
                     disputed=disputed,
                     final=round > 1,
+                    n_counted=len(judged),
                 )
             )
     # The disputes a coordinator acts on first; the unreviewed bands (never chosen by default)

@@ -119,7 +119,7 @@ def test_study_admin_opens_round_two_for_the_band_without_consensus_once_confirm
     assert candidates_table(at) == [
         {
             "band": label,
-            "raters with a band": 2,
+            "raters with a band": "2",
             "why": "no consensus",
             "admitted by some raters, not all": "1 - resuscitation and 3 - urgent",
         }
@@ -205,8 +205,8 @@ def test_a_band_no_one_reviewed_in_round_one_is_listed_but_not_chosen(study):
     named = labels(study)
     # The dispute first, whatever the cases' numbers: the band no one reviewed after it.
     assert [(r["band"], r["raters with a band"], r["why"]) for r in candidates_table(at)] == [
-        (named[TRIAGE], 2, "no consensus"),
-        (named[MED], 0, "too few raters; no one reviewed"),
+        (named[TRIAGE], "2", "no consensus"),
+        (named[MED], "0", "too few raters; no one reviewed"),
     ]
     assert bands_for_round_two(at) == [TRIAGE]
     captions = " ".join(c.value for c in at.caption)

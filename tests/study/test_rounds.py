@@ -234,6 +234,7 @@ def test_the_candidates_are_those_the_registry_would_refuse(closed):
         "label": candidate.label,
         "reason_text": [REASONS["no_consensus"].sentence],
         "n_raters": 3,
+        "n_counted": 3,
         "disputed_text": "1 - resuscitation to 3 - urgent",
     }
     # The quorum is the signed policy record's in force, read from the store.
@@ -802,8 +803,12 @@ def test_under_a_required_scope_the_candidates_count_the_raters_the_registry_cou
     with session_scope(engine) as s:
         policy(s, folder, coordinator, quorum=3, scope="require")
     with session_scope(engine) as s:
-        found = {c.band: c.reasons for c in round_two_candidates(s, library, viewer=coordinator)}
-    assert found[ESI] == ("quorum_not_met", "out_of_scope")
+        listed = {c.band: c for c in round_two_candidates(s, library, viewer=coordinator)}
+    assert listed[ESI].reasons == ("quorum_not_met", "out_of_scope")
+    # The raters it counts are said beside those with a band, as the registry counts them.
+    assert (listed[ESI].n_raters, listed[ESI].n_counted) == (3, 2)
+    assert listed[ESI].raters_words() == "3 (2 in scope)"
+    assert listed[ESI].as_json()["n_counted"] == 2
     # Only warned about: the three count, and share no value.
     with session_scope(engine) as s:
         policy(s, folder, coordinator, quorum=2, scope="warn")
