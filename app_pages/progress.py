@@ -11,10 +11,12 @@ from app_pages.band_table import IN_SIGHT, ROW, row_height
 from app_pages.case_links import case_key
 from app_pages.common import escaped, for_signed_in, library, plain, require_user, session, settings
 from app_pages.progress_screen import (
+    RaterSummary,
     progress_table,
     rater_summaries,
     reviews_csv,
     round_band_progress,
+    unfinished_words,
 )
 from fma_bands.core.actions import sub_action
 from fma_bands.core.errors import FmaBandsError
@@ -183,7 +185,11 @@ def flags(numbers: dict[str, int], user: UserPublic) -> None:
 
 
 @st.fragment
-def close_phase(number: int, user: UserPublic) -> None:
+def close_phase(number: int, user: UserPublic, summaries: list[RaterSummary]) -> None:
+    """Close the round, once confirmed; `summaries`: the round's raters, so that work left
+    undone is said before the round freezes it."""
+    if warning := unfinished_words(number, summaries):
+        st.warning(escaped(warning), icon=":material/pending_actions:")
     st.markdown(
         f"Closing round {number} **freezes every review** of it: no rater can submit or revise "
         "a review, and no paper hand-back can be imported. It also **ends the blinding** of "
@@ -279,7 +285,10 @@ st.caption(
 )
 st.subheader(f"Close round {current.round}")
 if current.phase == "open":
-    close_phase(current.round, user)
+    if shown_round != current.round:
+        with session() as s:
+            summaries = rater_summaries(s, lib, viewer=user, round=current.round)
+    close_phase(current.round, user, summaries)
 else:
     st.info(
         f"The review phase is closed (round {current.round}): reviews are frozen and agreement "

@@ -11,6 +11,7 @@ import itertools
 import json
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -59,6 +60,24 @@ WEAK_SIGNAL_MIN_BANDS = 10
 
 Band = tuple[str, str]
 Bands = dict[int, set[Band]]
+
+
+def unfinished_words(number: int, summaries: Sequence["RaterSummary"]) -> str | None:
+    """Who has bands of round `number` still to submit, said before the round is closed (a
+    closed round is never reopened), or None when everyone is done."""
+    left = [r for r in summaries if r.submitted < r.assigned]
+    if not left:
+        return None
+    each = "; ".join(
+        f"{r.pseudonym}, {r.assigned - r.submitted} of {r.assigned} "
+        f"band{'' if r.assigned == 1 else 's'}"
+        for r in left
+    )
+    return (
+        f"Not every rater is done: bands not yet submitted (or changed since submitted) in "
+        f"round {number}: {each}. Closing the round now leaves them without those reviews, for "
+        "good: a closed round is never reopened."
+    )
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ share of ACCEPT, flags, closing the phase only once confirmed) and the audit log
 import csv
 import io
 import json
+import re
 from datetime import date
 
 from fma_bands.study import audit, marks
@@ -144,7 +145,14 @@ def test_the_progress_page_is_the_coordinators_alone(study):
 
 
 def test_closing_the_phase_asks_first_and_says_what_it_does(study):
+    study.save(study.rater, DOC, submit=True, verdict="ACCEPT", answers=GOOD_ANSWERS)
     at = open_app(study.coordinator, "app_pages/progress.py")
+    # Work left undone is said before the round freezes it, by rater, with what is left.
+    [undone] = [as_read(w.value) for w in at.warning if "Not every rater is done" in w.value]
+    left = dict(re.findall(r"(rater-0\d), (\d+) of \d+ bands", undone))
+    assert set(left) == {"rater-01", "rater-02"}
+    assert int(left["rater-01"]) + 1 == int(left["rater-02"])  # rater-01 submitted one
+    assert undone.endswith("a closed round is never reopened.")
     [closing] = [m.value for m in at.markdown if "freezes every review" in m.value]
     assert "and in round 2 each band's raters see round 1's answers beside it" in closing
     assert closing.endswith(": bands still in dispute go to round 2, opened on Study admin.")
@@ -438,3 +446,17 @@ def test_the_audit_log_shows_a_whole_page_of_rows_and_counts_them(study, monkeyp
     assert f"Rows 1-{total} of {total} matching events, newest first." in [
         c.value for c in at.caption
     ]
+
+
+def test_no_warning_once_every_rater_is_done():
+    from app_pages.progress_screen import RaterSummary, unfinished_words
+
+    def rater(submitted: int, assigned: int) -> RaterSummary:
+        return RaterSummary("rater-01", None, submitted, assigned, 0, 0, 0, None, 0, 0, 0, None)
+
+    assert unfinished_words(1, [rater(3, 3)]) is None
+    assert unfinished_words(2, [rater(0, 1)]) == (
+        "Not every rater is done: bands not yet submitted (or changed since submitted) in round "
+        "2: rater-01, 1 of 1 band. Closing the round now leaves them without those reviews, for "
+        "good: a closed round is never reopened."
+    )
