@@ -84,7 +84,7 @@ if lib.warnings and user.is_coordinator:
         st.code("\n".join(str(w) for w in lib.warnings), language=None)
 domains = sorted({v.domain for v in lib})
 domain = st.segmented_control("Domain", domains, format_func=escaped, key="library_domain")
-chosen = shelf(lib, user, domain, key=token_key)
+chosen = shelf(lib, domain, key=token_key)
 number = st.pagination(max(1, -(-len(chosen) // PAGE)), key="library_page")
 st.caption(f"{len(chosen)} vignettes, {PAGE} to a page.")
 for vignette in chosen[(number - 1) * PAGE : number * PAGE]:

@@ -27,7 +27,7 @@ user = require_user()
 lib = library()
 token_key = case_key()
 numbers = labels.case_numbers(lib, token_key)
-ids = [v.id for v in labels.shelf(lib, user, key=token_key)]
+ids = [v.id for v in labels.shelf(lib, key=token_key)]
 if not ids:
     st.info("No vignettes are loaded.")
     st.stop()

@@ -433,7 +433,8 @@ CONSENSUS_SCOPE_NOTE = (
     "Each band's consensus here is over every rater who reviewed it. Where the registry "
     "policy requires the specialty scope, the Band registry counts only the raters whose "
     "specialty covers the sub-action, so it may grant a band this table lists without a "
-    "consensus, or refuse one it lists as agreed."
+    "consensus, or refuse one it lists as agreed. A band only one rater gave has no consensus "
+    "between raters here; the registry grants that rater's band if the policy's quorum is 1."
 )
 # What became of a band in the round, in the order a coordinator works through them.
 OUTCOMES = (
@@ -644,10 +645,9 @@ def screen(
         summaries={m: summary_rows(report, m) for m in METRICS},
         details={m: details(report, m) for m in METRICS},
         points={m: chart_points(report, m) for m in METRICS},
-        # A rater's ties go by case number: id order would say each case's stratum.
-        agreements=tuple(
-            most_disputed_first(report.bands, None if reader is None else cases or {})
-        ),
+        # Ties go by case number, as every page lists cases (and for a rater id order would
+        # say each case's stratum); without the numbers, by id.
+        agreements=tuple(most_disputed_first(report.bands, cases)),
         orderables=dict(orderables),
         names=dict(names or {}),
         reader=reader,

@@ -117,14 +117,11 @@ def vignette_address(vid: str, viewer: UserPublic, *, key: bytes) -> dict[str, s
     return {"id": vid} if viewer.is_coordinator else address(vid, key=key)
 
 
-def shelf(
-    library: Library, viewer: UserPublic, domain: str | None = None, *, key: bytes
-) -> list[Vignette]:
-    """The vignettes in the order a viewer reads them: by case number for raters (id order
-    groups strata together), by id for the coordinator; optionally one domain only."""
+def shelf(library: Library, domain: str | None = None, *, key: bytes) -> list[Vignette]:
+    """The vignettes in the order of their case numbers, as every page lists cases (for raters
+    id order would group strata together; the coordinator reads the same numbers, the Band
+    registry's and progress's order); optionally one domain only."""
     chosen = [v for v in library if domain is None or v.domain == domain]
-    if viewer.is_coordinator:
-        return chosen
     numbers = case_numbers(library, key)
     return sorted(chosen, key=lambda v: numbers[v.id])
 

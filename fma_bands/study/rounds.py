@@ -202,11 +202,14 @@ def band_label(numbers: Mapping[str, int], band: Band) -> str:
 
 
 def band_labels(session: Session, library: Library) -> dict[Band, str]:
-    """Every band of the study, in library order, with its label (band_label)."""
+    """Every band of the study with its label (band_label), in case order (each case's bands
+    in the vignette's order), as every page lists cases."""
     numbers = case_numbers(library, case_key(session))
+    last = len(numbers) + 1
+    in_order = sorted(library, key=lambda v: (numbers.get(v.id, last), v.id))
     return {
         (v.id, p.sub_action): band_label(numbers, (v.id, p.sub_action))
-        for v in library
+        for v in in_order
         for p in v.proposals
     }
 

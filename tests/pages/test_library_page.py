@@ -252,4 +252,6 @@ def test_blind_mode_hides_the_proposals_from_a_rater_on_every_page(app):
     assert proposed in text_of(app) and not app.info
     app.switch_page("app_pages/library.py")
     app.run()
+    # Its case in sight whatever its number: the medication cases are fewer than a page.
+    app.segmented_control(key="library_domain").set_value("medication").run()
     assert proposed in text_of(app)
