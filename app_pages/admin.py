@@ -21,6 +21,7 @@ from fma_bands.study.case_keys import case_key
 from fma_bands.study.chair import on_record as chair_decisions
 from fma_bands.study.coverage import coverage, explain, problem_bands, study_quorum
 from fma_bands.study.governance import policy_in_force, set_policy
+from fma_bands.study.queries import awaiting, awaiting_words
 from fma_bands.study.rounds import (
     REASONS,
     Band,
@@ -492,6 +493,7 @@ lib = library()
 with session() as s:
     current = study(s)
     enrolled_raters = len(list_users(s, role="rater"))
+    waiting = awaiting(s, user)
 
 st.title("Study admin")
 where = escaped(settings().vignettes)
@@ -502,6 +504,12 @@ if lib.problems:
     problems = f"{len(lib.problems)} problem{'' if len(lib.problems) == 1 else 's'}"
     with st.expander(f"{problems} in the vignette files", icon="⚠️"):
         st.code("\n".join(str(p) for p in lib.problems), language=None)
+if waiting:
+    # The coordinator's landing page: a rater's question is not left to be found on Queries.
+    st.info(f"{awaiting_words(waiting, 'coordinator')}.", icon=":material/forum:")
+    st.page_link(
+        "app_pages/queries.py", label="Read and answer the queries", icon=":material/forum:"
+    )
 
 rounds(user)
 due_date_form(user)

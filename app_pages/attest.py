@@ -195,7 +195,7 @@ def exemptions_covered(exempting: ExemptionSigning) -> None:
                 "verdict": r["verdict"],
                 "direction": direction_words(r["direction"]) if r["direction"] else "",
                 "reason": r["reason"],
-                "already signed": "no: new or changed"
+                "already signed": "no, new or changed since signed"
                 if f"{r['attribute']}/{r['sub_action']}" in exempting.fresh
                 else "yes, unchanged",
             }

@@ -309,8 +309,9 @@ if refused := st.session_state.pop("export:refused", None):
 # thing and the field another (a download clicked before the field was left).
 with st.form("export:sign"):
     head_passphrase = st.text_input(
-        "Your passphrase, to sign the head (an editor's `fma-bands verify --export` needs a "
-        "signed head)",
+        # A label is read aloud as written: the command's words in the help beside it.
+        "Your passphrase, to sign the exported head",
+        help="An editor's `fma-bands verify --export` needs a signed head.",
         type="password",
         key="export:passphrase",
     )

@@ -551,8 +551,8 @@ def _cautions(a: Alpha) -> list[str]:
     declined = a.reading_declines_as_disagreement
     if declined is not None and declined != a.plain_reading:
         out.append(
-            f"with its {a.n_declined} DECLINE(s) counted as maximal disagreement, alpha is "
-            f"{a.alpha_declines_as_disagreement:.3f} and reads {declined!r}, not "
+            f"with its {counted(a.n_declined, 'DECLINE')} counted as maximal disagreement, "
+            f"alpha is {a.alpha_declines_as_disagreement:.3f} and reads {declined!r}, not "
             f"{a.plain_reading!r}: the declines may fall on the hardest bands"
         )
     return out

@@ -162,6 +162,18 @@ def _two_way(a: Alpha) -> str:
     return f"{_number(a.ci_low_two_way)} to {_number(a.ci_high_two_way)}"
 
 
+# The two distances of this study's own, in words beside their codes (the JSON's); the standard
+# levels are a statistician's own words already.
+LEVEL_WORDS = {
+    "jaccard": "Jaccard distance between sets (jaccard)",
+    "orders": "mean Jaccard distance of required and of defensible orders (orders)",
+}
+
+
+def level_words(level: str | None) -> str:
+    return "-" if not level else LEVEL_WORDS.get(level, level)
+
+
 def _disagreements(a: Alpha) -> str:
     if a.d_observed is None or a.d_expected is None:
         return "-"
@@ -191,7 +203,7 @@ COLUMNS: tuple[tuple[str, Callable[[Alpha], str]], ...] = (
     ("left as proposed, in counts", _unchanged_how),
     ("weakest sub-action", _weakest),
     ("metric", lambda a: a.metric),
-    ("level", lambda a: a.level or "-"),
+    ("level", lambda a: level_words(a.level)),
     (
         "undefined resamples",
         lambda a: "-" if a.undefined_resamples is None else f"{a.undefined_resamples:.1%}",

@@ -90,7 +90,9 @@ def covered_rows(signing: SigningPlan, numbers: Mapping[str, int]) -> list[dict[
                 "round": r.get("round"),
                 "revision": r.get("revision"),
                 "origin": origin,
-                "already signed": "yes, unchanged" if label in carried else "no: new or changed",
+                "already signed": "yes, unchanged"
+                if label in carried
+                else "no, new or changed since signed",
             }
         )
     return rows

@@ -92,6 +92,11 @@ def test_a_rater_asks_the_coordinator_replies_and_the_rater_reads_the_reply(stud
     # A rater never reads a vignette's id, not even in a widget's key.
     assert DOC[0] not in shown(at)
 
+    # The coordinator's landing page says a question waits, with the way to it.
+    admin = open_app(study.coordinator)
+    assert title(admin) == "Study admin"
+    assert "1 query waits for your answer." in infos(admin)
+    assert "Read and answer the queries" in [link.label for link in admin.get("page_link")]
     coordinator = open_app(study.coordinator, PAGE)
     assert "1 query waits for your answer." in infos(coordinator)
     [box] = [a for a in coordinator.text_area if a.label == "Your reply"]
@@ -102,6 +107,8 @@ def test_a_rater_asks_the_coordinator_replies_and_the_rater_reads_the_reply(stud
         coordinator
     )
 
+    # Answered: nothing waits for the coordinator now.
+    assert "1 query waits for your answer." not in infos(open_app(study.coordinator))
     queue = open_app(study.rater)
     assert title(queue) == "My queue"
     assert "1 open query ends with a message from the coordinator." in infos(queue)

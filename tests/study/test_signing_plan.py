@@ -35,16 +35,26 @@ def test_the_sign_page_says_what_each_amend_corrected():
     rows = covered_rows(signing, {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5})
     # Every cell says something in words: no empty column, no tick box that looks editable.
     assert [(r["case"], r["corrected"], r["already signed"], r["origin"]) for r in rows] == [
-        ("Case 1 of 5", "clause, disputed span", "no: new or changed", "reviewed in the app"),
-        ("Case 2 of 5", "nothing", "no: new or changed", "reviewed in the app"),
+        (
+            "Case 1 of 5",
+            "clause, disputed span",
+            "no, new or changed since signed",
+            "reviewed in the app",
+        ),
+        ("Case 2 of 5", "nothing", "no, new or changed since signed", "reviewed in the app"),
         ("Case 3 of 5", "the band", "yes, unchanged", "reviewed in the app"),
         (
             "Case 4 of 5",
             "nothing: the reason says what is wrong",
-            "no: new or changed",
+            "no, new or changed since signed",
             "reviewed in the app",
         ),
-        ("Case 5 of 5", "the band, clause", "no: new or changed", "reviewed in the app"),
+        (
+            "Case 5 of 5",
+            "the band, clause",
+            "no, new or changed since signed",
+            "reviewed in the app",
+        ),
     ]
     assert rows[0]["band attested"] == "2 - emergent, 3 - urgent"
     # Which round each review is of: a round-2 review is said so, whatever its revision.
