@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import yaml
 from sqlalchemy import select
 from sqlmodel import Session, col
 
 from fma_bands.core.actions import SUB_ACTIONS, sub_action
 from fma_bands.core.band_text import DECLINED_BAND
-from fma_bands.core.bands import MultilabelBand, parse_band, to_harness
+from fma_bands.core.bands import parse_band
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import (
     CONFIDENCE_WORDS,
@@ -36,6 +35,7 @@ from fma_bands.core.protocol import CORRECTION_LABELS, QUESTION_KEYS
 from fma_bands.core.spreadsheet import csv_text
 from fma_bands.core.vignettes import Library
 from fma_bands.evidence.policy import Policy
+from fma_bands.evidence.yaml_writer import flow, harness_line
 from fma_bands.store.models import BandMark, Review, RoundBand, ScreenDraft, User
 from fma_bands.study.assignment import load as load_assignments
 from fma_bands.study.assignment import study_bands
@@ -430,14 +430,11 @@ def band_cells(review: ReviewData, library: Library) -> tuple[str, str]:
         band = attested_band(review, library)
     except (FmaBandsError, KeyError, ValueError):
         # A stale AMEND written against a vignette that has changed past reading it.
-        return "as submitted, unreadable against the changed vignette", _flow(review.band)
+        return "as submitted, unreadable against the changed vignette", flow(review.band)
     if band is None:
         return "", ""
     names = tool_names(vignette) if vignette is not None else {}
-    harness = f"acceptable: {_flow(to_harness(band))}"
-    if isinstance(band, MultilabelBand):
-        harness += f"; x_required: {_flow(list(band.required))}"
-    return describe_band(band, names), harness
+    return describe_band(band, names), harness_line(band)
 
 
 def corrections_words(review: ReviewData, library: Library) -> str | None:
@@ -461,12 +458,6 @@ def corrections_words(review: ReviewData, library: Library) -> str | None:
             words = "none" if span is None else describe_band(span, names)
             said.append(f"Disputed span: {words}")
     return " · ".join(said) or None
-
-
-def _flow(value: Any) -> str:
-    """A value as bands.yaml's YAML writes it, on one line: [2, 3], {min: 1, max: 30}."""
-    text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=10_000)
-    return text.removesuffix("...\n").strip()
 
 
 def _sub_action_name(name: str) -> str:

@@ -96,9 +96,9 @@ def _registry(
     since: tuple[int, str] | None,
 ) -> int:
     """The registry decided and written to `out`; its exit status."""
-    from fma_bands.core.bands import to_harness
     from fma_bands.evidence.export import band_cuts, cut_line
     from fma_bands.evidence.registry import decide
+    from fma_bands.evidence.yaml_writer import harness_line
 
     found = complete_library()
     decided = decide(
@@ -144,7 +144,7 @@ def _registry(
     else:
         say(f"policy: quorum {decided.policy.quorum}, scope {decided.policy.scope}")
     for d in decided.decisions:
-        say(f"{d.vignette_id} {d.sub_action}: {d.provenance} {to_harness(d.band)}")
+        say(f"{d.vignette_id} {d.sub_action}: {d.provenance}; {harness_line(d.band)}")
         if d.adjudicated_by:
             say(f"    adjudicated by {', '.join(d.adjudicated_by)}")
         for cut in cuts(d):

@@ -34,6 +34,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
+from fma_bands.core.bands import AnyBand, MultilabelBand, to_harness
 from fma_bands.core.files import plain_reads_as_text
 
 # libyaml's emitter, where PyYAML was built with it, writes an export faster than PyYAML's own
@@ -213,3 +214,18 @@ def _strings(data: Any) -> Iterator[str]:
             stack.extend(value.values())
         elif isinstance(value, list | tuple):
             stack.extend(value)
+
+
+def flow(value: Any) -> str:
+    """A value as bands.yaml's YAML writes it, on one line: [2, 3], {min: 1, max: 30}."""
+    text = yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=10_000)
+    return text.removesuffix("...\n").strip()
+
+
+def harness_line(band: AnyBand) -> str:
+    """A band as the harness values bands.yaml writes for it, on one line: `acceptable`, and
+    an orders band's `x_required`."""
+    line = f"acceptable: {flow(to_harness(band))}"
+    if isinstance(band, MultilabelBand):
+        line += f"; x_required: {flow(list(band.required))}"
+    return line

@@ -833,3 +833,14 @@ def test_export_writes_again_from_what_it_kept_with_the_time_it_is_written(copie
     refused = cli("export", "--out", str(first))
     assert refused.returncode == 1 and KEPT_NOTE not in refused.stdout + refused.stderr
     assert first.read_text() == before
+
+
+def test_registry_says_each_band_as_bands_yaml_writes_it(study):
+    """The text lines give the harness values as bands.yaml writes them (YAML's flow form),
+    never Python's ({'min': 1, ...}, [True])."""
+    cli, _ = study
+    out = ok(cli("registry"))
+    bands = [line for line in out.splitlines() if not line.startswith((" ", "policy"))]
+    assert bands and all("; acceptable: " in line for line in bands)
+    assert "'" not in "".join(bands) and "True" not in "".join(bands)
+    assert any(re.search(r"acceptable: \{min: \d+, max: \d+\}$", line) for line in bands)

@@ -187,3 +187,15 @@ def test_every_text_reads_back_as_text_with_fma_bands_reader_and_the_harness_rea
 def test_the_emitter_is_chosen_by_each_string_pyyaml_writes_its_own_way(text, pure_python):
     chosen = yaml_writer.emitter_for(iter(["ok", text]))
     assert chosen is (yaml_writer.SafeDumper if pure_python else yaml_writer.C_SAFE_DUMPER)
+
+
+def test_a_band_on_one_line_as_bands_yaml_writes_it():
+    from fma_bands.core.bands import parse_band
+    from fma_bands.evidence.yaml_writer import harness_line
+
+    assert harness_line(parse_band("followup_days", {"min": 1, "max": 14})) == (
+        "acceptable: {min: 1, max: 14}"
+    )
+    assert harness_line(parse_band("admit", [True])) == "acceptable: [true]"
+    orders = parse_band("orders", {"required": ["cbc"], "defensible": ["cbc", "lft"]})
+    assert harness_line(orders) == "acceptable: [cbc, lft]; x_required: [cbc]"
