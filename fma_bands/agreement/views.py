@@ -147,7 +147,10 @@ def _declines(a: Alpha) -> str:
         return "-"
     low, high = a.ci_low_declines_as_disagreement, a.ci_high_declines_as_disagreement
     interval = "" if low is None else f", {_number(low)} to {_number(high)}"
-    return f"{a.alpha_declines_as_disagreement:.3f}{interval}: {a.reading_declines_as_disagreement}"
+    # The reading first: a cell that began with a negative alpha and words would be guarded
+    # in the CSV as text ('-0.071: ...), unlike the alpha column's bare numbers.
+    alpha = f"{a.alpha_declines_as_disagreement:.3f}"
+    return f"{a.reading_declines_as_disagreement} (alpha {alpha}{interval})"
 
 
 def _weakest(a: Alpha) -> str:

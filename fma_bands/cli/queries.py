@@ -80,23 +80,30 @@ def set_(day: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def show(as_json: bool) -> None:
     """The current round's due date, if one is set, and how many days are left."""
-    from fma_bands.study.due_dates import due_date, today, when_due
+    from fma_bands.study.due_dates import due_date, long_date, today, when_due
     from fma_bands.study.state import study
 
     with store() as session:
         coordinator(session)
-        number = study(session).round
+        current = study(session)
+        number = current.round
         due = due_date(session, number)
     days = None if due is None else (due.due_on - today()).days
     if as_json:
         print_json(
             {
                 "round": number,
+                "phase": current.phase,
                 "due_on": None if due is None else due.due_on.isoformat(),
                 "days_left": days,
                 "set_by": None if due is None else due.set_by,
             }
         )
+        return
+    if current.phase == "closed":
+        # As Study admin says it: a closed round is due no more.
+        was = "" if due is None else f" (it was due on {long_date(due.due_on)})"
+        click.echo(f"Round {number} is closed{was}: a due date is set for an open round only.")
         return
     click.echo(f"Round {number} has no due date." if due is None else f"{when_due(due)}.")
 

@@ -251,9 +251,10 @@ def test_declines_on_exactly_the_hard_bands_are_cautioned():
     assert after.alpha_declines_as_disagreement < 0.667
     assert after.reading_declines_as_disagreement != "reliable"
     [caution] = [w for w in after.warnings if "maximal disagreement" in w]
-    assert "20 DECLINE(s)" in caution and f"not {NO_DISAGREEMENT!r}" in caution
+    assert "20 DECLINEs" in caution and f"not {NO_DISAGREEMENT!r}" in caution
     row = alpha_rows(agreement_report(hard_bands_declined(True), bootstrap=300), "band")[0]
     assert row["declines as disagreement"].startswith(
+        f"{after.reading_declines_as_disagreement} (alpha "
         f"{after.alpha_declines_as_disagreement:.3f}, "
     )
 

@@ -74,6 +74,7 @@ def test_due_set_show_and_clear(fma):
     unset = fma("due", "show", "--json").stdout
     assert json.loads(unset) == {
         "round": 1,
+        "phase": "open",
         "due_on": None,
         "days_left": None,
         "set_by": None,
@@ -87,12 +88,21 @@ def test_due_set_show_and_clear(fma):
     check_outputs("due show", [unset, due])
     assert json.loads(due) == {
         "round": 1,
+        "phase": "open",
         "due_on": day.isoformat(),
         "days_left": 8,
         "set_by": "coordinator",
     }
     assert fma("due", "clear").stdout == "Round 1 has no due date now.\n"
     assert fma("due", "clear").stdout == "Round 1 had no due date: nothing changed.\n"
+    # A closed round is due no more, as Study admin says.
+    assert fma("due", "set", day.isoformat()).exit_code == 0
+    assert fma("round", "close").exit_code == 0
+    assert fma("due", "show").stdout == (
+        f"Round 1 is closed (it was due on {long_date(day)}): a due date is set for an open "
+        "round only.\n"
+    )
+    assert json.loads(fma("due", "show", "--json").stdout)["phase"] == "closed"
 
 
 @pytest.mark.parametrize(
