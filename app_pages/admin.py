@@ -76,8 +76,9 @@ def rounds(user: UserPublic) -> None:
             ("left out of round 2", lib.digests),
             lambda: left_out_of_round_two(s, lib, viewer=user),
         )
-        chaired = chair_decisions(s) if now.number > 1 and now.phase == "closed" else {}
-        chair = policy_chair(s)
+        after_last = now.number > 1 and now.phase == "closed"
+        chaired = chair_decisions(s) if after_last else {}
+        chair = policy_chair(s) if after_last else None
         labels = band_labels(s, lib)
         numbers = case_numbers(lib, case_key(s))
     st.subheader("Review rounds")
