@@ -85,8 +85,8 @@ def chosen_round(rounds_held: int) -> int:
 @st.fragment
 def bands(screen: Screen) -> None:
     # Filters, the table and the chosen band rerun only this part of the page.
-    st.subheader("Bands, most disputed first")
-    st.caption(escaped(CONSENSUS_SCOPE_NOTE))
+    # Beside the heading, on demand: the page must fit a screen (tests/browser).
+    st.subheader("Bands, most disputed first", help=escaped(CONSENSUS_SCOPE_NOTE))
     rows = screen.rows()
     left, right = st.columns(2)
     with left:

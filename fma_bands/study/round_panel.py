@@ -174,7 +174,11 @@ def _by_count(name: str, tally: Counter, n: int, word: str, names: Mapping[str, 
             said = in_words(name, group, names)
             if boolean:
                 said = f"the answer {said}"
-            lines.append(f"{word} {k} of {n}: {said}")
+            # Several values some raters admit: each value by k of them, not one rater all of
+            # them ("Admitted by 1 of 2: 2 to 3" read as one rater admitting both).
+            each = len(group) > 1 and k < n
+            lead = f"Each {word[0].lower()}{word[1:]}" if each else word
+            lines.append(f"{lead} {k} of {n}: {said}")
     return lines
 
 

@@ -132,7 +132,7 @@ def revise_in_round_two(page: Page, reason: str) -> None:
     main = page.get_by_test_id("stMain")
     for letter in ("Rater A", "Rater B", "Rater C"):
         expect(main.get_by_text(f"{letter}:", exact=False).first).to_be_visible()
-    expect(main.get_by_text("Admitted by 2 of 3: 2 - emergent to 3 - urgent")).to_be_visible()
+    expect(main.get_by_text("Each admitted by 2 of 3: 2 - emergent to 3 - urgent")).to_be_visible()
     for name in ("rater-01", "rater-02", "rater-03"):
         expect(main.get_by_text(name, exact=False)).to_have_count(0)
     assert SECRET_REASON not in page.content()

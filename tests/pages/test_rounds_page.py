@@ -316,7 +316,7 @@ def test_a_round_two_screen_shows_the_panel_as_letters_and_asks_a_reason(study):
     assert sorted(REASONS.values()) == sorted(t for t in texts if t in REASONS.values())
     assert any(m.value.startswith("**Rater A: AMEND**") for m in at.markdown)
     assert any(m.value.startswith("**Rater B: AMEND**") for m in at.markdown)
-    assert "Admitted by 1 of 2: 1 - resuscitation and 3 - urgent" in texts
+    assert "Each admitted by 1 of 2: 1 - resuscitation and 3 - urgent" in texts
     # Question 5 is about the proposal's own disputed span, not the panel's: it says so.
     [q5] = [m.value for m in at.markdown if m.value.startswith("**5. ")]
     assert (
@@ -421,4 +421,5 @@ def test_the_agreement_page_keeps_round_one_and_labels_round_two(study):
     [table] = [d.value for d in at.dataframe if "consensus" in d.value.columns]
     assert list(table["consensus"]) == ["2 - emergent"]
     # Whom the consensus is over, and that the registry may count otherwise, beside the table.
-    assert escaped(CONSENSUS_SCOPE_NOTE) in [c.value for c in at.caption]
+    [bands] = [h for h in at.subheader if h.value == "Bands, most disputed first"]
+    assert bands.proto.help == escaped(CONSENSUS_SCOPE_NOTE)

@@ -427,7 +427,7 @@ def test_the_panel_is_anonymous_and_holds_round_one_only(second):
     assert before is not None and before.round == 1
     assert [e.letter for e in before.entries] == ["Rater A", "Rater B", "Rater C"]
     assert sorted(e.reason for e in before.entries) == sorted(r for _, _, r in ROUND_ONE.values())
-    assert before.counts == ("Admitted by 1 of 3: 1 - resuscitation to 3 - urgent",)
+    assert before.counts == ("Each admitted by 1 of 3: 1 - resuscitation to 3 - urgent",)
     text = repr(before)
     assert not any(name in text for name in (*RATERS, "coordinator"))
     # rater-a1 revises in round 2: rater-b2's panel does not change, and shows none of it.
