@@ -291,17 +291,18 @@ def bootstrap(
 
 def no_interval_reason(s: Samples, n_vignettes: int) -> str:
     """Why the chosen interval could not be made from these samples."""
-    if np.isnan(s.left_out).any():
-        return (
-            "leaving out one vignette leaves no variation (one vignette carries all the "
-            "disagreement)"
-        )
     if s.point >= 1.0:
         # Zero disagreement seen on a sample bounds nothing, as zero events in n trials do not
-        # make a rate of 0: an interval of 1 to 1 would claim certainty.
+        # make a rate of 0: an interval of 1 to 1 would claim certainty. Said first: with no
+        # disagreement, no vignette "carries" any.
         return (
             f"no disagreement was seen on these {n_vignettes} vignettes (alpha is 1), and none "
             "seen is no proof of none: the interval cannot be computed, so alpha is not read"
+        )
+    if np.isnan(s.left_out).any():
+        return (
+            "leaving out one vignette leaves no variation (one vignette holds every value that "
+            "differs from the rest)"
         )
     if (s.left_out >= 1.0).any():
         return (

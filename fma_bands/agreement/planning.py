@@ -113,7 +113,14 @@ def vignettes_needed(
 def _reason(n_vignettes: int, alpha: float | None) -> str | None:
     if n_vignettes < MIN_VIGNETTES:
         return f"too few vignettes to simulate from ({n_vignettes})"
-    return "alpha undefined" if alpha is None else None
+    if alpha is None:
+        return "alpha undefined"
+    if alpha >= 1.0:
+        # Every resample of a study without disagreement has none either: a width of 0 at any
+        # size would promise a precision no sample without disagreement gives (the interval is
+        # refused for the same reason).
+        return "no disagreement seen (alpha is 1): resampling it bounds nothing"
+    return None
 
 
 def plan_json(p: Plan) -> dict[str, Any]:

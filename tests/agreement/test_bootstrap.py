@@ -335,6 +335,17 @@ def test_agreement_seen_perfect_gives_no_interval_and_no_reading():
     assert (a.ci_low_two_way, a.ci_high_two_way) == (None, None)
 
 
+def test_perfect_agreement_varying_in_one_vignette_says_no_disagreement_was_seen():
+    # Both raters agree everywhere; only v00's value differs from the rest, so leaving it out
+    # leaves no variation. With no disagreement, no vignette "carries" any: the reason given is
+    # that none was seen.
+    ratings = [rate(f"v{v:02d}", "admit", r, [v == 0]) for v in range(30) for r in "pq"]
+    a = metric_alpha("band", ratings, bootstrap=200)
+    assert (a.alpha, a.ci_low, a.ci_high) == (1.0, None, None)
+    assert "no disagreement was seen on these 30 vignettes" in a.method
+    assert "disagreement)" not in a.method and "carries" not in a.method
+
+
 def test_disagreement_in_one_vignette_alone_gives_no_interval():
     # Without vignette v00 alpha is 1, where the log scale has no value: no interval, never a
     # fallback of another method under this one's name.

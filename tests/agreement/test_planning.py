@@ -79,6 +79,17 @@ def test_none_when_no_size_on_the_grid_is_narrow_enough_and_when_alpha_is_undefi
         assert all(w is None for _, w in p.widths)
 
 
+def test_no_vignettes_needed_are_promised_without_disagreement():
+    """Two raters agree on every band (alpha 1): every resample agrees too, so every width is
+    0, which would promise the smallest study on the grid. None is promised, and it says why."""
+    ratings = [rate(f"v{v:02d}", "admit", r, [v % 3 == 0]) for v in range(12) for r in "ab"]
+    [plan] = [p for p in vignettes_needed(mode_bands(ratings)["review"].strata, mode="review")
+              if p.scope == "admit"]  # fmt: skip
+    assert (plan.alpha, plan.vignettes_needed) == (1.0, None)
+    assert plan.reason == "no disagreement seen (alpha is 1): resampling it bounds nothing"
+    assert all(w is None for _, w in plan.widths)
+
+
 def test_no_simulation_from_fewer_than_ten_vignettes():
     """Nine vignettes drawn again and again show little of how vignettes vary: one vignette
     drawn a thousand times would read as a width of 0."""
