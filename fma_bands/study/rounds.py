@@ -222,11 +222,12 @@ def chair_words(candidate: "Candidate", signer: str | None, chair: str | None) -
         return f"signed by {signer}"
     if "no_consensus" in candidate.reasons:
         if chair is None:
-            return "none: the policy names no chair (Study admin, Registry policy)"
+            return "none: the policy names no chair"
         return f"none yet (the chair is {chair})"
+    # Short enough for Study admin's column; the reasons beside it say the rest.
     if "quorum_not_met" in candidate.reasons or "out_of_scope" in candidate.reasons:
-        return "not the chair's: more signed reviews settle it"
-    return "not needed: the raters agree on a band, which the registry grants with its span"
+        return "not the chair's: too few raters"
+    return "not needed: a consensus band"
 
 
 def policy_chair(session: Session) -> str | None:

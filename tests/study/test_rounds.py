@@ -827,15 +827,13 @@ def test_the_chair_is_waited_for_only_on_a_band_whose_raters_share_no_value():
         "none yet (the chair is rater-c3)"
     )
     # With no chair named, "none yet" would promise a decision no one can sign.
-    assert chair_words(candidate("no_consensus"), None, None) == (
-        "none: the policy names no chair (Study admin, Registry policy)"
-    )
+    assert chair_words(candidate("no_consensus"), None, None) == ("none: the policy names no chair")
     assert chair_words(candidate("quorum_not_met", "no_consensus"), "rater-c3", None) == (
         "signed by rater-c3"
     )
     assert chair_words(candidate("quorum_not_met"), None, "rater-c3") == (
-        "not the chair's: more signed reviews settle it"
+        "not the chair's: too few raters"
     )
     assert chair_words(candidate("disputed_span"), None, "rater-c3") == (
-        "not needed: the raters agree on a band, which the registry grants with its span"
+        "not needed: a consensus band"
     )
