@@ -30,6 +30,7 @@ from tests.browser.helpers import (
     wait_for_app,
 )
 
+COOKIE = "fma_bands_session"  # app_pages.common.COOKIE (tests import no page module)
 DECLINE = "DECLINE: I cannot adjudicate this band"
 SUBMIT, NEXT, PREVIOUS = "Submit and next", "Next band →", "← Previous band"
 WIDTH, HEIGHT = 1400, 900
@@ -46,6 +47,9 @@ def start(page: Page, server: AppServer, rater: str = "rater-01") -> None:
     page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
     open_app(page, server.url)
     sign_in(page, rater, DEMO_ACCOUNTS[rater])
+    # The page's script sets the session's cookie after the run that signed in: a test that
+    # opens an address next (a new page load) waits for it, as a person's next click does.
+    page.wait_for_function(f"() => document.cookie.includes('{COOKIE}=')")
     open_from_sidebar(page, "Review a band")
 
 
