@@ -15,7 +15,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from fma_bands.agreement.engine import Stratum, alphas
+from fma_bands.agreement.engine import Stratum, alphas, tally
 
 DEFAULT_B = 1000
 DEFAULT_SEED = 20261129
@@ -166,9 +166,7 @@ def resample_weights(n_vignettes: int, B: int, seed: int) -> np.ndarray:
     replacement, from numpy's default generator seeded with `seed`."""
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n_vignettes, size=(B, n_vignettes))
-    weights = np.zeros((B, n_vignettes))
-    np.add.at(weights, (np.arange(B)[:, None], draws), 1.0)
-    return weights
+    return tally(np.repeat(np.arange(B), n_vignettes), draws.ravel(), (B, n_vignettes))
 
 
 def two_way(

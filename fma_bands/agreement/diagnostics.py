@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from fma_bands.agreement.bootstrap import DEFAULT_B, DEFAULT_SEED
-from fma_bands.agreement.engine import Stratum, Unit, point_alpha, stratum
+from fma_bands.agreement.engine import Stratum, Unit, one_thread, point_alpha, stratum
 from fma_bands.agreement.metrics import (
     MODES,
     Alpha,
@@ -22,7 +22,6 @@ from fma_bands.agreement.metrics import (
     level,
     metric_alpha,
 )
-from fma_bands.agreement.panel import band_label
 from fma_bands.agreement.planning import (
     ASSUMPTION,
     DEFAULT_WIDTH,
@@ -62,8 +61,8 @@ def mode_bands(ratings: Iterable[Rating]) -> dict[str, ModeBands]:
             reviewed.setdefault(r.mode, Counter())[r.rater] += 1
             declined.setdefault(r.mode, Counter())[r.rater] += r.verdict == DECLINE
             values = by_mode.setdefault(r.mode, {})
-            if r.values and r.band is not None:  # DECLINE is missing data for the band metric
-                values[r.rater] = band_label(r.band)
+            if r.values and r.label is not None:  # DECLINE is missing data for the band metric
+                values[r.rater] = r.label
         for mode, values in by_mode.items():
             units.setdefault(mode, {}).setdefault(name, []).append((vignette, values))
     return {
@@ -228,6 +227,7 @@ class Diagnostics:
     width: float
 
 
+@one_thread
 def diagnostics(
     ratings: Sequence[Rating],
     ambiguity: Mapping[str, str | None],

@@ -5,11 +5,12 @@ vignettes, so that the bootstrap and the stratified pooled alpha are a few matri
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
-from typing import Any, Literal, cast
+from functools import cache, cached_property, wraps
+from typing import Any, Literal, ParamSpec, TypeVar, cast
 
 import krippendorff
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 # Levels of measurement: Krippendorff's standard ones, the Jaccard distance between two sets of
 # values, and for orders the mean of the Jaccard distances of `required` and of `defensible`.
@@ -21,6 +22,32 @@ PACKAGE_MEMORY_BUDGET = 64 * 2**20
 
 # One unit: the vignette it belongs to, and each rater's value for it.
 Unit = tuple[str, Mapping[str, Any]]
+
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+
+
+@cache
+def _blas() -> ThreadpoolController:
+    """The BLAS libraries numpy loaded (found once: numpy is imported above)."""
+    return ThreadpoolController()
+
+
+def one_thread(compute: Callable[Params, Result]) -> Callable[Params, Result]:
+    """`compute` with numpy's BLAS held to one thread while it runs.
+
+    The engine's matrix products are small (resamples x vignettes x a few values, a thousand
+    times over): threads started for each cost more than they save, and a sum split over
+    threads is added in an order that depends on how many cores the machine has, so that the
+    same ratings and seed gave intervals differing in their last digits from one machine to the
+    next. On one thread a report is the same everywhere, to the last bit."""
+
+    @wraps(compute)
+    def on_one_thread(*args: Params.args, **kwargs: Params.kwargs) -> Result:
+        with _blas().limit(limits=1, user_api="blas"):
+            return compute(*args, **kwargs)
+
+    return on_one_thread
 
 
 class _Declined:
@@ -103,8 +130,9 @@ class Stratum:
         if rater not in self.rater_names:
             return self
         keep = self.cell_rater != self.rater_names.index(rater)
-        counts = np.zeros((self.n_units, len(self.labels) + 1))
-        np.add.at(counts, (self.cell_unit[keep], self.cell_column[keep]), 1.0)
+        counts = tally(
+            self.cell_unit[keep], self.cell_column[keep], (self.n_units, len(self.labels) + 1)
+        )
         pairable = counts.sum(axis=1) >= 2
         renumber = np.cumsum(pairable) - 1
         kept = keep & pairable[self.cell_unit]
@@ -137,9 +165,13 @@ class Stratum:
     @cached_property
     def counts(self) -> np.ndarray:
         """vignettes x values: the pairable values of each value in each vignette."""
-        per_vignette = np.zeros((len(self.vignettes), len(self.labels)))
-        np.add.at(per_vignette, self.unit_vignette, self.unit_counts)
-        return per_vignette
+        n_labels = len(self.labels)
+        return tally(
+            np.repeat(self.unit_vignette, n_labels),
+            np.tile(np.arange(n_labels), self.n_units),
+            (len(self.vignettes), n_labels),
+            self.unit_counts.ravel(),
+        )
 
     @cached_property
     def coincidences(self) -> np.ndarray:
@@ -209,6 +241,20 @@ class Stratum:
         return self.counts @ self.distance @ self.counts.T
 
 
+def tally(
+    rows: np.ndarray,
+    columns: np.ndarray,
+    shape: tuple[int, int],
+    counts: np.ndarray | None = None,
+) -> np.ndarray:
+    """A rows x columns array of floats holding at each cell how many (rows[i], columns[i]) name
+    it, or the sum of their `counts`: numpy's add.at, which costs per element. The counts are
+    whole numbers, so the sums are exact in any order."""
+    cells = np.asarray(rows, dtype=np.intp) * shape[1] + np.asarray(columns, dtype=np.intp)
+    found = np.bincount(cells, weights=counts, minlength=shape[0] * shape[1])
+    return found.reshape(shape).astype(float, copy=False)
+
+
 def stratum(level: str, units: Iterable[Unit], like: Stratum | None = None) -> Stratum:
     """The pairable part of `units` at `level`: units with fewer than two values are dropped
     (a lone value pairs with nothing). Labels are sorted, so nothing depends on input order.
@@ -228,8 +274,7 @@ def stratum(level: str, units: Iterable[Unit], like: Stratum | None = None) -> S
         [(u, column[v], who[r]) for u, (_, values) in enumerate(kept) for r, v in values.items()],
         dtype=np.intp,
     ).reshape(-1, 3)
-    counts = np.zeros((len(kept), len(labels) + 1))
-    np.add.at(counts, (cells[:, 0], cells[:, 1]), 1.0)
+    counts = tally(cells[:, 0], cells[:, 1], (len(kept), len(labels) + 1))
     counts, declines = np.ascontiguousarray(counts[:, :-1]), counts[:, -1].copy()
     if level == "ordinal":
         distance = None

@@ -31,6 +31,7 @@ from fma_bands.agreement.engine import (
     Unit,
     exact_agreement,
     observed_expected,
+    one_thread,
     package_alpha,
     point_alpha,
     stratum,
@@ -88,14 +89,20 @@ class Rating:
         """What the rater admits; empty for DECLINE (missing data)."""
         return frozenset() if self.band is None or self.verdict == DECLINE else self.band.values()
 
-    @property
+    @cached_property
+    def label(self) -> tuple | None:
+        """The band as the band metric compares it (band_label); None without a band. Kept:
+        every metric and diagnostic reads it, and a band is a model costly to hash."""
+        return None if self.band is None else band_label(self.band)
+
+    @cached_property
     def unchanged(self) -> bool:
         """An ACCEPT, or an AMEND whose band is the proposal's (same values, same required)."""
         if self.verdict == ACCEPT:
             return True
         if self.verdict == DECLINE or self.band is None or self.proposal is None:
             return False
-        return band_label(self.band) == band_label(self.proposal)
+        return self.label == band_label(self.proposal)
 
 
 @dataclass(frozen=True)
@@ -258,7 +265,7 @@ def _units(metric: str, group: list[Rating]) -> list[Unit]:
         return [(vignette, {r.rater: VERDICTS.index(r.verdict) for r in counted})]
     rated = [r for r in group if r.values]
     if metric == "band":
-        return [(vignette, {r.rater: band_label(r.band) for r in rated if r.band is not None})]
+        return [(vignette, {r.rater: r.label for r in rated if r.label is not None})]
     if metric == "membership":
         # Every value of the sub-action's fixed domain is a unit, whoever admits it: the units
         # do not grow with the panel, so neither does the metric's expected value.
@@ -592,6 +599,7 @@ def _metric_alphas(
     return out
 
 
+@one_thread
 def metric_alpha(
     metric: str, ratings: Iterable[Rating], *, bootstrap: int = DEFAULT_B, seed: int = DEFAULT_SEED
 ) -> Alpha:
@@ -640,6 +648,7 @@ def verdict_alpha(ratings: Iterable[Rating], **options: Any) -> Alpha:
     return metric_alpha("verdict", ratings, **options)
 
 
+@one_thread
 def agreement_report(
     ratings: Iterable[Rating], *, bootstrap: int = DEFAULT_B, seed: int = DEFAULT_SEED
 ) -> Report:
