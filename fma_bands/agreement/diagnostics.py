@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from fma_bands.agreement.bootstrap import DEFAULT_B, DEFAULT_SEED
-from fma_bands.agreement.engine import Stratum, Unit, one_thread, point_alpha, stratum
+from fma_bands.agreement.engine import Stratum, Unit, point_alpha, stratum
 from fma_bands.agreement.metrics import (
     MODES,
     Alpha,
@@ -227,7 +227,6 @@ class Diagnostics:
     width: float
 
 
-@one_thread
 def diagnostics(
     ratings: Sequence[Rating],
     ambiguity: Mapping[str, str | None],

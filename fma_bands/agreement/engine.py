@@ -5,12 +5,11 @@ vignettes, so that the bootstrap and the stratified pooled alpha are a few matri
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache, cached_property, wraps
-from typing import Any, Literal, ParamSpec, TypeVar, cast
+from functools import cached_property
+from typing import Any, Literal, cast
 
 import krippendorff
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 # Levels of measurement: Krippendorff's standard ones, the Jaccard distance between two sets of
 # values, and for orders the mean of the Jaccard distances of `required` and of `defensible`.
@@ -22,32 +21,6 @@ PACKAGE_MEMORY_BUDGET = 64 * 2**20
 
 # One unit: the vignette it belongs to, and each rater's value for it.
 Unit = tuple[str, Mapping[str, Any]]
-
-Params = ParamSpec("Params")
-Result = TypeVar("Result")
-
-
-@cache
-def _blas() -> ThreadpoolController:
-    """The BLAS libraries numpy loaded (found once: numpy is imported above)."""
-    return ThreadpoolController()
-
-
-def one_thread(compute: Callable[Params, Result]) -> Callable[Params, Result]:
-    """`compute` with numpy's BLAS held to one thread while it runs.
-
-    The engine's matrix products are small (resamples x vignettes x a few values, a thousand
-    times over): threads started for each cost more than they save, and a sum split over
-    threads is added in an order that depends on how many cores the machine has, so that the
-    same ratings and seed gave intervals differing in their last digits from one machine to the
-    next. On one thread a report is the same everywhere, to the last bit."""
-
-    @wraps(compute)
-    def on_one_thread(*args: Params.args, **kwargs: Params.kwargs) -> Result:
-        with _blas().limit(limits=1, user_api="blas"):
-            return compute(*args, **kwargs)
-
-    return on_one_thread
 
 
 class _Declined:

@@ -31,7 +31,6 @@ from fma_bands.agreement.engine import (
     Unit,
     exact_agreement,
     observed_expected,
-    one_thread,
     package_alpha,
     point_alpha,
     stratum,
@@ -599,7 +598,6 @@ def _metric_alphas(
     return out
 
 
-@one_thread
 def metric_alpha(
     metric: str, ratings: Iterable[Rating], *, bootstrap: int = DEFAULT_B, seed: int = DEFAULT_SEED
 ) -> Alpha:
@@ -648,7 +646,6 @@ def verdict_alpha(ratings: Iterable[Rating], **options: Any) -> Alpha:
     return metric_alpha("verdict", ratings, **options)
 
 
-@one_thread
 def agreement_report(
     ratings: Iterable[Rating], *, bootstrap: int = DEFAULT_B, seed: int = DEFAULT_SEED
 ) -> Report:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from fma_bands.agreement.bootstrap import DEFAULT_SEED
-from fma_bands.agreement.engine import Stratum, alphas, one_thread, point_alpha
+from fma_bands.agreement.engine import Stratum, alphas, point_alpha
 from fma_bands.agreement.metrics import MIN_VIGNETTES, POOLED
 
 GRID = (10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000)
@@ -63,7 +63,6 @@ def spread(simulated: np.ndarray) -> float | None:
     return float(high - low)
 
 
-@one_thread
 def vignettes_needed(
     strata: Mapping[str, Stratum],
     width: float = DEFAULT_WIDTH,

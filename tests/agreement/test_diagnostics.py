@@ -6,9 +6,8 @@ from itertools import permutations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from threadpoolctl import threadpool_info, threadpool_limits
 
-from fma_bands.agreement import agreement_report, engine, metric_alpha
+from fma_bands.agreement import agreement_report, metric_alpha
 from fma_bands.agreement.diagnostics import (
     UNSTATED,
     alphas_by_stratum,
@@ -225,26 +224,3 @@ def test_one_stratum_holding_every_rating_is_the_reports_pooled_band_alpha():
     found = diagnostics(ratings, {}, pooled=pooled, bootstrap=60, seed=4, simulations=20)
     ((name, a),) = [(s.stratum, s.alpha) for s in found.by_stratum]
     assert name == UNSTATED and a == metric_alpha("band", ratings, bootstrap=60, seed=4)
-
-
-def test_the_report_and_diagnostics_compute_on_one_blas_thread(monkeypatch):
-    """However many threads the caller's BLAS runs (a sum split over threads is added in an
-    order that depends on the machine's cores), the figures are computed on one, and the
-    caller's setting is back afterwards."""
-    seen: list[set[int]] = []
-    real = engine.disagreement
-
-    def watched(*args, **kwargs):
-        seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(engine, "disagreement", watched)
-    ratings, ambiguity = ambiguous_study()
-    with threadpool_limits(limits=2, user_api="blas"):
-        agreement_report(ratings, bootstrap=20, seed=3)
-        found = len(seen)
-        diagnostics(ratings, ambiguity, bootstrap=20, seed=3, simulations=2)
-        after = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
-    assert 0 < found < len(seen)  # both computed through the engine
-    assert all(threads == {1} for threads in seen)
-    assert after == {2}

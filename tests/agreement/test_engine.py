@@ -1,7 +1,10 @@
 """The coincidence engine's parts: distances as NLTK computes them, the package's memory guard,
 declines as missing data, and bands ordered by how far apart their raters are."""
 
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -83,3 +86,16 @@ def test_bands_most_disputed_first_and_declines_out_of_the_consensus():
     assert c.consensus.band.values() == {2} and c.consensus.rule == "applied"
     d = next(b for b in bands if b.vignette_id == "d")
     assert (d.consensus.rule, d.disagreement) == ("absent", None)
+
+
+def test_fma_bands_holds_numpys_blas_to_one_thread():
+    """Imported before numpy, as the command line and the app's server import it, fma-bands
+    leaves numpy's BLAS one thread, whatever the environment asked: a sum split over threads
+    adds in an order that depends on the machine's cores (fma_bands/__init__.py)."""
+    blas = "{i['num_threads'] for i in threadpoolctl.threadpool_info() if i['user_api'] == 'blas'}"
+    code = f"import fma_bands.agreement, threadpoolctl; print(sorted({blas}))"
+    asked = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    found = subprocess.run(
+        [sys.executable, "-c", code], env=asked, capture_output=True, text=True, check=True
+    )
+    assert found.stdout.strip() == "[1]"
