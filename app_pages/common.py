@@ -21,7 +21,8 @@ from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import Knowledge, describe_band, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.settings import PREFIX, Settings, load_settings
-from fma_bands.core.vignettes import Library, Proposal, Vignette, load_library
+from fma_bands.core.vignettes import Library, Proposal, Vignette
+from fma_bands.evidence.kept_reads import load_library_kept
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study.browser_sessions import (
     end_session,
@@ -116,9 +117,10 @@ def _folder_state(folder: Path) -> str:
 
 # A resource, not data: one Library shared read-only by every session, not a copy unpickled on
 # every rerun (docs/performance.md), and its digests computed once.
+# A file changed is the only one parsed again (evidence/kept_reads.py).
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _load(folder: str, state: str) -> Library:
-    return load_library([folder])
+    return load_library_kept([folder], settings().kept_answers)
 
 
 # The folder states this process has already brought the store in line with, per database.

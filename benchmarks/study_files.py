@@ -112,6 +112,9 @@ class BenchStudy:
             "FMA_BANDS_DATABASE_URL": self.database_url,
             "FMA_BANDS_ATTESTATIONS": str(self.attestations),
             "FMA_BANDS_IDENTITY_KEY": str(self.identity_key),
+            # The vignettes read before (evidence/kept_reads.py), the answers kept: the
+            # benchmark's own, beside the study, never the user's cache.
+            "FMA_BANDS_KEPT_ANSWERS": str(self.vignettes.parent / "kept-answers"),
         }
 
 

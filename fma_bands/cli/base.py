@@ -242,9 +242,11 @@ def store() -> Iterator["Session"]:
 
 
 def library(folders: tuple[str, ...] = ()) -> "Library":
-    from fma_bands.core.vignettes import load_library
+    """The vignettes, parsing only the files not read before with the same bytes
+    (evidence/kept_reads.py)."""
+    from fma_bands.evidence.kept_reads import load_library_kept
 
-    return load_library(list(folders) or [settings().vignettes])
+    return load_library_kept(list(folders) or [settings().vignettes], settings().kept_answers)
 
 
 def has_database() -> bool:

@@ -247,8 +247,34 @@ class Library:
         )
 
 
-def load_library(folders: Iterable[str | Path]) -> Library:
-    """Load every *.yaml / *.yml in the folders; also refuse duplicate ids and canaries."""
+Read = tuple["Vignette | None", list[Problem]]
+
+
+@dataclass
+class Reads:
+    """What read_vignette made of files, by the name each was read by and the SHA-256 of its
+    bytes (nothing else goes into it but the code), so that load_library parses only files it
+    has not seen: `known` from before (evidence/kept_reads.py keeps them between processes),
+    `used` what this load took or made, `made` how many of them it parsed."""
+
+    known: dict[tuple[str, str], Read] = field(default_factory=dict)
+    used: dict[tuple[str, str], Read] = field(default_factory=dict)
+    made: int = 0
+
+    def read(self, data: bytes, path: Path, digest: str) -> Read:
+        key = (str(path), digest)
+        found = self.known.get(key)
+        if found is None:
+            found = _quarantined(data, path)
+            self.made += 1
+        self.used[key] = found
+        return found
+
+
+def load_library(folders: Iterable[str | Path], reads: Reads | None = None) -> Library:
+    """Load every *.yaml / *.yml in the folders; also refuse duplicate ids and canaries. With
+    `reads`, a file read before with the same name and bytes is not parsed again."""
+    reads = reads if reads is not None else Reads()
     paths_given = [Path(folder) for folder in folders]
     library = Library(folders=tuple(str(folder) for folder in paths_given))
     seen_canaries: dict[str, str] = {}
@@ -266,8 +292,9 @@ def load_library(folders: Iterable[str | Path]) -> Library:
             except FmaBandsError as exc:
                 library.problems.append(_problem(exc, str(path)))
                 continue
-            library.sources[str(path)] = hashlib.sha256(data).hexdigest()
-            vignette, problems = _quarantined(data, path)
+            digest = hashlib.sha256(data).hexdigest()
+            library.sources[str(path)] = digest
+            vignette, problems = reads.read(data, path, digest)
             library.problems.extend(problems)
             if vignette is None:
                 continue

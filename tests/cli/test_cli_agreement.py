@@ -12,6 +12,7 @@ from sqlmodel import select
 from fma_bands.agreement.metrics import POOLED_LABEL
 from fma_bands.cli.base import REFUSED_EXIT
 from fma_bands.core import vignettes
+from fma_bands.evidence import kept_reads
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
 from fma_bands.study import kept_reports
@@ -131,6 +132,7 @@ def loads(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(vignettes, "load_library", counted)
+    monkeypatch.setattr(kept_reads, "load_library", counted)  # the command line's
     return count
 
 

@@ -1,0 +1,165 @@
+"""The vignette files as read before (fma_bands/evidence/kept_reads.py): a second load parses
+nothing and gives the same library, a changed file alone is parsed again, and an answer not
+made here, or holding anything but the core's types, is never used."""
+
+import hashlib
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fma_bands.core.vignettes import Reads, load_library
+from fma_bands.evidence import kept_reads
+from fma_bands.evidence.kept import SUFFIX, open_answers
+from fma_bands.evidence.kept_reads import FOLDER, load_library_kept
+
+DEMO = Path(__file__).parents[2] / "vignettes"
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """The demo's vignettes and one file with a problem (its id is not its name)."""
+    found = tmp_path / "vignettes"
+    shutil.copytree(DEMO, found)
+    text = (found / "demo_med_clear_01.yaml").read_text()
+    (found / "wrong_name.yaml").write_text(text.replace("canary:", "canary: x", 1))
+    return found
+
+
+def parsed(monkeypatch) -> list[str]:
+    """The names of the files parsed from now on."""
+    names: list[str] = []
+    real = Reads.read
+
+    def counted(self, data, path, digest):
+        before = self.made
+        found = real(self, data, path, digest)
+        if self.made > before:
+            names.append(path.name)
+        return found
+
+    monkeypatch.setattr(Reads, "read", counted)
+    return names
+
+
+def same(a, b) -> bool:
+    return (a.vignettes, a.problems, a.sources, a.files) == (
+        b.vignettes,
+        b.problems,
+        b.sources,
+        b.files,
+    )
+
+
+def test_a_second_load_parses_nothing_and_gives_the_same_library(folder, tmp_path, monkeypatch):
+    names = parsed(monkeypatch)
+    first = load_library_kept([folder], tmp_path / "kept")
+    assert len(names) == len(list(folder.glob("*.yaml")))
+    assert any(p.file and p.file.endswith("wrong_name.yaml") for p in first.problems)
+    names.clear()
+    second = load_library_kept([folder], tmp_path / "kept")
+    assert names == []
+    assert same(second, first) and same(second, load_library([folder]))
+    assert second.digests == load_library([folder]).digests
+
+
+def test_a_changed_file_alone_is_parsed_again_and_a_removed_one_forgotten(
+    folder, tmp_path, monkeypatch
+):
+    load_library_kept([folder], tmp_path / "kept")
+    path = folder / "demo_triage_border_01.yaml"
+    path.write_text(path.read_text().replace("canary:", "canary: changed-", 1))
+    (folder / "wrong_name.yaml").unlink()
+    names = parsed(monkeypatch)
+    changed = load_library_kept([folder], tmp_path / "kept")
+    assert names == ["demo_triage_border_01.yaml"]
+    assert same(changed, load_library([folder])) and changed.ok
+    names.clear()
+    load_library_kept([folder], tmp_path / "kept")
+    assert names == []
+    # What is kept holds the files there now, and nothing of the file removed.
+    (answer,) = (tmp_path / "kept" / FOLDER).glob("*" + SUFFIX)
+    assert b"wrong_name" not in answer.read_bytes()
+
+
+def test_another_version_of_the_code_parses_every_file(folder, tmp_path, monkeypatch):
+    load_library_kept([folder], tmp_path / "kept")
+    monkeypatch.setattr(kept_reads, "code_digest", lambda *libraries: "another version")
+    names = parsed(monkeypatch)
+    load_library_kept([folder], tmp_path / "kept")
+    assert len(names) == len(list(folder.glob("*.yaml")))
+
+
+def test_an_answer_planted_without_the_key_is_not_used(folder, tmp_path, monkeypatch):
+    load_library_kept([folder], tmp_path / "kept")
+    (answer,) = (tmp_path / "kept" / FOLDER).glob("*" + SUFFIX)
+    data = bytearray(answer.read_bytes())
+    data[-20] ^= 1  # one bit of the reads changed: the authentication no longer holds
+    answer.write_bytes(bytes(data))
+    names = parsed(monkeypatch)
+    found = load_library_kept([folder], tmp_path / "kept")
+    assert len(names) == len(list(folder.glob("*.yaml")))
+    assert same(found, load_library([folder]))
+
+
+class _Made:
+    """Unpickled, makes a folder: what an answer naming a type outside the core could do."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+
+    def __reduce__(self):
+        return (os.mkdir, (str(self.where),))
+
+
+def test_an_authenticated_answer_naming_other_types_is_not_unpickled(folder, tmp_path, monkeypatch):
+    """Even under this user's key, the answer makes nothing but the core's types."""
+    kept = tmp_path / "kept"
+    load_library_kept([folder], kept)
+    (answer,) = (kept / FOLDER).glob("*" + SUFFIX)
+    key = answer.name.removesuffix(SUFFIX)
+    answers = open_answers(kept / FOLDER)
+    assert answers is not None
+    marker = tmp_path / "made"
+    with answers.keep(key) as keeping:
+        keeping.write(pickle.dumps({("x.yaml", "0" * 64): (_Made(marker), [])}))
+        keeping.done(0)
+    names = parsed(monkeypatch)
+    found = load_library_kept([folder], kept)
+    assert not marker.exists()
+    assert len(names) == len(list(folder.glob("*.yaml")))
+    assert same(found, load_library([folder]))
+
+
+def test_an_answer_of_the_wrong_shape_is_not_used(folder, tmp_path, monkeypatch):
+    kept = tmp_path / "kept"
+    load_library_kept([folder], kept)
+    (answer,) = (kept / FOLDER).glob("*" + SUFFIX)
+    answers = open_answers(kept / FOLDER)
+    assert answers is not None
+    # Under the names and digests of the files there: used, it would give their vignettes.
+    wrong = {
+        (str(p), hashlib.sha256(p.read_bytes()).hexdigest()): ("not a vignette", [])
+        for p in folder.glob("*.yaml")
+    }
+    with answers.keep(answer.name.removesuffix(SUFFIX)) as keeping:
+        keeping.write(pickle.dumps(wrong))
+        keeping.done(0)
+    names = parsed(monkeypatch)
+    found = load_library_kept([folder], kept)
+    assert len(names) == len(list(folder.glob("*.yaml")))
+    assert same(found, load_library([folder]))
+
+
+def test_a_folder_others_may_write_keeps_nothing(folder, tmp_path, monkeypatch):
+    kept = tmp_path / "kept"
+    kept.mkdir(mode=0o700)
+    kept.chmod(0o777)
+    load_library_kept([folder], kept)
+    names = parsed(monkeypatch)
+    found = load_library_kept([folder], kept)
+    assert len(names) == len(list(folder.glob("*.yaml")))
+    assert same(found, load_library([folder]))
+    assert list(kept.iterdir()) == []
