@@ -11,10 +11,11 @@ and hashed on every load; only its parse is skipped. A file changed is parsed ag
 longer there are dropped from what is kept.
 
 The answer is Python's pickle of the reads, unpickled only after its authentication holds, and
-then only into the core's own types (a vignette, a proposal, a band, a problem): anything else
-named in it, and it is not used. Whoever could forge one holds this user's private key, and so
-could already change the code that reads it. Anything that goes wrong (no usable folder, a
-forged or damaged answer, a full disk) leaves the files parsed as if nothing had been kept.
+then only into the types a read is made of (a vignette, a proposal, a band, a threshold, a
+problem): an answer naming anything else is not used. Whoever could forge one holds this
+user's private key, and so could already change the code that reads it. Anything that goes
+wrong (no usable folder, a forged or damaged answer, a full disk) leaves the files parsed as
+if nothing had been kept.
 """
 
 import contextlib
@@ -25,9 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fma_bands.core.actions import Threshold
+from fma_bands.core.bands import IntervalBand, MultilabelBand, SetBand
 from fma_bands.core.code import code_digest
 from fma_bands.core.errors import Problem
-from fma_bands.core.vignettes import Library, Read, Reads, Vignette, load_library
+from fma_bands.core.vignettes import Library, Proposal, Read, Reads, Vignette, load_library
 from fma_bands.evidence.kept import LIBRARIES, open_answers
 
 FORMAT = b"fma-bands vignette reads 1\n"
@@ -57,19 +60,28 @@ def load_library_kept(folders: Sequence[str | Path], kept: Path) -> Library:
     return library
 
 
-class _CoreOnly(pickle.Unpickler):
-    """An unpickler that makes nothing but fma-bands' core types (and Python's plain data)."""
+# The types a read is made of (beside Python's plain data), and nothing else: a kept answer can
+# name no function, and no other class, whatever it holds.
+_TYPES = {
+    (kind.__module__, kind.__qualname__): kind
+    for kind in (Vignette, Proposal, Problem, SetBand, IntervalBand, MultilabelBand, Threshold)
+}
+
+
+class _ReadsOnly(pickle.Unpickler):
+    """An unpickler that makes nothing but the types of a read."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module.startswith("fma_bands.core."):
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name} is not among the reads' types")
+        found = _TYPES.get((module, name))
+        if found is None:
+            raise pickle.UnpicklingError(f"{module}.{name} is not among the reads' types")
+        return found
 
 
 def _reads_in(body: bytes) -> dict[tuple[str, str], Read]:
     """The reads an authenticated answer holds; none when it holds anything else."""
     with contextlib.suppress(Exception):  # whatever is wrong with it, the files are parsed
-        found = _CoreOnly(io.BytesIO(body)).load()
+        found = _ReadsOnly(io.BytesIO(body)).load()
         if isinstance(found, dict) and all(map(_is_read, found.items())):
             return found
     return {}

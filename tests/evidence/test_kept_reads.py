@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fma_bands.core.files import write_json_atomically
 from fma_bands.core.vignettes import Reads, load_library
 from fma_bands.evidence import kept_reads
 from fma_bands.evidence.kept import SUFFIX, open_answers
@@ -125,6 +126,36 @@ def test_an_authenticated_answer_naming_other_types_is_not_unpickled(folder, tmp
     marker = tmp_path / "made"
     with answers.keep(key) as keeping:
         keeping.write(pickle.dumps({("x.yaml", "0" * 64): (_Made(marker), [])}))
+        keeping.done(0)
+    names = parsed(monkeypatch)
+    found = load_library_kept([folder], kept)
+    assert not marker.exists()
+    assert len(names) == len(list(folder.glob("*.yaml")))
+    assert same(found, load_library([folder]))
+
+
+class _Written:
+    """Unpickled, writes a file through fma-bands' own core (a function of fma_bands.core)."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+
+    def __reduce__(self):
+        return (write_json_atomically, (str(self.where), {"made": True}))
+
+
+def test_an_authenticated_answer_naming_a_core_function_is_not_unpickled(
+    folder, tmp_path, monkeypatch
+):
+    """Only the types a read is made of: not any name the core holds."""
+    kept = tmp_path / "kept"
+    load_library_kept([folder], kept)
+    (answer,) = (kept / FOLDER).glob("*" + SUFFIX)
+    answers = open_answers(kept / FOLDER)
+    assert answers is not None
+    marker = tmp_path / "written.json"
+    with answers.keep(answer.name.removesuffix(SUFFIX)) as keeping:
+        keeping.write(pickle.dumps({("x.yaml", "0" * 64): (_Written(marker), [])}))
         keeping.done(0)
     names = parsed(monkeypatch)
     found = load_library_kept([folder], kept)
