@@ -104,14 +104,19 @@ def _folder_state(folder: Path) -> str:
         entries = [e for e in os.scandir(folder) if e.name.endswith((".yaml", ".yml"))]
     except OSError:  # not a folder, or not one this process can read: the load says why
         return ""
-    state: list[tuple[str, int | None, int | None]] = []
+    state: list[tuple[str | int | None, ...]] = []
     for entry in sorted(entries, key=lambda e: e.name):
         try:
             found = entry.stat()
         except OSError:  # a dangling link: the load names it as a problem
-            state.append((entry.name, None, None))
+            state.append((entry.name, None))
         else:
-            state.append((entry.name, found.st_size, found.st_mtime_ns))
+            # The inode and the change time as well: an edit of the same size with its
+            # modification time set back, or another file renamed over it, changes them, and
+            # no one can set a change time back.
+            state.append(
+                (entry.name, found.st_size, found.st_mtime_ns, found.st_ino, found.st_ctime_ns)
+            )
     return hashlib.sha256(repr(state).encode()).hexdigest()
 
 

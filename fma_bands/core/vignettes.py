@@ -265,8 +265,12 @@ class Reads:
         key = (str(path), digest)
         found = self.known.get(key)
         if found is None:
-            found = _quarantined(data, path)
             self.made += 1
+            try:
+                found = read_vignette(data, path)
+            except Exception as exc:
+                # Never among the reads kept: it may not fail again (memory, file handles).
+                return _quarantined(exc, path)
         self.used[key] = found
         return found
 
@@ -363,17 +367,14 @@ def _problem(exc: FmaBandsError, name: str) -> Problem:
     return Problem(exc.message, file=name, line=exc.line, field=exc.field)
 
 
-def _quarantined(data: bytes, path: Path) -> tuple[Vignette | None, list[Problem]]:
-    """read_vignette, with a file that fma-bands itself fails on left out and named as a
-    problem: one file never stops the study loading."""
-    try:
-        return read_vignette(data, path)
-    except Exception as exc:
-        message = (
-            f"fma-bands could not read this file ({type(exc).__name__}), so it is left out: "
-            "this is a bug in fma-bands; please report it with the file"
-        )
-        return None, [Problem(message, file=str(path))]
+def _quarantined(exc: Exception, path: Path) -> Read:
+    """A file that fma-bands itself failed on (`exc`), left out and named as a problem: one
+    file never stops the study loading."""
+    message = (
+        f"fma-bands could not read this file ({type(exc).__name__}), so it is left out: "
+        "this is a bug in fma-bands; please report it with the file"
+    )
+    return None, [Problem(message, file=str(path))]
 
 
 def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:

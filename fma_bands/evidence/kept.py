@@ -210,6 +210,15 @@ class Answers:
         except OSError:
             yield None
             return
+        try:
+            # Anything but a plain file (a folder made there) is no answer.
+            plain = stat.S_ISREG(os.fstat(fd).st_mode)
+        except OSError:
+            plain = False
+        if not plain:
+            os.close(fd)
+            yield None
+            return
         with os.fdopen(fd, "rb") as handle:
             answer = self._authentic(handle, key)
             yield answer
@@ -329,14 +338,15 @@ class Keeping:
 
 
 def _private(path: Path, *, folder: bool) -> bool:
-    """Whether `path` is this user's own, of the kind expected, and writable by no one else."""
+    """Whether `path` is this user's own, of the kind expected, and writable by no one else; a
+    file (the key) readable by no one else either."""
     try:
         found = os.lstat(path)
     except OSError:
         return False
     kind = stat.S_ISDIR(found.st_mode) if folder else stat.S_ISREG(found.st_mode)
     mine = not hasattr(os, "getuid") or found.st_uid == os.getuid()
-    return kind and mine and not found.st_mode & 0o022
+    return kind and mine and not found.st_mode & (0o022 if folder else 0o077)
 
 
 def open_answers(folder: Path) -> Answers | None:

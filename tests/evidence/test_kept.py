@@ -182,6 +182,14 @@ def test_an_answer_planted_or_changed_without_the_key_is_not_found(tmp_path):
         assert found is not None and body(found) == b"{}\n"
 
 
+def test_a_folder_where_an_answer_would_be_is_no_answer(tmp_path):
+    answers = open_answers(tmp_path / "kept")
+    assert answers is not None
+    (tmp_path / "kept" / ("k1" + SUFFIX)).mkdir()
+    with answers.find("k1") as found:
+        assert found is None
+
+
 def test_a_folder_or_key_others_can_write_keeps_nothing(tmp_path):
     folder = tmp_path / "kept"
     assert open_answers(folder) is not None
@@ -189,6 +197,8 @@ def test_a_folder_or_key_others_can_write_keeps_nothing(tmp_path):
     assert open_answers(folder) is None
     folder.chmod(0o700)
     (folder / KEY_FILE).chmod(0o660)
+    assert open_answers(folder) is None
+    (folder / KEY_FILE).chmod(0o644)  # a key others can read lets them forge an answer
     assert open_answers(folder) is None
     (folder / KEY_FILE).chmod(0o600)
     (folder / KEY_FILE).write_bytes(b"short")

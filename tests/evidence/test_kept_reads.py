@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fma_bands.core import vignettes
 from fma_bands.core.files import write_json_atomically
 from fma_bands.core.vignettes import Reads, load_library
 from fma_bands.evidence import kept_reads
@@ -194,3 +195,23 @@ def test_a_folder_others_may_write_keeps_nothing(folder, tmp_path, monkeypatch):
     assert len(names) == len(list(folder.glob("*.yaml")))
     assert same(found, load_library([folder]))
     assert list(kept.iterdir()) == []
+
+
+def test_a_file_fma_bands_failed_on_is_never_kept_as_failed(folder, tmp_path, monkeypatch):
+    """A parse that failed for a passing reason (memory, file handles) is read again next time."""
+    real = vignettes.read_vignette
+
+    def failing(data, path):
+        if path.name == "demo_doc_clear_01.yaml":
+            raise MemoryError
+        return real(data, path)
+
+    monkeypatch.setattr(vignettes, "read_vignette", failing)
+    first = load_library_kept([folder], tmp_path / "kept")
+    assert "demo_doc_clear_01" not in first.vignettes
+    assert any("could not read this file (MemoryError)" in p.message for p in first.problems)
+    monkeypatch.setattr(vignettes, "read_vignette", real)
+    names = parsed(monkeypatch)
+    again = load_library_kept([folder], tmp_path / "kept")
+    assert names == ["demo_doc_clear_01.yaml"]
+    assert same(again, load_library([folder]))

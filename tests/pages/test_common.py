@@ -1,8 +1,10 @@
 """What every page shares (app_pages/common.py): the helpers themselves, outside any page."""
 
 import hashlib
+import os
 import re
 import threading
+import time
 
 import pytest
 
@@ -354,3 +356,24 @@ def test_the_vignette_folder_state_changes_with_any_vignette_file(tmp_path):
     assert common._folder_state(folder) not in (first, edited, added)
     (folder / "d.yaml").symlink_to(folder / "gone.yaml")  # dangling: named, not a crash
     assert common._folder_state(folder)
+
+
+def test_the_vignette_folder_state_changes_with_an_edit_that_hides_its_time(tmp_path):
+    """The same size and the modification time set back, or another file renamed over it: the
+    state still changes (the app would otherwise keep the vignette as it was)."""
+    folder = tmp_path / "vignettes"
+    folder.mkdir()
+    path = folder / "a.yaml"
+    path.write_text("canary: FMA-CANARY-1\n")
+    before = path.stat()
+    first = common._folder_state(folder)
+    time.sleep(0.01)
+    path.write_text("canary: FMA-CANARY_1\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    edited = common._folder_state(folder)
+    assert edited != first
+    other = tmp_path / "other.yaml"
+    other.write_text("canary: FMA-CANARY-2\n")
+    os.utime(other, ns=(before.st_atime_ns, before.st_mtime_ns))
+    other.replace(path)
+    assert common._folder_state(folder) not in (first, edited)
