@@ -377,7 +377,7 @@ def _quarantined(exc: Exception, path: Path) -> Read:
     return None, [Problem(message, file=str(path))]
 
 
-def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
+def load_vignette(path: str | Path) -> Read:
     """One file: the vignette (None if anything is wrong) and every problem found in it."""
     path = Path(path)
     try:
@@ -387,7 +387,7 @@ def load_vignette(path: str | Path) -> tuple[Vignette | None, list[Problem]]:
     return read_vignette(data, path)
 
 
-def read_vignette(data: bytes, path: Path) -> tuple[Vignette | None, list[Problem]]:
+def read_vignette(data: bytes, path: Path) -> Read:
     """load_vignette of the bytes read from `path`."""
     name = str(path)
     try:
@@ -401,7 +401,7 @@ def read_vignette(data: bytes, path: Path) -> tuple[Vignette | None, list[Proble
 
 def parse_vignette(
     data: Any, name: str, lines: Lines | None = None, stem: str | None = None
-) -> tuple[Vignette | None, list[Problem]]:
+) -> Read:
     lines = lines or Lines(None)
     problems: list[Problem] = []
 

@@ -100,89 +100,63 @@ def test_an_answer_planted_without_the_key_is_not_used(folder, tmp_path, monkeyp
     data = bytearray(answer.read_bytes())
     data[-20] ^= 1  # one bit of the reads changed: the authentication no longer holds
     answer.write_bytes(bytes(data))
-    names = parsed(monkeypatch)
-    found = load_library_kept([folder], tmp_path / "kept")
-    assert len(names) == len(list(folder.glob("*.yaml")))
-    assert same(found, load_library([folder]))
+    assert_parsed_afresh(folder, tmp_path / "kept", monkeypatch)
 
 
-class _Made:
-    """Unpickled, makes a folder: what an answer naming a type outside the core could do."""
-
-    def __init__(self, where: Path) -> None:
-        self.where = where
-
-    def __reduce__(self):
-        return (os.mkdir, (str(self.where),))
-
-
-def test_an_authenticated_answer_naming_other_types_is_not_unpickled(folder, tmp_path, monkeypatch):
-    """Even under this user's key, the answer makes nothing but the core's types."""
-    kept = tmp_path / "kept"
-    load_library_kept([folder], kept)
-    (answer,) = (kept / FOLDER).glob("*" + SUFFIX)
-    key = answer.name.removesuffix(SUFFIX)
-    answers = open_answers(kept / FOLDER)
-    assert answers is not None
-    marker = tmp_path / "made"
-    with answers.keep(key) as keeping:
-        keeping.write(pickle.dumps({("x.yaml", "0" * 64): (_Made(marker), [])}))
-        keeping.done(0)
-    names = parsed(monkeypatch)
-    found = load_library_kept([folder], kept)
-    assert not marker.exists()
-    assert len(names) == len(list(folder.glob("*.yaml")))
-    assert same(found, load_library([folder]))
-
-
-class _Written:
-    """Unpickled, writes a file through fma-bands' own core (a function of fma_bands.core)."""
-
-    def __init__(self, where: Path) -> None:
-        self.where = where
-
-    def __reduce__(self):
-        return (write_json_atomically, (str(self.where), {"made": True}))
-
-
-def test_an_authenticated_answer_naming_a_core_function_is_not_unpickled(
-    folder, tmp_path, monkeypatch
-):
-    """Only the types a read is made of: not any name the core holds."""
-    kept = tmp_path / "kept"
+def plant(folder: Path, kept: Path, reads: dict) -> None:
+    """`reads` in place of what a load kept, under this user's own key: what only someone
+    holding the key could write."""
     load_library_kept([folder], kept)
     (answer,) = (kept / FOLDER).glob("*" + SUFFIX)
     answers = open_answers(kept / FOLDER)
     assert answers is not None
-    marker = tmp_path / "written.json"
     with answers.keep(answer.name.removesuffix(SUFFIX)) as keeping:
-        keeping.write(pickle.dumps({("x.yaml", "0" * 64): (_Written(marker), [])}))
+        keeping.write(pickle.dumps(reads))
         keeping.done(0)
+
+
+def assert_parsed_afresh(folder: Path, kept: Path, monkeypatch) -> None:
     names = parsed(monkeypatch)
     found = load_library_kept([folder], kept)
-    assert not marker.exists()
     assert len(names) == len(list(folder.glob("*.yaml")))
     assert same(found, load_library([folder]))
+
+
+class _Calls:
+    """Unpickled, calls `function` with `args`: what an answer naming a function could do."""
+
+    def __init__(self, function, *args) -> None:
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return (self.function, self.args)
+
+
+@pytest.mark.parametrize(
+    ("function", "more"),
+    [(os.mkdir, ()), (write_json_atomically, ({"made": True},))],
+    ids=["outside the core", "a function of the core"],
+)
+def test_an_authenticated_answer_naming_anything_but_a_reads_types_is_not_unpickled(
+    folder, tmp_path, monkeypatch, function, more
+):
+    """Even under this user's key, the answer makes nothing but the types a read is made of:
+    no function, whether of fma-bands' core or not."""
+    marker = tmp_path / "made"
+    called = _Calls(function, str(marker), *more)
+    plant(folder, tmp_path / "kept", {("x.yaml", "0" * 64): (called, [])})
+    assert_parsed_afresh(folder, tmp_path / "kept", monkeypatch)
+    assert not marker.exists()
 
 
 def test_an_answer_of_the_wrong_shape_is_not_used(folder, tmp_path, monkeypatch):
-    kept = tmp_path / "kept"
-    load_library_kept([folder], kept)
-    (answer,) = (kept / FOLDER).glob("*" + SUFFIX)
-    answers = open_answers(kept / FOLDER)
-    assert answers is not None
     # Under the names and digests of the files there: used, it would give their vignettes.
     wrong = {
         (str(p), hashlib.sha256(p.read_bytes()).hexdigest()): ("not a vignette", [])
         for p in folder.glob("*.yaml")
     }
-    with answers.keep(answer.name.removesuffix(SUFFIX)) as keeping:
-        keeping.write(pickle.dumps(wrong))
-        keeping.done(0)
-    names = parsed(monkeypatch)
-    found = load_library_kept([folder], kept)
-    assert len(names) == len(list(folder.glob("*.yaml")))
-    assert same(found, load_library([folder]))
+    plant(folder, tmp_path / "kept", wrong)
+    assert_parsed_afresh(folder, tmp_path / "kept", monkeypatch)
 
 
 def test_a_folder_others_may_write_keeps_nothing(folder, tmp_path, monkeypatch):
@@ -190,10 +164,7 @@ def test_a_folder_others_may_write_keeps_nothing(folder, tmp_path, monkeypatch):
     kept.mkdir(mode=0o700)
     kept.chmod(0o777)
     load_library_kept([folder], kept)
-    names = parsed(monkeypatch)
-    found = load_library_kept([folder], kept)
-    assert len(names) == len(list(folder.glob("*.yaml")))
-    assert same(found, load_library([folder]))
+    assert_parsed_afresh(folder, kept, monkeypatch)
     assert list(kept.iterdir()) == []
 
 
