@@ -22,6 +22,7 @@ from fma_bands.core.labels import Knowledge, describe_band, tool_names
 from fma_bands.core.people import UserPublic
 from fma_bands.core.settings import PREFIX, Settings, load_settings
 from fma_bands.core.vignettes import Library, Proposal, Vignette
+from fma_bands.evidence.kept_parses import keep_parses_for_life
 from fma_bands.evidence.kept_reads import load_library_kept
 from fma_bands.store.db import make_engine, session_scope, upgrade
 from fma_bands.study.browser_sessions import (
@@ -52,6 +53,8 @@ def settings() -> Settings:
         found = load_settings()  # refused by name, and so never kept, when it cannot be used
         _settings.clear()
         _settings[key] = found
+        # Records read before, by this server or a command, are not parsed again.
+        keep_parses_for_life(found.kept_answers)
     return found
 
 

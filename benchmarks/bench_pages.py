@@ -395,6 +395,9 @@ def time_page(study: BenchStudy, case: PageCase, repeat: int) -> dict[str, float
 COMMANDS = {
     "help": ["--help"],
     "vignettes_check": ["vignettes", "check"],
+    # An editor's first run on a machine of their own: no record parsed before.
+    "verify_nothing_kept": ["verify"],
+    # Every later run: the records' parses kept by the run before (evidence/kept_parses.py).
     "verify": ["verify"],
     "audit_verify": ["audit", "verify"],
     "agreement_json": ["agreement", "--json"],
@@ -414,6 +417,9 @@ FINDINGS = ("vignettes", "verify")
 # say they did (or the benchmark would time a decision under the kept answer's name).
 KEPT = {"registry_json": "registry_json_fresh", "export": "export_fresh"}
 KEPT_NOTE = "the answer kept from the same files"
+# Commands timed with nothing kept from any run before (a kept answers' folder of their own,
+# empty at every run).
+NOTHING_KEPT = ("verify_nothing_kept",)
 
 
 # The command run as `python -m fma_bands.cli` runs it, writing its peak resident set (VmHWM,
@@ -432,10 +438,17 @@ sys.exit(main(sys.argv[1:]))
 
 
 def time_command(
-    study: BenchStudy, args: list[str], repeat: int, tmp: Path, *, kept: bool = False
+    study: BenchStudy,
+    args: list[str],
+    repeat: int,
+    tmp: Path,
+    *,
+    kept: bool = False,
+    nothing_kept: bool = False,
 ) -> dict[str, float]:
     """Medians of the whole process: wall time, its CPU time (user and system) and its peak
-    memory (resident set). With `kept`, every run must say it gave a kept answer."""
+    memory (resident set). With `kept`, every run must say it gave a kept answer; with
+    `nothing_kept`, every run starts with an empty folder of kept answers."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FMA_BANDS_")}
     # Coordinator commands (agreement) name and authenticate the coordinator, as a person would.
     secret = tmp / "coordinator.passphrase"
@@ -448,6 +461,9 @@ def time_command(
     allowed = (0, 1) if args[0] in FINDINGS else (0,)
     timings, cpu, peak = [], [], []
     for _ in range(repeat):
+        if nothing_kept:
+            shutil.rmtree(tmp / "nothing-kept", ignore_errors=True)
+            env["FMA_BANDS_KEPT_ANSWERS"] = str(tmp / "nothing-kept")
         with tempfile.TemporaryFile() as output, tempfile.TemporaryFile() as said_apart:
             start = time.perf_counter()
             child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=said_apart)
@@ -516,8 +532,9 @@ def run(
         print(case.name, results["pages"][case.name], file=sys.stderr)
     if not pages:
         for name, args in COMMANDS.items():
-            kept = name in KEPT
-            results["commands"][name] = time_command(study, args, repeat, folder, kept=kept)
+            results["commands"][name] = time_command(
+                study, args, repeat, folder, kept=name in KEPT, nothing_kept=name in NOTHING_KEPT
+            )
             print(name, results["commands"][name], file=sys.stderr)
     results["machine"]["load_average_after"] = os.getloadavg()[0]
     return results

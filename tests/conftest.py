@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from fma_bands.evidence.kept_parses import keep_parses_for_life
+
 # Hypothesis fails an example that takes over 200 ms, or data drawn slowly, by default: the
 # code's speed on a loaded CI machine, not its behaviour (speed lives in the benchmarks). An
 # example that fails for what it does still fails, and Hypothesis shows it shrunk.
@@ -58,7 +60,10 @@ def kept_answers_of_this_test(tmp_path_factory, monkeypatch):
     user's own cache."""
     folder = tmp_path_factory.mktemp("kept-answers")
     monkeypatch.setenv("FMA_BANDS_KEPT_ANSWERS", str(folder))
-    return folder
+    yield folder
+    # The app's pages say where envelope parses are kept for the life of their process, which
+    # a test's AppTest shares with the tests after it.
+    keep_parses_for_life(None)
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ def test_the_page_benchmark_writes_every_page_and_command(tmp_path):
     assert set(found["commands"]) == {
         "help",
         "vignettes_check",
+        "verify_nothing_kept",
         "verify",
         "audit_verify",
         "agreement_json",

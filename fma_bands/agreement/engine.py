@@ -138,13 +138,20 @@ class Stratum:
     @cached_property
     def counts(self) -> np.ndarray:
         """vignettes x values: the pairable values of each value in each vignette."""
-        n_labels = len(self.labels)
+        # Summed over the values each unit holds (a few), never over units x values: a
+        # stratum of thousands of distinct orders bands would make three such arrays.
+        unit, column = np.nonzero(self.unit_counts)
         return tally(
-            np.repeat(self.unit_vignette, n_labels),
-            np.tile(np.arange(n_labels), self.n_units),
-            (len(self.vignettes), n_labels),
-            self.unit_counts.ravel(),
+            self.unit_vignette[unit],
+            column,
+            (len(self.vignettes), len(self.labels)),
+            self.unit_counts[unit, column],
         )
+
+    @cached_property
+    def vignette_values(self) -> np.ndarray:
+        """Per vignette: its pairable values (DECLINEs apart)."""
+        return self.counts.sum(axis=1)
 
     @cached_property
     def coincidences(self) -> np.ndarray:
@@ -341,11 +348,11 @@ def disagreement(s: Stratum, weights: np.ndarray) -> tuple[np.ndarray, np.ndarra
     DECLINE included, so its pairs add that distance to both sums.
     """
     weights = np.atleast_2d(np.asarray(weights, dtype=float))
-    totals = weights @ s.counts
     declined = weights @ s.vignette_declines
-    values = totals.sum(axis=1)
+    values = weights @ s.vignette_values
     n = values + declined
     if s.distance is None:  # ordinal: the distances follow each resample's value counts
+        totals = weights @ s.counts
         d = ordinal_distances(totals)
         observed = ((weights @ s.coincidences).reshape(d.shape) * d).sum(axis=(1, 2))
         expected = (totals[:, :, None] * d * totals[:, None, :]).sum(axis=(1, 2))
@@ -358,6 +365,7 @@ def disagreement(s: Stratum, weights: np.ndarray) -> tuple[np.ndarray, np.ndarra
             # vignettes per resample instead of values x values, once C D C' is made.
             expected = ((weights @ s.gram) * weights).sum(axis=1)
         else:
+            totals = weights @ s.counts
             expected = ((totals @ s.distance) * totals).sum(axis=1)
         maximal = np.full(len(n), s.maximal)
     if s.unit_declines is not None:

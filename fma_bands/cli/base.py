@@ -61,7 +61,11 @@ class FmaCommand(click.Command):
         found = settings()
         logs.configure(found.log_file, found.log_level)
         logs.note(logging.INFO, "command.start", actor=_actor(), command=root.meta["command"])
-        return super().invoke(ctx)
+        from fma_bands.evidence.kept_parses import keep_parses_in
+
+        # Records read before are not parsed again (evidence/kept_parses.py).
+        with keep_parses_in(found.kept_answers):
+            return super().invoke(ctx)
 
 
 class FmaGroup(click.Group):

@@ -12,6 +12,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -126,10 +127,23 @@ class CheckedEnvelope:
 # byte has another digest and is parsed and verified afresh. Statements held here are shared:
 # never change them.
 _CACHE_ENTRIES = 4096
-_parsed: OrderedDict[str, tuple["_Parsed", tuple[str, str] | None]] = OrderedDict()
+_parsed: OrderedDict[str, "Parse"] = OrderedDict()
 # (file digest, keyid, public key) -> None when that key's signature verifies, else the refusal
 _verified: OrderedDict[tuple[str, str, str], tuple[str, str] | None] = OrderedDict()
 _lock = threading.Lock()  # pages run in several threads of one server
+
+
+def take_parses(parses: Mapping[str, "Parse"]) -> None:
+    """Take parses worked out before (evidence/kept_parses.py), by file digest, as this
+    process's own: a file of one of these digests is not parsed again."""
+    for digest, parse in parses.items():
+        _remember(_parsed, digest, parse)
+
+
+def parses_of(digests: Iterable[str]) -> dict[str, "Parse"]:
+    """The parses this process holds of the files of these digests (those it still holds)."""
+    with _lock:
+        return {d: _parsed[d] for d in digests if d in _parsed}
 
 
 def clear_cache() -> None:
@@ -198,6 +212,9 @@ def _checked(path: Path, data: bytes, from_file: bool) -> CheckedEnvelope:
 # The envelope's parse (payload, type, signatures) when well formed, its payload's digest and
 # the statement it claims.
 _Parsed = tuple[Parsed | None, tuple[str, tuple[tuple[str, bytes], ...]] | None, str | None, Any]
+# What a file's bytes are as an envelope: its parse (without the payload) and what is wrong with
+# it as a record, if anything, before any signature is checked.
+Parse = tuple[_Parsed, tuple[str, str] | None]
 
 
 def _without_payload(parsed: _Parsed) -> _Parsed:

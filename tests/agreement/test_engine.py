@@ -6,6 +6,7 @@ import random
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from nltk.metrics.distance import jaccard_distance
@@ -17,6 +18,7 @@ from fma_bands.agreement.engine import (
     orders_distances,
     package_alpha,
     point_alpha,
+    stratum,
 )
 from tests.agreement.build import rate, studies
 from tests.memory import peak_of
@@ -49,6 +51,21 @@ def test_orders_distances_hold_three_square_matrices_at_most():
     required = jaccard_distances([r for r, _ in labels])
     defensible = jaccard_distances([d for _, d in labels])
     assert distances.tobytes() == ((required + defensible) / 2.0).tobytes()
+
+
+def test_a_strata_counts_per_vignette_hold_no_array_of_units_by_values():
+    # A large study's orders stratum has thousands of distinct bands: three temporary arrays
+    # of units x values for its counts per vignette were 60 MB of agreement's peak.
+    units = [(f"v{u // 2}", {"a": ("x", u), "b": ("y", u)}) for u in range(400)]
+    s = stratum("nominal", units)
+    square = len(s.vignettes) * len(s.labels) * 8
+    counts, peak = peak_of(lambda: s.counts)
+    assert peak < 1.5 * square
+    expected = np.zeros((len(s.vignettes), len(s.labels)))
+    for u, v in enumerate(s.unit_vignette):
+        expected[v] += s.unit_counts[u]
+    assert counts.tobytes() == expected.tobytes()
+    assert s.vignette_values.tolist() == expected.sum(axis=1).tolist()
 
 
 def test_the_memory_guard_gives_the_packages_alpha(monkeypatch):

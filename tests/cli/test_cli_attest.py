@@ -844,3 +844,33 @@ def test_registry_says_each_band_as_bands_yaml_writes_it(study):
     assert bands and all("; acceptable: " in line for line in bands)
     assert "'" not in "".join(bands) and "True" not in "".join(bands)
     assert any(re.search(r"acceptable: \{min: \d+, max: \d+\}$", line) for line in bands)
+
+
+def test_a_command_parses_only_the_records_it_has_not_read_before(tmp_path, monkeypatch):
+    """verify's second run, in a new process, parses no record and says what the first said;
+    the parses are kept in the kept answers' folder (evidence/kept_parses.py)."""
+    from benchmarks.study_files import build_study
+    from fma_bands.evidence import envelope, kept_parses
+
+    built = build_study(tmp_path / "study", n_vignettes=4, n_raters=2)
+    kept = tmp_path / "kept"
+    monkeypatch.setenv("FMA_BANDS_KEPT_ANSWERS", str(kept))
+    options = ["--db", built.database_url, "--attestations", str(built.attestations)]
+    first = subprocess.run(
+        [sys.executable, "-m", "fma_bands.cli", *options, "verify", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert list((kept / kept_parses.FOLDER).glob("*.answer"))
+    envelope.clear_cache()  # as in a new process
+    monkeypatch.setattr(kept_parses._kept, "recalled", None)
+    parsed: list[str] = []
+    real = envelope._parse
+    monkeypatch.setattr(
+        envelope, "_parse", lambda data, source: parsed.append(source) or real(data, source)
+    )
+    second = CliRunner().invoke(fma_bands_cli, [*options, "verify", "--json"])
+    assert second.exit_code == 0, second.output
+    assert parsed == [] and json.loads(second.stdout) == json.loads(first.stdout)
+    assert json.loads(first.stdout)["valid"] is True

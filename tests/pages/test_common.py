@@ -10,6 +10,7 @@ import pytest
 
 from app_pages import common
 from app_pages.common import WORD_JOINER, escaped, label_words
+from fma_bands.evidence import kept_parses
 from tests.conftest import DEMO_VIGNETTES
 
 
@@ -43,6 +44,15 @@ def test_settings_are_read_again_when_a_variable_or_the_folder_changes(monkeypat
     for _ in range(2):
         with pytest.raises(common.FmaBandsError, match="is not a folder"):
             common.settings()
+
+
+def test_the_server_keeps_envelope_parses_in_the_kept_answers_folder(monkeypatch, tmp_path):
+    """Records read before, by this server or a command, are not parsed again
+    (evidence/kept_parses.py): the folder follows the settings."""
+    for name in ("one", "two"):
+        monkeypatch.setenv("FMA_BANDS_KEPT_ANSWERS", str(tmp_path / name))
+        common.settings()
+        assert kept_parses._kept.folder == tmp_path / name
 
 
 def test_the_first_page_of_a_process_does_not_wait_for_itself(fresh_process):
