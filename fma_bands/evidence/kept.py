@@ -358,17 +358,17 @@ def open_answers(folder: Path) -> Answers | None:
         key_path = folder / KEY_FILE
         if not key_path.exists():
             tmp = folder / f".{KEY_FILE}.{secrets.token_hex(4)}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(secrets.token_bytes(KEY_BYTES))
-                out.flush()
-                os.fsync(out.fileno())
             try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(secrets.token_bytes(KEY_BYTES))
+                    out.flush()
+                    os.fsync(out.fileno())
                 # Two commands started at once: the first key made stays, the other is dropped.
-                os.link(tmp, key_path)
-            except FileExistsError:
-                pass
+                with contextlib.suppress(FileExistsError):
+                    os.link(tmp, key_path)
             finally:
+                # Also when the disk is full: no half-made key is left behind, try after try.
                 tmp.unlink(missing_ok=True)
         if not _private(key_path, folder=False):
             return None

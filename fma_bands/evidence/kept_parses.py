@@ -3,17 +3,19 @@ that a command or the app's server parses as JSON only the records it has not re
 
 What an envelope file's bytes are as a record (its parse, the statement it claims, what is wrong
 with it before any signature is checked: envelope.py) depends on those bytes and fma-bands' code
-alone. Each is kept under the SHA-256 of the file's bytes, all of a folder's in one answer
-(kept.py) in a private folder of this user's (`envelope-parses`, in the kept answers' folder),
-authenticated with HMAC-SHA256 under a key made there, and kept under a key naming the code
-(fma-bands, the libraries it reads with, Python's version). Nothing else is kept: every file is
-still read and hashed, every signature checked against its bytes, the chain walked and every
-rule applied on every read. A file changed by one byte has another digest and is parsed afresh.
+alone. Each is kept under the SHA-256 of the file's bytes, all of an attestations folder's in
+one answer (kept.py) in a private folder of this user's (`envelope-parses`, in the kept
+answers' folder), authenticated with HMAC-SHA256 under a key made there, and kept under a key
+naming the code (fma-bands, the libraries it reads with, Python's version) and the folder.
+Nothing else is kept: every file is still read and hashed, every signature checked against its
+bytes, the chain walked and every rule applied on every read. A file changed by one byte has
+another digest and is parsed afresh.
 
 The answer is Python's pickle of plain data (the statements as JSON reads them, the signatures'
 bytes), unpickled only after its authentication holds, and then into no class at all: an answer
-naming one is not used. Whoever could forge one holds this user's private key, and so could
-already change the code that reads it. Anything that goes wrong (no usable folder, a damaged
+naming one is not used. A kept statement is read as its file's signed statement: whoever
+could forge one holds this user's private key (docs/trust.md), and so could already change the
+code that reads it. Anything that goes wrong (no usable folder, a damaged
 answer, a full disk) leaves the files parsed as if nothing had been kept.
 
 The front ends say where the parses are kept (`keep_parses_in`): the command line for the
@@ -23,6 +25,7 @@ domain), nothing is kept.
 
 import contextlib
 import hashlib
+import os
 import pickle
 import threading
 from collections.abc import Iterable, Iterator
@@ -43,14 +46,24 @@ FOLDER = "envelope-parses"
 _DIGEST_LENGTH = 64
 
 
+# One answer per attestations folder (named by its absolute path) in each kept answers' folder.
+_Place = tuple[Path, str]
+
+
 class _Kept:
-    """Where this process keeps parses, and what it knows the answer kept there holds."""
+    """Where this process keeps parses, and what it has done with the answers kept there."""
 
     def __init__(self) -> None:
         self.folder: Path | None = None
-        self.recalled: Path | None = None  # the folder whose answer this process has taken
-        self.holds: frozenset[str] = frozenset()  # the file digests that answer holds
+        self.recalled: set[_Place] = set()  # answers this process has taken
+        self.holds: dict[_Place, frozenset[str]] = {}  # the file digests each answer holds
+        self.written: set[_Place] = set()  # answers this process has written (or tried to)
         self.lock = threading.Lock()
+
+    def forget(self) -> None:
+        """As in a new process: no answer taken or written yet."""
+        with self.lock:
+            self.recalled, self.holds, self.written = set(), {}, set()
 
 
 _kept = _Kept()
@@ -58,8 +71,7 @@ _kept = _Kept()
 
 @contextmanager
 def keep_parses_in(folder: Path | None) -> Iterator[None]:
-    """Keep parses in the kept answers' folder `folder` (None: nowhere) until the block ends;
-    the app's server enters it for its life."""
+    """Keep parses in the kept answers' folder `folder` (None: nowhere) until the block ends."""
     with _kept.lock:
         before, _kept.folder = _kept.folder, folder
     try:
@@ -76,47 +88,57 @@ def keep_parses_for_life(folder: Path | None) -> None:
         _kept.folder = folder
 
 
-def recall_parses() -> None:
-    """Take what the kept answer holds as parsed by this process, once a process (a parse it
-    lets go of later is made again, and kept again)."""
+def recall_parses(records: Path) -> None:
+    """Take what the answer kept for the attestations folder `records` holds as parsed by this
+    process, once a process (a parse it lets go of later is made again)."""
     with _kept.lock:
-        folder = _kept.folder
-        if folder is None or _kept.recalled == folder:
+        place = _place(records)
+        if place is None or place in _kept.recalled:
             return
         from fma_bands.evidence.envelope import take_parses
 
         parses: dict[str, Parse] = {}
-        answers = _answers(folder)
+        answers = _answers(place[0])
         if answers is not None:
-            with answers.find(_key()) as found:
+            with answers.find(_key(place)) as found:
                 if found is not None:
                     parses = _parses_in(found.handle)
         take_parses(parses)
-        _kept.recalled, _kept.holds = folder, frozenset(parses)
+        _kept.recalled.add(place)
+        _kept.holds[place] = frozenset(parses)
 
 
-def keep_parses(digests: Iterable[str]) -> None:
-    """Keep the parses of the files of these digests (a folder just read), in place of what was
-    kept, unless the answer kept holds exactly these already."""
+def keep_parses(records: Path, digests: Iterable[str]) -> None:
+    """Keep the parses of the files of these digests (the attestations folder `records`, just
+    read) in place of what was kept for it, unless the answer holds exactly these already.
+    Written once a process at most: the app's server, reading the folder again after each
+    record, leaves the records made since to the next process (a command, or its own restart),
+    rather than write the whole answer again on a page's way."""
     from fma_bands.evidence.envelope import parses_of
 
     wanted = frozenset(digests)
     with _kept.lock:
-        folder = _kept.folder
-        if folder is None or (_kept.recalled == folder and _kept.holds == wanted):
+        place = _place(records)
+        if place is None or place in _kept.written or _kept.holds.get(place) == wanted:
             return
-    # Written outside the lock: the server's other runs read the folder meanwhile, and two
-    # writing at once each replace the answer whole.
+        _kept.written.add(place)
+    # Written outside the lock: the server's other runs read the folder meanwhile.
     parses = parses_of(wanted)
-    answers = _answers(folder)
+    if len(parses) < len(wanted):
+        return  # more records than a process holds: what it would keep would not be found
+    answers = _answers(place[0])
     if answers is None:
         return
-    with answers.keep(_key()) as keeping:
+    with answers.keep(_key(place)) as keeping:
         pickle.dump(parses, keeping, protocol=pickle.HIGHEST_PROTOCOL)
         keeping.done(0)
-    with _kept.lock:
-        if _kept.folder == folder:
-            _kept.recalled, _kept.holds = folder, frozenset(parses)
+
+
+def _place(records: Path) -> _Place | None:
+    """Where the parses of the attestations folder `records` are kept; None for nowhere."""
+    if _kept.folder is None:
+        return None
+    return _kept.folder, os.path.abspath(records)
 
 
 def _answers(folder: Path) -> "Answers | None":
@@ -127,11 +149,14 @@ def _answers(folder: Path) -> "Answers | None":
     return open_answers(folder / FOLDER) if open_answers(folder) is not None else None
 
 
-def _key() -> str:
+def _key(place: _Place) -> str:
+    """The answer's key: the code, and the attestations folder it is the parses of (two
+    studies read in turn each find their own)."""
     from fma_bands.core.code import code_digest
     from fma_bands.evidence.kept import LIBRARIES
 
-    return hashlib.sha256(FORMAT + code_digest(*LIBRARIES).encode()).hexdigest()
+    named = FORMAT + code_digest(*LIBRARIES).encode() + b"\0" + os.fsencode(place[1])
+    return hashlib.sha256(named).hexdigest()
 
 
 class _PlainData(pickle.Unpickler):

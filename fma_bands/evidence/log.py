@@ -655,9 +655,9 @@ def read_evidence(
     if not folder.is_dir():
         evidence.problems.append(Problem("", "folder_invalid", f"{folder} is not a folder"))
         return evidence
-    recall_parses()
+    recall_parses(folder)
     loaded = checked_early(load_envelope(p) for p in envelope_files(folder))
-    keep_parses(env.file_sha256 for env in loaded if env.file_sha256 is not None)
+    keep_parses(folder, (env.file_sha256 for env in loaded if env.file_sha256 is not None))
     walk_log(loaded, evidence, study=study, since=since)
     if evidence.study is not None and not evidence.problems:
         # Against a broken chain the copies cannot be checked: they would only seem edited.

@@ -864,7 +864,7 @@ def test_a_command_parses_only_the_records_it_has_not_read_before(tmp_path, monk
     )
     assert list((kept / kept_parses.FOLDER).glob("*.answer"))
     envelope.clear_cache()  # as in a new process
-    monkeypatch.setattr(kept_parses._kept, "recalled", None)
+    kept_parses._kept.forget()
     parsed: list[str] = []
     real = envelope._parse
     monkeypatch.setattr(

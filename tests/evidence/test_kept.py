@@ -360,3 +360,16 @@ def test_no_key_when_the_working_folder_is_gone(folders, tmp_path, monkeypatch):
     monkeypatch.chdir(gone)
     gone.rmdir()
     assert answer_key("registry", folders, ASKED) is None
+
+
+def test_a_key_that_cannot_be_written_leaves_nothing_behind(tmp_path, monkeypatch):
+    """A full disk refusing the key: no answers, and no half-made key left, try after try."""
+    import errno
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(kept.os, "fsync", full)
+    for _ in range(2):
+        assert open_answers(tmp_path / "kept") is None
+    assert list((tmp_path / "kept").iterdir()) == []

@@ -39,7 +39,7 @@ def new_process():
 
     def start() -> None:
         envelope.clear_cache()
-        kept_parses._kept.recalled = None
+        kept_parses._kept.forget()
 
     start()
     yield start
@@ -134,7 +134,7 @@ def test_a_changed_file_alone_is_parsed_again_and_a_removed_one_forgotten(
     # What is kept holds the files there now, and nothing of the file removed.
     new_process()
     with keep_parses_in(kept):
-        kept_parses.recall_parses()
+        kept_parses.recall_parses(folder)
     held = {envelope.load_envelope(p).file_sha256 for p in envelope_files(folder)}
     assert set(envelope._parsed) == held
 
@@ -268,3 +268,58 @@ def test_a_kept_parse_does_not_stand_for_the_signature(folder, tmp_path, monkeyp
     assert names == [] and not evidence.valid
     # The rater's own activation is the first record their key signs.
     assert [p.code for p in evidence.problems] == ["bad_signature"]
+
+
+def test_two_folders_read_in_turn_each_find_their_own_parses(
+    folder, study, tmp_path, monkeypatch, new_process
+):
+    other = tmp_path / "other"
+    shutil.copytree(study.attestations, other)
+    *_, last = envelope_files(other)
+    last.unlink()
+    (other / "adjudicators.yaml").unlink()
+    kept = tmp_path / "kept"
+    with keep_parses_in(kept):
+        found(folder)
+        found(other)
+    for read in (folder, other):
+        new_process()
+        names = parsed(monkeypatch)
+        with keep_parses_in(kept):
+            found(read)
+        assert names == [], read
+
+
+def test_a_process_writes_a_folders_parses_once_and_the_next_keeps_what_came_since(
+    folder, tmp_path, monkeypatch, new_process
+):
+    """The app's server reads the folder again after every record: it leaves them to the next
+    process rather than write the whole answer again on a page's way."""
+    kept = tmp_path / "kept"
+    with keep_parses_in(kept):
+        found(folder)
+        (answer,) = (kept / FOLDER).glob("*" + SUFFIX)
+        written = answer.stat()
+        (folder / "999999-stray.dsse.json").write_text("{}")
+        found(folder)
+        assert answer.stat().st_ino == written.st_ino
+    new_process()
+    names = parsed(monkeypatch)
+    with keep_parses_in(kept):
+        found(folder)
+    assert names == ["999999-stray.dsse.json"]
+    new_process()
+    names.clear()
+    with keep_parses_in(kept):
+        found(folder)
+    assert names == []
+
+
+def test_a_folder_of_more_records_than_a_process_holds_keeps_nothing(folder, tmp_path, monkeypatch):
+    """What it would keep would never all be found again (the planted files of someone who can
+    write the folder would have the answer written on every read)."""
+    monkeypatch.setattr(envelope, "_CACHE_ENTRIES", 3)
+    assert len(envelope_files(folder)) > 3
+    with keep_parses_in(tmp_path / "kept"):
+        found(folder)
+    assert list((tmp_path / "kept" / FOLDER).glob("*" + SUFFIX)) == []
