@@ -48,6 +48,19 @@ def _upper(value: Any) -> Any:
 LogLevel = Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(_upper)]
 
 
+def _named(value: Any) -> Any:
+    """An empty folder name is refused: read as the working folder, it would put the kept
+    answers' key wherever a command runs (a study's checkout, say)."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(
+            "is empty: name a folder of your own, or unset it for the default (~/.cache/fma-bands)"
+        )
+    return value
+
+
+KeptFolder = Annotated[Path, BeforeValidator(_named)]
+
+
 class Settings(BaseSettings):
     """Where the study lives. Each field is also the variable FMA_BANDS_<FIELD>."""
 
@@ -70,7 +83,7 @@ class Settings(BaseSettings):
     log_level: LogLevel = "ERROR"
     # Where `registry` and `export` keep their answers, each under the digest of every file it
     # was decided from (evidence/kept.py): a folder of this user's alone, outside the study's.
-    kept_answers: Path = Field(default_factory=lambda: _user_cache() / "fma-bands")
+    kept_answers: KeptFolder = Field(default_factory=lambda: _user_cache() / "fma-bands")
     # Minutes without a page run after which the app signs the person out (21 CFR 11.300(d)).
     idle_minutes: int = Field(default=30, ge=1, le=24 * 60)
 
@@ -84,8 +97,10 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         name = ".".join(str(p) for p in first["loc"])
+        # A validator's own sentence, without pydantic's "Value error, " before it.
+        said = first["msg"].removeprefix("Value error, ")
         raise FmaBandsError(
-            f"setting {name} (FMA_BANDS_{name.upper()}): {first['msg']}", field=name
+            f"setting {name} (FMA_BANDS_{name.upper()}): {said}", field=name
         ) from None
     _check_paths(found)
     _keep_out_of_the_log(found)

@@ -78,6 +78,7 @@ def test_every_variable_something_reads_is_allowed(monkeypatch, tmp_path):
     for name in ("LOG_FILE", "VIGNETTES", "ATTESTATIONS", "EXPORT_DIR", "TRAJECTORIES"):
         monkeypatch.setenv(PREFIX + name, str(tmp_path / name.lower()))
     monkeypatch.setenv(PREFIX + "IDENTITY_KEY", str(tmp_path / "identity.key"))
+    monkeypatch.setenv(PREFIX + "KEPT_ANSWERS", str(tmp_path / "kept"))
     monkeypatch.setenv(PREFIX + "DATABASE_URL", "sqlite:///study.db")
     monkeypatch.setenv(PREFIX + "IDLE_MINUTES", "5")
     monkeypatch.setenv(PREFIX + "LOG_LEVEL", "info")
@@ -112,3 +113,15 @@ def test_the_log_level_is_a_level_by_name_in_any_case():
     assert load_settings().log_level == "ERROR"
     with pytest.raises(FmaBandsError, match=r"setting log_level \(FMA_BANDS_LOG_LEVEL\)"):
         load_settings(log_level="verbose")
+
+
+@pytest.mark.parametrize("empty", ["", " "])
+def test_an_empty_kept_answers_folder_is_refused_never_read_as_the_working_folder(
+    monkeypatch, tmp_path, empty
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FMA_BANDS_KEPT_ANSWERS", empty)
+    with pytest.raises(FmaBandsError, match=r"setting kept_answers .*is empty") as refused:
+        load_settings()
+    assert refused.value.field == "kept_answers"
+    assert list(tmp_path.iterdir()) == []
