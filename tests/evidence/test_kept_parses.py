@@ -14,9 +14,10 @@ from benchmarks.study_files import build_study
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.evidence import envelope, kept_parses
 from fma_bands.evidence.envelope import envelope_files
-from fma_bands.evidence.kept import SUFFIX, open_answers
+from fma_bands.evidence.kept import SUFFIX
 from fma_bands.evidence.kept_parses import FOLDER, keep_parses_in
 from fma_bands.evidence.log import read_evidence
+from tests.evidence.kept_answers import replace_the_answer
 
 
 @pytest.fixture(scope="module")
@@ -173,12 +174,7 @@ def plant(folder: Path, kept: Path, parses: object, new_process) -> None:
     holding the key could write."""
     with keep_parses_in(kept):
         found(folder)
-    (answer,) = (kept / FOLDER).glob("*" + SUFFIX)
-    answers = open_answers(kept / FOLDER)
-    assert answers is not None
-    with answers.keep(answer.name.removesuffix(SUFFIX)) as keeping:
-        keeping.write(pickle.dumps(parses))
-        keeping.done(0)
+    replace_the_answer(kept / FOLDER, pickle.dumps(parses))
     new_process()
 
 

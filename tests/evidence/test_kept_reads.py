@@ -14,8 +14,9 @@ from fma_bands.core import vignettes
 from fma_bands.core.files import write_json_atomically
 from fma_bands.core.vignettes import Reads, load_library
 from fma_bands.evidence import kept_reads
-from fma_bands.evidence.kept import SUFFIX, open_answers
+from fma_bands.evidence.kept import SUFFIX
 from fma_bands.evidence.kept_reads import FOLDER, load_library_kept
+from tests.evidence.kept_answers import replace_the_answer
 
 DEMO = Path(__file__).parents[2] / "vignettes"
 
@@ -107,12 +108,7 @@ def plant(folder: Path, kept: Path, reads: dict) -> None:
     """`reads` in place of what a load kept, under this user's own key: what only someone
     holding the key could write."""
     load_library_kept([folder], kept)
-    (answer,) = (kept / FOLDER).glob("*" + SUFFIX)
-    answers = open_answers(kept / FOLDER)
-    assert answers is not None
-    with answers.keep(answer.name.removesuffix(SUFFIX)) as keeping:
-        keeping.write(pickle.dumps(reads))
-        keeping.done(0)
+    replace_the_answer(kept / FOLDER, pickle.dumps(reads))
 
 
 def assert_parsed_afresh(folder: Path, kept: Path, monkeypatch) -> None:
