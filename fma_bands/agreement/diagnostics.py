@@ -241,11 +241,24 @@ def diagnostics(
     report, which holds the alphas without each rater). With bootstrap 0 (no intervals) there
     is no planning either: it is the interval at other sizes."""
     bands = mode_bands(ratings)
+    raters = tuple(rater_diagnostics(bands, pooled))
+    planning = tuple(
+        p
+        for mode, found in bands.items()
+        if bootstrap > 0
+        for p in vignettes_needed(
+            found.strata, width, mode=mode, simulations=simulations, seed=seed
+        )
+    )
+    modes = list(bands)
+    # The strata are let go before the alphas by ambiguity make their own: at 1,000 x 20 an
+    # orders band stratum's distances alone are 50 MB.
+    del bands
     return Diagnostics(
-        raters=tuple(rater_diagnostics(bands, pooled)),
+        raters=raters,
         by_stratum=tuple(
             StratumAlpha(name, a)
-            for mode in bands
+            for mode in modes
             for name, a in alphas_by_stratum(
                 [r for r in ratings if r.mode == mode],
                 ambiguity,
@@ -254,14 +267,7 @@ def diagnostics(
                 whole=(pooled or {}).get(mode),
             ).items()
         ),
-        planning=tuple(
-            p
-            for mode, found in bands.items()
-            if bootstrap > 0
-            for p in vignettes_needed(
-                found.strata, width, mode=mode, simulations=simulations, seed=seed
-            )
-        ),
+        planning=planning,
         width=width,
     )
 

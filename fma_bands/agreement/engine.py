@@ -138,6 +138,11 @@ class Stratum:
     @cached_property
     def counts(self) -> np.ndarray:
         """vignettes x values: the pairable values of each value in each vignette."""
+        if np.array_equal(self.unit_vignette, np.arange(len(self.vignettes))):
+            # One unit per vignette, in the vignettes' order (a sub-action's bands): the unit
+            # counts are these sums, and a copy of them would be a second vignettes x values
+            # array (one of thousands of distinct orders bands at 1,000 vignettes is 20 MB).
+            return self.unit_counts
         # Summed over the values each unit holds (a few), never over units x values: a
         # stratum of thousands of distinct orders bands would make three such arrays.
         unit, column = np.nonzero(self.unit_counts)
@@ -303,27 +308,45 @@ def jaccard_distances(sets: Sequence[Collection]) -> np.ndarray:
 
     Computed as NLTK's jaccard_distance is, (|A u B| - |A n B|) / |A u B|, from exact integer
     counts, so the two agree to the last bit."""
-    elements = {e: i for i, e in enumerate(sorted({e for s in sets for e in s}))}
-    member = np.zeros((len(sets), len(elements)))
-    for i, s in enumerate(sets):
-        member[i, [elements[e] for e in s]] = 1.0
-    # The same operations as (either - both) / either, in place: two square matrices at a time
-    # rather than five (a study's orders bands are thousands of distinct sets).
-    both = member @ member.T
-    sizes = member.sum(axis=1)
-    either = np.add.outer(sizes, sizes)
-    either -= both
-    apart = np.subtract(either, both, out=both)  # 0 where either is 0 (two empty sets)
-    return np.divide(apart, either, out=apart, where=either > 0)
+    distances = np.empty((len(sets), len(sets)))
+    _jaccard_rows(sets, distances, add=False)
+    return distances
 
 
 def orders_distances(labels: Sequence[tuple[Collection, Collection]]) -> np.ndarray:
     """Orders bands as (required, defensible): the mean of the two Jaccard distances, so two
     raters who differ only in what they require do not agree."""
     distances = jaccard_distances([r for r, _ in labels])
-    distances += jaccard_distances([d for _, d in labels])
+    _jaccard_rows([d for _, d in labels], distances, add=True)
     distances /= 2.0
     return distances
+
+
+# Rows of distances computed at a time: the square matrix written is then all that a study's
+# thousands of distinct orders bands hold at once (each further square was 50 MB at 1,000
+# vignettes), and a block costs a few rows of it.
+_BLOCK = 128
+
+
+def _jaccard_rows(sets: Sequence[Collection], out: np.ndarray, *, add: bool) -> None:
+    """Write (or with `add`, add) the Jaccard distances between every two of `sets` into
+    `out`, a block of rows at a time."""
+    elements = {e: i for i, e in enumerate(sorted({e for s in sets for e in s}))}
+    member = np.zeros((len(sets), len(elements)))
+    for i, s in enumerate(sets):
+        member[i, [elements[e] for e in s]] = 1.0
+    sizes = member.sum(axis=1)
+    for start in range(0, len(sets), _BLOCK):
+        rows = slice(start, start + _BLOCK)
+        both = member[rows] @ member.T
+        either = np.add.outer(sizes[rows], sizes)
+        either -= both
+        apart = np.subtract(either, both, out=both)  # 0 where either is 0 (two empty sets)
+        np.divide(apart, either, out=apart, where=either > 0)
+        if add:
+            out[rows] += apart
+        else:
+            out[rows] = apart
 
 
 DISTANCES: dict[str, Callable[[Sequence], np.ndarray]] = {

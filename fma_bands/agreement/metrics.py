@@ -9,7 +9,6 @@ data: nothing here touches the database or Streamlit.
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -69,11 +68,17 @@ NEVER_POOLED = "not pooled: the sub-actions' scales differ"
 REVIEW_MODE_ONLY = "not defined: verdicts are compared in review mode only"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rating:
     """One rater's submitted review of one band, as the statistics take it. `band` is the typed
     band the review vouches for (None for DECLINE); `mode` is "review" or "blind"; `proposal`
-    is the band the rater was shown in review mode."""
+    is the band the rater was shown in review mode.
+
+    What every metric reads of it is derived once, as it is made: `values`, what the rater
+    admits (empty for DECLINE, missing data); `label`, the band as the band metric compares it
+    (band_label; None without a band); `unchanged`, an ACCEPT, or an AMEND whose band is the
+    proposal's (same values, same required). Slotted, with the values and labels equal bands
+    share: a study holds a rating per review, and each held its own dictionary of them."""
 
     vignette_id: str
     sub_action: str
@@ -82,26 +87,23 @@ class Rating:
     band: AnyBand | None
     mode: str = REVIEW_MODE
     proposal: AnyBand | None = None
+    values: frozenset = field(init=False, repr=False, compare=False)
+    label: tuple | None = field(init=False, repr=False, compare=False)
+    unchanged: bool = field(init=False, repr=False, compare=False)
 
-    @cached_property
-    def values(self) -> frozenset:
-        """What the rater admits; empty for DECLINE (missing data)."""
-        return frozenset() if self.band is None or self.verdict == DECLINE else self.band.values()
-
-    @cached_property
-    def label(self) -> tuple | None:
-        """The band as the band metric compares it (band_label); None without a band. Kept:
-        every metric and diagnostic reads it, and a band is a model costly to hash."""
-        return None if self.band is None else band_label(self.band)
-
-    @cached_property
-    def unchanged(self) -> bool:
-        """An ACCEPT, or an AMEND whose band is the proposal's (same values, same required)."""
-        if self.verdict == ACCEPT:
-            return True
-        if self.verdict == DECLINE or self.band is None or self.proposal is None:
-            return False
-        return self.label == band_label(self.proposal)
+    def __post_init__(self) -> None:
+        band, verdict = self.band, self.verdict
+        label = None if band is None else band_label(band)
+        if verdict == ACCEPT:
+            unchanged = True
+        elif verdict == DECLINE or band is None or self.proposal is None:
+            unchanged = False
+        else:
+            unchanged = label == band_label(self.proposal)
+        values = frozenset() if band is None or verdict == DECLINE else band.values()
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "unchanged", unchanged)
 
 
 @dataclass(frozen=True)
@@ -347,6 +349,22 @@ Draw = Callable[[int], tuple[np.ndarray | None, np.ndarray | None]]
 
 def _no_draws(n: int) -> tuple[None, None]:
     return None, None
+
+
+def _draws(bootstrap: int, seed: int) -> Draw:
+    """Draws made once for each number of vignettes: they depend only on (vignettes, B, seed),
+    so every interval over as many vignettes (an alpha, its pool, its alpha with DECLINEs as
+    disagreement) reuses them, as if drawn afresh."""
+    drawn: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def draw(n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        if bootstrap <= 0 or n < 2:
+            return None, None
+        if n not in drawn:
+            drawn[n] = resample_weights(n, bootstrap, seed), leave_one_out_weights(n)
+        return drawn[n]
+
+    return draw
 
 
 def _alpha(
@@ -617,7 +635,8 @@ def metric_alpha(
         return Alpha(metric, scope, None, None, NEVER_POOLED, mode=mode)
     if groups and not _parts(metric, groups):
         return Alpha(metric, scope, None, None, NOT_APPLICABLE[metric], mode=mode)
-    found = _metric_alphas(metric, groups, B=bootstrap, seed=seed, mode=mode, draw=_no_draws)
+    draw = _draws(bootstrap, seed)
+    found = _metric_alphas(metric, groups, B=bootstrap, seed=seed, mode=mode, draw=draw)
     return found.get(scope) or _alpha(metric, scope, [], B=bootstrap, seed=seed, mode=mode)
 
 
@@ -658,15 +677,7 @@ def agreement_report(
     """
     groups = group_ratings(ratings)
     modes = tuple(m for m in MODES if any(r.mode == m for g in groups.values() for r in g))
-    drawn: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-    def draw(n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
-        if bootstrap <= 0 or n < 2:
-            return None, None
-        if n not in drawn:
-            drawn[n] = resample_weights(n, bootstrap, seed), leave_one_out_weights(n)
-        return drawn[n]
-
+    draw = _draws(bootstrap, seed)
     metrics: dict[str, dict[str, Alpha]] = {}
     for mode in modes or (REVIEW_MODE,):
         in_mode = {key: [r for r in g if r.mode == mode] for key, g in groups.items()}

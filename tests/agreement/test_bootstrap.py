@@ -30,6 +30,7 @@ from fma_bands.agreement.bootstrap import (
 )
 from fma_bands.agreement.engine import alphas
 from tests.agreement.build import rate
+from tests.memory import peak_of
 
 SUBS = ("esi_acuity", "followup_days", "orders", "admit")
 
@@ -99,6 +100,34 @@ def test_same_seed_same_resamples_and_another_seed_another():
     assert c.alpha == a.alpha and c.p_below_0800 != a.p_below_0800
     # The jackknife has no randomness: the interval is the same whatever the seed.
     assert (c.ci_low, c.ci_high) == (a.ci_low, a.ci_high)
+
+
+def test_resample_weights_count_the_draws_of_each_resample_and_hold_little_beside_them():
+    B, n = 400, 300
+    weights, peak = peak_of(lambda: resample_weights(n, B, 4))
+    draws = np.random.default_rng(4).integers(0, n, size=(B, n))
+    expected = np.zeros((B, n))
+    for b in range(B):
+        for v in draws[b]:
+            expected[b, v] += 1
+    assert weights.tobytes() == expected.tobytes()
+    # The weights and the draws: tallying every draw at once held five or six arrays of B x n.
+    assert peak < 3.5 * weights.nbytes
+
+
+def test_an_alpha_and_its_alpha_with_declines_as_disagreement_draw_once(monkeypatch):
+    ratings = [r for r in small_study(30) if r.sub_action == "esi_acuity"]
+    assert any(r.verdict == "DECLINE" for r in ratings)
+    drawn = []
+
+    def counted(n, B, seed):
+        drawn.append(n)
+        return resample_weights(n, B, seed)
+
+    monkeypatch.setattr("fma_bands.agreement.metrics.resample_weights", counted)
+    a = metric_alpha("band", ratings, bootstrap=200, seed=3)
+    assert a.ci_low_declines_as_disagreement is not None
+    assert len(drawn) == len(set(drawn)) == 1
 
 
 def test_the_report_uses_the_same_draws_as_a_fresh_bootstrap():

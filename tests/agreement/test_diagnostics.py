@@ -2,6 +2,7 @@
 (fma_bands/agreement/diagnostics.py; docs/statistics.md, What a reviewer asks for): each figure
 against a plain recomputation from the ratings."""
 
+import gc
 from itertools import permutations
 
 import pytest
@@ -19,6 +20,7 @@ from fma_bands.agreement.diagnostics import (
     rater_rows,
     stratum_rows,
 )
+from fma_bands.agreement.engine import Stratum
 from fma_bands.agreement.metrics import POOLED, report_key
 from fma_bands.core.errors import FmaBandsError
 from tests.agreement.build import rate, studies
@@ -224,3 +226,20 @@ def test_one_stratum_holding_every_rating_is_the_reports_pooled_band_alpha():
     found = diagnostics(ratings, {}, pooled=pooled, bootstrap=60, seed=4, simulations=20)
     ((name, a),) = [(s.stratum, s.alpha) for s in found.by_stratum]
     assert name == UNSTATED and a == metric_alpha("band", ratings, bootstrap=60, seed=4)
+
+
+def test_the_raters_strata_are_let_go_before_the_alphas_by_ambiguity_make_theirs(monkeypatch):
+    # At 1,000 x 20 an orders band stratum's distances alone are 50 MB: the per-rater strata
+    # held while each ambiguity stratum made its own were the peak of `agreement`.
+    ratings, ambiguity = ambiguous_study()
+    alive = []
+
+    def counting(*args, **kwargs):
+        gc.collect()
+        alive.append(sum(isinstance(o, Stratum) for o in gc.get_objects()))
+        return alphas_by_stratum(*args, **kwargs)
+
+    monkeypatch.setattr("fma_bands.agreement.diagnostics.alphas_by_stratum", counting)
+    found = diagnostics(ratings, ambiguity, bootstrap=40, seed=4, simulations=20)
+    assert alive and alive == [0] * len(alive)
+    assert found.raters and found.by_stratum and found.planning

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fma_bands.agreement import METRICS, POOLED, agreement_report, report_to_json
+from fma_bands.agreement import METRICS, POOLED, Rating, agreement_report, report_to_json
 from fma_bands.agreement.metrics import (
     ALPHA_FIELDS,
     NEVER_POOLED,
@@ -16,10 +16,12 @@ from fma_bands.agreement.metrics import (
     REVIEW_MODE_ONLY,
     TOO_FEW_RATERS,
 )
+from fma_bands.agreement.panel import band_label
 from fma_bands.core.actions import sub_action
 from fma_bands.core.bands import consensus, parse_band
 from fma_bands.core.errors import FmaBandsError
 from tests.agreement.build import rate, raw_band
+from tests.memory import peak_of
 
 BAND_KEYS = {
     "vignette_id", "sub_action", "n_raters", "n_declined", "intersection_rule", "consensus",
@@ -248,3 +250,32 @@ def test_a_raters_second_rating_of_a_band_is_refused():
     twice = [rate("v3", "esi_acuity", "b", [1]), rate("v3", "esi_acuity", "b", [2])]
     with pytest.raises(FmaBandsError, match="v3 / esi_acuity / b: the rater has two ratings"):
         agreement_report(twice)
+
+
+def test_a_rating_holds_no_dictionary_and_equal_bands_share_their_values_and_labels():
+    # A study holds a rating per review: each rating's dictionary of what it had computed was
+    # most of the 119 MB its ratings took at 1,000 x 20.
+    bands = [parse_band("esi_acuity", {"min": 1 + i, "max": 3}) for i in range(3)]
+    ids = [f"v{i:05d}" for i in range(5000)]
+
+    def made() -> list[Rating]:
+        out = [
+            Rating(v, "esi_acuity", "r1", "AMEND", bands[i % 3], proposal=bands[0])
+            for i, v in enumerate(ids)
+        ]
+        assert all(r.values and r.label for r in out)
+        return out
+
+    ratings, peak = peak_of(made)
+    assert peak / len(ratings) < 200
+    assert not hasattr(ratings[0], "__dict__")
+    assert [r.unchanged for r in ratings[:3]] == [True, False, False]
+    again = parse_band("esi_acuity", {"min": 1, "max": 3})
+    assert band_label(again) is ratings[0].label and again.values() is ratings[0].values
+    orders = [
+        parse_band("orders", {"required": ["ecg"], "defensible": d})
+        for d in (["cbc", "ecg"], ["ecg", "cbc"])
+    ]
+    assert band_label(orders[0]) is band_label(orders[1])
+    declined = Rating("v1", "esi_acuity", "r1", "DECLINE", None)
+    assert (declined.values, declined.label, declined.unchanged) == (frozenset(), None, False)

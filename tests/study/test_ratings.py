@@ -213,11 +213,13 @@ def test_a_problem_with_the_ratings_names_no_rater_to_a_rater(study, monkeypatch
 
 def test_the_reviews_read_for_agreement_share_their_repeated_strings(study):
     # Each row holding its own copy of its vignette, sub-action, verdict and mode was a third
-    # of what agreement held while it read a large study's reviews.
+    # of what agreement held while it read a large study's reviews; its band's text and its
+    # three digests of 64 characters much of the rest.
     engine, _, coordinator, _, _ = study
     with session_scope(engine) as s:
         rows = submitted_rows(s, viewer=coordinator).rows
-    for column in ("vignette_id", "sub_action", "verdict", "mode"):
+    columns = ("vignette_id", "sub_action", "verdict", "mode", "band", "context_digest")
+    for column in (*columns, "band_digest", "proposal_digest"):
         by_value: dict[str, list[str]] = {}
         for row in rows:
             by_value.setdefault(row[column], []).append(row[column])
