@@ -167,7 +167,7 @@ def resample_weights(n_vignettes: int, B: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n_vignettes, size=(B, n_vignettes))
     # A resample at a time: B x n_vignettes is 8 MB at 1,000 vignettes, and tallying all the
-    # draws at once held four such arrays.
+    # draws at once held five or six such arrays.
     weights = np.empty((B, n_vignettes))
     for b, drawn in enumerate(draws):
         weights[b] = np.bincount(drawn, minlength=n_vignettes)
