@@ -3,6 +3,9 @@ once until written again, and one too large for any reader is never read at all.
 
 import hashlib
 import os
+from typing import Any
+
+import pytest
 
 from fma_bands.evidence import log
 from fma_bands.evidence.log import folder_digests
@@ -30,3 +33,77 @@ def test_a_file_is_hashed_once_until_written_again_and_a_huge_one_never(tmp_path
     record.write_text("[]")
     assert dict(folder_digests(tmp_path))["000001-x.dsse.json"] == hashlib.sha256(b"[]").hexdigest()
     assert read == [2, 2]
+
+
+GOOD_REVIEW = {
+    "vignette_id": "v1",
+    "sub_action": "followup_days",
+    "band_digest": "sha256:ab",
+    "context_digest": "sha256:cd",
+    "proposal_digest": "sha256:ef",
+    "verdict": "AMEND",
+    "mode": "review",
+    "reason": "a reason",
+    "answers": {"q1": {"choice": "yes"}, "q5": {"choice": "band", "note": "fits"}},
+    "corrections": {},
+    "origin": "app",
+    "round": 2,
+    "attested_band": {"min": 1, "max": 3},
+    "anything": ["else", 1],  # what the registry does not read may be anything
+}
+
+# Each change to the good review, and whether the review it makes is still well formed.
+SHAPES: list[tuple[str, Any, bool]] = [
+    ("verdict", "DECLINE", True),
+    ("proposal_digest", None, True),
+    ("reason", None, True),
+    ("round", 1, True),
+    ("answers", {}, True),
+    ("verdict", "accept", False),
+    ("verdict", None, False),
+    ("verdict", ["ACCEPT"], False),
+    ("vignette_id", 7, False),
+    ("sub_action", None, False),
+    ("band_digest", b"sha256:ab", False),
+    ("context_digest", {"sha256": "cd"}, False),
+    ("proposal_digest", 5, False),
+    ("mode", None, False),
+    ("reason", ["a", "reason"], False),
+    ("answers", [], False),
+    ("answers", None, False),
+    ("answers", {"q1": "yes"}, False),
+    ("answers", {"q1": {"choice": "yes"}, "q2": None}, False),
+    ("corrections", "none", False),
+    ("origin", 1, False),
+    ("round", 0, False),
+    ("round", True, False),
+    ("round", "2", False),
+    ("round", 2.0, False),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "well_formed"), SHAPES)
+def test_a_signed_review_is_read_only_in_the_shape_the_registry_reads(key, value, well_formed):
+    review = {**GOOD_REVIEW, key: value}
+    assert log._review_well_formed(review) is well_formed
+
+
+@pytest.mark.parametrize(
+    "missing", ["vignette_id", "sub_action", "band_digest", "context_digest", "verdict"]
+)
+def test_a_signed_review_without_its_band_digests_or_verdict_is_refused(missing):
+    review = {k: v for k, v in GOOD_REVIEW.items() if k != missing}
+    assert log._review_well_formed(review) is False
+
+
+@pytest.mark.parametrize(
+    "optional", ["proposal_digest", "mode", "reason", "answers", "corrections", "origin", "round"]
+)
+def test_what_else_a_signed_review_holds_may_be_left_out(optional):
+    review = {k: v for k, v in GOOD_REVIEW.items() if k != optional}
+    assert log._review_well_formed(review) is True
+
+
+@pytest.mark.parametrize("review", [None, [], "a review", [("verdict", "ACCEPT")]])
+def test_a_signed_review_that_is_no_mapping_is_refused(review):
+    assert log._review_well_formed(review) is False
