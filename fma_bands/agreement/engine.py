@@ -103,21 +103,22 @@ class Stratum:
         if rater not in self.rater_names:
             return self
         keep = self.cell_rater != self.rater_names.index(rater)
-        counts = tally(
-            self.cell_unit[keep], self.cell_column[keep], (self.n_units, len(self.labels) + 1)
+        counts, declines = value_counts(
+            self.cell_unit[keep], self.cell_column[keep], self.n_units, len(self.labels)
         )
-        pairable = counts.sum(axis=1) >= 2
+        pairable = counts.sum(axis=1) + declines >= 2
+        if not pairable.all():  # else no copy: a unit per vignette is the rule for bands
+            counts, declines = counts[pairable], declines[pairable]
         renumber = np.cumsum(pairable) - 1
         kept = keep & pairable[self.cell_unit]
         used = sorted(set(self.unit_vignette[pairable].tolist()))
         row = np.full(len(self.vignettes), -1, dtype=np.intp)
         row[used] = np.arange(len(used))
-        declines = counts[pairable, -1]
         return replace(
             self,
             vignettes=tuple(self.vignettes[v] for v in used),
             unit_vignette=row[self.unit_vignette[pairable]],
-            unit_counts=np.ascontiguousarray(counts[pairable, :-1]),
+            unit_counts=counts,
             raters=frozenset(self.rater_names[i] for i in set(self.cell_rater[kept].tolist())),
             unit_declines=declines if declines.any() else None,
             cell_unit=renumber[self.cell_unit[kept]],
@@ -223,7 +224,13 @@ class Stratum:
     def gram(self) -> np.ndarray:
         """vignettes x vignettes: C D C', so that t'Dt = w'Gw for a resample w (t = w'C)."""
         assert self.distance is not None
-        return self.counts @ self.distance @ self.counts.T
+        counts = self.counts
+        gram = np.empty((len(counts), len(counts)))
+        # A block of rows at a time: C D whole would be another vignettes x values array.
+        for start in range(0, len(counts), _BLOCK):
+            rows = slice(start, start + _BLOCK)
+            gram[rows] = counts[rows] @ self.distance @ counts.T
+        return gram
 
 
 def tally(
@@ -236,8 +243,22 @@ def tally(
     it, or the sum of their `counts`: numpy's add.at, which costs per element. The counts are
     whole numbers, so the sums are exact in any order."""
     cells = np.asarray(rows, dtype=np.intp) * shape[1] + np.asarray(columns, dtype=np.intp)
-    found = np.bincount(cells, weights=counts, minlength=shape[0] * shape[1])
-    return found.reshape(shape).astype(float, copy=False)
+    # Weights of one each when none are given: bincount then sums as floats, and the array it
+    # makes is the one returned (without weights it counts in integers, and a float copy of
+    # them was a second array of the whole shape).
+    weights = np.ones(len(cells)) if counts is None else counts
+    return np.bincount(cells, weights=weights, minlength=shape[0] * shape[1]).reshape(shape)
+
+
+def value_counts(
+    units: np.ndarray, columns: np.ndarray, n_units: int, n_labels: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per unit, how many of these cells give each of `n_labels` values (units x values), and
+    how many are a DECLINE (column `n_labels`): made apart, never as one units x (values + 1)
+    array to be split, which at a thousand distinct orders bands were two arrays of 20 MB."""
+    declined = columns == n_labels
+    counts = tally(units[~declined], columns[~declined], (n_units, n_labels))
+    return counts, np.bincount(units[declined], minlength=n_units).astype(float)
 
 
 def stratum(level: str, units: Iterable[Unit], like: Stratum | None = None) -> Stratum:
@@ -251,7 +272,7 @@ def stratum(level: str, units: Iterable[Unit], like: Stratum | None = None) -> S
     labels = tuple(sorted(found - {DECLINED}))
     vignettes = tuple(sorted({vignette for vignette, _ in kept}))
     column: dict[Any, int] = {label: i for i, label in enumerate(labels)}
-    column[DECLINED] = len(labels)  # a last column, split off below
+    column[DECLINED] = len(labels)  # a last column, counted apart
     row = {vignette: i for i, vignette in enumerate(vignettes)}
     names = tuple(sorted({rater for _, values in kept for rater in values}))
     who = {rater: i for i, rater in enumerate(names)}
@@ -259,8 +280,7 @@ def stratum(level: str, units: Iterable[Unit], like: Stratum | None = None) -> S
         [(u, column[v], who[r]) for u, (_, values) in enumerate(kept) for r, v in values.items()],
         dtype=np.intp,
     ).reshape(-1, 3)
-    counts = tally(cells[:, 0], cells[:, 1], (len(kept), len(labels) + 1))
-    counts, declines = np.ascontiguousarray(counts[:, :-1]), counts[:, -1].copy()
+    counts, declines = value_counts(cells[:, 0], cells[:, 1], len(kept), len(labels))
     if level == "ordinal":
         distance = None
     elif like is not None and like.level == level and like.labels == labels:
@@ -382,10 +402,13 @@ def disagreement(s: Stratum, weights: np.ndarray) -> tuple[np.ndarray, np.ndarra
         maximal = d.max(axis=(1, 2)) if d.size else np.zeros(len(n))
     else:
         observed = weights @ s.observed
-        made = "gram" in s.__dict__  # C D C', once computed (a cached_property)
-        if len(s.labels) > len(s.vignettes) and (made or weights.shape[0] > len(s.vignettes)):
+        if len(s.labels) > len(s.vignettes) and 2 * weights.shape[0] >= len(s.vignettes):
             # Many distinct values (orders bands, say) and many resamples: vignettes x
-            # vignettes per resample instead of values x values, once C D C' is made.
+            # vignettes per resample instead of values x values, once C D C' is made (a
+            # cached_property, as costly as a resample per vignette; the diagnostics' planning
+            # asks for a few hundred at a time, the bootstraps for more). Chosen by the
+            # stratum and the number of resamples alone, so that a figure is computed the same
+            # way whatever was computed before it.
             expected = ((weights @ s.gram) * weights).sum(axis=1)
         else:
             totals = weights @ s.counts

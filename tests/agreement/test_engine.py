@@ -14,6 +14,8 @@ from nltk.metrics.distance import jaccard_distance
 from fma_bands.agreement import band_agreements, band_alpha, metric_strata, most_disputed_first
 from fma_bands.agreement import engine as engine_module
 from fma_bands.agreement.engine import (
+    DECLINED,
+    disagreement,
     jaccard_distances,
     orders_distances,
     package_alpha,
@@ -138,3 +140,70 @@ def test_a_stratum_of_one_unit_per_vignette_holds_no_second_array_of_its_counts(
     assert peak < 0.1 * counts.nbytes
     assert counts.tolist() == s.unit_counts.tolist()
     assert s.vignette_values.tolist() == [2.0] * 300
+
+
+def many_distinct_bands(n_vignettes: int, n_sets: int, declines: bool = False) -> list:
+    """Units of an orders-like stratum: a band per vignette from four raters, drawn from
+    `n_sets` distinct sets (far more than vignettes), a few raters declining."""
+    rng = random.Random(11)
+    sets = [frozenset(rng.sample(range(60), rng.randint(1, 6))) for _ in range(n_sets)]
+    units = []
+    for v in range(n_vignettes):
+        values: dict[str, object] = {r: rng.choice(sets) for r in "abcd"}
+        if declines and v % 5 == 0:
+            values["d"] = DECLINED
+        units.append((f"v{v:03d}", values))
+    return units
+
+
+def test_leaving_a_rater_out_makes_one_array_of_units_by_values():
+    # At 1,000 x 20 the orders stratum's counts are 20 MB; leaving a rater out made them with a
+    # DECLINE column and then copied them without it, twice that at agreement's peak.
+    s = stratum("jaccard", many_distinct_bands(200, 3000, declines=True))
+    square = s.n_units * len(s.labels) * 8
+    without, peak = peak_of(lambda: s.without("d"))
+    assert peak < 1.3 * square
+    expected = np.zeros((s.n_units, len(s.labels)))
+    for u, (_, values) in enumerate(many_distinct_bands(200, 3000, declines=True)):
+        for rater, value in values.items():
+            if rater != "d":
+                expected[u, s.labels.index(value)] += 1
+    assert without.unit_counts.tolist() == expected.tolist()
+    assert without.unit_declines is None
+    assert s.without("a").unit_declines.tolist() == [float(u % 5 == 0) for u in range(200)]
+
+
+def test_c_d_c_is_made_a_block_of_rows_at_a_time():
+    s = stratum("jaccard", many_distinct_bands(600, 20_000))
+    assert len(s.labels) > 2 * len(s.vignettes)
+    made, peak = peak_of(lambda: s.gram)
+    assert peak < made.nbytes + 0.5 * len(s.vignettes) * len(s.labels) * 8
+    assert np.allclose(made, s.counts @ s.distance @ s.counts.T, rtol=1e-13, atol=0)
+
+
+def test_many_resamples_of_many_distinct_values_give_each_resamples_figures():
+    # Past half as many resamples as vignettes, t'Dt is read from C D C' (vignettes x
+    # vignettes) rather than from each resample's values x values product.
+    s = stratum("jaccard", many_distinct_bands(120, 1500, declines=True))
+    rng = np.random.default_rng(3)
+    weights = rng.multinomial(120, np.ones(120) / 120, size=80).astype(float)
+    observed, expected = disagreement(s, weights)
+    assert "gram" in s.__dict__
+    fresh = stratum("jaccard", many_distinct_bands(120, 1500, declines=True))
+    for b, row in enumerate(weights):
+        o, e = disagreement(fresh, row[None, :])
+        assert o[0] == pytest.approx(observed[b], rel=1e-12)
+        assert e[0] == pytest.approx(expected[b], rel=1e-12)
+    assert "gram" not in fresh.__dict__
+
+
+def test_an_alpha_is_the_same_to_the_bit_whatever_was_computed_before_it():
+    # A figure computed twice (the report's alpha and the diagnostics' own) must not depend on
+    # whether a bootstrap ran on the stratum first.
+    first = stratum("jaccard", many_distinct_bands(90, 500))
+    before = point_alpha([first])
+    disagreement(first, np.ones((180, 90)))
+    assert point_alpha([first]) == before
+    second = stratum("jaccard", many_distinct_bands(90, 500))
+    disagreement(second, np.ones((180, 90)))
+    assert point_alpha([second]) == before
