@@ -4,9 +4,12 @@ interaction having done what it is timed for (a review stored, another band open
 turned). Its targets are judged in docs/performance.md, never by a timed test."""
 
 import json
+import os
 import subprocess
 import sys
+import tomllib
 
+from benchmarks.bench_pages import PEAK_WRAPPER
 from tests.conftest import ROOT
 
 
@@ -55,3 +58,25 @@ def test_the_page_benchmark_writes_every_page_and_command(tmp_path):
     peaks = {name: c["peak_mb"] for name, c in found["commands"].items()}
     assert 0 < peaks["help"] < 60 and peaks["help"] < min(peaks.values()) + 1, peaks
     assert pages["agreement"]["first_load_cpu_ms"] > 0
+
+
+def test_a_command_is_timed_as_the_console_script_runs_it(tmp_path):
+    # The console script leaves the cyclic collector off (fma_bands.cli.run); a caller's `main`
+    # turns it back on, and the interpreter's last collection then rescanned everything a large
+    # command had built: seconds of every figure at 1,000 x 20 that no user waits for.
+    script = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert script["fma-bands"] == "fma_bands.cli:run"
+    # Registered first, so run last: how the collector was left as the process ends.
+    said = "import atexit, gc; atexit.register(lambda: print('collector on:', gc.isenabled()))"
+    found = subprocess.run(
+        [sys.executable, "-c", said + "\n" + PEAK_WRAPPER, "--help"],
+        cwd=ROOT,
+        env={**os.environ, "FMA_BENCH_PEAK": str(tmp_path / "peak.kb")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert "Usage: fma-bands" in found.stdout
+    assert found.stdout.rstrip().endswith("collector on: False")
+    assert int((tmp_path / "peak.kb").read_text()) > 0
