@@ -168,6 +168,17 @@ class Vignette:
     def context_digest_for(self, name: str) -> str:
         return self.context_digest(sub_action(name).step)
 
+    def compute_digests(self) -> None:
+        """Make every digest the staleness test and the registry ask for now, so that a parse
+        kept between processes (evidence/kept_reads.py) carries them: each is made from the
+        vignette alone, and made again per process it cost every command reading reviews a
+        SHA-256 of each context and proposal."""
+        # Cached properties, made by reading them.
+        self._context_digests  # noqa: B018
+        for proposal in self.proposals:
+            proposal.band_digest  # noqa: B018
+            proposal.proposal_digest  # noqa: B018
+
 
 @dataclass
 class Library:

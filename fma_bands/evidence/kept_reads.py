@@ -54,6 +54,9 @@ def load_library_kept(folders: Sequence[str | Path], kept: Path) -> Library:
             reads.known = _reads_in(found.handle.read())
     library = load_library(folders, reads)
     if reads.made or len(reads.used) != len(reads.known):
+        for vignette, _ in reads.used.values():
+            if vignette is not None:
+                vignette.compute_digests()
         with answers.keep(key) as keeping:
             keeping.write(pickle.dumps(reads.used, protocol=pickle.HIGHEST_PROTOCOL))
             keeping.done(0)

@@ -16,6 +16,7 @@ from fma_bands.core.actions import sub_action
 from fma_bands.core.bands import (
     AnyBand,
     BandReader,
+    Consensus,
     consensus,
     exported_span,
     parse_band,
@@ -411,7 +412,8 @@ def _decide_band(
         decision.reasons.append(Reason("no_attestation", REASONS["no_attestation"]))
     decision.n_raters = len(counted)
     # Several raters who share no value are "empty" whether or not the quorum is met.
-    decision.intersection_rule = consensus([band for _, band in counted]).rule
+    agreed = consensus([band for _, band in counted])
+    decision.intersection_rule = agreed.rule
     if any(r.code in EVERYWHERE for r in failures):
         return decision, counted
     if len(counted) < policy.quorum:
@@ -423,7 +425,7 @@ def _decide_band(
                 )
             )
         return decision, counted
-    _grant(decision, counted, vignette, proposal)
+    _grant(decision, counted, agreed, vignette, proposal)
     return decision, counted
 
 
@@ -500,14 +502,14 @@ def _count(
 def _grant(
     decision: Decision,
     counted: list[tuple[_Entry, AnyBand]],
+    agreed: Consensus,
     vignette: Vignette,
     proposal: Proposal,
 ) -> None:
     """Grant the band on the reviews that count, if they share a band (else say they do not),
-    with its disputed span (core.bands.exported_span) and the texts they corrected alike."""
+    with its disputed span (core.bands.exported_span) and the texts they corrected alike.
+    `agreed` is the consensus of the counted reviews' bands."""
     bands = [band for _, band in counted]
-    agreed = consensus(bands)
-    decision.intersection_rule = agreed.rule
     # One counted rater's own band stands; several must meet the intersection rule.
     granted = bands[0] if len(bands) == 1 else agreed.band
     if granted is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fma_bands.core import vignettes
+from fma_bands.core import bands, vignettes
 from fma_bands.core.files import write_json_atomically
 from fma_bands.core.vignettes import Reads, load_library
 from fma_bands.evidence import kept_reads
@@ -66,6 +66,34 @@ def test_a_second_load_parses_nothing_and_gives_the_same_library(folder, tmp_pat
     assert names == []
     assert same(second, first) and same(second, load_library([folder]))
     assert second.digests == load_library([folder]).digests
+
+
+def test_a_kept_read_carries_its_vignettes_digests(folder, tmp_path, monkeypatch):
+    """The context, band and proposal digests come back with the parse: a process reading
+    reviews hashes no vignette again."""
+    first = load_library_kept([folder], tmp_path / "kept")
+    hashed: list[object] = []
+
+    def counted(obj):
+        hashed.append(obj)
+        return "sha256:" + "0" * 64
+
+    monkeypatch.setattr(vignettes, "sha256_digest", counted)
+    monkeypatch.setattr(bands, "sha256_digest", counted)
+    second = load_library_kept([folder], tmp_path / "kept")
+    found = [
+        (v.context_digest_for(p.sub_action), p.band_digest, p.proposal_digest)
+        for v in second
+        for p in v.proposals
+    ]
+    assert second.digests == first.digests
+    assert hashed == []
+    monkeypatch.undo()
+    assert found == [
+        (v.context_digest_for(p.sub_action), p.band_digest, p.proposal_digest)
+        for v in load_library([folder])
+        for p in v.proposals
+    ]
 
 
 def test_a_changed_file_alone_is_parsed_again_and_a_removed_one_forgotten(
