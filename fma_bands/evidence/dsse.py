@@ -3,7 +3,6 @@ verification against trusted Ed25519 keys. Files and the database are other modu
 """
 
 import base64
-import binascii
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +60,7 @@ def decode_b64_field(value: Any, field: str) -> bytes:
         raise malformed(f"{field} must be a base64 string")
     try:
         raw = base64.b64decode(value, validate=True)
-    except binascii.Error:
+    except ValueError:  # binascii.Error, and a character outside ASCII (JSON text may hold any)
         raise malformed(f"{field} is not valid base64") from None
     # One spelling only: decoders in other languages differ on stray padding bits, and every
     # verifier of a file must read the same bytes.

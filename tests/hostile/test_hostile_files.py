@@ -90,6 +90,17 @@ def stray(found: dict, name: str) -> str:
         ("huge.dsse.json", "[" + " " * (5 * 1024 * 1024) + "]", "larger than"),
         ("nul.dsse.json", '{"payload": "\x00"}', "NUL byte"),
         ("bad.dsse.json", "{not json", "not valid JSON"),
+        # Base64 holds ASCII alone; JSON text may hold any character.
+        (
+            "accent.dsse.json",
+            '{"payload": "QUJDé", "payloadType": "x", "signatures": []}',
+            "payload is not valid base64",
+        ),
+        (
+            "sig.dsse.json",
+            '{"payload": "e30=", "payloadType": "x", "signatures": [{"keyid": "k", "sig": "é"}]}',
+            "not a well-formed DSSE envelope",
+        ),
     ],
 )
 def test_a_hostile_envelope_is_a_named_stray_and_the_folder_still_verifies(
@@ -97,7 +108,7 @@ def test_a_hostile_envelope_is_a_named_stray_and_the_folder_still_verifies(
 ):
     before = registered(demo)
     assert before["valid"] and before["strays"] == []
-    (tmp_path / "attestations" / name).write_text(content)
+    (tmp_path / "attestations" / name).write_text(content, encoding="utf-8")
     found = verified(demo)
     assert found["valid"] and found["problems"] == [], found
     assert fragment in stray(found, name)
