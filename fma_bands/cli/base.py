@@ -103,6 +103,10 @@ class FmaGroup(click.Group):
             click.echo(f"fma-bands: error: {exc}", err=True)
             ctx.exit(code)
         except Exception as exc:  # the catch-all that keeps tracebacks off a terminal
+            if _given_not_utf8(exc):
+                code, message = FAILED_EXIT, NOT_UTF8
+                click.echo(f"fma-bands: error: {NOT_UTF8}", err=True)
+                ctx.exit(code)
             code, message = BUG_EXIT, f"{type(exc).__name__}: {exc}"
             log = _log_bug(ctx, exc)
             click.echo(
@@ -114,6 +118,23 @@ class FmaGroup(click.Group):
         finally:
             _log_end(ctx, code, message, time.monotonic() - started)
             logs.release()
+
+
+# Bytes that are not UTF-8 in an argument, an option or an FMA_BANDS_ variable reach Python as
+# lone surrogates (file names keep them, and work), which no database, signed statement or
+# terminal can write: where one would be written, the command stops saying so.
+NOT_UTF8 = (
+    "a name or text given to fma-bands (an argument, an option or an FMA_BANDS_ variable) holds "
+    "bytes that are not UTF-8 text: give it in UTF-8"
+)
+
+
+def _given_not_utf8(exc: Exception) -> bool:
+    return (
+        isinstance(exc, UnicodeEncodeError)
+        and exc.encoding.replace("-", "").lower() == "utf8"
+        and exc.reason == "surrogates not allowed"
+    )
 
 
 def _actor() -> str | None:

@@ -1,12 +1,11 @@
 """`fma-bands chair decide` and `chair list`: the study chair's decision on a band whose raters'
 bands still share no value after round 2 (docs/design.md, The registry)."""
 
-import json
-
 import click
 
 from fma_bands.cli.base import cli, coordinator, print_json, read_secret, settings, store, synced
 from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.files import load_json
 
 
 @cli.group()
@@ -38,10 +37,12 @@ def decide(
     from fma_bands.study.users import require_user
 
     try:
-        band = json.loads(band_json)
-    except json.JSONDecodeError as exc:
+        # The one JSON reader: nesting, long numbers and NULs are refused by name.
+        band = load_json(band_json, source="--band")
+    except FmaBandsError as exc:
         raise FmaBandsError(
-            f"--band is not JSON ({exc.msg}): give it as bands.yaml writes a band, e.g. [2, 3]",
+            f"--band is not JSON fma-bands reads ({exc.message}): give it as bands.yaml writes "
+            "a band, e.g. [2, 3]",
             field="band",
         ) from None
     passphrase = read_secret(passphrase_file)

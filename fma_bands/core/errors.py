@@ -4,8 +4,25 @@ The command line catches FmaBandsError in one place and prints it on one line; p
 with st.error. Anything else that escapes is a bug, reported as such, never as a traceback.
 """
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+# A lone surrogate: what a file name that is not UTF-8 (read with surrogateescape) or JSON's
+# "\ud800" leaves in a str. No UTF-8 output can carry one (a page's messages, a terminal set to
+# UTF-8, a log), so a message naming it would stop whatever shows it.
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """text with each lone surrogate written as its escape (\\udcff, as JSON writes it)."""
+    if SURROGATE.search(text) is None:
+        return text
+    return SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+def _shown(text: str | None) -> str | None:
+    return escape_surrogates(text) if isinstance(text, str) else text
 
 
 @dataclass(frozen=True)
@@ -16,6 +33,11 @@ class Problem:
     file: str | None = None
     line: int | None = None
     field: str | None = None
+
+    def __post_init__(self) -> None:
+        # What a problem says is shown (a page, a terminal): a file's name may hold anything.
+        for name in ("message", "file", "field"):
+            object.__setattr__(self, name, _shown(getattr(self, name)))
 
     def __str__(self) -> str:
         where = self.file or ""
@@ -46,11 +68,11 @@ class FmaBandsError(Exception):
         problems: Iterable[Problem] = (),
         code: str | None = None,
     ) -> None:
-        self.message = message
-        self.file = file
+        self.message = escape_surrogates(message)
+        self.file = _shown(file)
         self.line = line
-        self.field = field
-        self.fields = dict(fields or {})
+        self.field = _shown(field)
+        self.fields = {key: escape_surrogates(said) for key, said in (fields or {}).items()}
         self.problems = list(problems)
         self.code = code
         super().__init__(str(self))

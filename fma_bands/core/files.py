@@ -18,7 +18,7 @@ from typing import IO, Any, ClassVar, NoReturn
 
 import yaml
 
-from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.errors import SURROGATE, FmaBandsError
 
 
 def write_atomically(
@@ -548,6 +548,10 @@ def load_json(
     # A NUL can only be written escaped (json refuses a raw one), so most text is never walked.
     if "\\u0000" in text:
         _refuse_nul(data, source)
+    # So can a surrogate (text decoded from UTF-8 holds none): only then is the data walked, for
+    # one left alone, which is no character and which no UTF-8 output can carry.
+    if _ESCAPED_SURROGATE.search(text) is not None:
+        _refuse_lone_surrogates(data, source)
     return data
 
 
@@ -613,6 +617,32 @@ def _depth(data: Any, brackets: str | None) -> int:
         )
         level = [c for c in children if isinstance(c, containers)]
     return depth + (1 if level else 0)
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(data: Any, source: str) -> None:
+    """Name the first key or string of JSON data holding a lone surrogate (\\ud800): json.loads
+    joins a pair of them, written as escapes, into the one character they spell."""
+    todo: list[tuple[tuple[str, ...], Any]] = [((), data)]
+    while todo:
+        path, value = todo.pop()
+        if isinstance(value, dict):
+            held = any(SURROGATE.search(key) for key in value)
+            todo += [((*path, key), item) for key, item in reversed(value.items())]
+        elif isinstance(value, list):
+            held = False
+            todo += [((*path, str(i)), item) for i, item in reversed(list(enumerate(value)))]
+        else:
+            held = isinstance(value, str) and SURROGATE.search(value) is not None
+        if held:
+            raise FmaBandsError(
+                "holds a lone surrogate (an escape such as \\ud800 without its pair), which is "
+                "not text",
+                file=source,
+                field=".".join(path) or None,
+            )
 
 
 def _refuse_nul(data: Any, source: str) -> None:

@@ -50,6 +50,9 @@ def tex_escape(text: str) -> str:
 # erase a line, hide the rest or print a verdict of its own.
 _ACTING = [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x200E, 0x200F, *range(0x202A, 0x202F)]
 _ACTING += [*range(0x2066, 0x206A)]
+# And lone surrogates (a file name that is not UTF-8, JSON's "\ud800"), which a terminal set to
+# UTF-8 cannot be written at all.
+_ACTING += [*range(0xD800, 0xE000)]
 _SHOWN = {c: f"\\u{c:04x}" for c in _ACTING}  # as JSON writes them too
 _SHOWN_IN_TEXT = {c: e for c, e in _SHOWN.items() if chr(c) not in "\n\t"}
 

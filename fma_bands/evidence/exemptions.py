@@ -135,7 +135,7 @@ def exemption_from_fields(fields: Any) -> Exemption:
             field="attribute",
         )
     name = fields["sub_action"]
-    if name in NEVER_EXEMPT:
+    if isinstance(name, str) and name in NEVER_EXEMPT:
         raise FmaBandsError(
             f"{name} may never be exempted (the harness's NEVER_EXEMPT)", field="sub_action"
         )

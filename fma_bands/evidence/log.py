@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fma_bands.core.errors import FmaBandsError
+from fma_bands.core.errors import FmaBandsError, escape_surrogates
 from fma_bands.core.files import read_bounded_bytes
 from fma_bands.core.markup import terminal_escape
 from fma_bands.evidence.dsse import STATEMENT_TYPE
@@ -117,6 +117,11 @@ class Problem:
     file: str
     code: str
     message: str
+
+    def __post_init__(self) -> None:
+        # A file's name is whatever the folder holds, and pages and terminals show it.
+        object.__setattr__(self, "file", escape_surrogates(self.file))
+        object.__setattr__(self, "message", escape_surrogates(self.message))
 
     def as_dict(self) -> dict[str, str]:
         return {"file": self.file, "code": self.code, "message": self.message}
@@ -549,11 +554,12 @@ def _chair_decision_well_formed(decision: Any) -> bool:
 def _exemption_reviews_well_formed(reviews: Any) -> bool:
     """Whether an adjudication's exemption reviews (docs/design.md, Exemptions) have the shape
     the exemption decision reads: a list of mappings naming an entry, a verdict, the entry's
-    digest and the round."""
+    digest and the round, and a direction (an AMEND's) that is text if given."""
     return isinstance(reviews, list) and all(
         isinstance(r, dict)
         and all(isinstance(r.get(k), str) for k in ("attribute", "sub_action", "entry_digest"))
         and r.get("verdict") in ("CONFIRM", "REJECT", "AMEND")
+        and isinstance(r.get("direction"), str | None)
         and isinstance(r.get("round"), int)
         and not isinstance(r.get("round"), bool)
         for r in reviews

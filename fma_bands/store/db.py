@@ -59,7 +59,8 @@ def make_engine(url: str) -> Engine:
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
             engine = create_engine(url, pool_pre_ping=True)
-    except (ArgumentError, NoSuchModuleError, OSError) as exc:
+    # ValueError and TypeError: a query option the driver cannot take (?timeout=abc).
+    except (ArgumentError, NoSuchModuleError, OSError, ValueError, TypeError) as exc:
         raise FmaBandsError(
             f"cannot use the database URL {shown_url(parsed)!r}: {hide_passwords(str(exc))}"
         ) from None

@@ -129,6 +129,8 @@ def test_export_under_proc_is_refused_by_name(run):
         ("bogus://", "the database URL 'bogus://' is for bogus"),
         ("mysql://root@localhost/study", "is for mysql; fma-bands works with SQLite"),
         ("sqlite:////proc/no/such/study.db", "cannot"),
+        # An option SQLAlchemy hands the driver, which the driver cannot read.
+        ("sqlite:///study.db?timeout=abc", "cannot use the database URL"),
     ],
 )
 def test_a_database_url_it_cannot_use_is_named(run, url, fragment):
@@ -397,6 +399,70 @@ def test_a_name_that_would_act_on_a_terminal_is_printed_escaped(run, tmp_path, c
     escaped = "a\\u000d\\u001b[2Kthe folder verifies\\u000a\\u001b[8m\\u202e.dsse.json"
     assert f"stray {escaped}: stray_file" in out
     assert out.splitlines()[-1] == "the folder verifies"
+
+
+def test_a_name_that_is_not_utf8_is_printed_escaped(run, tmp_path, capfd, monkeypatch):
+    """A file name of bytes that are not UTF-8 (Python holds them as lone surrogates), and a
+    record naming a lone surrogate in JSON: each is a stray, named with escapes, and the rest of
+    the folder verifies, as the registry decides, even on a terminal that writes UTF-8 strictly."""
+    demo(run)
+    folder = tmp_path / "attestations"
+    with open(os.path.join(os.fsencode(folder), b"951-\xff\xfe.dsse.json"), "w") as planted:
+        planted.write("{}")
+    (folder / "surrogate.dsse.json").write_text(
+        '{"payload": "e30=", "payloadType": "\\ud800", "signatures": []}'
+    )
+    strict = open(os.dup(1), "w", encoding="utf-8", errors="strict", closefd=True)  # noqa: SIM115
+    monkeypatch.setattr("sys.stdout", strict)
+    try:
+        assert main(["verify"]) == 0
+        assert main(["registry"]) == 0
+    finally:
+        strict.flush()
+    out = capfd.readouterr().out
+    assert "stray 951-\\udcff\\udcfe.dsse.json: stray_file" in out, out
+    assert "stray surrogate.dsse.json: stray_file" in out and "lone surrogate" in out, out
+    found = json.loads(run("verify", "--json").stdout)
+    assert found["valid"] and {s["file"] for s in found["strays"]} == {
+        "951-\\udcff\\udcfe.dsse.json",
+        "surrogate.dsse.json",
+    }
+
+
+def test_a_name_given_in_bytes_that_are_not_utf8_is_refused_by_what_it_is(run, tmp_path):
+    """Bytes that are not UTF-8 on the command line reach fma-bands as lone surrogates: where
+    one would be looked up, stored or signed, the command says so and stops."""
+    demo(run)
+    said = one_line_error(
+        run("--as", "co\udcff", "--passphrase-file", "c.pass", "round", "show"),
+        "holds bytes that are not UTF-8 text",
+    )
+    assert "bug" not in said
+    one_line_error(
+        as_coordinator(
+            run,
+            *("user", "activate", "r\udcff"),
+            *("--code-file", "c.pass", "--passphrase-file", "c.pass"),
+        ),
+        "holds bytes that are not UTF-8 text",
+    )
+
+
+@pytest.mark.parametrize(
+    ("band", "fragment"),
+    [("9" * 4301, "more than"), ("[" * 5000, "nested more than"), ("[2,", "not valid JSON")],
+)
+def test_a_chairs_band_fma_bands_cannot_read_is_refused_by_name(run, band, fragment):
+    demo(run)
+    one_line_error(
+        run(
+            *("chair", "decide", "--rater", "rater-01", "--passphrase-file", "c.pass"),
+            *("--vignette", "demo_doc_border_01", "--sub-action", "admit"),
+            *("--band", band, "--reason", "x"),
+        ),
+        "--band is not JSON fma-bands reads",
+        fragment,
+    )
 
 
 def test_export_of_an_invalid_folder_writes_nothing_unless_provisional(run, tmp_path):

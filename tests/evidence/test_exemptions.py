@@ -103,6 +103,19 @@ def test_a_yaml_file_of_the_same_fields_reads_as_the_same_entries(tmp_path):
             "exemptions[1].sub_action",
             "unknown sub_action",
         ),
+        # Neither a list nor a mapping is a name: named, never looked up among names.
+        (
+            "  - {attribute: sex, sub_action: [orders], direction: more}\n",
+            3,
+            "exemptions[1].sub_action",
+            "unknown sub_action",
+        ),
+        (
+            "  - {attribute: sex, sub_action: {a: 1}, direction: more}\n",
+            3,
+            "exemptions[1].sub_action",
+            "unknown sub_action",
+        ),
         (
             "  - attribute: sex\n    sub_action: orders\n    direction: more\n"
             "    age_gate: [55, 12]\n",

@@ -107,3 +107,26 @@ def test_what_else_a_signed_review_holds_may_be_left_out(optional):
 @pytest.mark.parametrize("review", [None, [], "a review", [("verdict", "ACCEPT")]])
 def test_a_signed_review_that_is_no_mapping_is_refused(review):
     assert log._review_well_formed(review) is False
+
+
+GOOD_EXEMPTION_REVIEW = {
+    "attribute": "sex",
+    "sub_action": "orders",
+    "entry_digest": "sha256:" + "0" * 64,
+    "verdict": "AMEND",
+    "direction": "fewer",
+    "round": 1,
+}
+
+
+@pytest.mark.parametrize(
+    ("direction", "well_formed"),
+    [("fewer", True), (None, True), (["fewer"], False), ({"a": 1}, False), (5, False)],
+)
+def test_a_signed_exemption_reviews_direction_is_text_if_given(direction, well_formed):
+    """The decision compares the directions the raters gave (a set of them): anything but
+    text is no direction, and the record holding it is refused whole."""
+    review = {**GOOD_EXEMPTION_REVIEW, "direction": direction}
+    assert log._exemption_reviews_well_formed([review]) is well_formed
+    without = {k: v for k, v in GOOD_EXEMPTION_REVIEW.items() if k != "direction"}
+    assert log._exemption_reviews_well_formed([without]) is True

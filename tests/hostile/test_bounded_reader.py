@@ -207,3 +207,20 @@ def test_shared_json_keeps_no_long_text_for_sharing():
     assert load_json(keyed, source="g", shared=True) is not load_json(
         keyed, source="g", shared=True
     )
+
+
+def test_json_with_a_lone_surrogate_is_refused_by_name_and_a_pair_is_one_character():
+    for shared in (False, True):
+        assert load_json('{"a": "\\ud83d\\ude00"}', source="f.json", shared=shared) == {
+            "a": "\U0001f600"
+        }
+        for text, field in (
+            ('{"a": ["ok", "x\\uDBFF"]}', "a.1"),
+            ('{"\\udc00": 1}', None),
+            ('"\\ude00\\ud83d"', None),  # a pair in the wrong order is two lone ones
+        ):
+            with pytest.raises(FmaBandsError, match="lone surrogate") as refused:
+                load_json(text, source="f.json", shared=shared)
+            assert refused.value.field == field and refused.value.file == "f.json"
+    # An escaped backslash before "ud800" is text, not an escape.
+    assert load_json('"\\\\ud800"', source="f.json") == "\\ud800"

@@ -97,6 +97,11 @@ def stray(found: dict, name: str) -> str:
             "payload is not valid base64",
         ),
         (
+            "surrogate.dsse.json",
+            '{"payload": "e30=", "payloadType": "\\ud800", "signatures": []}',
+            "lone surrogate",
+        ),
+        (
             "sig.dsse.json",
             '{"payload": "e30=", "payloadType": "x", "signatures": [{"keyid": "k", "sig": "é"}]}',
             "not a well-formed DSSE envelope",

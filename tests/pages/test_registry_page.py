@@ -5,6 +5,7 @@ score too), one band's full explanation on demand, and bands.yaml is a download 
 one export folder, never to a typed path. A folder that does not verify grants nothing and
 offers no export."""
 
+import os
 import re
 import shutil
 
@@ -310,6 +311,30 @@ def test_a_hand_edited_policy_copy_grants_nothing_and_offers_no_export(
     assert len(at.download_button) == 0
     assert not [b for b in at.button if b.label.startswith("Write bands.yaml")]
     assert not (tmp_path / "exports").exists()
+
+
+def test_files_whose_names_or_text_are_not_utf8_are_named_and_the_page_stands(
+    study, tmp_path, monkeypatch
+):
+    """A file named in bytes that are not UTF-8, and one whose JSON spells a lone surrogate:
+    nothing a page shows can carry either, so each is named with escapes, as a stray, and the
+    registry decides every band as it did."""
+    attestations = tmp_path / "attestations"
+    shutil.copytree(study[0] / "attestations", attestations)
+    with open(os.path.join(os.fsencode(attestations), b"951-\xff\xfe.dsse.json"), "w") as f:
+        f.write("{}")
+    (attestations / "surrogate.dsse.json").write_text(
+        '{"payload": "e30=", "payloadType": "\\ud800", "signatures": []}'
+    )
+    try:
+        at = open_page(study, attestations, tmp_path, monkeypatch)
+    finally:
+        st.cache_data.clear()
+        st.cache_resource.clear()
+    said = [as_read(w.value) for w in at.warning]
+    assert any(s.startswith("951-\\udcff\\udcfe.dsse.json: stray_file") for s in said), said
+    assert any(s.startswith("surrogate.dsse.json: stray_file") for s in said), said
+    assert any("25 of 27 bands are clinician-adjudicated." in c.value for c in at.caption)
 
 
 def test_the_coordinators_passphrase_signs_the_exported_head(study, page, tmp_path):
