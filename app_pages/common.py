@@ -19,6 +19,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from fma_bands.agreement.picture import Row, band_spec
 from fma_bands.core.errors import FmaBandsError
 from fma_bands.core.labels import Knowledge, describe_band, tool_names
+from fma_bands.core.markup import terminal_text
 from fma_bands.core.people import UserPublic
 from fma_bands.core.settings import PREFIX, Settings, load_settings
 from fma_bands.core.vignettes import Library, Proposal, Vignette
@@ -481,9 +482,10 @@ WORD_JOINER = "\u2060"
 
 def escaped(text: object) -> str:
     """Text from files or people made literal inside the app's own markdown (messages, captions,
-    labels): nothing in it can become a heading, link, image, colour, formula or icon, and its
-    line breaks stay line breaks."""
-    literal = _MARKUP.sub(r"\\\1", _TRIGGERS.sub(WORD_JOINER, str(text)))
+    labels): nothing in it can become a heading, link, image, colour, formula or icon, its
+    line breaks stay line breaks, and a control or reordering character (which could turn the
+    rest of a line around) is written as its escape, as on a terminal."""
+    literal = _MARKUP.sub(r"\\\1", _TRIGGERS.sub(WORD_JOINER, terminal_text(str(text))))
     return literal.replace("\n", "  \n")
 
 

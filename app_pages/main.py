@@ -121,9 +121,15 @@ def run() -> None:
         st.stop()
     user = current_user()
     send_cookie_script(signed_in=user is not None)
-    with session() as s:
-        first_run = not has_users(s)
-        chairs = user is not None and user.role == "rater" and study_chair(s) == user.pseudonym
+    try:
+        with session() as s:
+            first_run = not has_users(s)
+            chairs = user is not None and user.role == "rater" and study_chair(s) == user.pseudonym
+    except FmaBandsError as exc:
+        # A database that cannot be opened or brought up to date, a folder it cannot publish
+        # to: said once, by name, before any page.
+        st.error(f"The study's store cannot be used: {escaped(exc)}")
+        st.stop()
     if first_run:
         pages = first_run_pages()
     elif user is None:

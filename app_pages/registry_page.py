@@ -173,6 +173,15 @@ def _count(value: int | None) -> str:
     return "not counted" if value is None else str(value)
 
 
+def _stamp(path: Path) -> tuple[str, int | None, int | None]:
+    """What says a trajectories file changed (its size and time), None for one it cannot stat."""
+    try:
+        found = path.stat()
+    except OSError:
+        return path.name, None, None
+    return path.name, found.st_size, found.st_mtime_ns
+
+
 @st.fragment
 def impact(lib: Library, user: UserPublic) -> None:
     """Counted on the trajectories.json files in the settings' trajectories folder."""
@@ -185,8 +194,9 @@ def impact(lib: Library, user: UserPublic) -> None:
             "harness's run files there to see which bands decide most run pairs."
         )
         return
-    state = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
     try:
+        # A link to nothing, or a file gone since the folder was listed, is named by the read.
+        state = tuple(_stamp(p) for p in files)
         runs = _runs(tuple(str(p) for p in files), state)
         with session() as s:
             rows = reviewed_impact(s, lib, runs, viewer=user)

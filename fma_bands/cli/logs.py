@@ -13,6 +13,7 @@ import datetime
 import json
 import logging
 import os
+import stat
 import tempfile
 import traceback
 from pathlib import Path
@@ -52,11 +53,16 @@ class PrivateFile(logging.Handler):
                 os.write(self._fd, line)
 
     def _open(self) -> None:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+        # Without a wait: a FIFO named as the log would hold the command until something read
+        # it (and the log is opened when a bug is reported). Only a regular file is a log.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
         for path in (self.path, FALLBACK):
             try:
                 fd = os.open(path, flags, 0o600)
             except OSError:
+                continue
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
                 continue
             # A log left readable by others is made private when next written.
             with contextlib.suppress(OSError):

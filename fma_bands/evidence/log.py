@@ -554,12 +554,13 @@ def _chair_decision_well_formed(decision: Any) -> bool:
 def _exemption_reviews_well_formed(reviews: Any) -> bool:
     """Whether an adjudication's exemption reviews (docs/design.md, Exemptions) have the shape
     the exemption decision reads: a list of mappings naming an entry, a verdict, the entry's
-    digest and the round, and a direction (an AMEND's) that is text if given."""
+    digest and the round, and a direction (an AMEND's) and a reason that are text if given."""
     return isinstance(reviews, list) and all(
         isinstance(r, dict)
         and all(isinstance(r.get(k), str) for k in ("attribute", "sub_action", "entry_digest"))
         and r.get("verdict") in ("CONFIRM", "REJECT", "AMEND")
         and isinstance(r.get("direction"), str | None)
+        and isinstance(r.get("reason"), str | None)
         and isinstance(r.get("round"), int)
         and not isinstance(r.get("round"), bool)
         for r in reviews

@@ -18,6 +18,7 @@ from fma_bands.core.band_text import parse_notation
 from fma_bands.core.bands import AnyBand, to_file
 from fma_bands.core.errors import AccessDenied, FmaBandsError, Problem
 from fma_bands.core.files import control_character, decode_text
+from fma_bands.core.markup import terminal_escape
 from fma_bands.core.people import UserPublic
 from fma_bands.core.protocol import VERDICTS
 from fma_bands.core.vignettes import Library
@@ -25,7 +26,7 @@ from fma_bands.evidence.log import proposal_digest
 from fma_bands.store.models import Review, User, utcnow
 from fma_bands.study import audit
 from fma_bands.study.assignment import load
-from fma_bands.study.reviews import ReviewData, as_data, revisions
+from fma_bands.study.reviews import MAX_REASON, ReviewData, as_data, revisions
 from fma_bands.study.state import authorize, round_for, study, verdicts_for
 
 FORMAT = "vignette_id | sub_action | VERDICT [band] | reason"
@@ -127,6 +128,8 @@ def _handback_line(
         raise FmaBandsError(f"{verdict} takes no band (found {band_text!r})")
     if not reason:
         raise FmaBandsError("give the one-sentence reason after the last |")
+    if len(reason) > MAX_REASON:  # as the review page refuses it
+        raise FmaBandsError(f"keep the reason under {MAX_REASON} characters")
     return HandbackLine(number, vid, name, verdict, band, reason)
 
 
@@ -289,7 +292,8 @@ def _record_import(
         actor=actor.pseudonym,
         payload={
             "rater": rater.pseudonym,
-            "source": source,
+            # As a terminal shows it: a file's name may hold what no audit record holds.
+            "source": terminal_escape(source),
             "reviews": [
                 {"vignette_id": r.vignette_id, "sub_action": r.sub_action, "verdict": r.verdict}
                 for r in created

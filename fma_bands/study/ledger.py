@@ -236,7 +236,14 @@ def publish(session: Session, folder: Path) -> list[str]:
             continue
         row = session.get(LogRecord, sequence)
         assert row is not None
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise FmaBandsError(
+                f"cannot make the attestations folder: {exc.strerror}",
+                file=str(folder),
+                field="attestations",
+            ) from None
         try:
             write_atomically(path, row.envelope, overwrite=False, shared=True)
         except FmaBandsError:

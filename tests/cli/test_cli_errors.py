@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from sqlmodel import select
 
 from fma_bands.cli import cli, main
 from fma_bands.cli.base import BUG_EXIT, PIPE_CLOSED_EXIT, REFUSED_EXIT
+from fma_bands.store.db import make_engine, session_scope
+from fma_bands.store.models import AuditEvent
 from tests.conftest import DEMO_VIGNETTES
 from tests.memory import peak_of
 
@@ -462,6 +465,37 @@ def test_a_chairs_band_fma_bands_cannot_read_is_refused_by_name(run, band, fragm
         ),
         "--band is not JSON fma-bands reads",
         fragment,
+    )
+
+
+def test_a_handbacks_reason_is_bounded_as_the_review_page_bounds_it(run, tmp_path):
+    demo(run)
+    line = "demo_doc_clear_01 | admit | ACCEPT | {}\n"
+    Path("long.txt").write_text(line.format("é" * 4001), encoding="utf-8")
+    one_line_error(
+        as_coordinator(run, "handback", "import", "--rater", "rater-01", "long.txt"),
+        "keep the reason under 4000 characters",
+    )
+    # A file's name may hold what no audit record holds: it is recorded as a terminal shows it.
+    name = "x\x1b[31m\u202e.txt"
+    Path(name).write_text(line.format("Fine as proposed."), encoding="utf-8")
+    done = as_coordinator(run, "handback", "import", "--rater", "rater-01", name)
+    assert done.exit_code == 0, done.output
+    assert run("audit", "verify").exit_code == 0
+    engine = make_engine(f"sqlite:///{tmp_path / 'fma-bands.db'}")
+    with session_scope(engine) as session:
+        [event] = session.exec(select(AuditEvent).where(AuditEvent.kind == "handback_imported"))
+        assert event.payload["source"] == "x\\u001b[31m\\u202e.txt"
+    engine.dispose()
+
+
+def test_an_attestations_folder_that_cannot_be_made_is_named(run, monkeypatch):
+    demo(run)
+    monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", "/proc/no-such-folder/attestations")
+    one_line_error(
+        as_coordinator(run, "round", "show"),
+        "/proc/no-such-folder/attestations",
+        "cannot make the attestations folder",
     )
 
 

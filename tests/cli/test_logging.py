@@ -161,3 +161,28 @@ def test_a_misspelt_variable_is_refused_by_name_and_test_ones_are_not(run):
     assert result.stderr.startswith(f"fma-bands: error: {misspelt}: ")
     assert "did you mean FMA_BANDS_LOG_LEVEL?" in result.stderr
     assert run("vignettes", "check", require_shared="1", docs_slow="1").exit_code == 0
+
+
+def test_a_fifo_named_as_the_log_never_holds_a_command(tmp_path):
+    """Opening a FIFO to write waits for a reader: the log is a regular file or none, and the
+    command runs on (the log then goes where a log that cannot be written goes)."""
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    env = {n: v for n, v in os.environ.items() if not n.startswith("FMA_BANDS_")}
+    env |= {
+        "FMA_BANDS_LOG_FILE": str(fifo),
+        "FMA_BANDS_LOG_LEVEL": "info",
+        "FMA_BANDS_VIGNETTES": str(DEMO_VIGNETTES),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "fma_bands.cli", "vignettes", "check"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,  # far above any run's time: a hang is what fails
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr

@@ -130,3 +130,11 @@ def test_a_signed_exemption_reviews_direction_is_text_if_given(direction, well_f
     assert log._exemption_reviews_well_formed([review]) is well_formed
     without = {k: v for k, v in GOOD_EXEMPTION_REVIEW.items() if k != "direction"}
     assert log._exemption_reviews_well_formed([without]) is True
+
+
+@pytest.mark.parametrize(
+    ("reason", "well_formed"), [("too rare here", True), (None, True), (["x"], False), (3, False)]
+)
+def test_a_signed_exemption_reviews_reason_is_text_if_given(reason, well_formed):
+    review = {**GOOD_EXEMPTION_REVIEW, "reason": reason}
+    assert log._exemption_reviews_well_formed([review]) is well_formed

@@ -101,6 +101,14 @@ def test_escaped_text_keeps_its_line_breaks():
     assert escaped("one\ntwo") == "one  \ntwo"
 
 
+def test_escaped_text_shows_controls_and_reordering_characters_as_escapes():
+    """A signed reason holding an escape sequence or a right-to-left override would turn the
+    rest of its line around on the page: each is shown as its escape, as on a terminal."""
+    out = escaped("a\x1b[31m\u202eb\udcff\tc")
+    assert not {"\x1b", "\u202e", "\udcff"} & set(out)
+    assert out.replace("\\\\", "\\").replace("\\[", "[") == "a\\u001b[31m\\u202eb\\udcff\tc"
+
+
 @pytest.mark.parametrize(
     "text", ["X-ray ankle", "D-dimer", "CT pulmonary angiography (CTPA)", "Lipase, serum"]
 )

@@ -594,3 +594,21 @@ def test_a_misspelt_setting_is_named_in_the_browser_without_a_traceback(monkeypa
     assert not at.exception
     [error] = at.error
     assert escaped(f"{misspelt}:") in error.value and "settings cannot be used" in error.value
+
+
+def test_a_store_the_app_cannot_open_is_named_in_the_browser_without_a_traceback(
+    monkeypatch, tmp_path
+):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import ROOT
+
+    (tmp_path / "not-a-database.db").write_text("hello\n")
+    monkeypatch.setenv("FMA_BANDS_DATABASE_URL", f"sqlite:///{tmp_path / 'not-a-database.db'}")
+    monkeypatch.setenv("FMA_BANDS_ATTESTATIONS", str(tmp_path / "attestations"))
+    monkeypatch.chdir(ROOT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=20).run()
+    assert not at.exception, [e.value for e in at.exception]
+    [error] = at.error
+    assert "The study's store cannot be used" in error.value
+    assert "file is not a database" in error.value

@@ -91,3 +91,25 @@ def test_the_page_pairs_the_reference_with_each_counterfactual(study, tmp_path, 
     assert row["pairs of"] == "reference vs counterfactual"
     assert row["runs"] == 3  # the control arm is left out
     assert (int(row["pairs in band"]), int(row["pairs across the threshold"])) == (2, 2)
+
+
+def test_a_trajectories_link_to_nothing_is_named_and_the_page_stands(
+    study,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    folder = tmp_path / "trajectories"
+    folder.mkdir()
+    (folder / "dangling.json").symlink_to(tmp_path / "no-such-file.json")
+    monkeypatch.setenv("FMA_BANDS_TRAJECTORIES", str(folder))
+    try:
+        at = open_page(study, study[0] / "attestations", tmp_path, monkeypatch)
+    finally:
+        st.cache_data.clear()
+        st.cache_resource.clear()
+    assert [e.value for e in at.error] == [
+        "A trajectories file cannot be read, so nothing is counted."
+    ]
+    assert any("dangling.json" in t.value for t in at.text), [t.value for t in at.text]
+    # The bands are decided all the same.
+    assert any("bands are clinician-adjudicated." in c.value for c in at.caption)
