@@ -625,43 +625,35 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 def _refuse_lone_surrogates(data: Any, source: str) -> None:
     """Name the first key or string of JSON data holding a lone surrogate (\\ud800): json.loads
     joins a pair of them, written as escapes, into the one character they spell."""
-    todo: list[tuple[tuple[str, ...], Any]] = [((), data)]
-    while todo:
-        path, value = todo.pop()
-        if isinstance(value, dict):
-            held = any(SURROGATE.search(key) for key in value)
-            todo += [((*path, key), item) for key, item in reversed(value.items())]
-        elif isinstance(value, list):
-            held = False
-            todo += [((*path, str(i)), item) for i, item in reversed(list(enumerate(value)))]
-        else:
-            held = isinstance(value, str) and SURROGATE.search(value) is not None
-        if held:
-            raise FmaBandsError(
-                "holds a lone surrogate (an escape such as \\ud800 without its pair), which is "
-                "not text",
-                file=source,
-                field=".".join(path) or None,
-            )
+    _refuse_text(
+        data,
+        lambda text: SURROGATE.search(text) is not None,
+        "holds a lone surrogate (an escape such as \\ud800 without its pair), which is not text",
+        source,
+    )
 
 
 def _refuse_nul(data: Any, source: str) -> None:
     """Name the first key or string of JSON data that holds a NUL (\\u0000)."""
+    _refuse_text(data, lambda text: "\x00" in text, "holds a NUL byte (\\u0000): remove it", source)
+
+
+def _refuse_text(data: Any, held_in: Callable[[str], bool], message: str, source: str) -> None:
+    """FmaBandsError(message) naming the first key or string of JSON data that `held_in` finds,
+    walked without recursing (the data may be nested as deep as load_json allows)."""
     todo: list[tuple[tuple[str, ...], Any]] = [((), data)]
     while todo:
         path, value = todo.pop()
         if isinstance(value, dict):
-            held = any("\x00" in key for key in value)
+            held = any(held_in(key) for key in value)
             todo += [((*path, key), item) for key, item in reversed(value.items())]
         elif isinstance(value, list):
             held = False
             todo += [((*path, str(i)), item) for i, item in reversed(list(enumerate(value)))]
         else:
-            held = isinstance(value, str) and "\x00" in value
+            held = isinstance(value, str) and held_in(value)
         if held:
-            raise FmaBandsError(
-                "holds a NUL byte (\\u0000): remove it", file=source, field=".".join(path) or None
-            )
+            raise FmaBandsError(message, file=source, field=".".join(path) or None)
 
 
 def read_json(path: str | Path, *, limit: int, what: str = "file") -> Any:

@@ -171,8 +171,7 @@ class Vignette:
     def compute_digests(self) -> None:
         """Make every digest the staleness test and the registry ask for now, so that a parse
         kept between processes (evidence/kept_reads.py) carries them: each is made from the
-        vignette alone, and made again per process it cost every command reading reviews a
-        SHA-256 of each context and proposal."""
+        vignette alone, and a process taking the parse back need not hash it again."""
         # Cached properties, made by reading them.
         self._context_digests  # noqa: B018
         for proposal in self.proposals:
