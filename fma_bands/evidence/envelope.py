@@ -28,6 +28,7 @@ from fma_bands.evidence.dsse import (
     parse_envelope,
     verify_parsed,
 )
+from fma_bands.evidence.shapes import adjudication_lacks
 
 # Every record of the log has a kind; its predicateType names it.
 KINDS = (
@@ -70,6 +71,9 @@ class CheckedEnvelope:
     statement: dict[str, Any] | None = None  # set once the signature and place are verified
     keyid: str | None = None
     pseudonym: str | None = None
+    # What an adjudication's content lacks of the shape the registry reads, worked out with its
+    # parse (shapes.py): refused for it only after its signer's key is checked.
+    lacks: str | None = None
 
     @property
     def kind(self) -> str | None:
@@ -196,11 +200,12 @@ def _checked(path: Path, data: bytes, from_file: bool) -> CheckedEnvelope:
     checked.file_sha256 = hashlib.sha256(data).hexdigest()
     known = _recall(_parsed, checked.file_sha256)
     if known is _MISSING:
-        parsed, error = _parse(data, str(path))
-        _remember(_parsed, checked.file_sha256, (_without_payload(parsed), error))
+        parsed, error, lacks = _parse(data, str(path))
+        _remember(_parsed, checked.file_sha256, (_without_payload(parsed), error, lacks))
         checked.payload = parsed[0][0] if parsed[0] is not None else None
     else:
-        parsed, error = known
+        parsed, error, lacks = known
+    checked.lacks = lacks
     parse, checked.payload_sha256, checked.claimed = parsed[1:]
     if parse is not None:
         checked.payload_type, checked.signatures = parse
@@ -212,18 +217,27 @@ def _checked(path: Path, data: bytes, from_file: bool) -> CheckedEnvelope:
 # The envelope's parse (payload, type, signatures) when well formed, its payload's digest and
 # the statement it claims.
 _Parsed = tuple[Parsed | None, tuple[str, tuple[tuple[str, bytes], ...]] | None, str | None, Any]
-# What a file's bytes are as an envelope: its parse (without the payload) and what is wrong with
-# it as a record, if anything, before any signature is checked.
-Parse = tuple[_Parsed, tuple[str, str] | None]
+# What a file's bytes are as an envelope: its parse (without the payload), what is wrong with it
+# as a record, if anything, before any signature is checked, and what its content lacks.
+Parse = tuple[_Parsed, tuple[str, str] | None, str | None]
 
 
 def _without_payload(parsed: _Parsed) -> _Parsed:
     return (None, *parsed[1:])
 
 
-def _parse(data: bytes, source: str) -> tuple[_Parsed, tuple[str, str] | None]:
-    """The envelope's parse and what is wrong with it as an fma-bands record (None when
-    nothing is, before any signature is checked)."""
+def _parse(data: bytes, source: str) -> Parse:
+    """The envelope's parse, what is wrong with it as an fma-bands record (None when nothing
+    is, before any signature is checked) and what its content lacks (shapes.py)."""
+    parsed, error = _parse_record(data, source)
+    claimed = parsed[3]
+    lacks = None
+    if error is None and claimed["predicateType"] == TYPE_OF["adjudication"]:
+        lacks = adjudication_lacks(claimed["predicate"])
+    return parsed, error, lacks
+
+
+def _parse_record(data: bytes, source: str) -> tuple[_Parsed, tuple[str, str] | None]:
     try:
         envelope = load_json(decode_text(data, what="envelope", file=source), source=source)
     except FmaBandsError as exc:

@@ -29,6 +29,7 @@ from fma_bands.core.files import compose_yaml, construct_yaml, read_bounded, wri
 from fma_bands.evidence.harness import _package
 from fma_bands.evidence.log import Evidence, read_evidence
 from fma_bands.evidence.provenance import Reason
+from fma_bands.evidence.shapes import EXEMPTION_VERDICTS
 
 EXEMPTIONS_FILE = "exemptions.yaml"
 FILE_LIMIT = 256 * 1024
@@ -45,7 +46,7 @@ AGE_LIMIT = 130
 
 # CONFIRM: the registered direction is the defensible one; REJECT: no exemption at all; AMEND:
 # another direction is the defensible one (given with the review).
-VERDICTS = ("CONFIRM", "REJECT", "AMEND")
+VERDICTS = EXEMPTION_VERDICTS
 STATUS_OF = {"CONFIRM": "confirmed", "REJECT": "rejected", "AMEND": "amended"}
 UNADJUDICATED = "unadjudicated"
 SUBJECT_PREFIX = "exemption:"

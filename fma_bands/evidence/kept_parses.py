@@ -2,13 +2,14 @@
 that a command or the app's server parses as JSON only the records it has not read before.
 
 What an envelope file's bytes are as a record (its parse, the statement it claims, what is wrong
-with it before any signature is checked: envelope.py) depends on those bytes and fma-bands' code
-alone. Each is kept under the SHA-256 of the file's bytes, all of an attestations folder's in
-one answer (kept.py) in a private folder of this user's (`envelope-parses`, in the kept
-answers' folder), authenticated with HMAC-SHA256 under a key made there, and kept under a key
-naming the code (fma-bands, the libraries it reads with, Python's version) and the folder.
-Nothing else is kept: every file is still read and hashed, every signature checked against its
-bytes, the chain walked and every rule applied on every read. A file changed by one byte has
+with it before any signature is checked, what its content lacks: envelope.py, shapes.py)
+depends on those bytes and fma-bands' code alone. Each is kept under the SHA-256 of the file's
+bytes, all of an attestations folder's in one answer (kept.py) in a private folder of this
+user's (`envelope-parses`, in the kept answers' folder), authenticated with HMAC-SHA256 under a
+key made there, and kept under a key naming the code (fma-bands, the libraries it reads with,
+Python's version) and the folder. Nothing else is kept: every file is still read and hashed,
+every signature checked against its bytes, the chain walked and every rule applied on every
+read (a record whose content lacks its shape refused for it, after its signer's key). A file changed by one byte has
 another digest and is parsed afresh.
 
 The answer is Python's pickle of plain data (the statements as JSON reads them, the signatures'
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from fma_bands.evidence.envelope import Parse
     from fma_bands.evidence.kept import Answers
 
-FORMAT = b"fma-bands envelope parses 1\n"
+FORMAT = b"fma-bands envelope parses 2\n"
 # A folder of its own inside the kept answers' (with a key of its own), as the vignette reads
 # have: the commands' answers never push the parses out, nor the parses them.
 FOLDER = "envelope-parses"
@@ -177,13 +178,16 @@ def _parses_in(handle: IO[bytes]) -> "dict[str, Parse]":
 
 def _is_parse(item: tuple[Any, Any]) -> bool:
     """The shape envelope.py gives a parse: (None, (type, signatures) or None, the payload's
-    digest or None, the statement), then None or (code, message)."""
+    digest or None, the statement), then None or (code, message), then None or what the
+    statement's content lacks."""
     digest, parse = item
     if type(digest) is not str or len(digest) != _DIGEST_LENGTH:
         return False
-    if type(parse) is not tuple or len(parse) != 2:
+    if type(parse) is not tuple or len(parse) != 3:
         return False
-    parsed, error = parse
+    parsed, error, lacks = parse
+    if lacks is not None and type(lacks) is not str:
+        return False
     if error is not None and not (
         type(error) is tuple and len(error) == 2 and all(type(e) is str for e in error)
     ):

@@ -35,6 +35,7 @@ from fma_bands.evidence.envelope import (
 from fma_bands.evidence.kept_parses import keep_parses, recall_parses
 from fma_bands.evidence.keys import keyid_for
 from fma_bands.evidence.policy import Policy, check_policy
+from fma_bands.evidence.shapes import chair_decision_well_formed
 
 if TYPE_CHECKING:
     # Only a type here: `fma-bands verify` reads envelopes, never vignettes, and the vignettes'
@@ -471,7 +472,7 @@ class _Walk:
 
             return revoke
         if env.kind == "chair_decision":
-            if not _chair_decision_well_formed(env.predicate.get("decision")):
+            if not chair_decision_well_formed(env.predicate.get("decision")):
                 return ("malformed", "its decision lacks the band, the band chosen or a reason")
             # Who was chair here is kept: the registry counts a decision only from the rater
             # the policy named chair at its place in the log (and still names).
@@ -481,90 +482,13 @@ class _Walk:
                 self.evidence.chairs[env.digest] = chair
 
             return decided
-        reviews = env.predicate["reviews"]
-        if not isinstance(reviews, list) or not all(map(_review_well_formed, reviews)):
-            return ("malformed", "its reviews are not a list of signed reviews")
-        if not _exemption_reviews_well_formed(env.predicate.get("exemption_reviews", [])):
-            return ("malformed", "its exemption reviews are not a list of signed reviews")
+        if env.lacks is not None:
+            return ("malformed", env.lacks)
 
         def signed() -> None:
             self.signed_by[env.digest] = name
 
         return signed
-
-
-REVIEW_TEXTS = ("vignette_id", "sub_action", "band_digest", "context_digest")
-VERDICTS = ("ACCEPT", "AMEND", "DECLINE")
-# What else a signed review may hold, and of which kinds.
-REVIEW_KINDS: dict[str, tuple[type, ...]] = {
-    "proposal_digest": (str, type(None)),
-    "mode": (str,),
-    "reason": (str, type(None)),
-    "answers": (dict,),
-    "corrections": (dict,),
-    "origin": (str,),
-}
-
-
-_ABSENT = object()
-
-
-def _review_well_formed(review: Any) -> bool:
-    """Whether a signed review has the shape the registry reads (docs/design.md, Attestations):
-    its band and digests named by text, a verdict, and what else it holds of the right kind. A
-    record signed by a key of its own study can still hold anything: it is refused whole, never
-    read in part."""
-    # Plain loops, not generators: every read of the folder checks every review (179,000 at
-    # 1,000 x 20), and a generator's frames were most of what this cost.
-    if not isinstance(review, dict) or review.get("verdict") not in VERDICTS:
-        return False
-    for key in REVIEW_TEXTS:
-        if not isinstance(review.get(key), str):
-            return False
-    for key, kinds in REVIEW_KINDS.items():
-        value = review.get(key, _ABSENT)
-        if value is not _ABSENT and not isinstance(value, kinds):
-            return False
-    if "round" in review and not _whole(review["round"]):
-        return False
-    return all(isinstance(answer, dict) for answer in review.get("answers", {}).values())
-
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-CHAIR_TEXTS = ("vignette_id", "sub_action", "band_digest", "context_digest", "proposal_digest")
-
-
-def _chair_decision_well_formed(decision: Any) -> bool:
-    """Whether a chair's decision has the shape the registry reads (docs/design.md, The
-    registry): the band it settles with its digests, the band chosen, a reason and the round."""
-    return (
-        isinstance(decision, dict)
-        and all(isinstance(decision.get(k), str) for k in CHAIR_TEXTS)
-        and "band" in decision
-        and isinstance(decision.get("reason"), str)
-        and bool(decision["reason"].strip())
-        and isinstance(decision.get("round"), int)
-        and not isinstance(decision.get("round"), bool)
-    )
-
-
-def _exemption_reviews_well_formed(reviews: Any) -> bool:
-    """Whether an adjudication's exemption reviews (docs/design.md, Exemptions) have the shape
-    the exemption decision reads: a list of mappings naming an entry, a verdict, the entry's
-    digest and the round, and a direction (an AMEND's) and a reason that are text if given."""
-    return isinstance(reviews, list) and all(
-        isinstance(r, dict)
-        and all(isinstance(r.get(k), str) for k in ("attribute", "sub_action", "entry_digest"))
-        and r.get("verdict") in ("CONFIRM", "REJECT", "AMEND")
-        and isinstance(r.get("direction"), str | None)
-        and isinstance(r.get("reason"), str | None)
-        and isinstance(r.get("round"), int)
-        and not isinstance(r.get("round"), bool)
-        for r in reviews
-    )
 
 
 def _enrolment(fields: Any) -> dict[str, Any] | tuple[str, str]:

@@ -213,12 +213,14 @@ def _kept_parse(folder: Path) -> tuple[str, tuple]:
 @pytest.mark.parametrize(
     "planted",
     [
-        lambda marker, digest, parse: {digest: (_Calls(os.mkdir, str(marker)), None)},
+        lambda marker, digest, parse: {digest: (_Calls(os.mkdir, str(marker)), None, None)},
         lambda marker, digest, parse: {
-            digest: ((None, parse[0][1], parse[0][2], _Statement(parse[0][3])), None)
+            digest: ((None, parse[0][1], parse[0][2], _Statement(parse[0][3])), None, None)
         },
-        lambda marker, digest, parse: {digest: (parse[0], "malformed")},
-        lambda marker, digest, parse: {digest: ((b"payload", *parse[0][1:]), None)},
+        lambda marker, digest, parse: {digest: (parse[0], "malformed", None)},
+        lambda marker, digest, parse: {digest: ((b"payload", *parse[0][1:]), None, None)},
+        lambda marker, digest, parse: {digest: (parse[0], parse[1], ["its reviews"])},
+        lambda marker, digest, parse: {digest: parse[:2]},
         lambda marker, digest, parse: [(digest, parse)],
     ],
     ids=[
@@ -226,6 +228,8 @@ def _kept_parse(folder: Path) -> tuple[str, tuple]:
         "a class",
         "an error of another shape",
         "a payload",
+        "what it lacks, not text",
+        "a parse of the format before",
         "a list",
     ],
 )

@@ -23,6 +23,8 @@ import yaml
 from fma_bands.core.errors import AccessDenied, FmaBandsError, WrongPassphrase
 from fma_bands.core.protocol import DECLARATIONS
 from fma_bands.core.vignettes import load_library
+from fma_bands.evidence import envelope as envelope_module
+from fma_bands.evidence import kept_parses
 from fma_bands.evidence.export import (
     SECTIONS,
     export_document,
@@ -30,6 +32,7 @@ from fma_bands.evidence.export import (
     load_bands,
     write_bands,
 )
+from fma_bands.evidence.kept_parses import keep_parses_in
 from fma_bands.evidence.log import read_evidence
 from fma_bands.evidence.policy import POLICY_FILE, Policy
 from fma_bands.evidence.provenance import ADJUDICATED, REASONS
@@ -1348,4 +1351,60 @@ def test_a_signed_review_or_enrolment_of_the_wrong_kind_is_refused_whole(files, 
     assert problems(folder) == {resigned.name: "malformed"}
     [said] = [p.message for p in read_evidence(folder).problems if p.file == resigned.name]
     assert "its reviews are not a list of signed reviews" in said
+    nothing_granted(study, folder)
+
+
+def test_a_record_of_the_wrong_kind_read_from_a_kept_parse_is_refused_as_it_was(
+    files, store, tmp_path, monkeypatch
+):
+    """What a record's content lacks is worked out with its parse (evidence/shapes.py) and kept
+    with it: a second process, finding the parse kept, refuses the record for the same reason
+    without parsing it."""
+    study, folder, envelope = files
+    statement = statement_of(envelope)
+    with session_scope(store) as s:
+        _, private_01 = unlock_signing_key(s, study.a.id, PASS_01)
+    statement["predicate"]["exemption_reviews"] = [{"attribute": "sex", "verdict": "CONFIRM"}]
+    envelope.unlink()
+    resigned = forge(envelope, statement, private_01)
+    parsed: list[str] = []
+    real = envelope_module._parse
+    monkeypatch.setattr(
+        envelope_module, "_parse", lambda data, source: parsed.append(source) or real(data, source)
+    )
+    checked: list[int] = []
+    lacks = envelope_module.adjudication_lacks
+    monkeypatch.setattr(
+        envelope_module, "adjudication_lacks", lambda p: checked.append(1) or lacks(p)
+    )
+    each_process = []
+    for _ in range(2):  # a process parsing every file, then one finding each parse kept
+        envelope_module.clear_cache()
+        kept_parses._kept.forget()
+        checked.clear()
+        with keep_parses_in(tmp_path / "kept"):
+            assert problems(folder) == {resigned.name: "malformed"}
+            said = [p.message for p in read_evidence(folder).problems if p.file == resigned.name]
+        [message] = said
+        assert message.endswith(
+            "does not verify: its exemption reviews are not a list of signed reviews"
+        )
+        each_process.append(len(checked))
+    # Neither the file nor any adjudication's reviews were read again by the second.
+    assert [Path(p).name for p in parsed].count(resigned.name) == 1
+    assert each_process[0] > 0 and each_process[1] == 0
+    nothing_granted(study, folder)
+
+
+def test_a_strangers_record_of_the_wrong_kind_is_refused_for_its_key_first(files):
+    """The signer's key is checked before what the record holds: a stranger's record says it
+    is nobody's (unrostered_key), whatever its reviews lack."""
+    study, folder, envelope = files
+    key = stranger()
+    statement = statement_of(envelope)
+    del statement["predicate"]["reviews"][0]["verdict"]
+    statement["predicate"]["signer"]["keyid"] = keyid_of(key)
+    envelope.unlink()
+    forged = forge(envelope, statement, key)
+    assert problems(folder) == {forged.name: "unrostered_key"}
     nothing_granted(study, folder)
