@@ -8,6 +8,7 @@ confirms it as theirs when signing. It goes into the open round (from round 2, o
 the bands that rater re-reviews); a closed round takes no import.
 """
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -60,6 +61,12 @@ class HandbackLine:
     reason: str
 
 
+# The line breaks a text editor writes (Unix, Windows, old Mac OS). str.splitlines also breaks at
+# U+2028, U+2029, form feeds and the like: a reason holding U+2028 (as a review's may) would be
+# cut in two, and a form feed would pass unseen where control_character names it on its line.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def parse_handback(
     text: str, library: Library, source: str = "hand-back", *, mode: str = "review"
 ) -> list[HandbackLine]:
@@ -68,7 +75,7 @@ def parse_handback(
     lines: list[HandbackLine] = []
     problems: list[tuple[int, str]] = []
     seen: dict[tuple[str, str], int] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(_LINE_BREAK.split(text), start=1):
         stripped = raw.strip()
         if not stripped or stripped.startswith("#"):
             continue

@@ -11,7 +11,7 @@ from fma_bands.store.db import session_scope
 from fma_bands.store.models import Review
 from fma_bands.study import audit
 from fma_bands.study.assignment import change
-from fma_bands.study.handback import import_handback
+from fma_bands.study.handback import import_handback, parse_handback
 from tests.conftest import HANDBACK, enrol_study
 from tests.study.test_rounds import ESI, VID, closed, library, second  # noqa: F401
 
@@ -110,3 +110,21 @@ def test_round_two_takes_the_raters_it_opened_with_whatever_the_assignment_says(
             source="paper.txt",
         )
     assert (review.round, review.origin) == (2, "handback")
+
+
+def test_a_handback_breaks_lines_where_an_editor_does_and_nowhere_else(shared_library):
+    """Lines end at \\n, \\r\\n or \\r; a reason may hold U+2028 or U+2029 as a review's may, and
+    a form feed or a vertical tab is named on its own line, never taken for a line break."""
+    first = "draft_triage_01 | esi_acuity | ACCEPT | first\u2028still the first\u2029reason"
+    other = "draft_ordering_01 | esi_acuity | DECLINE | second"
+    for text in (f"{first}\n{other}\n", f"{first}\r\n{other}", f"{first}\r{other}\r"):
+        lines = parse_handback(text, shared_library)
+        assert [(line.number, line.reason) for line in lines] == [
+            (1, "first\u2028still the first\u2029reason"),
+            (2, "second"),
+        ]
+    for control in ("\x0c", "\x0b", "\x1c", "\x85"):
+        with pytest.raises(FmaBandsError) as refused:
+            parse_handback(f"{other}\n{first}{control}more\n", shared_library)
+        [problem] = refused.value.problems
+        assert problem.line == 2 and f"U+{ord(control):04X}" in problem.message, problem
