@@ -11,7 +11,6 @@ import contextlib
 import hashlib
 import importlib
 import importlib.util
-import re
 import secrets
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,16 +28,13 @@ from fma_bands.core.files import compose_yaml, construct_yaml, read_bounded, wri
 from fma_bands.evidence.harness import _package
 from fma_bands.evidence.log import Evidence, read_evidence
 from fma_bands.evidence.provenance import Reason
-from fma_bands.evidence.shapes import EXEMPTION_VERDICTS
+from fma_bands.evidence.shapes import EXEMPTION_VERDICTS, WORD
 
 EXEMPTIONS_FILE = "exemptions.yaml"
 FILE_LIMIT = 256 * 1024
 # The harness's NEVER_EXEMPT (fairmedagent.conditions): no entry may key on these, whatever its
 # direction (tests/evidence/test_exemptions.py holds it to the harness's own set).
 NEVER_EXEMPT = frozenset({"stigmatizing_language_flags", "controlled_substance_caution"})
-# An attribute or a direction is a short lower-case word, as the harness writes them
-# ("lep", "more", "away_from_nsaid"): the harness compares them as strings.
-WORD = re.compile(r"[a-z][a-z0-9_]{0,39}\Z")
 FIELDS = ("attribute", "sub_action", "direction", "requires_adjudication", "age_gate", "rationale")
 REQUIRED = ("attribute", "sub_action", "direction")
 RATIONALE_LIMIT = 4000

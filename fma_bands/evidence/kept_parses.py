@@ -9,8 +9,8 @@ user's (`envelope-parses`, in the kept answers' folder), authenticated with HMAC
 key made there, and kept under a key naming the code (fma-bands, the libraries it reads with,
 Python's version) and the folder. Nothing else is kept: every file is still read and hashed,
 every signature checked against its bytes, the chain walked and every rule applied on every
-read (a record whose content lacks its shape refused for it, after its signer's key). A file changed by one byte has
-another digest and is parsed afresh.
+read (a record whose content lacks its shape refused for it, after its signer's key). A file
+changed by one byte has another digest and is parsed afresh.
 
 The answer is Python's pickle of plain data (the statements as JSON reads them, the signatures'
 bytes), unpickled only after its authentication holds, and then into no class at all: an answer

@@ -7,6 +7,7 @@ statement's parse (envelope.py) and kept with it (kept_parses.py); the walk (log
 record for it at the same place in its checks as it always did, after the signer's key.
 """
 
+import re
 from typing import Any
 
 from fma_bands.core.protocol import VERDICTS
@@ -22,6 +23,9 @@ REVIEW_KINDS: dict[str, tuple[type, ...]] = {
     "origin": (str,),
 }
 EXEMPTION_VERDICTS = ("CONFIRM", "REJECT", "AMEND")
+# An attribute or a direction is a short lower-case word, as the harness writes them
+# ("lep", "more", "away_from_nsaid"): the harness compares them as strings.
+WORD = re.compile(r"[a-z][a-z0-9_]{0,39}\Z")
 CHAIR_TEXTS = ("vignette_id", "sub_action", "band_digest", "context_digest", "proposal_digest")
 
 NOT_REVIEWS = "its reviews are not a list of signed reviews"
@@ -63,12 +67,14 @@ def review_well_formed(review: Any) -> bool:
 def exemption_reviews_well_formed(reviews: Any) -> bool:
     """Whether an adjudication's exemption reviews (docs/design.md, Exemptions) have the shape
     the exemption decision reads: a list of mappings naming an entry, a verdict, the entry's
-    digest and the round, and a direction (an AMEND's) and a reason that are text if given."""
+    digest and the round, a direction that is text if given and, for an AMEND, a word the
+    harness reads (the direction the export writes), and a reason that is text if given."""
     return isinstance(reviews, list) and all(
         isinstance(r, dict)
         and all(isinstance(r.get(k), str) for k in ("attribute", "sub_action", "entry_digest"))
         and r.get("verdict") in EXEMPTION_VERDICTS
         and isinstance(r.get("direction"), str | None)
+        and (r["verdict"] != "AMEND" or WORD.match(r.get("direction") or "") is not None)
         and isinstance(r.get("reason"), str | None)
         and isinstance(r.get("round"), int)
         and not isinstance(r.get("round"), bool)

@@ -98,16 +98,33 @@ GOOD_EXEMPTION_REVIEW = {
 
 
 @pytest.mark.parametrize(
-    ("direction", "well_formed"),
-    [("fewer", True), (None, True), (["fewer"], False), ({"a": 1}, False), (5, False)],
+    ("verdict", "direction", "well_formed"),
+    [
+        ("AMEND", "fewer", True),
+        ("AMEND", "away_from_nsaid", True),
+        ("AMEND", None, False),
+        ("AMEND", "", False),
+        ("AMEND", "Fewer!", False),
+        ("AMEND", "fewer\n", False),
+        ("AMEND", "x" * 41, False),
+        ("CONFIRM", None, True),
+        ("REJECT", None, True),
+        ("CONFIRM", ["fewer"], False),
+        ("AMEND", ["fewer"], False),
+        ("AMEND", {"a": 1}, False),
+        ("AMEND", 5, False),
+    ],
 )
-def test_a_signed_exemption_reviews_direction_is_text_if_given(direction, well_formed):
-    """The decision compares the directions the raters gave (a set of them): anything but
-    text is no direction, and the record holding it is refused whole."""
-    review = {**GOOD_EXEMPTION_REVIEW, "direction": direction}
+def test_a_signed_exemption_reviews_direction_is_text_and_an_amends_a_harness_word(
+    verdict, direction, well_formed
+):
+    """The decision compares the directions the raters gave (a set of them), and the export
+    writes an AMEND's for the harness, which compares it as a word: anything else is no
+    direction, and the record holding it is refused whole."""
+    review = {**GOOD_EXEMPTION_REVIEW, "verdict": verdict, "direction": direction}
     assert shapes.exemption_reviews_well_formed([review]) is well_formed
-    without = {k: v for k, v in GOOD_EXEMPTION_REVIEW.items() if k != "direction"}
-    assert shapes.exemption_reviews_well_formed([without]) is True
+    without = {k: v for k, v in review.items() if k != "direction"}
+    assert shapes.exemption_reviews_well_formed([without]) is (verdict != "AMEND")
 
 
 @pytest.mark.parametrize(
@@ -132,6 +149,13 @@ def test_a_signed_exemption_reviews_reason_is_text_if_given(reason, well_formed)
             {
                 "reviews": [GOOD_REVIEW],
                 "exemption_reviews": [{**GOOD_EXEMPTION_REVIEW, "round": True}],
+            },
+            shapes.NOT_EXEMPTION_REVIEWS,
+        ),
+        (
+            {
+                "reviews": [],
+                "exemption_reviews": [{**GOOD_EXEMPTION_REVIEW, "direction": "Fewer!"}],
             },
             shapes.NOT_EXEMPTION_REVIEWS,
         ),
