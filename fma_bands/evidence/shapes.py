@@ -67,17 +67,17 @@ def review_well_formed(review: Any) -> bool:
 def exemption_reviews_well_formed(reviews: Any) -> bool:
     """Whether an adjudication's exemption reviews (docs/design.md, Exemptions) have the shape
     the exemption decision reads: a list of mappings naming an entry, a verdict, the entry's
-    digest and the round, a direction that is text if given and, for an AMEND, a word the
-    harness reads (the direction the export writes), and a reason that is text if given."""
+    digest and the round, a direction only for an AMEND and then a word the harness reads
+    (the direction the export writes), and a reason that is text if given. The decision
+    compares the verdicts and directions the raters gave: a CONFIRM carrying a direction would
+    keep two CONFIRMs from agreeing, as the app never lets one carry any."""
     return isinstance(reviews, list) and all(
         isinstance(r, dict)
         and all(isinstance(r.get(k), str) for k in ("attribute", "sub_action", "entry_digest"))
         and r.get("verdict") in EXEMPTION_VERDICTS
-        and isinstance(r.get("direction"), str | None)
-        and (r["verdict"] != "AMEND" or WORD.match(r.get("direction") or "") is not None)
+        and (_word(r.get("direction")) if r["verdict"] == "AMEND" else r.get("direction") is None)
         and isinstance(r.get("reason"), str | None)
-        and isinstance(r.get("round"), int)
-        and not isinstance(r.get("round"), bool)
+        and _whole(r.get("round"))
         for r in reviews
     )
 
@@ -94,6 +94,10 @@ def chair_decision_well_formed(decision: Any) -> bool:
         and isinstance(decision.get("round"), int)
         and not isinstance(decision.get("round"), bool)
     )
+
+
+def _word(value: Any) -> bool:
+    return isinstance(value, str) and WORD.match(value) is not None
 
 
 def _whole(value: Any) -> bool:

@@ -109,6 +109,8 @@ GOOD_EXEMPTION_REVIEW = {
         ("AMEND", "x" * 41, False),
         ("CONFIRM", None, True),
         ("REJECT", None, True),
+        ("CONFIRM", "fewer", False),
+        ("REJECT", "Fewer!", False),
         ("CONFIRM", ["fewer"], False),
         ("AMEND", ["fewer"], False),
         ("AMEND", {"a": 1}, False),
@@ -118,13 +120,23 @@ GOOD_EXEMPTION_REVIEW = {
 def test_a_signed_exemption_reviews_direction_is_text_and_an_amends_a_harness_word(
     verdict, direction, well_formed
 ):
-    """The decision compares the directions the raters gave (a set of them), and the export
-    writes an AMEND's for the harness, which compares it as a word: anything else is no
-    direction, and the record holding it is refused whole."""
+    """The decision compares the verdicts and directions the raters gave (a set of them), and
+    the export writes an AMEND's for the harness, which compares it as a word: a direction
+    on a CONFIRM or a REJECT, or an AMEND's that is no word, refuses the record whole."""
     review = {**GOOD_EXEMPTION_REVIEW, "verdict": verdict, "direction": direction}
     assert shapes.exemption_reviews_well_formed([review]) is well_formed
     without = {k: v for k, v in review.items() if k != "direction"}
     assert shapes.exemption_reviews_well_formed([without]) is (verdict != "AMEND")
+
+
+@pytest.mark.parametrize(
+    ("round_", "well_formed"),
+    [(1, True), (2, True), (0, False), (-1, False), (True, False), (1.0, False), ("1", False)],
+)
+def test_a_signed_exemption_reviews_round_is_a_round(round_, well_formed):
+    """As a band review's: 1 or more, an integer and not a truth value."""
+    review = {**GOOD_EXEMPTION_REVIEW, "round": round_}
+    assert shapes.exemption_reviews_well_formed([review]) is well_formed
 
 
 @pytest.mark.parametrize(
@@ -156,6 +168,15 @@ def test_a_signed_exemption_reviews_reason_is_text_if_given(reason, well_formed)
             {
                 "reviews": [],
                 "exemption_reviews": [{**GOOD_EXEMPTION_REVIEW, "direction": "Fewer!"}],
+            },
+            shapes.NOT_EXEMPTION_REVIEWS,
+        ),
+        (
+            {
+                "reviews": [],
+                "exemption_reviews": [
+                    {**GOOD_EXEMPTION_REVIEW, "verdict": "CONFIRM", "direction": "zzz"}
+                ],
             },
             shapes.NOT_EXEMPTION_REVIEWS,
         ),
