@@ -120,7 +120,10 @@ def _handback_line(
     if vignette.proposal(name) is None:
         raise FmaBandsError(f"vignette {vid} has no {name} band to review")
     verdict, _, band_text = verdict_text.partition(" ")
-    verdict, band_text = verdict.strip().upper(), band_text.strip()
+    verdict, band_text = verdict.strip(), band_text.strip()
+    # Any case of the word itself, and nothing else upper() would make it: "declıne" (a dotless
+    # i) is no DECLINE.
+    verdict = verdict.upper() if verdict.isascii() else verdict
     if verdict not in VERDICTS:
         raise FmaBandsError(f"verdict {verdict_text!r} is not ACCEPT, AMEND {{band}} or DECLINE")
     band = None

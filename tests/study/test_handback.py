@@ -128,3 +128,17 @@ def test_a_handback_breaks_lines_where_an_editor_does_and_nowhere_else(shared_li
             parse_handback(f"{other}\n{first}{control}more\n", shared_library)
         [problem] = refused.value.problems
         assert problem.line == 2 and f"U+{ord(control):04X}" in problem.message, problem
+
+
+def test_a_handbacks_verdict_is_the_word_in_any_case_and_nothing_that_upper_case_makes_it(
+    shared_library,
+):
+    line = "draft_ordering_01 | esi_acuity | {} | a reason"
+    assert [x.verdict for x in parse_handback(line.format("decline"), shared_library)] == [
+        "DECLINE"
+    ]
+    for lookalike in ("decl\u0131ne", "DECL\u0130NE", "\uff24ECLINE"):
+        with pytest.raises(FmaBandsError) as refused:
+            parse_handback(line.format(lookalike), shared_library)
+        [problem] = refused.value.problems
+        assert problem.line == 1 and "is not ACCEPT" in problem.message, problem
