@@ -17,6 +17,7 @@ from fma_bands.cli.base import (
     settings,
     store,
 )
+from fma_bands.cli.paths import check_output
 from fma_bands.core.errors import AccessDenied, FmaBandsError
 
 VERDICT_CHOICES = ("CONFIRM", "REJECT", "AMEND")
@@ -200,10 +201,11 @@ def export(out: str, harness: str | None, yaml_file: str | None, study: str | No
     if harness is not None or yaml_file is not None:
         given, _ = _entries(harness, yaml_file)
     target = Path(out)
-    if target.is_dir():
+    if target.is_dir() and not target.is_symlink():
         target = target / EXEMPTIONS_FILE
     elif out.endswith(("/", os.sep)):
         raise FmaBandsError(f"no folder {out} to write {EXEMPTIONS_FILE} in: make it first")
+    check_output(target, EXEMPTIONS_FILE)  # refused before anything is decided
     study_id, since = pinned(study)
     if given is not None and not has_database():
         document = exemptions_document(given, settings().attestations, study=study_id)

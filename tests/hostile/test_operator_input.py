@@ -1,8 +1,9 @@
 """What an operator names on the command line: the files a command writes go only to a new path
-or over a regular file, never into the attestations folder nor onto a link, device, FIFO or
-folder, and a refused path changes nothing; a reset writes the new code before it commits;
-database URLs are refused by name and shown without their password, in output, errors and the
-bug log (0600); numeric options are bounded (in-process, with click's CliRunner)."""
+or over a regular file, never into the attestations or vignettes folder, over the study's own
+files, or onto a link, device, FIFO or folder, and a refused path changes nothing; a reset
+writes the new code before it commits; database URLs are refused by name and shown without their
+password, in output, errors and the bug log (0600); numeric options are bounded (in-process,
+with click's CliRunner)."""
 
 import os
 import sqlite3
@@ -85,6 +86,57 @@ def test_nothing_is_written_into_the_attestations_folder(fma, tmp_path):  # noqa
         "inside the attestations folder",
     )
     assert sorted(p.name for p in (tmp_path / "att").iterdir()) == listed
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link", "device"])
+def test_exemptions_yaml_is_never_written_onto_an_odd_path(fma, tmp_path, odd_paths, kind):  # noqa: F811
+    target = odd_paths[kind]
+    before = os.lstat(target)
+    refused(fma("exemptions", "export", str(target)), str(target), "not a regular file")
+    after = os.lstat(target)
+    assert (stat.S_IFMT(after.st_mode), after.st_ino) == (
+        stat.S_IFMT(before.st_mode),
+        before.st_ino,
+    )
+    assert (tmp_path / "real.yaml").read_text() == "kept\n"
+
+
+def test_exemptions_yaml_is_never_written_into_the_attestations_folder(fma, tmp_path):  # noqa: F811
+    """Not over a signed record, nor policy.yaml, nor as the folder's exemptions.yaml."""
+    before = {p.name: p.read_bytes() for p in (tmp_path / "att").iterdir()}
+    record = sorted(name for name in before if name.endswith(".dsse.json"))[-1]
+    for out in (f"att/{record}", "att/policy.yaml", "att", "att/new.yaml"):
+        refused(fma("exemptions", "export", out), "inside the attestations folder")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "att").iterdir()} == before
+
+
+def test_no_output_is_written_over_the_studys_own_files_or_among_its_vignettes(
+    fma,  # noqa: F811
+    tmp_path,
+    cli_vignettes,  # noqa: F811
+):
+    """Not over the study's database, its identity key or its log, nor into the vignettes
+    folder, where the next read would take the file for a vignette."""
+    key = tmp_path / "fma-bands-identity.key"
+    key.write_bytes(b"sealing key")
+    (tmp_path / "fma-bands.log").write_text("kept\n")
+    db_before = (tmp_path / "x.db").read_bytes()
+    vignettes_before = sorted(p.name for p in cli_vignettes.iterdir())
+    cases = {
+        "x.db": "the study's database",
+        str(tmp_path / "x.db"): "the study's database",
+        "fma-bands-identity.key": "the study's identity key",
+        "fma-bands.log": "the study's log file",
+        str(cli_vignettes / "bands.yaml"): "inside the vignettes folder",
+    }
+    for out, said in cases.items():
+        refused(fma("export", "--out", out), said)
+        refused(fma("exemptions", "export", out), said)
+        refused(fma("report", "--out", out), said)
+    assert (tmp_path / "x.db").read_bytes() == db_before
+    assert key.read_bytes() == b"sealing key"
+    assert (tmp_path / "fma-bands.log").read_text() == "kept\n"
+    assert sorted(p.name for p in cli_vignettes.iterdir()) == vignettes_before
 
 
 def test_a_reset_whose_code_cannot_be_written_resets_nothing(fma, tmp_path, monkeypatch):  # noqa: F811
