@@ -241,15 +241,20 @@ def done(code: int = 0) -> NoReturn:
 
 
 @contextlib.contextmanager
-def store() -> Iterator["Session"]:
-    """A session on the study database, brought to the current schema first (as the app does)."""
+def store(*, create: bool = False) -> Iterator["Session"]:
+    """A session on the study database, brought to the current schema first (as the app does).
+
+    Only a command that sets a study up (`create`: `init`, `demo`, the first coordinator's
+    `user add`) makes a SQLite file that is not there: any other would make an empty study
+    where the operator meant theirs (a mistyped --db, a command run in the wrong folder), and
+    answer from it."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from fma_bands.store.db import make_engine, session_scope, shown_url, upgrade
     from fma_bands.study.ledger import publish
 
     url = settings().database_url
-    engine = make_engine(url)
+    engine = make_engine(url, create=create)
     try:
         upgrade(engine)
         with session_scope(engine) as session:
@@ -278,8 +283,11 @@ def has_database() -> bool:
     """False for a SQLite file that does not exist (an editor's checkout holds only files):
     commands that merely read the store then do without it rather than create it."""
     url = settings().database_url
-    # os.path.exists: a path no file can have (too long, a NUL) holds no study either.
-    return not url.startswith("sqlite:///") or os.path.exists(url.removeprefix("sqlite:///"))
+    if not url.startswith("sqlite:///"):
+        return True
+    # Without its options (?timeout=...); os.path.exists: a path no file can have (too long, a
+    # NUL) holds no study either.
+    return os.path.exists(url.removeprefix("sqlite:///").split("?", 1)[0])
 
 
 def pinned(given: str | None) -> tuple[str | None, tuple[int, str] | None]:

@@ -44,7 +44,7 @@ def init() -> None:
     from fma_bands.store.db import shown_url
     from fma_bands.study.state import study
 
-    with store() as session:
+    with store(create=True) as session:
         found, report = synced(session)
         current = study(session)
     click.echo(
@@ -113,7 +113,7 @@ def demo(reuse: bool) -> None:
         )
     for problem in found.problems:
         click.echo(f"warning: {problem}", err=True)
-    with store() as session:
+    with store(create=True) as session:
         sync_vignettes(session, found, actor="cli")
         root = DEMO_USERS[0]["passphrase"]
         for fields in DEMO_USERS:

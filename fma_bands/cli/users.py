@@ -74,7 +74,7 @@ def add(
 
     if code_file:
         check_output(code_file, "enrolment code")
-    with store() as session:
+    with store(create=role == "coordinator") as session:
         if role == "coordinator" and not has_coordinator(session):
             if not passphrase_file:
                 raise FmaBandsError(

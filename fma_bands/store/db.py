@@ -4,6 +4,7 @@ A database is only ever brought to the current schema by the migrations in migra
 tables are never created behind their back, so a study survives an upgrade of fma-bands.
 """
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,8 +42,9 @@ def normalise_url(url: str) -> str:
     return url
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for a SQLite file or a PostgreSQL server; any other URL is refused by name."""
+def make_engine(url: str, *, create: bool = True) -> Engine:
+    """An engine for a SQLite file or a PostgreSQL server; any other URL is refused by name.
+    Without `create`, a SQLite file that is not there is refused by name, never made."""
     url = normalise_url(url)
     parsed = check_url(url)
     backend = parsed.get_backend_name()
@@ -54,6 +56,11 @@ def make_engine(url: str) -> Engine:
     try:
         if backend == "sqlite":
             if parsed.database and parsed.database != ":memory:":
+                if not create and not os.path.exists(parsed.database):
+                    raise FmaBandsError(
+                        f"no study database at {shown_url(parsed)}: `fma-bands init` sets a "
+                        "study up there; name the study's own with --db or FMA_BANDS_DATABASE_URL"
+                    )
                 Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(url, connect_args={"check_same_thread": False})
             event.listen(engine, "connect", _sqlite_pragmas)

@@ -137,7 +137,23 @@ def test_export_under_proc_is_refused_by_name(run):
     ],
 )
 def test_a_database_url_it_cannot_use_is_named(run, url, fragment):
-    one_line_error(run("--db", url, "phase"), fragment)
+    one_line_error(run("--db", url, "init"), fragment)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("phase",), ("mode",), ("user", "list"), ("round", "show"), ("exemptions", "list")],
+)
+def test_a_command_that_reads_a_study_makes_no_database_where_there_is_none(run, tmp_path, command):
+    """A mistyped --db, or a command run in the wrong folder, is said to name no study: no
+    empty study (nor its folders) is made to answer from."""
+    for url in (f"sqlite:///{tmp_path / 'typo.db'}", f"sqlite:///{tmp_path / 'no' / 'x.db'}"):
+        one_line_error(run("--db", url, *command), "no study database at")
+    one_line_error(run(*command), "no study database at sqlite:///fma-bands.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vignettes"]
+    # The commands that set a study up make it.
+    assert run("init").exit_code == 0
+    assert (tmp_path / "fma-bands.db").exists()
 
 
 def test_an_empty_vignette_folder_is_refused_and_retires_nothing(run, tmp_path):
@@ -174,6 +190,7 @@ def test_a_bug_is_one_line_pointing_at_the_log(run, tmp_path, monkeypatch):
     def broken() -> None:
         raise RuntimeError("an invariant broke")
 
+    assert run("init").exit_code == 0
     monkeypatch.setattr("fma_bands.study.state.study", lambda session: broken())
     message = one_line_error(run("phase"), "this is a bug in fma-bands", code=BUG_EXIT)
     assert "RuntimeError" in message and str(tmp_path / "bug.log") in message

@@ -576,6 +576,7 @@ def test_phase_and_mode(enrolled):
 
 
 def test_phase_needs_a_coordinator(store):
+    assert store.fma("init").returncode == 0
     error = store.fails("phase", "closed")
     assert "no coordinator is enrolled" in error
     with store.session() as s:

@@ -121,6 +121,7 @@ def test_each_kind_of_error_has_its_status(run, monkeypatch, error, code):
     def fail(session):
         raise error("the message")
 
+    assert run("init").exit_code == 0
     monkeypatch.setattr("fma_bands.study.state.study", fail)
     result = run("phase")
     assert result.exit_code == code, result.output
@@ -133,6 +134,7 @@ def test_70_for_a_bug_names_the_log(run, monkeypatch, tmp_path):
     def broken(session):
         raise KeyError("an invariant broke")
 
+    assert run("init").exit_code == 0
     monkeypatch.setattr("fma_bands.study.state.study", broken)
     result = run("phase", "--json")
     assert result.exit_code == BUG_EXIT and result.stdout == ""
