@@ -282,12 +282,17 @@ def library(folders: tuple[str, ...] = ()) -> "Library":
 def has_database() -> bool:
     """False for a SQLite file that does not exist (an editor's checkout holds only files):
     commands that merely read the store then do without it rather than create it."""
-    url = settings().database_url
+    path = sqlite_file(settings().database_url)
+    # os.path.exists: a path no file can have (too long, a NUL) holds no study either.
+    return path is None or os.path.exists(path)
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file a SQLite URL names, without its options (?timeout=...); None for a server's.
+    Read from the text, as commands that never open the store ask it too."""
     if not url.startswith("sqlite:///"):
-        return True
-    # Without its options (?timeout=...); os.path.exists: a path no file can have (too long, a
-    # NUL) holds no study either.
-    return os.path.exists(url.removeprefix("sqlite:///").split("?", 1)[0])
+        return None
+    return url.removeprefix("sqlite:///").split("?", 1)[0]
 
 
 def pinned(given: str | None) -> tuple[str | None, tuple[int, str] | None]:

@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from fma_bands.cli.base import settings
+from fma_bands.cli.base import settings, sqlite_file
 from fma_bands.core.errors import FmaBandsError
 
 
@@ -62,7 +62,7 @@ def _study_files() -> dict[str, Path]:
     """The study's own files that a command must never write an output over, by what they are."""
     found = settings()
     files = {"identity key": found.identity_key, "log file": found.log_file}
-    url = found.database_url
-    if url.startswith("sqlite:///"):
-        files["database"] = Path(url.removeprefix("sqlite:///").split("?", 1)[0])
+    database = sqlite_file(found.database_url)
+    if database is not None:
+        files["database"] = Path(database)
     return files
