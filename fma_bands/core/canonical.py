@@ -23,6 +23,16 @@ def canonical_text_float_free(obj: Any) -> str:
     return _ENCODER.encode(obj)
 
 
+# What _ENCODER.encode does with a string, without the call through the encoder's Python code: the
+# audit check encodes four strings for each event of the log.
+_encode_string = json.encoder.encode_basestring
+
+
+def canonical_text_of_string(text: str | None) -> str:
+    """canonical_json's text of a string or None (a field the audit log holds as either)."""
+    return "null" if text is None else _encode_string(text)
+
+
 def _no_floats(text: str) -> NoReturn:
     raise ValueError(f"a float in JSON: {text}")
 

@@ -16,6 +16,7 @@ from sqlmodel import Session, col
 
 from fma_bands.core.canonical import (
     canonical_text_float_free,
+    canonical_text_of_string,
     loads_float_free,
     sha256_digest,
     sha256_of_canonical,
@@ -88,9 +89,12 @@ def each_stored_event(session: Session, batch: int = 5000) -> Iterator[StoredEve
         col(AuditEvent.prev_hash),
         col(AuditEvent.hash),
     ).order_by(col(AuditEvent.seq))
-    # Named tuples, as a row's attributes are slow to read: they cost verify a tenth of a second.
-    # (Through the session, not its connection, so that it flushes first as it always did.)
-    for rows in session.execute(query.execution_options(yield_per=batch)).partitions():
+    # Named tuples, as a row's attributes are slow to read. Through the session's connection
+    # (Core): the session's execute would make the rows through the ORM's loading. Flushed
+    # first, as the session's execute would, so that what the session holds is read too.
+    session.flush()
+    rows_read = session.connection().execute(query.execution_options(yield_per=batch))
+    for rows in rows_read.partitions():
         yield from (StoredEvent(*row) for row in rows)
 
 
@@ -146,7 +150,7 @@ def _document_json(
 ) -> str:
     """canonical_json's text of event_hash's document, given the payload's own canonical JSON:
     encoding the document as a whole would encode the same payload again for every rater."""
-    encode = canonical_text_float_free
+    encode = canonical_text_of_string  # each of them is a string (actor may be None)
     # The keys in sorted order, as canonical_json writes them.
     return (
         f'{{"actor":{encode(actor)},"at":{encode(at_text)},"kind":{encode(kind)},'

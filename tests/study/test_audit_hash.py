@@ -13,7 +13,12 @@ from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlmodel import Session, col
 
-from fma_bands.core.canonical import canonical_json, canonical_text_float_free, loads_float_free
+from fma_bands.core.canonical import (
+    canonical_json,
+    canonical_text_float_free,
+    canonical_text_of_string,
+    loads_float_free,
+)
 from fma_bands.store.db import session_scope
 from fma_bands.store.models import AuditEvent
 from fma_bands.study import audit
@@ -293,6 +298,16 @@ def test_float_free_parsing_and_encoding_agree_with_canonical_json(value):
     except UnicodeEncodeError:  # a lone surrogate: canonical JSON is UTF-8, and has none
         expected = None
     encoded = canonical_text_float_free(parsed)
+    assert (encoded.encode() if _utf8(encoded) else None) == expected
+
+
+@given(st.none() | st.text())
+def test_a_string_or_none_is_encoded_as_canonical_json_encodes_it(text):
+    try:
+        expected = canonical_json(text)
+    except UnicodeEncodeError:  # a lone surrogate, as above
+        expected = None
+    encoded = canonical_text_of_string(text)
     assert (encoded.encode() if _utf8(encoded) else None) == expected
 
 
