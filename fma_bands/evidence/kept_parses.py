@@ -2,7 +2,8 @@
 that a command or the app's server parses as JSON only the records it has not read before.
 
 What an envelope file's bytes are as a record (its parse, the statement it claims, what is wrong
-with it before any signature is checked, what its content lacks: envelope.py, shapes.py)
+with it before any signature is checked, what its content lacks, where its payload lies in the
+bytes: envelope.py, shapes.py)
 depends on those bytes and fma-bands' code alone. Each is kept under the SHA-256 of the file's
 bytes, all of an attestations folder's in one answer (kept.py) in a private folder of this
 user's (`envelope-parses`, in the kept answers' folder), authenticated with HMAC-SHA256 under a
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from fma_bands.evidence.envelope import Parse
     from fma_bands.evidence.kept import Answers
 
-FORMAT = b"fma-bands envelope parses 2\n"
+FORMAT = b"fma-bands envelope parses 3\n"
 # A folder of its own inside the kept answers' (with a key of its own), as the vignette reads
 # have: the commands' answers never push the parses out, nor the parses them.
 FOLDER = "envelope-parses"
@@ -179,14 +180,22 @@ def _parses_in(handle: IO[bytes]) -> "dict[str, Parse]":
 def _is_parse(item: tuple[Any, Any]) -> bool:
     """The shape envelope.py gives a parse: (None, (type, signatures) or None, the payload's
     digest or None, the statement), then None or (code, message), then None or what the
-    statement's content lacks."""
+    statement's content lacks, then None or where the payload lies (start, end)."""
     digest, parse = item
     if type(digest) is not str or len(digest) != _DIGEST_LENGTH:
         return False
-    if type(parse) is not tuple or len(parse) != 3:
+    if type(parse) is not tuple or len(parse) != 4:
         return False
-    parsed, error, lacks = parse
+    parsed, error, lacks, span = parse
     if lacks is not None and type(lacks) is not str:
+        return False
+    if span is not None and not (
+        type(span) is tuple
+        and len(span) == 2
+        and type(span[0]) is int
+        and type(span[1]) is int
+        and 0 <= span[0] <= span[1]
+    ):
         return False
     if error is not None and not (
         type(error) is tuple and len(error) == 2 and all(type(e) is str for e in error)

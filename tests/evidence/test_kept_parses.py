@@ -3,6 +3,7 @@ folder parses no record and finds what the first found, with every signature sti
 changed or new file alone is parsed; an answer not made here, or holding anything but plain
 data, is never used; and where no front end said where to keep them, nothing is kept."""
 
+import json
 import os
 import pickle
 import shutil
@@ -213,14 +214,18 @@ def _kept_parse(folder: Path) -> tuple[str, tuple]:
 @pytest.mark.parametrize(
     "planted",
     [
-        lambda marker, digest, parse: {digest: (_Calls(os.mkdir, str(marker)), None, None)},
+        lambda marker, digest, parse: {digest: (_Calls(os.mkdir, str(marker)), None, None, None)},
         lambda marker, digest, parse: {
-            digest: ((None, parse[0][1], parse[0][2], _Statement(parse[0][3])), None, None)
+            digest: ((None, parse[0][1], parse[0][2], _Statement(parse[0][3])), None, None, None)
         },
-        lambda marker, digest, parse: {digest: (parse[0], "malformed", None)},
-        lambda marker, digest, parse: {digest: ((b"payload", *parse[0][1:]), None, None)},
-        lambda marker, digest, parse: {digest: (parse[0], parse[1], ["its reviews"])},
-        lambda marker, digest, parse: {digest: parse[:2]},
+        lambda marker, digest, parse: {digest: (parse[0], "malformed", None, parse[3])},
+        lambda marker, digest, parse: {digest: ((b"payload", *parse[0][1:]), None, None, None)},
+        lambda marker, digest, parse: {digest: (parse[0], parse[1], ["its reviews"], parse[3])},
+        lambda marker, digest, parse: {digest: (*parse[:3], (parse[3][0], str(parse[3][1])))},
+        lambda marker, digest, parse: {digest: (*parse[:3], (parse[3][1], parse[3][0]))},
+        lambda marker, digest, parse: {digest: (*parse[:3], (-1, parse[3][1]))},
+        lambda marker, digest, parse: {digest: (*parse[:3], (True, parse[3][1]))},
+        lambda marker, digest, parse: {digest: parse[:3]},
         lambda marker, digest, parse: [(digest, parse)],
     ],
     ids=[
@@ -229,6 +234,10 @@ def _kept_parse(folder: Path) -> tuple[str, tuple]:
         "an error of another shape",
         "a payload",
         "what it lacks, not text",
+        "where the payload lies, not numbers",
+        "where the payload lies, its end first",
+        "where the payload lies, before the file",
+        "where the payload lies, a truth value",
         "a parse of the format before",
         "a list",
     ],
@@ -243,6 +252,57 @@ def test_an_authenticated_answer_of_anything_but_plain_parses_is_not_used(
     plant(folder, tmp_path / "kept", planted(marker, digest, parse), new_process)
     assert_parsed_afresh(folder, tmp_path / "kept", monkeypatch, new_process)
     assert not marker.exists()
+
+
+def test_a_second_read_checks_each_signature_on_the_payload_where_the_first_found_it(
+    folder, tmp_path, monkeypatch, new_process
+):
+    """The second read parses no envelope as JSON again, not even to check a signature: the
+    payload is decoded from the bytes just read, where the first read found it, and every
+    signature is checked on it."""
+    kept = tmp_path / "kept"
+    fresh = found(folder)
+    new_process()
+    with keep_parses_in(kept):
+        found(folder)
+    new_process()
+    envelopes_parsed: list[object] = []
+    real = envelope.parse_envelope
+    monkeypatch.setattr(envelope, "parse_envelope", lambda e: envelopes_parsed.append(e) or real(e))
+    keyids = verified(monkeypatch)
+    with keep_parses_in(kept):
+        second = found(folder)
+    assert envelopes_parsed == [] and second == fresh
+    assert len(keyids) >= len(envelope_files(folder))
+
+
+def test_a_payload_spelled_with_json_escapes_is_read_again_from_its_envelope(
+    folder, tmp_path, monkeypatch, new_process
+):
+    """JSON may spell the payload's base64 with escapes (`\\u0041` for `A`): the payload is the
+    same and the record as good, but it lies nowhere in the bytes as written, so a second read
+    parses that envelope again to check its signature, and finds the same."""
+    path = envelope_files(folder)[-1]
+    data = json.loads(path.read_bytes())
+    text = json.dumps(data)
+    payload = data["payload"]
+    escaped = "".join(f"\\u{ord(c):04x}" if i % 7 == 0 else c for i, c in enumerate(payload))
+    path.write_text(text.replace(payload, escaped), encoding="utf-8")
+    assert envelope.load_envelope(path).payload_span is None
+    new_process()
+    kept = tmp_path / "kept"
+    fresh = found(folder)
+    assert fresh[0], fresh[3]
+    new_process()
+    with keep_parses_in(kept):
+        found(folder)
+    new_process()
+    names = parsed(monkeypatch)
+    keyids = verified(monkeypatch)
+    with keep_parses_in(kept):
+        second = found(folder)
+    assert names == [] and second == fresh
+    assert len(keyids) >= len(envelope_files(folder))
 
 
 def test_a_kept_parse_does_not_stand_for_the_signature(folder, tmp_path, monkeypatch, new_process):
