@@ -234,33 +234,41 @@ def _parse(data: bytes, source: str) -> Parse:
     """The envelope's parse, what is wrong with it as an fma-bands record (None when nothing
     is, before any signature is checked), what its content lacks (shapes.py) and where its
     payload lies in `data`."""
-    parsed, error = _parse_record(data, source)
+    parsed, error, payload_text = _parse_record(data, source)
     claimed = parsed[3]
-    lacks = None
-    if error is None and claimed["predicateType"] == TYPE_OF["adjudication"]:
-        lacks = adjudication_lacks(claimed["predicate"])
-    return parsed, error, lacks, _payload_span(data, parsed[0])
+    lacks, span = None, None
+    if error is None:
+        if claimed["predicateType"] == TYPE_OF["adjudication"]:
+            lacks = adjudication_lacks(claimed["predicate"])
+        span = _payload_span(data, payload_text)
+    return parsed, error, lacks, span
 
 
-def _payload_span(data: bytes, parsed: Parsed | None) -> tuple[int, int] | None:
-    """Where the envelope's payload lies in its bytes as base64 (start, end); None when there
-    is no payload, or JSON escapes spell some of it (the envelope is then parsed again)."""
-    if parsed is None:
+def _payload_span(data: bytes, payload_text: str | None) -> tuple[int, int] | None:
+    """Where the envelope's payload lies in its bytes as base64 (start, end); None when JSON
+    escapes spell some of it (the envelope is then parsed again to check a signature)."""
+    if payload_text is None:
         return None
-    # parse_envelope takes only canonical base64: encoding the payload gives its text exactly.
-    # Wherever that text is found in the bytes, it decodes to this payload.
-    text = base64.b64encode(parsed[0])
+    # parse_envelope took it as base64, so it is ASCII; wherever the bytes hold it as written,
+    # they decode to this payload. (bytes.find is linear in the bytes, whatever they hold.)
+    text = payload_text.encode("ascii")
     start = data.find(text)
     return None if start < 0 else (start, start + len(text))
 
 
-def _parse_record(data: bytes, source: str) -> tuple[_Parsed, tuple[str, str] | None]:
+_Record = tuple[_Parsed, tuple[str, str] | None, str | None]
+
+
+def _parse_record(data: bytes, source: str) -> _Record:
+    """The envelope's parse and what is wrong with it as a record, with its payload's text
+    when it is a well-formed DSSE envelope."""
     try:
         envelope = load_json(decode_text(data, what="envelope", file=source), source=source)
     except FmaBandsError as exc:
-        return (None, None, None, None), (
-            "malformed",
-            f"not a readable JSON envelope: {exc.message}",
+        return (
+            (None, None, None, None),
+            ("malformed", f"not a readable JSON envelope: {exc.message}"),
+            None,
         )
     parsed: Parsed | None = None
     try:
@@ -270,8 +278,10 @@ def _parse_record(data: bytes, source: str) -> tuple[_Parsed, tuple[str, str] | 
         try:
             payload = base64.b64decode(envelope["payload"], validate=True)
         except (KeyError, TypeError, ValueError):
-            return (None, None, None, None), ("malformed", f"not a DSSE envelope: {exc.message}")
+            refusal = ("malformed", f"not a DSSE envelope: {exc.message}")
+            return (None, None, None, None), refusal, None
     parse = (parsed[1], tuple(parsed[2])) if parsed is not None else None
+    payload_text = envelope["payload"] if parsed is not None else None
     digest = hashlib.sha256(payload).hexdigest()
     try:
         text = decode_text(payload, what="signed statement")
@@ -280,18 +290,18 @@ def _parse_record(data: bytes, source: str) -> tuple[_Parsed, tuple[str, str] | 
         )
     except FmaBandsError as exc:
         reason = f"the signed payload is not a JSON statement: {exc.message}"
-        return (parsed, parse, digest, None), ("malformed", reason)
+        return (parsed, parse, digest, None), ("malformed", reason), payload_text
     found: _Parsed = (parsed, parse, digest, claimed)
     if parsed is None:
-        return found, ("malformed", "not a well-formed DSSE envelope")
+        return found, ("malformed", "not a well-formed DSSE envelope"), None
     if parsed[1] != IN_TOTO_PAYLOAD_TYPE:
-        return found, ("malformed", f"payloadType is {parsed[1]}, not in-toto")
+        return found, ("malformed", f"payloadType is {parsed[1]}, not in-toto"), payload_text
     if not _well_formed(claimed):
         # Nothing reads what is no statement: it is not kept (a folder of such files would
         # otherwise be held whole).
         reason = "the payload is not an fma-bands in-toto statement"
-        return (parsed, parse, digest, None), ("malformed", reason)
-    return found, None
+        return (parsed, parse, digest, None), ("malformed", reason), payload_text
+    return found, None, payload_text
 
 
 def _well_formed(statement: Any) -> bool:
