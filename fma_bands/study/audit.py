@@ -51,7 +51,9 @@ class AuditProblem:
 class AuditReport:
     ok: bool
     n_events: int
-    head: tuple[int, str] | None
+    # The newest event's (seq, hash); its hash None when what is stored in its place is not text
+    # (the event is then reported as edited).
+    head: tuple[int, str | None] | None
     problems: list[AuditProblem] = field(default_factory=list)
 
     def __str__(self) -> str:
@@ -239,7 +241,8 @@ def verify(
             problems.append(
                 AuditProblem(problem.seq, problem.kind, f"{source} carries it: {problem.message}")
             )
-    return AuditReport(ok=not problems, n_events=len(hash_of_seq), head=last, problems=problems)
+    shown = None if last is None else (last[0], last[1] if isinstance(last[1], str) else None)
+    return AuditReport(ok=not problems, n_events=len(hash_of_seq), head=shown, problems=problems)
 
 
 def _check(row, previous, seq_of_hash: dict[str, int], content_ok: bool) -> list[AuditProblem]:
@@ -386,5 +389,9 @@ def _span(first: int, last: int) -> str:
     return f"events {first}-{last} are missing"
 
 
-def _short(digest: str) -> str:
+def _short(digest: object) -> str:
+    """A stored hash as messages show it: its first hex digits. What is stored in a hash's place
+    that is not text (a value of another type, written by SQL) is said to be so."""
+    if not isinstance(digest, str):
+        return "not a hash: no text is stored there"
     return digest.removeprefix("sha256:")[:12]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Text, cast, select, type_coerce
+from sqlalchemy import DateTime, Text, cast, select, type_coerce
 from sqlmodel import Session, col
 
 from fma_bands.core.canonical import (
@@ -68,7 +68,9 @@ def stored_columns(session: Session) -> tuple[Any, Any]:
         # type_coerce changes no SQL, so a value SQLite holds as another type arrives as that type.
         return type_coerce(AuditEvent.at, Text), type_coerce(AuditEvent.payload, Text)
     # psycopg would decode json itself; the cast hands over the very text it would decode.
-    return col(AuditEvent.at), cast(AuditEvent.payload, Text)
+    # `at` as psycopg reads it, not through the model's type: a column SQL changed to another
+    # type (text, say) arrives as that type, which no hash vouches for, rather than fail to read.
+    return type_coerce(AuditEvent.at, DateTime(timezone=True)), cast(AuditEvent.payload, Text)
 
 
 def stored_events(session: Session) -> list[StoredEvent]:

@@ -4,6 +4,8 @@ Content stored in a form fma-bands never writes is an edit both ways."""
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -575,6 +577,79 @@ def test_content_the_model_cannot_read_is_reported_edited_not_a_crash(tmp_path, 
         report = audit.verify(s)
     assert [(p.seq, p.kind) for p in report.problems] == [(2, "edited")]
     engine.dispose()
+
+
+@contextmanager
+def column_of_type(engine, column: str, wanted: str) -> Iterator[None]:
+    """audit_event's column changed to another type by SQL, its values converted, for the block;
+    then the log emptied and the column given back its type (the database serves the session)."""
+    with engine.begin() as conn:
+        before = conn.execute(
+            text(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = 'audit_event'::regclass AND attname = :column"
+            ),
+            {"column": column},
+        ).scalar_one()
+        conn.execute(text(f"ALTER TABLE audit_event ALTER COLUMN {column} TYPE {wanted}"))
+    try:
+        yield
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("TRUNCATE audit_event RESTART IDENTITY"))
+            conn.execute(
+                text(
+                    f"ALTER TABLE audit_event ALTER COLUMN {column} TYPE {before} "
+                    f"USING {column}::{before}"
+                )
+            )
+
+
+@pytest.mark.parametrize("seq", [2, 3], ids=["an event before the newest", "the newest event"])
+def test_a_hash_stored_as_bytes_is_an_edit_said_as_text_and_as_json(tmp_path, seq):
+    """SQLite stores what an UPDATE writes: an event's hash as a BLOB is an edit, and the report,
+    its newest event's included, is said as text and as JSON without failing."""
+    from fma_bands.store.db import make_engine, upgrade
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'fma-bands.db'}")
+    upgrade(engine)
+    append(engine, [{"a": 1}, {"b": 2}, {"c": 3}])
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE audit_event SET hash = CAST(hash AS BLOB) WHERE seq = {seq}"))
+    with Session(engine) as s:
+        report = audit.verify(s)
+    engine.dispose()
+    assert (seq, "edited") in [(p.seq, p.kind) for p in report.problems]
+    assert report.head == (3, None if seq == 3 else report.head[1])
+    said = str(report)
+    assert "head is event 3" in said and ("not a hash" in said) == (seq == 3)
+    json.dumps({"head": report.head, "problems": [p.message for p in report.problems]})
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("column", "wanted"),
+    [
+        ("hash", "bytea USING hash::bytea"),
+        ("at", "text USING at::text"),
+        ("at", "timestamp without time zone"),
+    ],
+)
+def test_a_column_changed_to_another_type_by_sql_is_an_edit_not_a_crash(
+    postgres_engine, column, wanted
+):
+    """On PostgreSQL, a column of the log changed to another type by ALTER TABLE (its values
+    with it) holds what fma-bands never writes: every event is reported edited, and the report
+    is said, never a failure to read it."""
+    engine = postgres_engine
+    with engine.begin() as conn:
+        conn.execute(text("TRUNCATE audit_event RESTART IDENTITY"))
+    append(engine, [{"a": 1}, {"b": 2}])
+    with column_of_type(engine, column, wanted), Session(engine) as s:
+        report = audit.verify(s)
+    assert {(p.seq, p.kind) for p in report.problems} >= {(1, "edited"), (2, "edited")}
+    assert "head is event 2" in str(report)
+    json.dumps({"head": report.head, "problems": [p.message for p in report.problems]})
 
 
 def test_verify_flushes_the_session_first_as_before(engine):
