@@ -566,17 +566,23 @@ def test_another_spelling_of_the_same_instant_is_an_edit(tmp_path):
 def test_content_the_model_cannot_read_is_reported_edited_not_a_crash(tmp_path, edit):
     """SQLite stores whatever an UPDATE writes. Content no fma-bands could have written is an
     edit of the log, and verify says so, naming the event, instead of failing."""
+    report = verified_after_sql(tmp_path, f"UPDATE audit_event SET {edit} WHERE seq = 2")
+    assert [(p.seq, p.kind) for p in report.problems] == [(2, "edited")]
+
+
+def verified_after_sql(tmp_path, statement: str) -> audit.AuditReport:
+    """audit.verify of a SQLite log of three events, after `statement` ran on it."""
     from fma_bands.store.db import make_engine, upgrade
 
     engine = make_engine(f"sqlite:///{tmp_path / 'fma-bands.db'}")
     upgrade(engine)
     append(engine, [{"a": 1}, {"b": 2}, {"c": 3}])
     with engine.begin() as conn:
-        conn.execute(text(f"UPDATE audit_event SET {edit} WHERE seq = 2"))
+        conn.execute(text(statement))
     with Session(engine) as s:
         report = audit.verify(s)
-    assert [(p.seq, p.kind) for p in report.problems] == [(2, "edited")]
     engine.dispose()
+    return report
 
 
 @contextmanager
@@ -609,16 +615,8 @@ def column_of_type(engine, column: str, wanted: str) -> Iterator[None]:
 def test_a_hash_stored_as_bytes_is_an_edit_said_as_text_and_as_json(tmp_path, seq):
     """SQLite stores what an UPDATE writes: an event's hash as a BLOB is an edit, and the report,
     its newest event's included, is said as text and as JSON without failing."""
-    from fma_bands.store.db import make_engine, upgrade
-
-    engine = make_engine(f"sqlite:///{tmp_path / 'fma-bands.db'}")
-    upgrade(engine)
-    append(engine, [{"a": 1}, {"b": 2}, {"c": 3}])
-    with engine.begin() as conn:
-        conn.execute(text(f"UPDATE audit_event SET hash = CAST(hash AS BLOB) WHERE seq = {seq}"))
-    with Session(engine) as s:
-        report = audit.verify(s)
-    engine.dispose()
+    statement = f"UPDATE audit_event SET hash = CAST(hash AS BLOB) WHERE seq = {seq}"
+    report = verified_after_sql(tmp_path, statement)
     assert (seq, "edited") in [(p.seq, p.kind) for p in report.problems]
     assert report.head == (3, None if seq == 3 else report.head[1])
     said = str(report)
