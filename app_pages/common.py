@@ -14,6 +14,7 @@ from typing import NoReturn, ParamSpec
 import streamlit as st
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
+from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from fma_bands.agreement.picture import Row, band_spec
@@ -213,11 +214,14 @@ P = ParamSpec("P")
 ACTIVE_AT, SIGNED_OUT_NOTE = "active_at", "signed_out_note"
 # The browser's cookie naming its server-side session (fma_bands.study.browser_sessions).
 COOKIE = "fma_bands_session"
-# What this Streamlit session keeps of it: the session's key (the token's hash, never the
-# token), when it last recorded activity there, whether the cookie was already looked at, and
-# the script the next run sends to set, refresh or clear the cookie.
+# What this Streamlit session keeps of it: the session's key (the token's hash), when it last
+# recorded activity there, whether the cookie was already looked at, the token itself while
+# someone is signed in (in this process's memory only: every run of the page sets the cookie
+# again, see send_cookie_script), whether activity was recorded since the cookie was last set,
+# and a clearing of the cookie the next run sends once.
 BROWSER_SESSION, TOUCHED_AT = "browser_session", "browser_session_touched_at"
-COOKIE_READ, COOKIE_SCRIPT = "browser_cookie_read", "browser_cookie_script"
+COOKIE_READ, COOKIE_TOKEN = "browser_cookie_read", "browser_cookie_token"
+COOKIE_RENEW, COOKIE_CLEAR = "browser_cookie_renew", "browser_cookie_clear"
 # Activity is written to the store at most this often, not on every rerun.
 TOUCH_EVERY_S = 60
 
@@ -297,9 +301,9 @@ def _resume() -> UserPublic | None:
     if found.user is None or found.token_hash is None:
         if found.idle:
             st.session_state[SIGNED_OUT_NOTE] = _idle_note(idle)
-        st.session_state[COOKIE_SCRIPT] = _clear_cookie_script()
+        st.session_state[COOKIE_CLEAR] = True
         return None
-    _act_for(found.user, found.token_hash)
+    _act_for(found.user, found.token_hash, token)
     return found.user
 
 
@@ -316,17 +320,17 @@ def _keep_alive(user: UserPublic, now: float) -> None:
         sign_out("You were signed out (in another tab, or your account changed). Sign in again.")
         st.rerun()
     st.session_state[TOUCHED_AT] = now
-    st.session_state[COOKIE_SCRIPT] = _refresh_cookie_script()
+    st.session_state[COOKIE_RENEW] = True
 
 
-def _act_for(user: UserPublic, key: str | None) -> None:
+def _act_for(user: UserPublic, key: str, token: str) -> None:
     now = time.monotonic()
     st.session_state.user = user.model_dump()
     st.session_state[ACTIVE_AT] = now
     st.session_state[COOKIE_READ] = True
-    if key is not None:
-        st.session_state[BROWSER_SESSION] = key
-        st.session_state[TOUCHED_AT] = now
+    st.session_state[BROWSER_SESSION] = key
+    st.session_state[TOUCHED_AT] = now
+    st.session_state[COOKIE_TOKEN] = token
     st.session_state.pop(SIGNED_OUT_NOTE, None)
 
 
@@ -339,9 +343,7 @@ def sign_in_session(user: UserPublic) -> None:
             end_session(s, old)
     with session() as s:
         token = open_session(s, user.id)
-    _act_for(user, token_hash(token))
-    # The token leaves the server only in this script, sent once by the next run.
-    st.session_state[COOKIE_SCRIPT] = _set_cookie_script(token)
+    _act_for(user, token_hash(token), token)
 
 
 def sign_out(note: str | None = None) -> None:
@@ -354,7 +356,7 @@ def sign_out(note: str | None = None) -> None:
     st.session_state.clear()
     # The cookie this Streamlit session began with names an ended session now: not read again.
     st.session_state[COOKIE_READ] = True
-    st.session_state[COOKIE_SCRIPT] = _clear_cookie_script()
+    st.session_state[COOKIE_CLEAR] = True
     if note:
         st.session_state[SIGNED_OUT_NOTE] = note
 
@@ -380,31 +382,42 @@ def _set_cookie_script(token: str) -> str:
     return _cookie_statement(f'"{token}"', _cookie_max_age())
 
 
-def _refresh_cookie_script() -> str:
-    # The cookie's own value set again with a new lifetime: the token is not sent again.
-    found = f"document.cookie.match(/(?:^|; ){COOKIE}=([A-Za-z0-9_-]+)/)"
-    # A block of its own: the name is not declared again when a later refresh runs.
-    update = _cookie_statement("found[1]", _cookie_max_age())
-    return f"{{ const found = {found}; if (found) {{ {update} }} }}"
-
-
 def _clear_cookie_script() -> str:
     return _cookie_statement('""', 0)
 
 
 def send_cookie_script(*, signed_in: bool) -> None:
-    """Send the pending cookie script, once: in the sidebar for a signed-in person (a hidden
-    element there shifts no element of the page), in the page for the sign-in form. Called by
-    a page's run and a fragment's own body, never from a callback: an element drawn by a
-    callback of a fragment's run (a form's save asking who is signed in) replaces the sidebar
-    of the page, "Signed in as" with it. In a fragment's run the script goes into the fragment;
-    else it waits for the next run of the page."""
+    """Set the cookie again, for a signed-in person, from a hidden element in the sidebar (it
+    shifts no element of the page); or clear it once, after a sign-out, from the page. Called
+    by every run of the page, never from a callback (an element a fragment's callback draws
+    replaces the page's sidebar, "Signed in as" with it).
+
+    Every run sets it, not only the run after signing in: the browser loads the code that runs
+    such an element only when the first one arrives, and a person who follows a link before
+    it has loaded replaces the element unrun; the next run's sets the cookie then. Each run
+    renews its lifetime too."""
+    st.session_state.pop(COOKIE_RENEW, None)
+    token = st.session_state.get(COOKIE_TOKEN)
+    if signed_in and token:
+        _draw_cookie_script(st.sidebar, _set_cookie_script(token))
+    elif st.session_state.pop(COOKIE_CLEAR, None):
+        _draw_cookie_script(st.container(), _clear_cookie_script())
+
+
+def renew_cookie_in_fragment() -> None:
+    """From a fragment's own body: in a run of the fragment alone, in which activity was
+    recorded (a save asked who is signed in), set the cookie again from the fragment, so that
+    a person who works long inside it without a run of the page keeps a live cookie. In a
+    run of the page it does nothing: the page's run sets it."""
     ctx = get_script_run_ctx()
-    in_fragment = bool(ctx and ctx.fragment_ids_this_run)
-    script = st.session_state.pop(COOKIE_SCRIPT, None)
-    if script is None:
+    if not (ctx and ctx.fragment_ids_this_run):
         return
-    where = st.sidebar if signed_in and not in_fragment else st.container()
+    token = st.session_state.get(COOKIE_TOKEN)
+    if st.session_state.pop(COOKIE_RENEW, None) and token:
+        _draw_cookie_script(st.container(), _set_cookie_script(token))
+
+
+def _draw_cookie_script(where: DeltaGenerator, script: str) -> None:
     # The element is hidden; a different body each time, so that the browser runs it again.
     where.html(
         f"<style>div[data-testid='stElementContainer']:has(script[data-fma-bands-cookie])"

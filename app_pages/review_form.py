@@ -27,7 +27,7 @@ from app_pages.common import (
     label_words,
     library,
     plain,
-    send_cookie_script,
+    renew_cookie_in_fragment,
     session,
     settings,
     show_errors,
@@ -97,7 +97,7 @@ def review_form(screen: Screen, review: ReviewState, signed: bool, notice: Delta
     # page's next run.
     # A rater may work here for long without a run of the page: the session's cookie is kept
     # alive from here too (the save asked who is signed in, and so renewed it).
-    send_cookie_script(signed_in=True)
+    renew_cookie_in_fragment()
     with st.container(key=FORM_KEY):
         _form(screen, review, signed, notice)
 

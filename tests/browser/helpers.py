@@ -35,8 +35,10 @@ def assert_no_exception(page: Page) -> None:
 
 
 def open_app(page: Page, url: str) -> None:
-    """Load the app afresh, signed out: the browser forgets its session cookie first (a reload
-    with the cookie would find the person again)."""
+    """Load the app afresh, signed out: the page leaves the app, whose every run sets the
+    session cookie again, and the browser forgets the cookie (a reload with it would find the
+    person again)."""
+    page.goto("about:blank")
     page.context.clear_cookies()
     page.goto(url)
     wait_for_app(page)
@@ -71,8 +73,15 @@ def press(page: Page, name: str) -> None:
 
 
 def open_from_sidebar(page: Page, title: str) -> None:
-    """Follow one of the sidebar's navigation links and wait for its page."""
-    page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True).click()
+    """Follow one of the sidebar's navigation links and wait for its page; without the link
+    (signed out, a page stopped short), the failure says which page is shown."""
+    link = page.get_by_test_id("stSidebarNav").get_by_role("link", name=title, exact=True)
+    try:
+        expect(link).to_be_visible(timeout=TIMEOUT_MS)
+    except AssertionError:
+        shown = page.get_by_test_id("stMain").inner_text()[:600]
+        raise AssertionError(f"no sidebar link {title!r}; the page shows:\n{shown}") from None
+    link.click()
     wait_for_app(page)
     assert_no_exception(page)
 

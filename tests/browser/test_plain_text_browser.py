@@ -110,9 +110,7 @@ def every_page(page: Page, outside: list[str], visited: dict[str, str]) -> None:
 
 def open_band(page: Page, server, name: str) -> None:
     """Open one band of the hostile case by its link, as a rater following it signs in again."""
-    page.context.clear_cookies()
-    page.goto(band_url(server, TARGET, name))
-    wait_for_app(page)
+    open_app(page, band_url(server, TARGET, name))
     sign_in(page, "rater-01", DEMO_ACCOUNTS["rater-01"])
     expect(page.get_by_role("heading", name=sub_action(name).label, level=1)).to_be_visible()
     wait_for_app(page)

@@ -8,7 +8,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, Route, expect
 
 from tests.browser.conftest import DEMO_ACCOUNTS, AppServer
 from tests.browser.helpers import (
@@ -188,3 +188,36 @@ def test_activity_inside_the_review_form_keeps_the_sidebar_and_renews_the_cookie
     expect(sidebar).to_contain_text("Signed in as rater-02 (rater)")
     expect(sidebar.get_by_role("button", name="Sign out", exact=True)).to_be_visible()
     shoot(page, "review-form-keeps-the-sidebar")
+
+
+def test_a_link_followed_before_the_cookie_script_has_loaded_still_leaves_the_cookie(
+    page: Page, server
+):
+    """The browser loads the code that runs the cookie's hidden element only when the first such
+    element arrives. Held back here (a slow network) until the person, just signed in, has
+    followed a sidebar link and that page has drawn: the element of the run after signing in
+    is gone unrun by then, and the next page's element sets the cookie once the code arrives."""
+    open_app(page, server.url)
+    held: list[Route] = []
+    page.route("**/Html.*.js", lambda route: held.append(route))
+    page.get_by_label("Your name in the study", exact=True).fill("rater-01")
+    page.get_by_label("Passphrase", exact=True).fill(DEMO_ACCOUNTS["rater-01"])
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Vignette library").click()
+    expect(page.get_by_role("heading", name="Vignette library", level=1)).to_be_visible()
+    app = page.get_by_test_id("stApp")
+    expect(app).to_have_attribute("data-test-script-state", "notRunning")
+    eventually(page, lambda: held_once(held))
+    has_cookie(page.context, present=False)
+    held[0].continue_()
+    page.unroute("**/Html.*.js")
+    settle(page)
+    eventually(page, lambda: has_cookie(page.context))
+    page.reload()
+    settle(page)
+    expect(page.get_by_role("heading", name="Vignette library", level=1)).to_be_visible()
+    signed_in_as(page, "rater-01")
+
+
+def held_once(held: list[Route]) -> None:
+    assert len(held) == 1, f"{len(held)} requests for the code of the html element held"

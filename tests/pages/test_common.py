@@ -205,17 +205,18 @@ def test_a_reload_finds_the_person_through_the_cookie_and_only_the_hash_is_kept(
     at.session_state["action"] = "sign in"
     at = load(at)
     assert acting_for(at) == "rater-01"
-    # The run after signing in sends the cookie, once, from the sidebar.
+    # The run after signing in sets the cookie, from the sidebar.
     [script] = cookie_scripts(at)
     assert at.sidebar.get("html") and "SameSite=Strict" in script and "Max-Age=1860" in script
     token = given_token(script)
     [row] = rows()
     assert row.token_hash == hashlib.sha256(token.encode()).hexdigest()
     assert token not in str(row.model_dump()) and row.ended_at is None
-    # Nothing in the Streamlit session keeps the token once it is sent.
+    # Every run sets it again, with the same token: a script the browser never ran (the person
+    # moved on before it had loaded) is made good by the next.
     at = load(at)
-    assert not cookie_scripts(at)
-    assert token not in str({k: at.session_state[k] for k in at.session_state})
+    [again] = cookie_scripts(at)
+    assert given_token(again) == token and again != script
     # A reload: a new Streamlit session, the cookie sent with it, signs rater-01 in again.
     jar[common.COOKIE] = token
     again = load()
@@ -240,6 +241,11 @@ def test_signing_out_ends_the_session_and_clears_the_cookie(store_with_rater):
     assert "Max-Age=0" in script and 'fma_bands_session=" + ""' in script
     [row] = rows()
     assert row.ended_at is not None
+    # Cleared once; nothing in the Streamlit session keeps the token any more.
+    token = jar[common.COOKIE]
+    at = load(at)
+    assert not cookie_scripts(at)
+    assert token not in str({k: at.session_state[k] for k in at.session_state})
     # The cookie the browser may still send names an ended session: a reload asks to sign in.
     assert acting_for(load()) == "nobody"
 
@@ -289,12 +295,10 @@ def test_activity_is_written_about_once_a_minute_not_on_every_run(store_with_rat
     move_back(5)
     before = seen()
     at = load(at)  # a rerun within the minute: nothing written
-    assert seen() == before and not cookie_scripts(at)
+    assert seen() == before
     at.session_state[common.TOUCHED_AT] -= common.TOUCH_EVERY_S + 1
-    at = load(at)  # a minute on: the activity is recorded, the cookie's lifetime renewed
+    at = load(at)  # a minute on: the activity is recorded
     assert seen() > before + timedelta(minutes=4)
-    [script] = cookie_scripts(at)
-    assert "document.cookie.match" in script and "Max-Age=1860" in script
     # Asking who is signed in draws nothing (a form's callback asks it; an element a fragment's
     # callback draws takes the place of the page's sidebar): the script waits for the run.
     at.session_state["hold script"] = True
@@ -304,7 +308,7 @@ def test_activity_is_written_about_once_a_minute_not_on_every_run(store_with_rat
     at.session_state["hold script"] = False
     at = load(at)
     [script] = cookie_scripts(at)
-    assert "document.cookie.match" in script
+    assert "Max-Age=1860" in script
     assert [e for e in at.sidebar.get("html") if "data-fma-bands-cookie" in e.proto.body]
     # Ended elsewhere (signed out in another tab): the next touch signs this one out too.
     with common.session() as s:
@@ -317,32 +321,42 @@ def test_activity_is_written_about_once_a_minute_not_on_every_run(store_with_rat
     assert "signed out" in at.text[1].value
 
 
-def fragment_run_page() -> None:
-    """Sends a pending cookie script as a fragment's own run would (its run's fragment ids)."""
+def fragment_page(in_fragment: bool) -> None:
+    """Renews the cookie as a fragment's own body does, in a run of the fragment alone (its
+    run's fragment ids) or in a run of the page, after activity was recorded."""
     import types
 
     import streamlit as st
 
     from app_pages import common
 
-    st.session_state[common.COOKIE_SCRIPT] = "void 0;"
+    st.session_state[common.COOKIE_TOKEN] = "t" * 43
+    st.session_state[common.COOKIE_RENEW] = True
     real = common.get_script_run_ctx
+    ids = ["the review form"] if in_fragment else []
     common.get_script_run_ctx = lambda: types.SimpleNamespace(  # type: ignore[assignment,misc]
-        fragment_ids_this_run=["the review form"]
+        fragment_ids_this_run=ids
     )
     try:
-        common.send_cookie_script(signed_in=True)
+        common.renew_cookie_in_fragment()
     finally:
         common.get_script_run_ctx = real
 
 
-def test_a_fragments_run_sends_the_cookie_script_in_the_fragment_not_the_sidebar():
+@pytest.mark.parametrize("in_fragment", [True, False])
+def test_a_fragments_own_run_renews_the_cookie_in_the_fragment_and_a_page_run_leaves_it(
+    in_fragment,
+):
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_function(fragment_run_page, default_timeout=30).run()
+    at = AppTest.from_function(fragment_page, args=(in_fragment,), default_timeout=30).run()
     assert not at.exception
-    assert cookie_scripts(at)  # drawn where the fragment draws (AppTest runs the page whole)
     assert not at.sidebar.get("html")
+    if in_fragment:  # drawn where the fragment draws (AppTest runs the page whole)
+        [script] = cookie_scripts(at)
+        assert given_token(script) == "t" * 43
+    else:  # the page's own run sets it from the sidebar
+        assert not cookie_scripts(at)
 
 
 def test_a_cache_key_is_short_and_changes_with_any_part():
