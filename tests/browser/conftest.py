@@ -2,12 +2,14 @@
 
 `app_server(**env)` starts (or reuses, within a module) `streamlit run app.py` with the given
 environment; `demo_server(vignettes)` does the same on a database `fma-bands demo` prepared
-(a coordinator and two raters, so tests can sign in); helpers.py signs in, waits for the app and
-takes screenshots.
+(a coordinator and two raters, so tests can sign in), prepared once per test process and copied
+for each server; helpers.py signs in, waits for the app and takes screenshots.
 """
 
 import contextlib
+import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -249,17 +251,49 @@ def app_server(tmp_path_factory):
         return server
 
     yield start
+    # Told to stop all at once: each takes about a second to shut down.
+    for server in started:
+        if server.process.poll() is None:
+            server.process.terminate()
     for server in started:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def demo_copies(tmp_path_factory):
+    """Factory: `demo_copies(folder, vignettes) -> URL`, a copy in `folder` of the demo study
+    prepared from `vignettes` (its database, attestations and identity key): prepared once per
+    test process for each folder's content, since preparing takes three commands and a copy
+    none. A folder whose files changed is prepared again."""
+    prepared: dict[tuple[str, str], Path] = {}
+
+    def copy(folder: Path, vignettes: Path) -> str:
+        key = (str(vignettes), _content_digest(vignettes))
+        if key not in prepared:
+            original = tmp_path_factory.mktemp("demo-prepared")
+            prepare_demo_database(original, vignettes)
+            prepared[key] = original
+        shutil.copytree(prepared[key], folder, dirs_exist_ok=True)
+        return f"sqlite:///{folder / 'fma-bands.db'}"
+
+    return copy
+
+
+def _content_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(f"{path.relative_to(folder)}\0{path.stat().st_size}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 @pytest.fixture(scope="module")
-def demo_server(app_server, tmp_path_factory):
+def demo_server(app_server, demo_copies, tmp_path_factory):
     """Factory: `demo_server(vignettes=DEMO_VIGNETTES, fresh=False) -> AppServer`.
 
     The app on a database `fma-bands demo` prepared from `vignettes`: accounts DEMO_ACCOUNTS,
-    review phase open, review mode. Shared within the module by folder; `fresh=True` prepares a
-    new database (nobody has reviewed anything yet).
+    review phase open, review mode. Shared within the module by folder; `fresh=True` starts on
+    a new copy of the prepared study (nobody has reviewed anything yet).
     """
     cache: dict[str, AppServer] = {}
 
@@ -268,7 +302,7 @@ def demo_server(app_server, tmp_path_factory):
         if not fresh and folder in cache and cache[folder].process.poll() is None:
             return cache[folder]
         demo = tmp_path_factory.mktemp("demo-db")
-        url = prepare_demo_database(demo, Path(folder))
+        url = demo_copies(demo, Path(folder))
         # The folder `fma-bands demo` published the raters' public keys to, so the registry
         # and attestations see the enrolled adjudicators.
         server = app_server(

@@ -5,6 +5,7 @@ now, Next band and Previous band (text being typed is sent first); and a reload 
 would lose text typed but not yet kept, and loses nothing once the field has lost focus."""
 
 import re
+from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Dialog, Locator, Page, expect
@@ -38,9 +39,12 @@ CASE_PICKER, BAND_PICKER = "Go to a case", "Band of this case"
 
 
 @pytest.fixture
-def server(demo_server) -> AppServer:
-    """A demo study nobody has reviewed yet: each test starts from its first band."""
-    return demo_server(fresh=True)
+def server(demo_server) -> Iterator[AppServer]:
+    """A demo study nobody has reviewed yet: each test starts from its first band. Stopped
+    after the test, not with the module's, so that a module's servers do not pile up."""
+    started = demo_server(fresh=True)
+    yield started
+    started.stop()
 
 
 def start(page: Page, server: AppServer, rater: str = "rater-01") -> None:
