@@ -378,7 +378,8 @@ def _cookie_max_age() -> int:
 
 
 def _set_cookie_script(token: str) -> str:
-    # token_urlsafe's letters, digits, - and _ need no quoting in a cookie or a JS string.
+    # token_urlsafe's letters, digits, - and _ need no quoting in a cookie or a JS string; a
+    # token read back from a cookie is one of ours (its SHA-256 found a stored session).
     return _cookie_statement(f'"{token}"', _cookie_max_age())
 
 

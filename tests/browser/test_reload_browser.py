@@ -200,13 +200,13 @@ def test_a_link_followed_before_the_cookie_script_has_loaded_still_leaves_the_co
     open_app(page, server.url)
     held: list[Route] = []
     page.route("**/Html.*.js", lambda route: held.append(route))
+    # Not sign_in(): its wait for the page would wait for the code held back.
     page.get_by_label("Your name in the study", exact=True).fill("rater-01")
     page.get_by_label("Passphrase", exact=True).fill(DEMO_ACCOUNTS["rater-01"])
     page.get_by_role("button", name="Sign in", exact=True).click()
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Vignette library").click()
     expect(page.get_by_role("heading", name="Vignette library", level=1)).to_be_visible()
-    app = page.get_by_test_id("stApp")
-    expect(app).to_have_attribute("data-test-script-state", "notRunning")
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
     eventually(page, lambda: held_once(held))
     has_cookie(page.context, present=False)
     held[0].continue_()
