@@ -442,6 +442,32 @@ def test_verify_passes_then_names_an_edited_envelope(study, copied):
     assert refused.returncode == 1 and not out.exists()
 
 
+def test_verify_reads_the_folder_without_the_database_library_or_pydantic(study):
+    """What an editor runs is mostly the fixed cost of starting: the database's library and
+    pydantic would be a large share of it (docs/performance.md), and `verify` needs neither."""
+    cli, _ = study
+    code = (
+        "import atexit, sys\n"
+        "heavy = ('pydantic', 'sqlalchemy', 'sqlmodel', 'numpy')\n"
+        "atexit.register(lambda: print([m for m in heavy if m in sys.modules], file=sys.stderr))\n"
+        "from fma_bands.cli import run\n"
+        "run()\n"
+    )
+    options = ["--db", cli.db, "--vignettes", str(cli.vignettes)]
+    options += ["--attestations", str(cli.attestations), "verify"]
+    result = subprocess.run(
+        [sys.executable, "-c", code, *options],
+        cwd=cli.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith("the folder verifies")
+    assert result.stderr.splitlines()[-1] == "[]", result.stderr
+
+
 def test_registry_json_has_the_documented_shape(study):
     cli, envelope = study
     data, bands = registry_json(cli)

@@ -2,6 +2,8 @@
 is what it is for; an FMA_BANDS_* variable nothing reads is refused by name."""
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,37 @@ def test_an_empty_kept_answers_folder_is_refused_never_read_as_the_working_folde
         load_settings()
     assert refused.value.field == "kept_answers"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("given", ["0", "1441", "-5", "five", "5.5", "", "٥"])
+def test_idle_minutes_are_a_whole_number_from_1_to_a_day_or_refused_by_name(monkeypatch, given):
+    monkeypatch.setenv(PREFIX + "IDLE_MINUTES", given)
+    with pytest.raises(FmaBandsError, match=r"setting idle_minutes \(FMA_BANDS_IDLE_MINUTES\)"):
+        load_settings()
+
+
+@pytest.mark.parametrize("given", ["1", " 30 ", "1440"])
+def test_idle_minutes_within_a_day_are_read(monkeypatch, given):
+    monkeypatch.setenv(PREFIX + "IDLE_MINUTES", given)
+    assert load_settings().idle_minutes == int(given)
+
+
+def test_a_variable_is_read_whatever_its_case_and_an_option_wins_over_it(monkeypatch, tmp_path):
+    monkeypatch.setenv(PREFIX.lower() + "vignettes", str(tmp_path / "mine"))
+    monkeypatch.setenv(PREFIX + "LOG_LEVEL", "warning")
+    assert load_settings().vignettes == tmp_path / "mine"
+    found = load_settings(vignettes=str(tmp_path / "given"), log_level=None)
+    assert (found.vignettes, found.log_level) == (tmp_path / "given", "WARNING")
+
+
+def test_the_settings_are_read_without_a_settings_library():
+    """The commands that open no database (`verify` above all, what an editor runs) would
+    otherwise spend a large share of their time importing pydantic to read ten values
+    (docs/performance.md)."""
+    code = (
+        "import sys, fma_bands.core.settings as s\n"
+        "s.load_settings()\n"
+        "assert 'pydantic' not in sys.modules, sorted(m for m in sys.modules if 'pydantic' in m)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
