@@ -6,7 +6,6 @@ envelope holds its payload only until `release`, and reads it again from its fil
 signature need checking after that.
 """
 
-import base64
 import codecs
 import hashlib
 import json
@@ -24,6 +23,7 @@ from fma_bands.evidence.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     STATEMENT_TYPE,
     Parsed,
+    decode_base64,
     honest_keys,
     parse_envelope,
     verify_parsed,
@@ -276,7 +276,7 @@ def _parse_record(data: bytes, source: str) -> _Record:
         payload = parsed[0]
     except FmaBandsError as exc:
         try:
-            payload = base64.b64decode(envelope["payload"], validate=True)
+            payload = decode_base64(envelope["payload"])
         except (KeyError, TypeError, ValueError):
             refusal = ("malformed", f"not a DSSE envelope: {exc.message}")
             return (None, None, None, None), refusal, None
@@ -389,7 +389,7 @@ def _read_again(checked: CheckedEnvelope) -> bytes | None:
     if checked.payload_span is not None:
         start, end = checked.payload_span
         try:
-            return base64.b64decode(data[start:end], validate=True)
+            return decode_base64(data[start:end])
         except ValueError:
             return None
     return parse_envelope(json.loads(data.removeprefix(codecs.BOM_UTF8)))[0]

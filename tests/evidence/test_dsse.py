@@ -21,6 +21,7 @@ from fma_bands.core.files import write_json_atomically
 from fma_bands.evidence.dsse import (
     IN_TOTO_PAYLOAD_TYPE,
     decode_b64_field,
+    decode_base64,
     pae,
     sign_envelope,
     verify_envelope,
@@ -465,19 +466,45 @@ _B64_TEXT = st.text(
 )
 def test_a_base64_field_is_accepted_exactly_when_it_is_the_encoding_of_its_bytes(text):
     # The canonical spelling is checked on the last characters, not by encoding the bytes again:
-    # it must agree with encoding them again on every string of the alphabet.
+    # it must agree with the standard library decoding and encoding again on every string.
     try:
         raw = base64.b64decode(text, validate=True)
     except ValueError:
-        expected = "is not valid base64"
+        expected = None
     else:
-        expected = None if base64.b64encode(raw).decode() == text else "not canonical"
+        expected = raw if base64.b64encode(raw).decode() == text else None
+    if expected is None:
+        with pytest.raises(FmaBandsError, match=r"is not valid base64|is not canonical padded"):
+            decode_b64_field(text, "payload")
+    else:
+        assert decode_b64_field(text, "payload") == expected
+
+
+@given(
+    st.one_of(
+        _B64_TEXT,
+        _B64_TEXT.map(str.encode),
+        st.binary(max_size=9).map(base64.b64encode),
+        st.text(max_size=8),
+    )
+)
+def test_the_fast_decoder_reads_only_what_the_standard_library_reads_alike(text):
+    """decode_base64 (pybase64) decodes nothing the standard library refuses or reads
+    otherwise; the one thing it refuses that the other reads, padding beyond the last
+    quantum (`QUJD====`), is no canonical spelling either."""
     try:
-        decode_b64_field(text, "payload")
-        found = None
-    except FmaBandsError as exc:
-        found = "is not valid base64" if "is not valid base64" in exc.message else "not canonical"
-    assert found == expected
+        standard: bytes | None = base64.b64decode(text, validate=True)
+    except ValueError:
+        standard = None
+    try:
+        fast: bytes | None = decode_base64(text)
+    except ValueError:
+        fast = None
+    if fast is not None:
+        assert fast == standard
+    elif standard is not None:
+        spelled = text.decode() if isinstance(text, bytes) else text
+        assert base64.b64encode(standard).decode() != spelled
 
 
 def test_stray_padding_bits_are_refused_on_both_padding_lengths():
@@ -485,3 +512,6 @@ def test_stray_padding_bits_are_refused_on_both_padding_lengths():
         with pytest.raises(FmaBandsError, match="not canonical padded base64"):
             decode_b64_field(text, "payload")
     assert decode_b64_field("QUJDRA==", "payload") == b"ABCD"
+    for text in ("QUJD====", "QUJDRA===", "QUJD="):  # padding past the last quantum
+        with pytest.raises(FmaBandsError, match="is not valid base64"):
+            decode_b64_field(text, "payload")
