@@ -16,8 +16,6 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
 from fma_bands.core.errors import AccessDenied, WrongPassphrase
@@ -49,9 +47,16 @@ def account_key(session: Session, typed: str) -> str:
 
 
 def _insert_ignore(session: Session, table, values: list[dict]) -> None:
-    dialect = session.connection().dialect.name
-    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
-    session.execute(insert(table).values(values).on_conflict_do_nothing())
+    # Imported for the database in use only: PostgreSQL's dialect takes longer to import than
+    # a SQLite study's whole sign-in, and every coordinator command signs in.
+    if session.connection().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        session.execute(postgresql_insert(table).values(values).on_conflict_do_nothing())
+    else:
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        session.execute(sqlite_insert(table).values(values).on_conflict_do_nothing())
 
 
 def rows(session: Session, keys: list[str]) -> list[SignInThrottle]:

@@ -10,6 +10,7 @@ One study is set up per module (enrolment and signing cost Argon2 time); tests t
 work on copies of its store and attestations folder.
 """
 
+import ast
 import base64
 import json
 import re
@@ -442,19 +443,19 @@ def test_verify_passes_then_names_an_edited_envelope(study, copied):
     assert refused.returncode == 1 and not out.exists()
 
 
-def test_verify_reads_the_folder_without_the_database_library_or_pydantic(study):
-    """What an editor runs is mostly the fixed cost of starting: the database's library and
-    pydantic would be a large share of it (docs/performance.md), and `verify` needs neither."""
-    cli, _ = study
+def imported(cli: Cli, modules: tuple[str, ...], *args: str) -> tuple[str, list[str]]:
+    """The command's output, and which of `modules` its process imported (run as the console
+    script runs it)."""
     code = (
         "import atexit, sys\n"
-        "heavy = ('pydantic', 'sqlalchemy', 'sqlmodel', 'numpy')\n"
-        "atexit.register(lambda: print([m for m in heavy if m in sys.modules], file=sys.stderr))\n"
+        f"modules = {modules!r}\n"
+        "seen = lambda: [m for m in modules if m in sys.modules]\n"
+        "atexit.register(lambda: print(seen(), file=sys.stderr))\n"
         "from fma_bands.cli import run\n"
         "run()\n"
     )
     options = ["--db", cli.db, "--vignettes", str(cli.vignettes)]
-    options += ["--attestations", str(cli.attestations), "verify"]
+    options += ["--attestations", str(cli.attestations), *args]
     result = subprocess.run(
         [sys.executable, "-c", code, *options],
         cwd=cli.root,
@@ -464,8 +465,28 @@ def test_verify_reads_the_folder_without_the_database_library_or_pydantic(study)
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.rstrip().endswith("the folder verifies")
-    assert result.stderr.splitlines()[-1] == "[]", result.stderr
+    return result.stdout, ast.literal_eval(result.stderr.splitlines()[-1])
+
+
+def test_verify_reads_the_folder_without_the_database_library_or_pydantic(study):
+    """What an editor runs is mostly the fixed cost of starting: the database's library and
+    pydantic would be a large share of it (docs/performance.md), and `verify` needs neither."""
+    cli, _ = study
+    out, found = imported(cli, ("pydantic", "sqlalchemy", "sqlmodel", "numpy"), "verify")
+    assert out.rstrip().endswith("the folder verifies")
+    assert found == []
+
+
+def test_a_kept_agreement_on_sqlite_imports_no_statistics_nor_postgresqls_dialect(study):
+    """A kept answer is mostly the imports: the statistics are not needed to print it, nor, on
+    a SQLite study, PostgreSQL's dialect to count the coordinator's sign-in."""
+    cli, _ = study
+    heavy = ("numpy", "krippendorff", "sqlalchemy.dialects.postgresql")
+    who = ("--as", "coordinator", "--passphrase-file", "coordinator.pass")
+    computed, _ = imported(cli, heavy, *who, "agreement", "--json", "--bootstrap", "0")
+    kept, found = imported(cli, heavy, *who, "agreement", "--json", "--bootstrap", "0")
+    assert kept == computed
+    assert found == []
 
 
 def test_registry_json_has_the_documented_shape(study):
