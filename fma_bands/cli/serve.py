@@ -115,13 +115,13 @@ def address(host: str, port: int) -> str:
 def given_settings() -> dict[str, str]:
     """The settings given as options to this command, as the FMA_BANDS_* variables the app
     reads (those set in the environment reach it as they are)."""
-    from fma_bands.core.settings import NAMES
+    from fma_bands.core.settings import Settings
 
     options = click.get_current_context().find_root().obj or {}
     return {
         f"FMA_BANDS_{name.upper()}": str(value)
         for name, value in options.items()
-        if value is not None and name in NAMES
+        if value is not None and name in Settings.model_fields
     }
 
 
@@ -145,13 +145,13 @@ def program() -> str:
 def start_command(command: str = "serve") -> str:
     """The exact command for `command` on this study: this program with the study's options as
     they were given to this command (a database password shown as ***), for a hint to print."""
-    from fma_bands.core.settings import NAMES
+    from fma_bands.core.settings import Settings
     from fma_bands.store.db import shown_url
 
     options = click.get_current_context().find_root().obj or {}
     words = [program()]
     for param in cli.params:
-        value = options.get(param.name) if param.name in NAMES else None
+        value = options.get(param.name) if param.name in Settings.model_fields else None
         if value is None:
             continue
         shown = shown_url(value) if param.name == "database_url" else str(value)

@@ -2,18 +2,16 @@
 
 An FMA_BANDS_* variable that nothing reads is refused by name: a misspelt one would otherwise be
 ignored, and the study would quietly use the default it was meant to change.
-
-The settings are ten plain values read here by hand rather than through a settings library: the
-commands that touch no database (`verify` above all) would otherwise import and build a model
-class for them, a fixed cost that docs/performance.md measures at about a third of `verify`.
 """
 
-import dataclasses
 import difflib
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fma_bands.core.errors import FmaBandsError
 
@@ -36,18 +34,37 @@ OTHER_VARIABLES = (
     "FMA_BANDS_TEST_POSTGRES_URL",
 )
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-MAX_IDLE_MINUTES = 24 * 60
-
 
 def _user_cache() -> Path:
     """The user's cache folder ($XDG_CACHE_HOME, else ~/.cache)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
+def _upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
+
+
+# A logging level by name, in any case (info, INFO).
+LogLevel = Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(_upper)]
+
+
+def _named(value: Any) -> Any:
+    """An empty folder name is refused: read as the working folder, it would put the kept
+    answers' key wherever a command runs (a study's checkout, say)."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(
+            "is empty: name a folder of your own, or unset it for the default (~/.cache/fma-bands)"
+        )
+    return value
+
+
+KeptFolder = Annotated[Path, BeforeValidator(_named)]
+
+
+class Settings(BaseSettings):
     """Where the study lives. Each field is also the variable FMA_BANDS_<FIELD>."""
+
+    model_config = SettingsConfigDict(env_prefix=PREFIX, frozen=True, extra="ignore")
 
     vignettes: Path = Path("vignettes")
     database_url: str = DEFAULT_DATABASE_URL
@@ -63,92 +80,28 @@ class Settings:
     log_file: Path = Path("fma-bands.log")
     # Which events reach it: ERROR only bugs, WARNING refusals too, INFO every command. The
     # default writes a file only for a bug, wherever a command runs.
-    log_level: str = "ERROR"
+    log_level: LogLevel = "ERROR"
     # Where `registry` and `export` keep their answers, each under the digest of every file it
     # was decided from (evidence/kept.py): a folder of this user's alone, outside the study's.
-    kept_answers: Path = dataclasses.field(default_factory=lambda: _user_cache() / "fma-bands")
+    kept_answers: KeptFolder = Field(default_factory=lambda: _user_cache() / "fma-bands")
     # Minutes without a page run after which the app signs the person out (21 CFR 11.300(d)).
-    idle_minutes: int = 30
-
-
-NAMES = tuple(field.name for field in dataclasses.fields(Settings))
-
-
-def _path(value: Any) -> Path:
-    if isinstance(value, Path):
-        return value
-    if isinstance(value, str):
-        return Path(value)
-    raise ValueError("is not a path")
-
-
-def _kept_folder(value: Any) -> Path:
-    """An empty folder name is refused: read as the working folder, it would put the kept
-    answers' key wherever a command runs (a study's checkout, say)."""
-    if isinstance(value, str) and not value.strip():
-        raise ValueError(
-            "is empty: name a folder of your own, or unset it for the default (~/.cache/fma-bands)"
-        )
-    return _path(value)
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError("is not text")
-    return value
-
-
-def _log_level(value: Any) -> str:
-    """A logging level by name, in any case (info, INFO)."""
-    level = value.strip().upper() if isinstance(value, str) else value
-    if level not in LOG_LEVELS:
-        raise ValueError(f"is {value!r}: name one of {', '.join(LOG_LEVELS)}")
-    return str(level)
-
-
-def _minutes(value: Any) -> int:
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit() and value.isascii():
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"is {value!r}: give a whole number of minutes")
-    if not 1 <= value <= MAX_IDLE_MINUTES:
-        raise ValueError(f"is {value}: give from 1 to {MAX_IDLE_MINUTES} minutes")
-    return value
-
-
-READ = {
-    "vignettes": _path,
-    "database_url": _text,
-    "attestations": _path,
-    "identity_key": _path,
-    "export_dir": _path,
-    "trajectories": _path,
-    "log_file": _path,
-    "log_level": _log_level,
-    "kept_answers": _kept_folder,
-    "idle_minutes": _minutes,
-}
+    idle_minutes: int = Field(default=30, ge=1, le=24 * 60)
 
 
 def load_settings(**overrides: Any) -> Settings:
     """The settings, with the given options (None means "not given") over the environment."""
+    given = {name: value for name, value in overrides.items() if value is not None}
     _refuse_unknown_variables()
-    # Variables are matched whatever their case, as they always were.
-    variables = {name.upper(): value for name, value in os.environ.items()}
-    given: dict[str, Any] = {}
-    for name in NAMES:
-        value = overrides.get(name)
-        if value is None:
-            value = variables.get(PREFIX + name.upper())
-        if value is None:
-            continue
-        try:
-            given[name] = READ[name](value)
-        except ValueError as exc:
-            raise FmaBandsError(
-                f"setting {name} (FMA_BANDS_{name.upper()}): {exc}", field=name
-            ) from None
-    found = Settings(**given)
+    try:
+        found = Settings(**given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(p) for p in first["loc"])
+        # A validator's own sentence, without pydantic's "Value error, " before it.
+        said = first["msg"].removeprefix("Value error, ")
+        raise FmaBandsError(
+            f"setting {name} (FMA_BANDS_{name.upper()}): {said}", field=name
+        ) from None
     _check_paths(found)
     _keep_out_of_the_log(found)
     return found
@@ -156,11 +109,12 @@ def load_settings(**overrides: Any) -> Settings:
 
 def known_variables() -> list[str]:
     """Every FMA_BANDS_* variable something reads."""
-    return sorted({PREFIX + name.upper() for name in NAMES} | set(OTHER_VARIABLES))
+    return sorted({PREFIX + name.upper() for name in Settings.model_fields} | set(OTHER_VARIABLES))
 
 
 def _refuse_unknown_variables() -> None:
     known = known_variables()
+    # Matched as pydantic-settings matches them: whatever the case.
     for name in sorted(os.environ):
         if not name.upper().startswith(PREFIX) or name.upper() in known:
             continue
@@ -168,7 +122,7 @@ def _refuse_unknown_variables() -> None:
         suffixes = [k.removeprefix(PREFIX) for k in known]
         close = difflib.get_close_matches(name.upper().removeprefix(PREFIX), suffixes, n=1)
         hint = f"did you mean {PREFIX}{close[0]}? " if close else ""
-        settings = sorted(PREFIX + field.upper() for field in NAMES)
+        settings = sorted({PREFIX + field.upper() for field in Settings.model_fields})
         raise FmaBandsError(
             f"this environment variable is no setting of fma-bands: {hint}unset it (the settings "
             f"are {', '.join(settings)})",

@@ -2,8 +2,6 @@
 is what it is for; an FMA_BANDS_* variable nothing reads is refused by name."""
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -148,16 +146,3 @@ def test_a_variable_is_read_whatever_its_case_and_an_option_wins_over_it(monkeyp
     assert load_settings().vignettes == tmp_path / "mine"
     found = load_settings(vignettes=str(tmp_path / "given"), log_level=None)
     assert (found.vignettes, found.log_level) == (tmp_path / "given", "WARNING")
-
-
-def test_the_settings_are_read_without_a_settings_library():
-    """The commands that open no database (`verify` above all, what an editor runs) would
-    otherwise spend a large share of their time importing pydantic to read ten values
-    (docs/performance.md)."""
-    code = (
-        "import sys, fma_bands.core.settings as s\n"
-        "s.load_settings()\n"
-        "assert 'pydantic' not in sys.modules, sorted(m for m in sys.modules if 'pydantic' in m)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
